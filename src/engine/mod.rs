@@ -1,0 +1,1 @@
+//! Recognizer over llama.cpp-style stacks.

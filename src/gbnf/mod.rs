@@ -1,0 +1,1 @@
+//! GBNF: llama.cpp grammar dialect.
