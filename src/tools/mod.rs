@@ -1,1 +1,2 @@
 //! (filled in by the tools work)
+pub mod toolset;
