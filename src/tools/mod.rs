@@ -1,2 +1,3 @@
 //! (filled in by the tools work)
+pub mod envelope;
 pub mod toolset;
