@@ -1,3 +1,4 @@
 //! (filled in by the tools work)
 pub mod envelope;
 pub mod toolset;
+pub mod validate;
