@@ -1,0 +1,1 @@
+//! Pool filter (in progress).
