@@ -1,0 +1,1 @@
+//! Prompt builders (in progress).
