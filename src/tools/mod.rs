@@ -3,6 +3,7 @@ pub mod call;
 pub mod extract;
 pub mod pool;
 pub mod prompt;
+
 pub mod envelope;
 pub mod toolset;
 pub mod validate;

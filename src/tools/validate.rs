@@ -21,6 +21,7 @@
 //! * `no tool call found (expected a openai tool call)`
 //! * `expected a single tool call, found 2`
 
+use crate::tools::call::ToolCall;
 use crate::tools::envelope::{self, Format, ParseError, Parsed, RawCall};
 use crate::tools::toolset::{Tool, ToolSet};
 use serde_json::Value;
@@ -76,6 +77,14 @@ impl CallCheck {
     pub fn is_valid(&self) -> bool {
         self.issues.is_empty()
     }
+
+    /// The call as the shared [`ToolCall`] type (`None` when the arguments are not an object).
+    pub fn to_tool_call(&self) -> Option<ToolCall> {
+        match &self.arguments {
+            Value::Object(m) => Some(ToolCall::new(self.name.clone(), m.clone())),
+            _ => None,
+        }
+    }
 }
 
 /// The verdict on a whole output.
@@ -104,6 +113,17 @@ impl Report {
     /// True when the output holds at least one call and is valid.
     pub fn is_valid_call(&self) -> bool {
         self.is_valid() && !self.calls.is_empty()
+    }
+
+    /// The valid calls as [`ToolCall`]s, in order (empty unless the whole output is valid).
+    pub fn tool_calls(&self) -> Vec<ToolCall> {
+        if !self.is_valid() {
+            return Vec::new();
+        }
+        self.calls
+            .iter()
+            .filter_map(CallCheck::to_tool_call)
+            .collect()
     }
 
     /// All feedback lines, in order.
