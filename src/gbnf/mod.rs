@@ -4,7 +4,9 @@
 pub mod diagnostic;
 pub mod element;
 pub mod grammar;
+pub mod lint;
 pub mod parser;
+pub mod printer;
 pub mod source;
 
 pub use diagnostic::{Diagnostic, GrammarError, Severity};
