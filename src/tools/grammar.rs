@@ -143,7 +143,10 @@ fn convert_options(opts: &GrammarOptions, close_objects: bool) -> ConvertOptions
 }
 
 /// Builds the tool-call grammar for a tool set.
-pub fn tool_call_grammar(tools: &ToolSet, opts: &GrammarOptions) -> Result<ToolGrammar, GrammarError> {
+pub fn tool_call_grammar(
+    tools: &ToolSet,
+    opts: &GrammarOptions,
+) -> Result<ToolGrammar, GrammarError> {
     if tools.is_empty() {
         return Err(GrammarError::Empty);
     }
@@ -496,7 +499,10 @@ impl PyBuilder {
         for key in obj.keys() {
             let k = key.as_str();
             if ANNOTATIONS.contains(&k)
-                || matches!(k, "type" | "properties" | "required" | "additionalProperties")
+                || matches!(
+                    k,
+                    "type" | "properties" | "required" | "additionalProperties"
+                )
             {
                 continue;
             }
@@ -553,14 +559,21 @@ impl PyBuilder {
         let sep = format!("\",\" {space}");
         let key = |k: &str| match style {
             KeyStyle::Kwarg => gbnf_literal(&format!("{k}=")),
-            KeyStyle::DictKey => format!("{} {space}", gbnf_literal(&format!("{}:", json_string(k)))),
+            KeyStyle::DictKey => {
+                format!("{} {space}", gbnf_literal(&format!("{}:", json_string(k))))
+            }
         };
         if props.is_empty() && !closed {
             // A free-form mapping: any keys, values per additionalProperties.
             let value = match additional {
-                Some(s @ Value::Object(_)) => {
-                    self.value(ctx, s, &format!("{pointer}/additionalProperties"), hint, conv, out)?
-                }
+                Some(s @ Value::Object(_)) => self.value(
+                    ctx,
+                    s,
+                    &format!("{pointer}/additionalProperties"),
+                    hint,
+                    conv,
+                    out,
+                )?,
                 _ => self.generic(out),
             };
             let string = self.generic_string(out);
@@ -574,7 +587,10 @@ impl PyBuilder {
         for (name, sub) in props {
             let p = format!("{pointer}/properties/{}", escape_pointer(name));
             let v = self.value(ctx, sub, &p, &format!("{hint}-{}", slug(name)), conv, out)?;
-            items.push((format!("{} {v}", key(name)), required.contains(&name.as_str())));
+            items.push((
+                format!("{} {v}", key(name)),
+                required.contains(&name.as_str()),
+            ));
         }
         // start(i): nothing written yet; after(i): something written, each item needs `sep`.
         let after = |i: usize| -> String {
@@ -594,7 +610,11 @@ impl PyBuilder {
         let mut closing = 0usize;
         for (i, (kv, req)) in items.iter().enumerate() {
             let rest = after(i + 1);
-            let seq = if rest.is_empty() { kv.clone() } else { format!("{kv} {rest}") };
+            let seq = if rest.is_empty() {
+                kv.clone()
+            } else {
+                format!("{kv} {rest}")
+            };
             if *req {
                 start.push_str(&seq);
                 break;
@@ -725,10 +745,16 @@ impl PyBuilder {
         }
         let types: Vec<String> = match obj.get("type") {
             Some(Value::String(t)) => vec![t.clone()],
-            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+            Some(Value::Array(ts)) => ts
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
             _ => infer_types(obj),
         };
-        let known: &[&str] = &["type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable"];
+        let known: &[&str] = &[
+            "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable",
+        ];
         for key in obj.keys() {
             let k = key.as_str();
             let relevant = ANNOTATIONS.contains(&k)
@@ -737,8 +763,13 @@ impl PyBuilder {
                 || NUMBER_KEYWORDS.contains(&k)
                 || matches!(
                     k,
-                    "properties" | "required" | "additionalProperties" | "items" | "prefixItems"
-                        | "minItems" | "maxItems"
+                    "properties"
+                        | "required"
+                        | "additionalProperties"
+                        | "items"
+                        | "prefixItems"
+                        | "minItems"
+                        | "maxItems"
                 );
             if !relevant {
                 self.unsupported(ctx, &format!("{pointer}/{k}"), k, "keyword")?;
@@ -804,7 +835,10 @@ impl PyBuilder {
     ) -> Result<String, GrammarError> {
         let s = self.space.clone();
         let min = obj.get("minItems").and_then(Value::as_u64).unwrap_or(0) as usize;
-        let max = obj.get("maxItems").and_then(Value::as_u64).map(|m| m as usize);
+        let max = obj
+            .get("maxItems")
+            .and_then(Value::as_u64)
+            .map(|m| m as usize);
         let mut prefix = Vec::new();
         if let Some(Value::Array(pi)) = obj.get("prefixItems") {
             for (i, sub) in pi.iter().enumerate() {
@@ -863,7 +897,11 @@ impl PyBuilder {
                 (m, None) => format!("{item} ( {sep} {item} ){{{},}}", m - 1),
                 (0, Some(0)) => String::new(),
                 (0, Some(n)) => format!("( {item} ( {sep} {item} ){{0,{}}} )?", n - 1),
-                (m, Some(n)) => format!("{item} ( {sep} {item} ){{{},{}}}", m - 1, n.saturating_sub(1).max(m - 1)),
+                (m, Some(n)) => format!(
+                    "{item} ( {sep} {item} ){{{},{}}}",
+                    m - 1,
+                    n.saturating_sub(1).max(m - 1)
+                ),
             }
         } else {
             String::new()
@@ -886,11 +924,21 @@ impl PyBuilder {
             return Ok(rule.clone());
         }
         let Some(frag) = reference.strip_prefix('#') else {
-            self.unsupported(ctx, &format!("{pointer}/$ref"), "$ref", "only local references")?;
+            self.unsupported(
+                ctx,
+                &format!("{pointer}/$ref"),
+                "$ref",
+                "only local references",
+            )?;
             return Ok(self.generic(out));
         };
         let Some(target) = ctx.root.pointer(frag).cloned() else {
-            self.unsupported(ctx, &format!("{pointer}/$ref"), "$ref", "unresolved reference")?;
+            self.unsupported(
+                ctx,
+                &format!("{pointer}/$ref"),
+                "$ref",
+                "unresolved reference",
+            )?;
             return Ok(self.generic(out));
         };
         let hint = slug(frag.rsplit('/').next().unwrap_or("ref"));
@@ -931,10 +979,17 @@ fn infer_types(obj: &Map<String, Value>) -> Vec<String> {
     if obj.keys().any(|k| NUMBER_KEYWORDS.contains(&k.as_str())) {
         t.push("number".to_owned());
     }
-    if obj.contains_key("properties") || obj.contains_key("required") || obj.contains_key("additionalProperties") {
+    if obj.contains_key("properties")
+        || obj.contains_key("required")
+        || obj.contains_key("additionalProperties")
+    {
         t.push("object".to_owned());
     }
-    if obj.contains_key("items") || obj.contains_key("prefixItems") || obj.contains_key("minItems") || obj.contains_key("maxItems") {
+    if obj.contains_key("items")
+        || obj.contains_key("prefixItems")
+        || obj.contains_key("minItems")
+        || obj.contains_key("maxItems")
+    {
         t.push("array".to_owned());
     }
     t

@@ -9,7 +9,8 @@
 //!
 //! Parameter schemas are normalised to proper JSON Schema: BFCL's Python- and Java-flavoured type
 //! names (`dict`, `float`, `tuple`, `any`, `String`, `HashMap`, `ArrayList`, `long`, …) become
-//! JSON Schema types (see [`json_type_for`]), BFCL's non-standard `"optional"` flag is dropped (a
+//! JSON Schema types (see [`json_type_for`]), BFCL's non-standard `"optional"` key (`true`,
+//! `"True"` or a list of names) is dropped (a
 //! property is optional exactly when it is not in `required`), and a missing top-level `type` on a
 //! schema with `properties` becomes `"object"`. Every error names the tool and the JSON pointer into
 //! the loaded document.
@@ -421,8 +422,9 @@ fn normalise_schema(schema: &Value, ptr: &str) -> Result<Value, (String, String)
                 Some(t) => t,
                 None => continue,
             },
-            // BFCL's non-standard flag; optionality is `required`'s business.
-            "optional" if value.is_boolean() => continue,
+            // BFCL's non-standard flag (`true`, `"True"`, or a list of names); optionality is
+            // `required`'s business.
+            "optional" => continue,
             "items" => match value {
                 Value::Array(list) => Value::Array(normalise_list(list, &kptr)?),
                 _ => normalise_schema(value, &kptr)?,
