@@ -143,6 +143,10 @@ fn convert_options(opts: &GrammarOptions, close_objects: bool) -> ConvertOptions
 }
 
 /// Builds the tool-call grammar for a tool set.
+///
+/// The envelope's own rules (`call`, `call-<tool>`, `calls`, `plain-text`, `py-…`) are appended
+/// after the converter's rules; should a name clash with one of the converter's, every envelope
+/// rule is prefixed with `tc-` instead.
 pub fn tool_call_grammar(
     tools: &ToolSet,
     opts: &GrammarOptions,
@@ -150,11 +154,39 @@ pub fn tool_call_grammar(
     if tools.is_empty() {
         return Err(GrammarError::Empty);
     }
+    let (grammar, clash) = build(tools, opts, "")?;
+    if !clash {
+        return Ok(grammar);
+    }
+    let (grammar, _) = build(tools, opts, "tc-")?;
+    Ok(grammar)
+}
+
+/// Names defined (`name ::=` at the start of a line) in a GBNF text.
+fn defined_names(text: &str) -> std::collections::HashSet<String> {
+    text.lines()
+        .filter_map(|l| {
+            let (name, _) = l.split_once("::=")?;
+            let name = name.trim();
+            (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+                .then(|| name.to_owned())
+        })
+        .collect()
+}
+
+fn build(
+    tools: &ToolSet,
+    opts: &GrammarOptions,
+    prefix: &str,
+) -> Result<(ToolGrammar, bool), GrammarError> {
     // Objects are closed explicitly in `arguments_schema`, so the converter sees exactly the schema
     // the validator uses.
     let mut conv = SchemaConverter::new(convert_options(opts, false));
     let space = conv.space_rule();
-    let mut out = Emitter::default();
+    let mut out = Emitter {
+        prefix: prefix.to_owned(),
+        ..Emitter::default()
+    };
     let mut warnings = Vec::new();
     let mut tool_rules = Vec::new();
     let mut pairs = Vec::new();
@@ -189,7 +221,11 @@ pub fn tool_call_grammar(
             }
             Format::Pythonic => {
                 let kwargs = py.kwargs(tool, &schema, &mut conv, &mut out)?;
-                format!("{} \"(\" {kwargs} \")\"", gbnf_literal(&tool.name))
+                if kwargs.is_empty() {
+                    format!("{} \"()\"", gbnf_literal(&tool.name))
+                } else {
+                    format!("{} \"(\" {kwargs} \")\"", gbnf_literal(&tool.name))
+                }
             }
         };
         let comment = tool_comment(tool);
@@ -247,23 +283,32 @@ pub fn tool_call_grammar(
     let root_body = if opts.auto {
         let prefixes = call_prefixes(tools, opts);
         let text_rule = out.fresh("plain-text");
-        not_prefixed(&text_rule, &prefixes, &mut out);
+        out.comment(&format!(
+            "plain text: anything not starting like a call ({})",
+            prefixes.join(", ")
+        ));
+        out.rule(&text_rule, &not_prefixed(&prefixes));
         format!("{text_rule} | {calls}")
     } else {
         calls
     };
     warnings.extend(conv.warnings().iter().map(|w| w.to_string()));
     let mut text = conv.finish(&root_body);
+    let theirs = defined_names(&text);
+    let clash = out.used.keys().any(|n| theirs.contains(n));
     if !text.ends_with('\n') {
         text.push('\n');
     }
     text.push('\n');
     text.push_str(&out.text);
-    Ok(ToolGrammar {
-        text,
-        warnings,
-        tool_rules,
-    })
+    Ok((
+        ToolGrammar {
+            text,
+            warnings,
+            tool_rules,
+        },
+        clash,
+    ))
 }
 
 /// The texts a call starts with, for the `auto` option's "plain text" branch.
@@ -282,9 +327,9 @@ fn call_prefixes(tools: &ToolSet, opts: &GrammarOptions) -> Vec<String> {
     }
 }
 
-/// Emits `name ::= ...` matching every text that does not start with one of `prefixes`
-/// (including the empty text and proper prefixes of them).
-fn not_prefixed(name: &str, prefixes: &[String], out: &mut Emitter) {
+/// An expression matching every text that does not start with one of `prefixes` (including the
+/// empty text and proper prefixes of them): a trie of the prefixes, complemented.
+fn not_prefixed(prefixes: &[String]) -> String {
     #[derive(Default)]
     struct Node {
         end: bool,
@@ -298,26 +343,21 @@ fn not_prefixed(name: &str, prefixes: &[String], out: &mut Emitter) {
         }
         n.end = true;
     }
-    fn emit(rule: &str, node: &Node, out: &mut Emitter) {
-        let mut alts = Vec::new();
+    fn expr(node: &Node) -> String {
         let chars: String = node.children.keys().map(|&c| class_char(c)).collect();
-        alts.push(format!("[^{chars}] .*"));
+        let mut alts = vec![format!("[^{chars}] .*")];
         for (c, child) in &node.children {
-            if child.end {
-                continue;
+            if !child.end {
+                alts.push(format!("{} {}", gbnf_literal(&c.to_string()), expr(child)));
             }
-            let sub = out.fresh(&format!("{rule}-{}", out.counter));
-            emit(&sub, child, out);
-            alts.push(format!("{} {sub}", gbnf_literal(&c.to_string())));
         }
-        alts.push(String::new());
-        out.rule(rule, &alts.join(" | "));
+        alts.push("\"\"".to_owned());
+        format!("( {} )", alts.join(" | "))
     }
-    out.comment(&format!(
-        "plain text: anything not starting like a call ({})",
-        prefixes.join(", ")
-    ));
-    emit(name, &root, out);
+    let e = expr(&root);
+    e.strip_prefix("( ")
+        .and_then(|x| x.strip_suffix(" )"))
+        .map_or(e.clone(), str::to_owned)
 }
 
 fn class_char(c: char) -> String {
@@ -359,22 +399,25 @@ fn slug(name: &str) -> String {
     if s.is_empty() { "tool".into() } else { s }
 }
 
-/// Our own rules, appended after the converter's. Names get a `tc-` prefix so they never clash
-/// with the converter's rules.
+/// Our own rules, appended after the converter's (names prefixed with `prefix`, normally empty).
 #[derive(Default)]
 struct Emitter {
     text: String,
+    prefix: String,
     used: HashMap<String, usize>,
-    counter: usize,
 }
 
 impl Emitter {
     fn fresh(&mut self, hint: &str) -> String {
-        self.counter += 1;
-        let base = format!("tc-{hint}");
-        let n = self.used.entry(base.clone()).or_insert(0);
-        *n += 1;
-        if *n == 1 { base } else { format!("{base}-{n}") }
+        let base = format!("{}{hint}", self.prefix);
+        let mut name = base.clone();
+        let mut n = 1;
+        while self.used.contains_key(&name) {
+            n += 1;
+            name = format!("{base}-{n}");
+        }
+        self.used.insert(name.clone(), 1);
+        name
     }
 
     fn rule(&mut self, name: &str, body: &str) {
@@ -442,6 +485,8 @@ struct PyBuilder {
     generic: Option<String>,
     /// Rules built for `$ref` targets, by (tool, ref).
     refs: HashMap<(String, String), String>,
+    /// Converter rules for string/number leaves, by the leaf schema's JSON text.
+    leaves: HashMap<String, String>,
 }
 
 struct Ctx<'a> {
@@ -457,6 +502,7 @@ impl PyBuilder {
             warnings: Vec::new(),
             generic: None,
             refs: HashMap::new(),
+            leaves: HashMap::new(),
         }
     }
 
@@ -628,9 +674,6 @@ impl PyBuilder {
         for _ in 0..closing {
             start.push_str(" )");
         }
-        if items.is_empty() {
-            return Ok("\"\"".into());
-        }
         Ok(start)
     }
 
@@ -668,7 +711,7 @@ impl PyBuilder {
     }
 
     fn generic_string(&mut self, out: &mut Emitter) -> String {
-        let name = "tc-py-string".to_owned();
+        let name = format!("{}py-string", out.prefix);
         if !out.used.contains_key(&name) {
             let n = out.fresh("py-string");
             out.rule(
@@ -796,11 +839,26 @@ impl PyBuilder {
                             leaf.insert(k.clone(), v.clone());
                         }
                     }
-                    conv.add_schema(&format!("py-{hint}-{t}"), &Value::Object(leaf))
-                        .map_err(|error| GrammarError::Schema {
-                            tool: ctx.tool.to_owned(),
-                            error: pointed(error, pointer),
-                        })?
+                    let leaf = Value::Object(leaf);
+                    let memo_key = leaf.to_string();
+                    match self.leaves.get(&memo_key) {
+                        Some(rule) => rule.clone(),
+                        None => {
+                            let leaf_hint = if leaf.as_object().is_some_and(|m| m.len() == 1) {
+                                format!("py-{t}-value")
+                            } else {
+                                format!("py-{hint}-{t}")
+                            };
+                            let rule = conv.add_schema(&leaf_hint, &leaf).map_err(|error| {
+                                GrammarError::Schema {
+                                    tool: ctx.tool.to_owned(),
+                                    error: pointed(error, pointer),
+                                }
+                            })?;
+                            self.leaves.insert(memo_key, rule.clone());
+                            rule
+                        }
+                    }
                 }
                 "array" => self.array(ctx, obj, pointer, hint, conv, out)?,
                 "object" => {
@@ -894,6 +952,7 @@ impl PyBuilder {
         } else if let Some(item) = &item {
             match (min, max) {
                 (0, None) => format!("( {item} ( {sep} {item} )* )?"),
+                (1, None) => format!("{item} ( {sep} {item} )*"),
                 (m, None) => format!("{item} ( {sep} {item} ){{{},}}", m - 1),
                 (0, Some(0)) => String::new(),
                 (0, Some(n)) => format!("( {item} ( {sep} {item} ){{0,{}}} )?", n - 1),
