@@ -18,7 +18,7 @@
 //! * `invalid arg 'kind' for tool 'get_inputs' at /dialog/0/schema/kind: "banana" is not one of …`
 //! * `arguments for tool 'a' must be an object, got a string`
 //! * `could not parse a hermes tool call at byte 12: expected '</tool_call>'`
-//! * `no tool call found (expected a openai tool call)`
+//! * `no tool call found (expected a tool call in the openai format)`
 //! * `expected a single tool call, found 2`
 
 use crate::tools::call::ToolCall;
@@ -200,7 +200,7 @@ impl Validator {
                 report.text = true;
                 if !opts.auto {
                     report.output_issues.push(format!(
-                        "no tool call found (expected a {format} tool call)"
+                        "no tool call found (expected a tool call in the {format} format)"
                     ));
                 }
             }
