@@ -233,7 +233,7 @@ fn build(
         tool_rules.push((tool.name.clone(), pair_name.clone()));
         pairs.push(pair_name);
     }
-    warnings.extend(py.warnings.drain(..));
+    warnings.append(&mut py.warnings);
     let union = pairs.join(" | ");
     let (sep, one) = match opts.format {
         Format::OpenAi | Format::Llama3 | Format::Hermes => {
@@ -262,7 +262,7 @@ fn build(
         }
         Format::Pythonic => {
             let call = out.fresh("call");
-            out.rule(&call, &format!("{union}"));
+            out.rule(&call, &union);
             ("\"\\n\"".to_owned(), call)
         }
     };
