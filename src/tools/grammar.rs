@@ -100,6 +100,19 @@ pub enum GrammarError {
         /// Why.
         message: String,
     },
+    /// A tool or argument name cannot be written in this envelope (pythonic calls need
+    /// identifier-like names; gemma tool names cannot contain whitespace or `{`).
+    #[error("tool '{tool}': name '{name}' cannot be written in {format} calls ({why})")]
+    BadName {
+        /// The tool.
+        tool: String,
+        /// The offending tool or argument name.
+        name: String,
+        /// The envelope.
+        format: Format,
+        /// What is allowed.
+        why: &'static str,
+    },
     /// A plain JSON Schema (`grammar --schema`) could not be converted.
     #[error("{0}")]
     PlainSchema(SchemaError),
@@ -192,6 +205,7 @@ fn build(
     let mut pairs = Vec::new();
     let mut py = PyBuilder::new(space.clone(), opts.lenient);
     for tool in tools.tools() {
+        check_tool_name(tool, opts.format)?;
         let slug = slug(&tool.name);
         let schema = tool.arguments_schema();
         let pair_name = out.fresh(&format!("call-{slug}"));
@@ -309,6 +323,38 @@ fn build(
         },
         clash,
     ))
+}
+
+fn check_tool_name(tool: &Tool, format: Format) -> Result<(), GrammarError> {
+    let bad = |why| GrammarError::BadName {
+        tool: tool.name.clone(),
+        name: tool.name.clone(),
+        format,
+        why,
+    };
+    match format {
+        Format::Pythonic
+            if !tool
+                .name
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-')) =>
+        {
+            Err(bad("letters, digits, '_', '.' and '-' only"))
+        }
+        Format::Gemma if tool.name.chars().any(|c| c.is_whitespace() || c == '{') => {
+            Err(bad("no whitespace or '{'"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// True when `name` is a Python identifier (ASCII): usable as a keyword argument.
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// The texts a call starts with, for the `auto` option's "plain text" branch.
@@ -553,6 +599,16 @@ impl PyBuilder {
                 continue;
             }
             self.unsupported(&ctx, "", k, "keyword on the arguments object")?;
+        }
+        if let Some(props) = obj.get("properties").and_then(Value::as_object)
+            && let Some(bad) = props.keys().find(|k| !is_identifier(k))
+        {
+            return Err(GrammarError::BadName {
+                tool: tool.name.clone(),
+                name: bad.clone(),
+                format: Format::Pythonic,
+                why: "keyword arguments must be Python identifiers",
+            });
         }
         let slug = slug(&tool.name);
         self.entries(&ctx, &obj, "", &slug, conv, out, KeyStyle::Kwarg)
