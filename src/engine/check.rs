@@ -1,0 +1,76 @@
+//! Whole-input verdicts: accepted, incomplete (a viable prefix) or rejected at a byte offset.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::recognizer::{Engine, Expected, State};
+use crate::gbnf::{Grammar, LineCol, source::line_col};
+
+/// The three outcomes of matching a text against a grammar.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerdictKind {
+    /// The whole text matches the grammar.
+    Accepted,
+    /// The text is a proper prefix of something the grammar matches.
+    Incomplete,
+    /// No string of the grammar starts with the text.
+    Rejected,
+}
+
+/// The outcome of matching a text, with where and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// Accepted, incomplete or rejected.
+    pub kind: VerdictKind,
+    /// Byte offset of the first rejected byte (only when rejected).
+    pub offset: Option<usize>,
+    /// Line and column of the rejected byte, or of the end of the text otherwise.
+    pub position: LineCol,
+    /// What the grammar allowed at the rejected byte, or at the end of the text.
+    pub expected: Expected,
+    /// The state after the accepted part of the text (for stacks and snapshots).
+    pub state: State,
+}
+
+impl Verdict {
+    /// True if the whole text matches.
+    pub fn is_accepted(&self) -> bool {
+        self.kind == VerdictKind::Accepted
+    }
+}
+
+/// Matches `text` against `grammar` from the start (a fresh engine; see [`Engine`] to reuse caches).
+pub fn check(grammar: &Arc<Grammar>, text: &[u8]) -> Verdict {
+    let mut engine = Engine::new(Arc::clone(grammar));
+    check_with(&mut engine, text)
+}
+
+/// Matches `text` with an existing engine (its caches make repeated checks fast).
+pub fn check_with(engine: &mut Engine, text: &[u8]) -> Verdict {
+    let start = engine.initial();
+    match engine.feed(start, text) {
+        Ok(state) => {
+            let kind = if engine.can_end(state) {
+                VerdictKind::Accepted
+            } else {
+                VerdictKind::Incomplete
+            };
+            Verdict {
+                kind,
+                offset: None,
+                position: line_col(text, text.len()),
+                expected: engine.expected(state),
+                state,
+            }
+        }
+        Err((offset, before)) => Verdict {
+            kind: VerdictKind::Rejected,
+            offset: Some(offset),
+            position: line_col(text, offset),
+            expected: engine.expected(before),
+            state: before,
+        },
+    }
+}

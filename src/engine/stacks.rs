@@ -1,0 +1,109 @@
+//! Grammar stacks as hash-consed persistent lists, and stack sets as interned ordered lists.
+//!
+//! llama.cpp copies a `std::vector` of element pointers for every stack it touches. Here a
+//! stack is a `StackId` naming an immutable node `(top position, rest of the stack)`; equal
+//! stacks get equal ids, so pushing, popping, comparing and hashing are O(1), and a whole
+//! recognizer state is a couple of integers, which makes keeping one per token cheap.
+
+use rustc_hash::FxHashMap;
+
+/// An interned grammar stack; [`EMPTY_STACK`] is the empty stack (the grammar may end here).
+pub type StackId = u32;
+
+/// The empty stack.
+pub const EMPTY_STACK: StackId = 0;
+
+/// An interned ordered set of stacks; [`DEAD_SET`] is the empty set (nothing can follow).
+pub type SetId = u32;
+
+/// The empty set of stacks: the input was rejected.
+pub const DEAD_SET: SetId = 0;
+
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    top: u32,
+    rest: StackId,
+}
+
+/// Owns every stack and stack set built so far.
+#[derive(Clone, Debug)]
+pub struct StackArena {
+    nodes: Vec<Node>,
+    node_index: FxHashMap<(u32, StackId), StackId>,
+    sets: Vec<Box<[StackId]>>,
+    set_index: FxHashMap<Box<[StackId]>, SetId>,
+}
+
+impl Default for StackArena {
+    fn default() -> Self {
+        let mut arena = StackArena {
+            // Node 0 stands for the empty stack; its fields are never read.
+            nodes: vec![Node { top: u32::MAX, rest: EMPTY_STACK }],
+            node_index: FxHashMap::default(),
+            sets: Vec::new(),
+            set_index: FxHashMap::default(),
+        };
+        arena.intern_set(Vec::new());
+        arena
+    }
+}
+
+impl StackArena {
+    /// The stack `rest` with element position `top` pushed on it.
+    pub fn push(&mut self, rest: StackId, top: u32) -> StackId {
+        if let Some(&id) = self.node_index.get(&(top, rest)) {
+            return id;
+        }
+        let id = self.nodes.len() as StackId;
+        self.nodes.push(Node { top, rest });
+        self.node_index.insert((top, rest), id);
+        id
+    }
+
+    /// The element position on top of `stack` (None for the empty stack).
+    #[inline]
+    pub fn top(&self, stack: StackId) -> Option<u32> {
+        (stack != EMPTY_STACK).then(|| self.nodes[stack as usize].top)
+    }
+
+    /// `stack` without its top.
+    #[inline]
+    pub fn pop(&self, stack: StackId) -> StackId {
+        self.nodes[stack as usize].rest
+    }
+
+    /// The positions of `stack`, bottom first (llama.cpp's vector order).
+    pub fn positions(&self, mut stack: StackId) -> Vec<u32> {
+        let mut out = Vec::new();
+        while stack != EMPTY_STACK {
+            let node = self.nodes[stack as usize];
+            out.push(node.top);
+            stack = node.rest;
+        }
+        out.reverse();
+        out
+    }
+
+    /// The id of the ordered set `stacks` (which must hold no duplicates).
+    pub fn intern_set(&mut self, stacks: Vec<StackId>) -> SetId {
+        if let Some(&id) = self.set_index.get(stacks.as_slice()) {
+            return id;
+        }
+        let id = self.sets.len() as SetId;
+        let boxed: Box<[StackId]> = stacks.into_boxed_slice();
+        self.sets.push(boxed.clone());
+        self.set_index.insert(boxed, id);
+        id
+    }
+
+    /// The stacks of set `set`, in order.
+    #[inline]
+    pub fn set(&self, set: SetId) -> &[StackId] {
+        &self.sets[set as usize]
+    }
+
+    /// Number of distinct stacks and sets built (for memory reporting).
+    pub fn sizes(&self) -> (usize, usize) {
+        (self.nodes.len(), self.sets.len())
+    }
+}

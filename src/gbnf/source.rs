@@ -1,0 +1,119 @@
+//! Byte spans in grammar source text and their conversion to line:column for people.
+
+use serde::Serialize;
+
+/// A half-open byte range `start..end` in a source text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Span {
+    /// First byte of the range.
+    pub start: u32,
+    /// One past the last byte of the range.
+    pub end: u32,
+}
+
+impl Span {
+    /// A span from `start` to `end` (byte offsets; clamped so that `end >= start`).
+    pub fn new(start: usize, end: usize) -> Self {
+        let start = u32::try_from(start).unwrap_or(u32::MAX);
+        let end = u32::try_from(end).unwrap_or(u32::MAX).max(start);
+        Span { start, end }
+    }
+
+    /// The smallest span covering both `self` and `other`.
+    pub fn join(self, other: Span) -> Span {
+        Span {
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
+    }
+
+    /// The byte range, for slicing the source.
+    pub fn range(self) -> std::ops::Range<usize> {
+        self.start as usize..self.end as usize
+    }
+}
+
+/// A 1-based line and column (the column counts characters, not bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct LineCol {
+    /// 1-based line number.
+    pub line: u32,
+    /// 1-based column, in Unicode scalar values from the start of the line.
+    pub column: u32,
+}
+
+impl std::fmt::Display for LineCol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
+}
+
+/// Maps byte offsets of a text to line:column, in O(log lines).
+#[derive(Clone, Debug)]
+pub struct LineIndex {
+    line_starts: Vec<usize>,
+}
+
+impl LineIndex {
+    /// Indexes the line starts of `text` (lines end at `\n`).
+    pub fn new(text: &[u8]) -> Self {
+        let mut line_starts = vec![0];
+        line_starts.extend(
+            text.iter()
+                .enumerate()
+                .filter(|(_, b)| **b == b'\n')
+                .map(|(i, _)| i + 1),
+        );
+        LineIndex { line_starts }
+    }
+
+    /// Line and column of byte `offset` in `text` (the text this index was built from).
+    pub fn line_col(&self, text: &[u8], offset: usize) -> LineCol {
+        let offset = offset.min(text.len());
+        let line = self.line_starts.partition_point(|&s| s <= offset).max(1) - 1;
+        let start = self.line_starts[line];
+        let column = text[start..offset]
+            .iter()
+            .filter(|b| (**b & 0xC0) != 0x80)
+            .count();
+        LineCol {
+            line: line as u32 + 1,
+            column: column as u32 + 1,
+        }
+    }
+
+    /// The bytes of 1-based line `line`, without its line terminator.
+    pub fn line_text<'t>(&self, text: &'t [u8], line: u32) -> &'t [u8] {
+        let i = (line as usize).saturating_sub(1).min(self.line_starts.len() - 1);
+        let start = self.line_starts[i];
+        let end = self
+            .line_starts
+            .get(i + 1)
+            .map_or(text.len(), |next| next - 1);
+        let line = &text[start..end.max(start)];
+        line.strip_suffix(b"\r").unwrap_or(line)
+    }
+}
+
+/// Line and column of `offset` in `text`, without keeping an index (for one-off messages).
+pub fn line_col(text: &[u8], offset: usize) -> LineCol {
+    LineIndex::new(text).line_col(text, offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_characters() {
+        let text = "ab\nçd\r\nx".as_bytes();
+        let idx = LineIndex::new(text);
+        assert_eq!(idx.line_col(text, 0), LineCol { line: 1, column: 1 });
+        assert_eq!(idx.line_col(text, 3), LineCol { line: 2, column: 1 });
+        // 'ç' is two bytes: 'd' is column 2.
+        assert_eq!(idx.line_col(text, 5), LineCol { line: 2, column: 2 });
+        assert_eq!(idx.line_col(text, text.len()), LineCol { line: 3, column: 2 });
+        assert_eq!(idx.line_text(text, 2), "çd".as_bytes());
+        assert_eq!(idx.line_text(text, 3), b"x");
+    }
+}
