@@ -5,5 +5,6 @@ pub mod pool;
 pub mod prompt;
 
 pub mod envelope;
+pub mod grammar;
 pub mod toolset;
 pub mod validate;
