@@ -49,9 +49,9 @@ pub struct GrammarArgs {
     /// FILE is a plain JSON Schema: print the grammar of its values (no envelope).
     #[arg(long)]
     pub schema: bool,
-    /// The envelope calls are written in.
-    #[arg(long, value_enum, default_value_t = FormatArg::Openai)]
-    pub format: FormatArg,
+    /// The envelope calls are written in (default: openai).
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
     /// Allow several calls (a JSON list, or envelopes separated by newlines).
     #[arg(long)]
     pub parallel: bool,
@@ -71,11 +71,15 @@ pub struct GrammarArgs {
 
 /// Runs `toolrail grammar`.
 pub fn run(args: &GrammarArgs) -> anyhow::Result<ExitCode> {
+    if args.schema && (args.format.is_some() || args.parallel || args.auto) {
+        eprintln!("toolrail: --format, --parallel and --auto apply to tool sets, not to --schema");
+        return Ok(ExitCode::from(2));
+    }
     let bytes = super::read_input(&args.file)?;
     let text =
         String::from_utf8(bytes).with_context(|| format!("{}: not valid UTF-8", args.file))?;
     let opts = GrammarOptions {
-        format: args.format.into(),
+        format: args.format.unwrap_or(FormatArg::Openai).into(),
         parallel: args.parallel,
         auto: args.auto,
         compact: args.compact,

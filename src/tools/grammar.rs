@@ -6,9 +6,9 @@
 //!
 //! ```text
 //! root ::= call
-//! call ::= "{" space "\"name\"" space ":" space ( call-get-weather | call-send-messages ) space "}"
+//! call ::= "{" space "\"name\"" ":" space ( call-get-weather | call-send-messages ) space "}"
 //! # tool 'get_weather': Current weather for a city
-//! call-get-weather ::= "\"get_weather\"" space "," space "\"arguments\"" space ":" space args-get-weather
+//! call-get-weather ::= "\"get_weather\"" "," space "\"arguments\"" ":" space args-get-weather
 //! ```
 //!
 //! Arguments of the JSON envelopes (`openai`, `llama3`, `hermes`, `gemma`) come from the JSON Schema
@@ -131,14 +131,11 @@ pub struct ToolGrammar {
 
 /// Builds the GBNF grammar for one JSON Schema value (`toolrail grammar --schema`).
 pub fn schema_grammar(schema: &Value, opts: &GrammarOptions) -> Result<ToolGrammar, GrammarError> {
-    let mut conv = SchemaConverter::new(convert_options(opts, false));
-    let rule = conv
-        .add_schema("root-value", schema)
+    let conversion = crate::schema::schema_to_gbnf(schema, &convert_options(opts, false))
         .map_err(GrammarError::PlainSchema)?;
-    let warnings = conv.warnings().iter().map(|w| w.to_string()).collect();
     Ok(ToolGrammar {
-        text: conv.finish(&rule),
-        warnings,
+        text: conversion.gbnf,
+        warnings: conversion.warnings.iter().map(|w| w.to_string()).collect(),
         tool_rules: Vec::new(),
     })
 }
@@ -219,7 +216,7 @@ fn build(
                     })?;
                 let key = opts.format.arguments_key();
                 format!(
-                    "{} {space} \",\" {space} {} {space} \":\" {space} {args}",
+                    "{} \",\" {space} {} \":\" {space} {args}",
                     gbnf_literal(&json_string(&tool.name)),
                     gbnf_literal(&json_string(key)),
                 )
@@ -255,7 +252,7 @@ fn build(
             out.rule(
                 &call,
                 &format!(
-                    "\"{{\" {space} \"\\\"name\\\"\" {space} \":\" {space} ( {union} ) {space} \"}}\""
+                    "\"{{\" {space} \"\\\"name\\\"\" \":\" {space} ( {union} ) {space} \"}}\""
                 ),
             );
             if opts.format == Format::Hermes {
