@@ -158,10 +158,8 @@ fn bfcl_ground_truth_in_every_envelope() {
                     validator_rejected.insert(key);
                     all_ok = false;
                 }
-                if format == Format::Pythonic || format == Format::OpenAi {
-                    let compact = envelope::render_call(format, name, &ordered, Spacing::Compact);
-                    assert_eq!(accepted(&g, &compact), g_ok, "compact {compact}");
-                }
+                let compact = envelope::render_call(format, name, &ordered, Spacing::Compact);
+                assert_eq!(accepted(&g, &compact), g_ok, "compact {compact}");
             }
             // Parallel cases: the whole output as one parallel text.
             if case.calls.len() > 1 && all_ok {

@@ -12,7 +12,10 @@
 //! JSON Schema types (see [`json_type_for`]), BFCL's non-standard `"optional"` key (`true`,
 //! `"True"` or a list of names) is dropped (a
 //! property is optional exactly when it is not in `required`), and a missing top-level `type` on a
-//! schema with `properties` becomes `"object"`. Every error names the tool and the JSON pointer into
+//! schema with `properties` becomes `"object"`. A top-level object schema with no way to name
+//! members (no `properties`, `additionalProperties`, `patternProperties`, `$ref` or combinator)
+//! gets `"properties": {}`: the tool takes no arguments. Nested objects without `properties`
+//! (BFCL's free-form `dict`s) stay open. Every error names the tool and the JSON pointer into
 //! the loaded document.
 //!
 //! Tool arguments *close* their objects: [`Tool::arguments_schema`] adds `"additionalProperties":
