@@ -376,6 +376,17 @@ fn tool_call_tag_without_closing_tag() {
 }
 
 #[test]
+fn tool_call_tag_unclosed_then_another_tag() {
+    let text = "<tool_call>{\"name\": \"a\", \"arguments\": {}}\n<tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>";
+    let ex = extract_calls(text);
+    assert_eq!(
+        ex.tool_calls(),
+        vec![call("a", json!({})), call("b", json!({}))]
+    );
+    assert_eq!(ex.prose, "");
+}
+
+#[test]
 fn tool_call_tag_not_an_envelope() {
     let ex = extract_calls("<tool_call>{\"tool\": \"a\"}</tool_call>");
     assert!(ex.calls.is_empty());
@@ -573,6 +584,24 @@ fn bare_json_broken_envelope_is_diagnosed() {
     assert!(ex.calls.is_empty());
     assert_eq!(ex.diagnostics.len(), 1);
     assert_eq!(ex.diagnostics[0].pattern, CallPattern::BareJson);
+}
+
+#[test]
+fn broken_envelope_does_not_hide_a_later_one() {
+    let text = r#"{"name": "a", "arguments": {"x": 1} then {"name": "b", "arguments": {}}"#;
+    let ex = extract_calls(text);
+    assert_eq!(ex.tool_calls(), vec![call("b", json!({}))]);
+    assert_eq!(ex.diagnostics.len(), 1);
+    assert_eq!(ex.diagnostics[0].at, 0);
+}
+
+#[test]
+fn bad_arguments_string_is_diagnosed_where_it_is() {
+    let text = r#"Result: {"name": "a", "arguments": "not json"}"#;
+    let ex = extract_calls(text);
+    assert!(ex.calls.is_empty());
+    assert_eq!(ex.diagnostics[0].at, 8);
+    assert!(ex.diagnostics[0].message.contains("not a JSON object"));
 }
 
 #[test]

@@ -259,7 +259,13 @@ impl Extractor<'_> {
         while let Some(rel) = text[from..].find(OPEN) {
             let start = from + rel;
             let body_start = start + OPEN.len();
-            match text[body_start..].find(CLOSE) {
+            // A close tag only counts if no other `<tool_call>` opens before it.
+            let close = text[body_start..].find(CLOSE).filter(|close_rel| {
+                text[body_start..]
+                    .find(OPEN)
+                    .is_none_or(|open_rel| open_rel > *close_rel)
+            });
+            match close {
                 Some(close_rel) => {
                     let body_end = body_start + close_rel;
                     let end = body_end + CLOSE.len();
@@ -464,16 +470,19 @@ impl Extractor<'_> {
             }
             let end = match balanced_end(text, i, Quotes::Json) {
                 ScanEnd::Closed(end) => end,
-                _ => {
+                unbalanced => {
                     if c == b'{' && looks_like_envelope(&text[i..]) {
-                        self.diagnose(
-                            CallPattern::BareJson,
-                            i..text.len(),
-                            i,
-                            "JSON tool call never closes (unbalanced `{`)".to_owned(),
-                        );
-                        self.claimed.push(i..text.len());
-                        break;
+                        let (span, at, message) = match unbalanced {
+                            ScanEnd::Mismatched(at) => {
+                                (i..at + 1, at, "JSON tool call has a mismatched bracket")
+                            }
+                            _ => (
+                                i..text.len(),
+                                i,
+                                "JSON tool call never closes (unbalanced `{`)",
+                            ),
+                        };
+                        self.diagnose(CallPattern::BareJson, span, at, message.to_owned());
                     }
                     i += 1;
                     continue;
@@ -488,6 +497,7 @@ impl Extractor<'_> {
                 Ok(value) => {
                     if let Some(calls) = envelopes_in(&value, true) {
                         let removal = with_wrappers(text, i..end);
+                        let calls = calls.map_err(|(_, message)| (i, message));
                         self.accept(CallPattern::BareJson, i..end, removal, calls);
                         i = end;
                         continue;
