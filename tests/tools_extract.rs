@@ -287,6 +287,32 @@ fn call_inside_a_tool_call_string_is_not_a_second_call() {
     );
 }
 
+#[test]
+fn gemma_call_inside_a_bare_json_string_is_not_a_call() {
+    let text = r#"{"name": "note", "arguments": {"text": "later, call:foo{x: 1}"}}"#;
+    let ex = extract_calls(text);
+    assert_eq!(
+        ex.tool_calls(),
+        vec![call("note", json!({"text": "later, call:foo{x: 1}"}))]
+    );
+    assert_eq!(ex.calls[0].pattern, CallPattern::BareJson);
+}
+
+#[test]
+fn gemma_call_inside_tool_call_tag() {
+    assert_eq!(
+        calls_of("<tool_call>call:get_weather{city: \"Oslo\"}</tool_call>"),
+        vec![call("get_weather", json!({"city": "Oslo"}))]
+    );
+}
+
+#[test]
+fn gemma_wrapper_tokens_leave_with_the_call() {
+    let ex = extract_calls("Checking. <|tool_call>call:f{a: 1}<tool_call|> Done.");
+    assert_eq!(ex.tool_calls(), vec![call("f", json!({"a": 1}))]);
+    assert_eq!(ex.prose, "Checking. Done.");
+}
+
 // ---- <tool_call> -------------------------------------------------------------------------------
 
 #[test]
@@ -347,6 +373,17 @@ fn tool_call_tag_without_closing_tag() {
     assert_eq!(ex.tool_calls(), vec![call("a", json!({"k": "v"}))]);
     assert_eq!(ex.diagnostics.len(), 1);
     assert!(ex.diagnostics[0].message.contains("no closing"));
+}
+
+#[test]
+fn tool_call_tag_unclosed_then_another_tag() {
+    let text = "<tool_call>{\"name\": \"a\", \"arguments\": {}}\n<tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>";
+    let ex = extract_calls(text);
+    assert_eq!(
+        ex.tool_calls(),
+        vec![call("a", json!({})), call("b", json!({}))]
+    );
+    assert_eq!(ex.prose, "");
 }
 
 #[test]
@@ -486,6 +523,12 @@ fn llama_dot_call_positional_is_diagnosed() {
     assert!(ex.diagnostics[0].message.contains("positional"));
 }
 
+#[test]
+fn llama_dot_call_inside_a_bare_json_string_is_not_a_call() {
+    let text = r#"{"name": "log", "arguments": {"line": "ran brave_search.call(query=\"x\")"}}"#;
+    assert_eq!(patterns_of(text), vec![CallPattern::BareJson]);
+}
+
 // ---- bare JSON ------------------------------------------------------------------------------------
 
 #[test]
@@ -544,9 +587,42 @@ fn bare_json_broken_envelope_is_diagnosed() {
 }
 
 #[test]
+fn broken_envelope_does_not_hide_a_later_one() {
+    let text = r#"{"name": "a", "arguments": {"x": 1} then {"name": "b", "arguments": {}}"#;
+    let ex = extract_calls(text);
+    assert_eq!(ex.tool_calls(), vec![call("b", json!({}))]);
+    assert_eq!(ex.diagnostics.len(), 1);
+    assert_eq!(ex.diagnostics[0].at, 0);
+}
+
+#[test]
+fn bad_arguments_string_is_diagnosed_where_it_is() {
+    let text = r#"Result: {"name": "a", "arguments": "not json"}"#;
+    let ex = extract_calls(text);
+    assert!(ex.calls.is_empty());
+    assert_eq!(ex.diagnostics[0].at, 8);
+    assert!(ex.diagnostics[0].message.contains("not a JSON object"));
+}
+
+#[test]
 fn python_tag_before_bare_json() {
     let ex = extract_calls(r#"<|python_tag|>{"name": "a", "parameters": {}}"#);
     assert_eq!(ex.tool_calls(), vec![call("a", json!({}))]);
+    assert_eq!(ex.prose, "");
+}
+
+#[test]
+fn tool_definitions_are_not_calls() {
+    let text = r#"Tools: {"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object"}}} and {"name": "g", "description": "d", "parameters": {"type": "object"}}"#;
+    let ex = extract_calls(text);
+    assert!(ex.calls.is_empty(), "{:?}", ex.calls);
+    assert!(ex.diagnostics.is_empty());
+}
+
+#[test]
+fn mistral_tool_calls_prefix_leaves_with_the_calls() {
+    let ex = extract_calls(r#"[TOOL_CALLS][{"name": "a", "arguments": {"k": 1}}]"#);
+    assert_eq!(ex.tool_calls(), vec![call("a", json!({"k": 1}))]);
     assert_eq!(ex.prose, "");
 }
 
@@ -617,6 +693,26 @@ fn pythonic_never_evaluates() {
 fn pythonic_prose_false_positives() {
     assert!(calls_of("In math, f(x) = x^2 and g(1, 2) is positional.").is_empty());
     assert!(extract_calls("In math, f(x) = x^2.").diagnostics.is_empty());
+}
+
+#[test]
+fn pythonic_in_a_code_fence_leaves_no_empty_fence() {
+    let ex = extract_calls("Here you go:\n```python\nget_weather(city='Oslo')\n```\nDone.");
+    assert_eq!(
+        ex.tool_calls(),
+        vec![call("get_weather", json!({"city": "Oslo"}))]
+    );
+    assert_eq!(ex.prose, "Here you go:\nDone.");
+    // Fences with other content stay.
+    let ex = extract_calls("```\nls -la\n```\nget_time()");
+    assert_eq!(ex.prose, "```\nls -la\n```");
+}
+
+#[test]
+fn print_of_a_string_is_not_diagnosed() {
+    let ex = extract_calls("print(\"hello\")");
+    assert!(ex.calls.is_empty());
+    assert!(ex.diagnostics.is_empty());
 }
 
 #[test]

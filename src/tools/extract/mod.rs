@@ -27,9 +27,17 @@
 //! 8. [`CallPattern::Pythonic`] `name(arg=value, ...)` and `[a(x=1), b(y=2)]`; arguments must
 //!    be Python literals (read safely, never evaluated, see `pylit`).
 //!
-//! `<|python_tag|>` before a Llama call is removed with it. Everything runs in time roughly
-//! linear in the text for ordinary output; pathological inputs with thousands of unclosed
-//! brackets can make the bare-JSON sweep quadratic.
+//! Two guards refine the order: `call:` and `.call(` written inside a JSON string of a bare
+//! envelope are not calls (the envelopes are located before patterns 5 and 6 run, and only
+//! positions strictly inside them are skipped, so `call:outer{"name": "inner", ...}` is still
+//! one call named `outer`); and JSON tool *definitions* (`{"name", "description",
+//! "parameters"}`, `{"type": "function", "function": {..., "parameters"}}`) are not calls.
+//!
+//! The prose is the text with the accepted calls cut out, along with adjacent wrapper tokens
+//! (`<|python_tag|>`, `[TOOL_CALLS]`, Gemma's `<|tool_call>`/`<tool_call|>`, a `print(...)`
+//! around a pythonic call) and Markdown code fences left empty; malformed candidates stay in
+//! the prose. Everything runs in time roughly linear in the text for ordinary output;
+//! pathological inputs with thousands of unclosed brackets can make the JSON sweeps quadratic.
 
 mod pylit;
 mod relaxed;
@@ -156,8 +164,9 @@ pub fn extract_calls_with(text: &str, options: &ExtractOptions) -> Extraction {
     ex.tool_call_tags();
     ex.function_tags();
     ex.tool_code_blocks();
-    ex.gemma_calls();
-    ex.llama_dot_calls();
+    let inside_envelopes = envelope_spans(text, &ex.claimed);
+    ex.gemma_calls(&inside_envelopes);
+    ex.llama_dot_calls(&inside_envelopes);
     ex.bare_json();
     ex.pythonic();
     ex.finish()
@@ -177,8 +186,6 @@ struct Extractor<'a> {
 
 /// A call parsed from a candidate, before the tool filter.
 type Parsed = Result<Vec<ToolCall>, (usize, String)>;
-
-const PYTHON_TAG: &str = "<|python_tag|>";
 
 impl Extractor<'_> {
     fn is_claimed(&self, pos: usize) -> bool {
@@ -252,7 +259,13 @@ impl Extractor<'_> {
         while let Some(rel) = text[from..].find(OPEN) {
             let start = from + rel;
             let body_start = start + OPEN.len();
-            match text[body_start..].find(CLOSE) {
+            // A close tag only counts if no other `<tool_call>` opens before it.
+            let close = text[body_start..].find(CLOSE).filter(|close_rel| {
+                text[body_start..]
+                    .find(OPEN)
+                    .is_none_or(|open_rel| open_rel > *close_rel)
+            });
+            match close {
                 Some(close_rel) => {
                     let body_end = body_start + close_rel;
                     let end = body_end + CLOSE.len();
@@ -307,6 +320,17 @@ impl Extractor<'_> {
         }
         if inner.starts_with('{') || inner.starts_with('[') {
             return parse_envelopes_strict(inner, start, false);
+        }
+        if inner.starts_with("call:") || inner.starts_with("_call:") {
+            let at = start + usize::from(inner.starts_with('_'));
+            return match gemma_call_at(text, at) {
+                GemmaCandidate::Call { span, parsed } if span.end == end => parsed,
+                GemmaCandidate::Call { span, .. } => {
+                    Err((span.end, "unexpected text after the call".to_owned()))
+                }
+                GemmaCandidate::Unclosed { at, message, .. } => Err((at, message)),
+                GemmaCandidate::NotACall => Err((start, "malformed call:verb{...}".to_owned())),
+            };
         }
         if inner.starts_with("<function=") {
             return match function_tag_at(text, start, end) {
@@ -370,7 +394,7 @@ impl Extractor<'_> {
     }
 
     /// Pattern 5: `call:verb{...}` with the sentinel rule and the `_call:` artifact.
-    fn gemma_calls(&mut self) {
+    fn gemma_calls(&mut self, inside_envelopes: &[Range<usize>]) {
         const KEYWORD: &str = "call:";
         let text = self.text;
         let bytes = text.as_bytes();
@@ -378,7 +402,7 @@ impl Extractor<'_> {
         while let Some(rel) = text[from..].find(KEYWORD) {
             let start = from + rel;
             from = start + KEYWORD.len();
-            if self.is_claimed(start) {
+            if self.is_claimed(start) || strictly_inside(inside_envelopes, start) {
                 continue;
             }
             let sentinel_ok = match start.checked_sub(1).map(|i| bytes[i]) {
@@ -388,75 +412,22 @@ impl Extractor<'_> {
             if !sentinel_ok {
                 continue;
             }
-            let verb_start = start + KEYWORD.len();
-            let verb_len = bytes[verb_start..]
-                .iter()
-                .take_while(|c| c.is_ascii_alphanumeric() || b"_.:-".contains(c))
-                .count();
-            if verb_len == 0 {
-                continue;
-            }
-            let verb = &text[verb_start..verb_start + verb_len];
-            let open = skip_ws(text, verb_start + verb_len);
-            if bytes.get(open) != Some(&b'{') {
-                continue;
-            }
-            // The `_call:` artifact: the underscore goes with the call.
-            let span_start = if start > 0 && bytes[start - 1] == b'_' {
-                start - 1
-            } else {
-                start
-            };
-            let end = match balanced_end(text, open, Quotes::Relaxed) {
-                ScanEnd::Closed(end) => end,
-                ScanEnd::Unterminated | ScanEnd::Mismatched(_) => {
-                    let problem = match balanced_end(text, open, Quotes::Relaxed) {
-                        ScanEnd::Mismatched(at) => (at, "mismatched bracket in arguments"),
-                        _ => (open, "arguments never close (unbalanced `{`)"),
-                    };
-                    self.diagnose(
-                        CallPattern::GemmaCall,
-                        span_start..text.len().min(open + 1),
-                        problem.0,
-                        format!("call:{verb}: {}; call dropped", problem.1),
-                    );
-                    continue;
+            match gemma_call_at(text, start) {
+                GemmaCandidate::NotACall => {}
+                GemmaCandidate::Unclosed { span, at, message } => {
+                    self.diagnose(CallPattern::GemmaCall, span, at, message);
                 }
-            };
-            let name = verb.rsplit(':').next().unwrap_or(verb);
-            let parsed = if name.is_empty() {
-                Err((
-                    verb_start,
-                    format!("call:{verb}: empty tool name after the namespace"),
-                ))
-            } else {
-                match parse_relaxed(&text[open..end]) {
-                    Ok(Value::Object(arguments)) => Ok(vec![ToolCall::new(name, arguments)]),
-                    Ok(other) => Err((
-                        open,
-                        format!("call:{verb}: arguments are {}, not an object", kind(&other)),
-                    )),
-                    Err(err) => Err((
-                        open + err.offset,
-                        format!(
-                            "call:{verb}: arguments are not JSON even after relaxing: {}",
-                            err.relaxed
-                        ),
-                    )),
+                GemmaCandidate::Call { span, parsed } => {
+                    let removal = with_wrappers(text, span.clone());
+                    from = span.end;
+                    self.accept(CallPattern::GemmaCall, span, removal, parsed);
                 }
-            };
-            self.accept(
-                CallPattern::GemmaCall,
-                span_start..end,
-                span_start..end,
-                parsed,
-            );
-            from = end;
+            }
         }
     }
 
     /// Pattern 6: `name.call(k="v")`.
-    fn llama_dot_calls(&mut self) {
+    fn llama_dot_calls(&mut self, inside_envelopes: &[Range<usize>]) {
         const DOT_CALL: &str = ".call(";
         let text = self.text;
         let bytes = text.as_bytes();
@@ -465,7 +436,10 @@ impl Extractor<'_> {
             let dot = from + rel;
             from = dot + DOT_CALL.len();
             let name_start = identifier_start_before(bytes, dot);
-            if name_start == dot || self.is_claimed(name_start) {
+            if name_start == dot
+                || self.is_claimed(name_start)
+                || strictly_inside(inside_envelopes, name_start)
+            {
                 continue;
             }
             if name_start > 0 && bytes[name_start - 1] == b'.' {
@@ -477,7 +451,7 @@ impl Extractor<'_> {
             };
             let name = &text[name_start..dot];
             let parsed = keyword_call(name, &text[open + 1..end - 1], open + 1);
-            let removal = with_python_tag(text, name_start)..end;
+            let removal = with_wrappers(text, name_start..end);
             self.accept(CallPattern::LlamaDotCall, name_start..end, removal, parsed);
             from = end;
         }
@@ -496,16 +470,19 @@ impl Extractor<'_> {
             }
             let end = match balanced_end(text, i, Quotes::Json) {
                 ScanEnd::Closed(end) => end,
-                _ => {
+                unbalanced => {
                     if c == b'{' && looks_like_envelope(&text[i..]) {
-                        self.diagnose(
-                            CallPattern::BareJson,
-                            i..text.len(),
-                            i,
-                            "JSON tool call never closes (unbalanced `{`)".to_owned(),
-                        );
-                        self.claimed.push(i..text.len());
-                        break;
+                        let (span, at, message) = match unbalanced {
+                            ScanEnd::Mismatched(at) => {
+                                (i..at + 1, at, "JSON tool call has a mismatched bracket")
+                            }
+                            _ => (
+                                i..text.len(),
+                                i,
+                                "JSON tool call never closes (unbalanced `{`)",
+                            ),
+                        };
+                        self.diagnose(CallPattern::BareJson, span, at, message.to_owned());
                     }
                     i += 1;
                     continue;
@@ -519,7 +496,8 @@ impl Extractor<'_> {
             match serde_json::from_str::<Value>(candidate) {
                 Ok(value) => {
                     if let Some(calls) = envelopes_in(&value, true) {
-                        let removal = with_python_tag(text, i)..end;
+                        let removal = with_wrappers(text, i..end);
+                        let calls = calls.map_err(|(_, message)| (i, message));
                         self.accept(CallPattern::BareJson, i..end, removal, calls);
                         i = end;
                         continue;
@@ -600,30 +578,22 @@ impl Extractor<'_> {
             let full_name = &text[i..open];
             let name = full_name.rsplit('.').next().unwrap_or(full_name);
             let standalone = is_standalone(text, i, end);
-            match pylit::parse_call_args(&text[open + 1..end - 1]) {
-                Ok(args) if !args.is_empty() || standalone => {
-                    let parsed = keyword_call(name, &text[open + 1..end - 1], open + 1);
-                    if parsed.is_err() && !standalone {
+            match keyword_call(name, &text[open + 1..end - 1], open + 1) {
+                Ok(calls) => {
+                    let has_arguments = calls.iter().any(|c| !c.arguments.is_empty());
+                    if has_arguments || (standalone && !is_python_keyword(name)) {
+                        let removal = with_print_wrapper(text, i, end);
+                        self.accept(CallPattern::Pythonic, i..end, removal, Ok(calls));
+                        i = end;
+                    } else {
                         i += len;
-                        continue;
                     }
-                    let removal = with_print_wrapper(text, i, end);
-                    self.accept(CallPattern::Pythonic, i..end, removal, parsed);
+                }
+                Err(problem) if standalone && !is_python_keyword(name) => {
+                    self.accept(CallPattern::Pythonic, i..end, i..end, Err(problem));
                     i = end;
                 }
-                Err(err) if standalone && !is_python_keyword(name) => {
-                    self.accept(
-                        CallPattern::Pythonic,
-                        i..end,
-                        i..end,
-                        Err((
-                            open + 1 + err.offset,
-                            format!("{name}(...): {}", err.message),
-                        )),
-                    );
-                    i = end;
-                }
-                _ => i += len,
+                Err(_) => i += len,
             }
         }
     }
@@ -638,6 +608,123 @@ impl Extractor<'_> {
             prose,
         }
     }
+}
+
+/// What `call:` at a position turned out to be.
+enum GemmaCandidate {
+    /// Not `call:verb{` at all.
+    NotACall,
+    /// `call:verb{` whose arguments never close.
+    Unclosed {
+        span: Range<usize>,
+        at: usize,
+        message: String,
+    },
+    /// A complete candidate (its arguments may still be malformed).
+    Call { span: Range<usize>, parsed: Parsed },
+}
+
+/// Reads `call:verb{args}` starting at `start` (the `c` of `call:`; a `_` just before it is
+/// the tokenizer artifact and joins the span). The sentinel rule is the caller's business.
+fn gemma_call_at(text: &str, start: usize) -> GemmaCandidate {
+    const KEYWORD: &str = "call:";
+    let bytes = text.as_bytes();
+    if !text[start..].starts_with(KEYWORD) {
+        return GemmaCandidate::NotACall;
+    }
+    let verb_start = start + KEYWORD.len();
+    let verb_len = bytes[verb_start..]
+        .iter()
+        .take_while(|c| c.is_ascii_alphanumeric() || b"_.:-".contains(c))
+        .count();
+    if verb_len == 0 {
+        return GemmaCandidate::NotACall;
+    }
+    let verb = &text[verb_start..verb_start + verb_len];
+    let open = skip_ws(text, verb_start + verb_len);
+    if bytes.get(open) != Some(&b'{') {
+        return GemmaCandidate::NotACall;
+    }
+    let span_start = if start > 0 && bytes[start - 1] == b'_' {
+        start - 1
+    } else {
+        start
+    };
+    let end = match balanced_end(text, open, Quotes::Relaxed) {
+        ScanEnd::Closed(end) => end,
+        ScanEnd::Mismatched(at) => {
+            return GemmaCandidate::Unclosed {
+                span: span_start..at + 1,
+                at,
+                message: format!("call:{verb}: mismatched bracket in the arguments; call dropped"),
+            };
+        }
+        ScanEnd::Unterminated => {
+            return GemmaCandidate::Unclosed {
+                span: span_start..open + 1,
+                at: open,
+                message: format!(
+                    "call:{verb}: arguments never close (unbalanced `{{`); call dropped"
+                ),
+            };
+        }
+    };
+    let name = verb.rsplit(':').next().unwrap_or(verb);
+    let parsed = if name.is_empty() {
+        Err((
+            verb_start,
+            format!("call:{verb}: empty tool name after the namespace"),
+        ))
+    } else {
+        match parse_relaxed(&text[open..end]) {
+            Ok(Value::Object(arguments)) => Ok(vec![ToolCall::new(name, arguments)]),
+            Ok(other) => Err((
+                open,
+                format!("call:{verb}: arguments are {}, not an object", kind(&other)),
+            )),
+            Err(err) => Err((
+                open + err.offset,
+                format!(
+                    "call:{verb}: arguments are not JSON even after relaxing: {}",
+                    err.relaxed
+                ),
+            )),
+        }
+    };
+    GemmaCandidate::Call {
+        span: span_start..end,
+        parsed,
+    }
+}
+
+/// Spans of the bare JSON envelopes in `text` outside `claimed` (what the bare-JSON sweep
+/// would take). Patterns that run before that sweep ignore candidates strictly inside them,
+/// so `call:` or `.call(` written inside a JSON string value is not a call.
+fn envelope_spans(text: &str, claimed: &[Range<usize>]) -> Vec<Range<usize>> {
+    let bytes = text.as_bytes();
+    let mut spans = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if (c != b'{' && c != b'[') || claimed.iter().any(|r| r.contains(&i)) {
+            i += 1;
+            continue;
+        }
+        if let ScanEnd::Closed(end) = balanced_end(text, i, Quotes::Json)
+            && let Ok(value) = serde_json::from_str::<Value>(&text[i..end])
+            && matches!(envelopes_in(&value, true), Some(Ok(_)))
+        {
+            spans.push(i..end);
+            i = end;
+            continue;
+        }
+        i += 1;
+    }
+    spans
+}
+
+fn strictly_inside(spans: &[Range<usize>], pos: usize) -> bool {
+    spans.iter().any(|r| r.start < pos && pos < r.end)
 }
 
 /// Parses `<function=...` at `start` (not past `limit`): returns the pattern, the end of the
@@ -834,9 +921,18 @@ fn envelope(value: &Value, require_arguments: bool) -> Option<Result<ToolCall, (
     if let Some(function) = object.get("function").and_then(Value::as_object)
         && !object.contains_key("name")
     {
+        // OpenAI's call echo; `{"type": "function", "function": {..., "parameters"}}` is a tool
+        // definition, not a call.
+        if !function.contains_key("arguments") && require_arguments {
+            return None;
+        }
         return envelope(&Value::Object(function.clone()), require_arguments);
     }
     let name = object.get("name")?.as_str()?;
+    if object.contains_key("description") && !object.contains_key("arguments") {
+        // `{"name", "description", "parameters"}` is a tool definition.
+        return None;
+    }
     let arguments = object.get("arguments").or_else(|| object.get("parameters"));
     let arguments = match arguments {
         None if require_arguments => return None,
@@ -963,7 +1059,38 @@ fn prose_outside(text: &str, spans: &mut [Range<usize>]) -> String {
         pos = span.end;
     }
     push_piece(&mut out, &text[pos..]);
+    if !spans.is_empty() {
+        out = drop_empty_fences(&out);
+    }
     out.trim().to_owned()
+}
+
+/// Removes Markdown code fences left empty once their calls were cut out.
+fn drop_empty_fences(prose: &str) -> String {
+    let mut out = String::with_capacity(prose.len());
+    let mut rest = prose;
+    while let Some(open) = rest.find("```") {
+        let after_open = &rest[open + 3..];
+        let info_len = after_open
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
+            .count();
+        let body = &after_open[info_len..];
+        if let Some(after_close) = body.trim_start().strip_prefix("```") {
+            out.push_str(rest[..open].trim_end_matches([' ', '\t']));
+            rest = after_close;
+            if out.ends_with('\n') || out.is_empty() {
+                rest = rest.strip_prefix('\n').unwrap_or(rest);
+            }
+            continue;
+        }
+        // Not empty: keep this fence and look for the next one after its closing fence.
+        let keep_to = open + 3 + after_open.find("```").map_or(after_open.len(), |n| n + 3);
+        out.push_str(&rest[..keep_to]);
+        rest = &rest[keep_to..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn push_piece(out: &mut String, piece: &str) {
@@ -1063,13 +1190,25 @@ fn dotted_identifier_len(s: &str) -> usize {
     len
 }
 
-/// Extends a removal leftwards over an immediately preceding `<|python_tag|>`.
-fn with_python_tag(text: &str, start: usize) -> usize {
+/// Special-token openers removed from the prose together with the call that follows them.
+const OPENERS: [&str; 3] = ["<|python_tag|>", "[TOOL_CALLS]", "<|tool_call>"];
+/// Special-token closers removed from the prose together with the call that precedes them.
+const CLOSERS: [&str; 1] = ["<tool_call|>"];
+
+/// Extends a removal over adjacent wrapper tokens (`<|python_tag|>`, `[TOOL_CALLS]`,
+/// Gemma's `<|tool_call>` ... `<tool_call|>`), whitespace between them allowed.
+fn with_wrappers(text: &str, span: Range<usize>) -> Range<usize> {
+    let mut start = span.start;
     let before = text[..start].trim_end();
-    match before.strip_suffix(PYTHON_TAG) {
-        Some(rest) => rest.len(),
-        None => start,
+    if let Some(opener) = OPENERS.iter().find(|o| before.ends_with(*o)) {
+        start = before.len() - opener.len();
     }
+    let mut end = span.end;
+    let after_ws = skip_ws(text, end);
+    if let Some(closer) = CLOSERS.iter().find(|c| text[after_ws..].starts_with(*c)) {
+        end = after_ws + closer.len();
+    }
+    start..end
 }
 
 /// Extends a removal over an enclosing `print(` ... `)`.
