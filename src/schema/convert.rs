@@ -288,6 +288,21 @@ impl Converter {
 
     /// Follows a local `$ref`; returns (doc, pointer, target).
     fn resolve(&self, cx: &Ctx, reference: &str) -> Result<(usize, String, Value), SchemaError> {
+        // an absolute reference to the document's own `$id` is local
+        let own_id = self.docs[cx.doc]
+            .get("$id")
+            .and_then(|v| v.as_str())
+            .unwrap_or("");
+        let reference = match reference.strip_prefix(own_id) {
+            Some(rest) if !own_id.is_empty() && (rest.is_empty() || rest.starts_with('#')) => {
+                if rest.is_empty() {
+                    "#"
+                } else {
+                    rest
+                }
+            }
+            _ => reference,
+        };
         let Some(frag) = reference.strip_prefix('#') else {
             return Err(Self::invalid(
                 "$ref",
@@ -446,6 +461,14 @@ impl Converter {
     }
 
     fn visit_map(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
+        if let Some(n) = map.get("not") {
+            if let Some(positive) = negate(n) {
+                let mut rest = map.clone();
+                rest.remove("not");
+                let both = serde_json::json!({ "allOf": [Value::Object(rest), positive] });
+                return self.visit(&both, cx, false);
+            }
+        }
         let map = self.drop_unsupported(map, cx)?;
         let constraining = |m: &Map<String, Value>, skip: &[&str]| {
             m.keys()
@@ -498,6 +521,16 @@ impl Converter {
                 branches.push((b, bcx));
             }
             if key == "oneOf" {
+                // `false` never matches; a branch matching everything twice leaves nothing
+                branches.retain(|(b, _)| b != &Value::Bool(false));
+                let trivially_true = |b: &Value| {
+                    b == &Value::Bool(true)
+                        || b.as_object()
+                            .is_some_and(|o| o.keys().all(|k| ANNOTATIONS.contains(&k.as_str())))
+                };
+                if branches.iter().filter(|(b, _)| trivially_true(b)).count() >= 2 {
+                    return Ok(None);
+                }
                 self.check_disjoint(&branches, cx)?;
             }
             let mut parts = Vec::new();
@@ -815,15 +848,7 @@ impl Converter {
     }
 
     fn string(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
-        let len = |k: &str| -> Result<Option<u64>, SchemaError> {
-            match map.get(k) {
-                None => Ok(None),
-                Some(v) => v
-                    .as_u64()
-                    .map(Some)
-                    .ok_or_else(|| Self::invalid(k, cx, "must be a non-negative integer")),
-            }
-        };
+        let len = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
         let (min, max) = (len("minLength")?, len("maxLength")?);
         let lengths = min.is_some_and(|m| m > 0) || max.is_some();
         let mut format = map
@@ -890,15 +915,7 @@ impl Converter {
     }
 
     fn array(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
-        let count = |k: &str| -> Result<Option<u64>, SchemaError> {
-            match map.get(k) {
-                None => Ok(None),
-                Some(v) => v
-                    .as_u64()
-                    .map(Some)
-                    .ok_or_else(|| Self::invalid(k, cx, "must be a non-negative integer")),
-            }
-        };
+        let count = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
         let min = count("minItems")?.unwrap_or(0);
         let mut max = count("maxItems")?;
         if map
@@ -1020,9 +1037,12 @@ impl Converter {
     }
 
     fn object(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
+        let property_names = map
+            .get("propertyNames")
+            .filter(|v| !(*v == &Value::Bool(true) || v.as_object().is_some_and(|o| o.is_empty())))
+            .cloned();
         for k in [
             "patternProperties",
-            "propertyNames",
             "dependentRequired",
             "dependentSchemas",
             "dependencies",
@@ -1056,15 +1076,7 @@ impl Converter {
             Some(v) => v.clone(),
             None => Value::Bool(!self.opts.close_objects),
         };
-        let count = |k: &str| -> Result<Option<u64>, SchemaError> {
-            match map.get(k) {
-                None => Ok(None),
-                Some(v) => v
-                    .as_u64()
-                    .map(Some)
-                    .ok_or_else(|| Self::invalid(k, cx, "must be a non-negative integer")),
-            }
-        };
+        let count = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
         let min_p = count("minProperties")?.unwrap_or(0);
         let max_p = count("maxProperties")?;
 
@@ -1083,7 +1095,18 @@ impl Converter {
                     },
                     ..pcx
                 };
-                let v = self.child(s, &pcx)?;
+                let mut v = self.child(s, &pcx)?;
+                if let Some(pn) = &property_names {
+                    match check(&Value::String(k.clone()), pn) {
+                        Some(true) => {}
+                        Some(false) => v = None,
+                        None => self.unsupported(
+                            "propertyNames",
+                            cx,
+                            format!("cannot check property name {k:?} against propertyNames"),
+                        )?,
+                    }
+                }
                 let kv = v.map(|v| self.kv_rule(&pcx, k, &v, sp));
                 declared.push((k.clone(), kv, required.contains(k)));
             }
@@ -1108,19 +1131,42 @@ impl Converter {
             if declared.iter().any(|(_, kv, req)| *req && kv.is_none()) {
                 return Ok(None);
             }
+            if props.windows(2).all(|w| w[0].0 <= w[1].0) {
+                declared.sort_by(|a, b| a.0.cmp(&b.0));
+            }
             let names: Vec<String> = declared.iter().map(|(k, _, _)| k.clone()).collect();
+            if names.is_empty()
+                && property_names.is_none()
+                && min_p == 0
+                && max_p.is_none()
+                && add_value.as_deref() == Some("value")
+            {
+                return Ok(Some(self.rules.primitive("object").to_string()));
+            }
             let declared: Vec<(String, bool)> = declared
                 .into_iter()
                 .filter_map(|(_, kv, req)| kv.map(|kv| (kv, req)))
                 .collect();
-            let extra = match &add_value {
-                None => None,
-                Some(v) => {
-                    let key = if names.is_empty() {
-                        self.rules.primitive("string").to_string()
-                    } else {
-                        self.not_strings(&add_cx, &names)
-                    };
+            let key = match &property_names {
+                _ if add_value.is_none() => None,
+                None if names.is_empty() => Some(self.rules.primitive("string").to_string()),
+                None => Some(self.not_strings(&add_cx, &names)),
+                Some(pn) => {
+                    if !names.is_empty() {
+                        self.unsupported(
+                            "propertyNames",
+                            cx,
+                            "propertyNames with both declared and additional properties",
+                        )?;
+                    }
+                    let pcx = cx.child("propertyNames", "name");
+                    let string_only =
+                        self.merge(pn, &serde_json::json!({"type": "string"}), &pcx)?;
+                    self.child(&string_only, &pcx)?
+                }
+            };
+            let extra = match (&add_value, key) {
+                (Some(v), Some(key)) => {
                     let body = format!("{key} \":\" {sp} {v}");
                     let comment = self.comment(&add_cx);
                     Some(self.rules.add(
@@ -1132,6 +1178,7 @@ impl Converter {
                         comment,
                     ))
                 }
+                _ => None,
             };
             let n_req = declared.iter().filter(|(_, r)| *r).count() as u64;
             if max_p.is_some_and(|m| m < n_req) || max_p.is_some_and(|m| m < min_p) {
@@ -1297,6 +1344,63 @@ impl Converter {
         self.rules = rules;
         let comment = self.comment(cx);
         self.rules.add(&format!("{}-key", cx.hint), body, comment)
+    }
+}
+
+/// A non-negative integer keyword (`2` or `2.0`).
+fn count_keyword(map: &Map<String, Value>, k: &str, cx: &Ctx) -> Result<Option<u64>, SchemaError> {
+    match map.get(k) {
+        None => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .or_else(|| {
+                v.as_f64()
+                    .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1e15)
+                    .map(|f| f as u64)
+            })
+            .map(Some)
+            .ok_or_else(|| Converter::invalid(k, cx, "must be a non-negative integer")),
+    }
+}
+
+/// The schema equivalent to `not: n`, when it can be written without `not`.
+fn negate(n: &Value) -> Option<Value> {
+    match n {
+        Value::Bool(b) => Some(Value::Bool(!b)),
+        Value::Object(o) => {
+            let constraining: Vec<&str> = o
+                .keys()
+                .map(String::as_str)
+                .filter(|k| !ANNOTATIONS.contains(k))
+                .collect();
+            match constraining.as_slice() {
+                [] => Some(Value::Bool(false)),
+                ["not"] => Some(o["not"].clone()),
+                ["type"] => {
+                    let names: Vec<&str> = match &o["type"] {
+                        Value::String(s) => vec![s.as_str()],
+                        Value::Array(a) => a.iter().filter_map(|x| x.as_str()).collect(),
+                        _ => return None,
+                    };
+                    if names.contains(&"integer") && !names.contains(&"number") {
+                        return None;
+                    }
+                    let rest: Vec<Value> = ALL_TYPES
+                        .iter()
+                        .filter(|t| {
+                            !names.contains(t) && !(**t == "integer" && names.contains(&"number"))
+                        })
+                        .map(|t| Value::String(t.to_string()))
+                        .collect();
+                    if rest.is_empty() {
+                        return Some(Value::Bool(false));
+                    }
+                    Some(serde_json::json!({ "type": rest }))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
     }
 }
 

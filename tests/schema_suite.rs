@@ -1,0 +1,200 @@
+//! JSON-Schema-Test-Suite (draft 2020-12) against the converter and the engine.
+//!
+//! For every schema that converts (default options), every instance is rendered compactly and
+//! pretty-printed; the grammar must accept both iff the instance is `valid`. Schemas that do not
+//! convert must fail with an "unsupported" error, never produce a wrong grammar.
+//! Run with `cargo test --test schema_suite -- --nocapture` to see the table.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+use toolrail::engine;
+use toolrail::gbnf::Grammar;
+use toolrail::schema::{ConvertOptions, schema_to_gbnf};
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/json-schema-test-suite")
+}
+
+/// Instances that are valid but written in a form the grammar deliberately does not accept
+/// (documented in `toolrail::schema`: one spelling of each valid value is enough). Each entry is
+/// (file, test description).
+const NON_CANONICAL: &[(&str, &str, &str)] = &[
+    (
+        "date-time.json",
+        "a valid date-time with a leap second, with minus offset",
+        "leap second written with a non-UTC offset",
+    ),
+    (
+        "time.json",
+        "valid leap second, positive time-offset",
+        "leap second written with a non-UTC offset",
+    ),
+    (
+        "time.json",
+        "valid leap second, large positive time-offset",
+        "leap second written with a non-UTC offset",
+    ),
+    (
+        "time.json",
+        "valid leap second, negative time-offset",
+        "leap second written with a non-UTC offset",
+    ),
+    (
+        "time.json",
+        "valid leap second, large negative time-offset",
+        "leap second written with a non-UTC offset",
+    ),
+];
+
+#[derive(Default)]
+struct Tally {
+    cases: usize,
+    converted: usize,
+    agree: usize,
+    false_accept: usize,
+    false_reject: usize,
+    non_canonical: usize,
+    unsupported: usize,
+}
+
+#[test]
+fn json_schema_test_suite() {
+    let dir = corpus();
+    let mut files: Vec<PathBuf> = Vec::new();
+    for d in [dir.clone(), dir.join("format")] {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "json") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    assert!(!files.is_empty(), "no suite files under {}", dir.display());
+
+    let mut total = Tally::default();
+    let mut failures: Vec<String> = Vec::new();
+    let mut unsupported: std::collections::BTreeMap<String, usize> = Default::default();
+    println!(
+        "{:<28} {:>6} {:>9} {:>6} {:>6} {:>6} {:>6} {:>6}",
+        "file", "cases", "converted", "agree", "f.acc", "f.rej", "canon", "unsup"
+    );
+    for path in &files {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("?")
+            .to_string();
+        let text = std::fs::read_to_string(path).unwrap();
+        let groups: Vec<Value> = serde_json::from_str(&text).unwrap();
+        let mut t = Tally::default();
+        for g in &groups {
+            let schema = &g["schema"];
+            let tests = g["tests"].as_array().unwrap();
+            t.cases += tests.len();
+            let grammar = match schema_to_gbnf(schema, &ConvertOptions::default()) {
+                Ok(c) => match Grammar::parse(&c.gbnf) {
+                    Ok(gr) => Arc::new(gr),
+                    Err(e) => {
+                        failures.push(format!(
+                            "{name} / {}: grammar does not parse: {e}\n{}",
+                            g["description"], c.gbnf
+                        ));
+                        continue;
+                    }
+                },
+                Err(e) => {
+                    assert!(e.to_string().starts_with("unsupported: "), "{e}");
+                    t.unsupported += tests.len();
+                    *unsupported.entry(e.keyword.clone()).or_default() += tests.len();
+                    continue;
+                }
+            };
+            t.converted += tests.len();
+            for case in tests {
+                let valid = case["valid"].as_bool().unwrap();
+                let data = &case["data"];
+                let desc = case["description"].as_str().unwrap_or("");
+                let mut verdicts = Vec::new();
+                for rendered in [
+                    serde_json::to_string(data).unwrap(),
+                    serde_json::to_string_pretty(data).unwrap(),
+                ] {
+                    verdicts.push((
+                        engine::check(&grammar, rendered.as_bytes()).is_accepted(),
+                        rendered,
+                    ));
+                }
+                let wrong: Vec<&(bool, String)> =
+                    verdicts.iter().filter(|(acc, _)| *acc != valid).collect();
+                if wrong.is_empty() {
+                    t.agree += 1;
+                } else if valid
+                    && NON_CANONICAL
+                        .iter()
+                        .any(|(f, d, _)| *f == name && *d == desc)
+                {
+                    t.non_canonical += 1;
+                } else {
+                    if valid {
+                        t.false_reject += 1;
+                    } else {
+                        t.false_accept += 1;
+                    }
+                    failures.push(format!(
+                        "{name} / {} / {desc}: valid={valid}, grammar disagrees on {:?}\nschema: {schema}\n{}",
+                        g["description"],
+                        wrong.iter().map(|(_, r)| r.as_str()).collect::<Vec<_>>(),
+                        schema_to_gbnf(schema, &ConvertOptions::default()).map(|c| c.gbnf).unwrap_or_default()
+                    ));
+                }
+            }
+        }
+        println!(
+            "{:<28} {:>6} {:>9} {:>6} {:>6} {:>6} {:>6} {:>6}",
+            name,
+            t.cases,
+            t.converted,
+            t.agree,
+            t.false_accept,
+            t.false_reject,
+            t.non_canonical,
+            t.unsupported
+        );
+        total.cases += t.cases;
+        total.converted += t.converted;
+        total.agree += t.agree;
+        total.false_accept += t.false_accept;
+        total.false_reject += t.false_reject;
+        total.non_canonical += t.non_canonical;
+        total.unsupported += t.unsupported;
+    }
+    println!(
+        "{:<28} {:>6} {:>9} {:>6} {:>6} {:>6} {:>6} {:>6}",
+        "TOTAL",
+        total.cases,
+        total.converted,
+        total.agree,
+        total.false_accept,
+        total.false_reject,
+        total.non_canonical,
+        total.unsupported
+    );
+    println!(
+        "(canon = valid instances written in a documented non-canonical form; see NON_CANONICAL)"
+    );
+    println!("unsupported cases by keyword: {unsupported:?}");
+    for f in failures.iter().take(30) {
+        println!("FAIL {f}\n");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} disagreements (see output with --nocapture)",
+        failures.len()
+    );
+}
