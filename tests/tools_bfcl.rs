@@ -266,3 +266,50 @@ fn check_mixed(
     }
     n
 }
+
+/// Everything a BFCL tool-call grammar accepts, the validator accepts: random strings of every
+/// case's grammar, in every envelope.
+#[test]
+fn bfcl_sampled_grammar_strings_validate() {
+    use toolrail::engine::sample::{Sampler, SplitMix64};
+    let cases = load_cases();
+    let mut checked = 0usize;
+    let mut out_of_range = 0usize;
+    for format in Format::ALL {
+        for (n, case) in cases.iter().enumerate() {
+            let parallel = n % 2 == 1;
+            let g = grammar_for(&case.tools, format, parallel);
+            let validator = Validator::new(&case.tools).unwrap();
+            let sampler = Sampler::new(&g);
+            let mut rng = SplitMix64::new(n as u64);
+            for _ in 0..4 {
+                let s = sampler.sample(&mut rng, 400).unwrap();
+                let report = validator.validate_output(
+                    format,
+                    &s,
+                    ValidateOptions {
+                        parallel,
+                        auto: false,
+                    },
+                );
+                // Numbers beyond f64 (`1e400`) are grammatical JSON but unreadable as numbers.
+                if report.parse_error.as_ref().is_some_and(|e| {
+                    e.message.contains("number out of range")
+                        || e.message.contains("invalid number")
+                }) {
+                    out_of_range += 1;
+                    continue;
+                }
+                assert!(
+                    report.is_valid_call(),
+                    "{} {format}: grammar accepts {s:?}, validator says {:?}",
+                    case.id,
+                    report.feedback()
+                );
+                checked += 1;
+            }
+        }
+    }
+    println!("{checked} sampled calls validated, {out_of_range} skipped (numbers beyond f64)");
+    assert!(out_of_range * 20 < checked);
+}

@@ -394,3 +394,97 @@ fn names_that_cannot_be_written_are_errors() {
         assert!(matches!(err, GrammarError::BadName { .. }), "{err}");
     }
 }
+
+/// Everything the grammar accepts, the validator accepts: random strings of each sample's
+/// grammar (every envelope, single/parallel/auto, both whitespace styles) all validate.
+#[test]
+fn sampled_grammar_strings_validate() {
+    use toolrail::engine::sample::{Sampler, SplitMix64};
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sample_schemas");
+    let mut checked = 0;
+    let mut out_of_range = 0;
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("json"))
+        .collect();
+    paths.sort();
+    for path in paths {
+        let tools = ToolSet::from_json_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let validator = Validator::new(&tools).unwrap();
+        for format in Format::ALL {
+            for (parallel, auto, compact) in [
+                (false, false, false),
+                (true, false, true),
+                (false, true, false),
+            ] {
+                let o = GrammarOptions {
+                    format,
+                    parallel,
+                    auto,
+                    compact,
+                    lenient: false,
+                };
+                let (text, g) = compile(&tools, &o);
+                let sampler = Sampler::new(&g);
+                let mut rng = SplitMix64::new(7);
+                for _ in 0..60 {
+                    let s = sampler.sample(&mut rng, 300).unwrap();
+                    assert!(accepts(&g, &s), "{path:?} {format}: sampler gave {s:?}");
+                    let report =
+                        validator.validate_output(format, &s, ValidateOptions { parallel, auto });
+                    // JSON's number syntax has no bound on exponents; values beyond f64 (e.g.
+                    // `1e400`) are grammatical but cannot be read as numbers. Counted, not failed.
+                    if report.parse_error.as_ref().is_some_and(|e| {
+                        e.message.contains("number out of range")
+                            || e.message.contains("invalid number")
+                    }) {
+                        out_of_range += 1;
+                        continue;
+                    }
+                    assert!(
+                        report.is_valid(),
+                        "{path:?} {format} parallel={parallel} auto={auto}: grammar accepts \
+                         {s:?} but the validator says {:?}\n{text}",
+                        report.feedback()
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    println!("{checked} sampled strings validated, {out_of_range} skipped (numbers beyond f64)");
+    assert!(out_of_range * 20 < checked);
+}
+
+#[test]
+fn pythonic_open_objects_exclude_declared_keys() {
+    let tools = ToolSet::from_value(&json!([{"name": "f", "parameters": {"type": "object",
+        "properties": {"a": {"type": "integer"}, "m": {"type": "object",
+            "properties": {"x": {"type": "integer"}}, "required": ["x", "y"],
+            "additionalProperties": {"type": "string"}}},
+        "required": ["a"], "additionalProperties": true}}]))
+    .unwrap();
+    let (text, g) = compile(&tools, &opts(Format::Pythonic));
+    let v = Validator::new(&tools).unwrap();
+    let cases = [
+        (r#"f(a=1)"#, true),
+        (r#"f(a=1, zz=True, b=None)"#, true),
+        (r#"f(a=1, a=2)"#, false),
+        (r#"f(a=1, m={"x": 1, "y": "s", "xy": "t", "": "u"})"#, true),
+        (r#"f(a=1, m={"x": 1, "y": "s", "x": "t"})"#, false),
+        (r#"f(a=1, m={"x": 1, "y": "s", "y": "t"})"#, false),
+        (r#"f(a=1, m={"x": 1})"#, false),
+        (r#"f(a=1, m={"x": 1, "y": 2})"#, false),
+    ];
+    for (call, ok) in cases {
+        assert_eq!(accepts(&g, call), ok, "{call}\n{text}");
+        if ok {
+            let r = v.validate_output(Format::Pythonic, call, ValidateOptions::default());
+            assert!(r.is_valid_call(), "{call}: {:?}", r.feedback());
+        }
+    }
+    // Duplicate keys are not valid Python calls and collapse in dicts: the validator's view.
+    let r = v.validate_output(Format::Pythonic, "f(a=1, a=2)", ValidateOptions::default());
+    assert!(r.feedback().unwrap().contains("duplicate argument 'a'"));
+}

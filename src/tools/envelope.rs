@@ -10,7 +10,8 @@
 //!
 //! The `pythonic` dialect uses Python literals: strings in double or single quotes, integers and
 //! floats, `True`/`False`/`None`, lists (tuples are read as lists) and dicts with string keys.
-//! Only keyword arguments are accepted. String escapes are JSON's (`\n`, `\t`, `\"`, `\\`, `\/`,
+//! Only keyword arguments are accepted. An output is a pythonic call when it starts with
+//! `[A-Za-z_][A-Za-z0-9_.-]*(`; anything else is plain text. String escapes are JSON's (`\n`, `\t`, `\"`, `\\`, `\/`,
 //! `\uXXXX`) plus Python's `\'`, `\xHH`, `\UXXXXXXXX` and `\0`; the grammar only ever produces
 //! double-quoted strings with JSON escapes, which mean the same thing in both languages.
 //!
@@ -201,15 +202,25 @@ pub fn parse_calls(format: Format, text: &str) -> Result<Parsed, ParseError> {
             })
         }
         Format::Pythonic => {
+            // A call starts with `[A-Za-z_][A-Za-z0-9_.-]*(`; anything else is text.
             let ident_len = body
-                .find(|ch: char| !(ch.is_alphanumeric() || ch == '_' || ch == '.' || ch == '-'))
+                .find(|ch: char| !is_name_char(ch))
                 .unwrap_or(body.len());
-            if ident_len == 0 || !body[ident_len..].starts_with('(') {
+            let starts_ok = body
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+            if !starts_ok || !body[ident_len..].starts_with('(') {
                 return Ok(Parsed::Text);
             }
             parse_repeated(&mut cur, |c| c.python_call())
         }
     }
+}
+
+/// Characters of pythonic tool names and keyword names: ASCII letters, digits, `_`, `.`, `-`.
+pub fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')
 }
 
 fn parse_json_envelope(format: Format, cur: &mut Cursor<'_>) -> Result<Parsed, ParseError> {
@@ -374,9 +385,7 @@ impl Cursor<'_> {
 
     fn python_name(&mut self) -> String {
         let r = self.rest();
-        let len = r
-            .find(|ch: char| !(ch.is_alphanumeric() || ch == '_' || ch == '.' || ch == '-'))
-            .unwrap_or(r.len());
+        let len = r.find(|ch: char| !is_name_char(ch)).unwrap_or(r.len());
         let name = r[..len].to_owned();
         self.pos += len;
         name

@@ -30,7 +30,7 @@
 //! (`compact`), `lenient`.
 
 use crate::schema::{ConvertOptions, SchemaConverter, SchemaError, Whitespace, gbnf_literal};
-use crate::tools::envelope::{Format, Spacing, write_python};
+use crate::tools::envelope::{Format, Spacing, is_name_char, write_python};
 use crate::tools::toolset::{Tool, ToolSet, escape_pointer};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -292,13 +292,27 @@ fn build(
         one
     };
     let root_body = if opts.auto {
-        let prefixes = call_prefixes(tools, opts);
         let text_rule = out.fresh("plain-text");
-        out.comment(&format!(
-            "plain text: anything not starting like a call ({})",
-            prefixes.join(", ")
-        ));
-        out.rule(&text_rule, &not_prefixed(&prefixes));
+        if opts.format == Format::Pythonic {
+            // Not `identifier(`: what the validator reads as a call, known tool or not.
+            let rest = out.fresh("plain-text-name");
+            out.comment("plain text: anything not starting like a call (a name, then '(')");
+            out.rule(
+                &text_rule,
+                &format!("[^a-zA-Z_] .* | [a-zA-Z_] {rest} | \"\""),
+            );
+            out.rule(
+                &rest,
+                &format!("[a-zA-Z0-9_.\\-] {rest} | [^a-zA-Z0-9_.(\\-] .* | \"\""),
+            );
+        } else {
+            let prefixes = call_prefixes(opts);
+            out.comment(&format!(
+                "plain text: anything not starting like a call ({})",
+                prefixes.join(", ")
+            ));
+            out.rule(&text_rule, &not_prefixed(&prefixes));
+        }
         format!("{text_rule} | {calls}")
     } else {
         calls
@@ -331,12 +345,16 @@ fn check_tool_name(tool: &Tool, format: Format) -> Result<(), GrammarError> {
     };
     match format {
         Format::Pythonic
-            if !tool
-                .name
-                .chars()
-                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-')) =>
+            if !tool.name.chars().all(is_name_char)
+                || !tool
+                    .name
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_') =>
         {
-            Err(bad("letters, digits, '_', '.' and '-' only"))
+            Err(bad(
+                "ASCII letters, digits, '_', '.' and '-' only, starting with a letter or '_'",
+            ))
         }
         Format::Gemma if tool.name.chars().any(|c| c.is_whitespace() || c == '{') => {
             Err(bad("no whitespace or '{'"))
@@ -355,18 +373,13 @@ fn is_identifier(name: &str) -> bool {
 }
 
 /// The texts a call starts with, for the `auto` option's "plain text" branch.
-fn call_prefixes(tools: &ToolSet, opts: &GrammarOptions) -> Vec<String> {
+fn call_prefixes(opts: &GrammarOptions) -> Vec<String> {
     match opts.format {
-        Format::OpenAi | Format::Llama3 => {
-            if opts.parallel {
-                vec!["[".into()]
-            } else {
-                vec!["{".into()]
-            }
-        }
+        // Both, whatever `parallel` says: the validator reads `[` as a list of calls.
+        Format::OpenAi | Format::Llama3 => vec!["{".into(), "[".into()],
         Format::Hermes => vec!["<tool_call>".into()],
         Format::Gemma => vec!["call:".into()],
-        Format::Pythonic => tools.names().iter().map(|n| format!("{n}(")).collect(),
+        Format::Pythonic => Vec::new(),
     }
 }
 
@@ -405,7 +418,9 @@ fn not_prefixed(prefixes: &[String]) -> String {
 
 fn class_char(c: char) -> String {
     match c {
-        '\\' | ']' | '[' | '^' | '-' => format!("\\{c}"),
+        // llama.cpp knows `\\ \] \[ \-` but not `\^`: hex for that one.
+        '\\' | ']' | '[' | '-' => format!("\\{c}"),
+        '^' => "\\x5E".to_owned(),
         c if (c as u32) < 0x20 || c as u32 == 0x7f => format!("\\x{:02X}", c as u32),
         c => c.to_string(),
     }
@@ -636,21 +651,13 @@ impl PyBuilder {
             .unwrap_or(&empty);
         let additional = obj.get("additionalProperties");
         let closed = matches!(additional, Some(Value::Bool(false)));
-        if !props.is_empty() && !closed {
-            self.unsupported(
-                ctx,
-                pointer,
-                "additionalProperties",
-                "extra keywords beside declared properties",
-            )?;
-        }
         for r in &required {
-            if !props.contains_key(*r) && (closed || !props.is_empty()) {
+            if !props.contains_key(*r) && closed {
                 self.unsupported(
                     ctx,
                     pointer,
                     "required",
-                    &format!("'{r}' is required but not declared in properties"),
+                    &format!("'{r}' is required but the object admits no such key"),
                 )?;
             }
         }
@@ -662,27 +669,24 @@ impl PyBuilder {
                 format!("{} {space}", gbnf_literal(&format!("{}:", json_string(k))))
             }
         };
-        if props.is_empty() && !closed {
-            // A free-form mapping: any keys, values per additionalProperties.
-            let value = match additional {
+        // Values of undeclared members (also of required names missing from `properties`).
+        let extra_value = if closed {
+            None
+        } else {
+            Some(match additional {
                 Some(s @ Value::Object(_)) => self.value(
                     ctx,
                     s,
                     &format!("{pointer}/additionalProperties"),
-                    hint,
+                    &format!("{hint}-extra"),
                     conv,
                     out,
                 )?,
                 _ => self.generic(out),
-            };
-            let string = self.generic_string(out);
-            let kv = match style {
-                KeyStyle::DictKey => format!("{string} \":\" {space} {value}"),
-                KeyStyle::Kwarg => format!("[a-zA-Z_] [a-zA-Z0-9_]* \"=\" {value}"),
-            };
-            return Ok(format!("( {kv} ( {sep} {kv} )* )?"));
-        }
+            })
+        };
         let mut items: Vec<(String, bool)> = Vec::new();
+        let mut declared: Vec<String> = Vec::new();
         for (name, sub) in props {
             let p = format!("{pointer}/properties/{}", escape_pointer(name));
             let v = self.value(ctx, sub, &p, &format!("{hint}-{}", slug(name)), conv, out)?;
@@ -690,10 +694,37 @@ impl PyBuilder {
                 format!("{} {v}", key(name)),
                 required.contains(&name.as_str()),
             ));
+            declared.push(name.clone());
+        }
+        if let Some(v) = &extra_value {
+            for r in &required {
+                if !props.contains_key(*r) && !declared.iter().any(|d| d == r) {
+                    items.push((format!("{} {v}", key(r)), true));
+                    declared.push((*r).to_owned());
+                }
+            }
+        }
+        // Undeclared members come after the declared ones, with keys that are none of them.
+        let (tail_written, tail_empty) = match &extra_value {
+            None => (String::new(), "\"\"".to_owned()),
+            Some(v) => {
+                let k = self.excluded_key(ctx, pointer, &declared, style, hint, out)?;
+                let kv = match style {
+                    KeyStyle::DictKey => format!("{k} \":\" {space} {v}"),
+                    KeyStyle::Kwarg => format!("{k} {v}"),
+                };
+                (
+                    format!("( {sep} {kv} )*"),
+                    format!("( {kv} ( {sep} {kv} )* )?"),
+                )
+            }
+        };
+        if items.is_empty() {
+            return Ok(tail_empty);
         }
         // start(i): nothing written yet; after(i): something written, each item needs `sep`.
         let after = |i: usize| -> String {
-            items[i..]
+            let mut parts: Vec<String> = items[i..]
                 .iter()
                 .map(|(kv, req)| {
                     if *req {
@@ -702,8 +733,11 @@ impl PyBuilder {
                         format!("( {sep} {kv} )?")
                     }
                 })
-                .collect::<Vec<_>>()
-                .join(" ")
+                .collect();
+            if !tail_written.is_empty() {
+                parts.push(tail_written.clone());
+            }
+            parts.join(" ")
         };
         let mut start = String::new();
         let mut closing = 0usize;
@@ -721,13 +755,120 @@ impl PyBuilder {
             start.push_str(&format!("( {seq} | "));
             closing += 1;
             if i + 1 == items.len() {
-                start.push_str("\"\"");
+                start.push_str(&tail_empty);
             }
         }
         for _ in 0..closing {
             start.push_str(" )");
         }
         Ok(start)
+    }
+
+    /// A rule for the key of an undeclared member (with its `=` for keyword arguments): any key
+    /// except the `declared` names. Dict keys are JSON strings without `\\u` or `\\/` escapes,
+    /// so no other spelling can denote a declared name; keyword names are Python identifiers.
+    fn excluded_key(
+        &mut self,
+        ctx: &Ctx<'_>,
+        pointer: &str,
+        declared: &[String],
+        style: KeyStyle,
+        hint: &str,
+        out: &mut Emitter,
+    ) -> Result<String, GrammarError> {
+        #[derive(Default)]
+        struct Node {
+            end: bool,
+            children: BTreeMap<char, Node>,
+        }
+        let mut root = Node::default();
+        for name in declared {
+            let ok = match style {
+                KeyStyle::Kwarg => is_identifier(name),
+                KeyStyle::DictKey => !name.chars().any(|c| c == '"' || c == '\\' || c < ' '),
+            };
+            if !ok {
+                self.unsupported(
+                    ctx,
+                    pointer,
+                    "properties",
+                    &format!("cannot exclude the key {name:?} from undeclared members"),
+                )?;
+                continue;
+            }
+            let mut n = &mut root;
+            for c in name.chars() {
+                n = n.children.entry(c).or_default();
+            }
+            n.end = true;
+        }
+        let name = out.fresh(&format!("{hint}-extra-key"));
+        let body = match style {
+            KeyStyle::DictKey => {
+                let ch = "[^\"\\\\\\x00-\\x1F]";
+                let esc = "\"\\\\\" [\"\\\\bfnrt]";
+                let rest = format!("( {ch} | {esc} )* \"\\\"\"");
+                fn expr(node: &Node, rest: &str, esc: &str) -> String {
+                    let mut alts = Vec::new();
+                    if !node.end {
+                        alts.push("\"\\\"\"".to_owned());
+                    }
+                    let kids: String = node.children.keys().map(|&c| class_char(c)).collect();
+                    alts.push(format!("( [^\"\\\\\\x00-\\x1F{kids}] | {esc} ) {rest}"));
+                    for (c, child) in &node.children {
+                        alts.push(format!(
+                            "{} {}",
+                            gbnf_literal(&c.to_string()),
+                            expr(child, rest, esc)
+                        ));
+                    }
+                    format!("( {} )", alts.join(" | "))
+                }
+                format!("\"\\\"\" {}", expr(&root, &rest, esc))
+            }
+            KeyStyle::Kwarg => {
+                fn class_without(chars: &str, kids: &BTreeMap<char, Node>) -> String {
+                    let keep: String = chars.chars().filter(|c| !kids.contains_key(c)).collect();
+                    if keep.is_empty() {
+                        String::new()
+                    } else {
+                        format!("[{keep}]")
+                    }
+                }
+                const FIRST: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_";
+                const NEXT: &str =
+                    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_";
+                fn expr(node: &Node, first: bool) -> String {
+                    let mut alts = Vec::new();
+                    if !node.end && !first {
+                        alts.push("\"=\"".to_owned());
+                    }
+                    let class = class_without(if first { FIRST } else { NEXT }, &node.children);
+                    if !class.is_empty() {
+                        alts.push(format!("{class} [a-zA-Z0-9_]* \"=\""));
+                    }
+                    for (c, child) in &node.children {
+                        alts.push(format!(
+                            "{} {}",
+                            gbnf_literal(&c.to_string()),
+                            expr(child, false)
+                        ));
+                    }
+                    format!("( {} )", alts.join(" | "))
+                }
+                expr(&root, true)
+            }
+        };
+        out.comment(&format!(
+            "keys other than {}",
+            declared
+                .iter()
+                .map(|d| format!("'{d}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        out.rule(&name, &body);
+        Ok(name)
     }
 
     fn generic(&mut self, out: &mut Emitter) -> String {
