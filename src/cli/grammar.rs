@@ -130,3 +130,52 @@ pub fn write_atomically(path: &Path, data: &[u8]) -> anyhow::Result<()> {
     }
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.gbnf");
+        std::fs::write(&path, "old").unwrap();
+        write_atomically(&path, b"root ::= \"x\"\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "root ::= \"x\"\n");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn writes_a_tool_grammar_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = dir.path().join("tools.json");
+        std::fs::write(
+            &tools,
+            r#"[{"name": "f", "parameters": {"type": "object"}}]"#,
+        )
+        .unwrap();
+        let out = dir.path().join("out.gbnf");
+        let args = GrammarArgs {
+            file: tools.display().to_string(),
+            schema: false,
+            format: Some(FormatArg::Pythonic),
+            parallel: true,
+            auto: true,
+            compact: false,
+            lenient: false,
+            out: Some(out.display().to_string()),
+        };
+        assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(crate::gbnf::Grammar::parse(&text).is_ok(), "{text}");
+        let schema_with_envelope = GrammarArgs {
+            schema: true,
+            ..args
+        };
+        assert_eq!(run(&schema_with_envelope).unwrap(), ExitCode::from(2));
+    }
+}

@@ -124,3 +124,70 @@ fn report_json(report: &Report) -> Value {
         "feedback": report.feedback(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(dir: &std::path::Path, output: &str, format: FormatArg) -> ValidateArgs {
+        let tools = dir.join("tools.json");
+        std::fs::write(
+            &tools,
+            r#"[{"name": "get_weather", "parameters": {"type": "object",
+                "properties": {"city": {"type": "string"}}, "required": ["city"]}}]"#,
+        )
+        .unwrap();
+        let out = dir.join("output.txt");
+        std::fs::write(&out, output).unwrap();
+        ValidateArgs {
+            tools: tools.display().to_string(),
+            output: out.display().to_string(),
+            format,
+            parallel: false,
+            auto: false,
+            json: true,
+        }
+    }
+
+    #[test]
+    fn exit_codes() {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = args(
+            dir.path(),
+            r#"get_weather(city="Oslo")"#,
+            FormatArg::Pythonic,
+        );
+        assert_eq!(run(&ok).unwrap(), ExitCode::SUCCESS);
+        let bad = args(
+            dir.path(),
+            r#"get_weather(town="Oslo")"#,
+            FormatArg::Pythonic,
+        );
+        assert_eq!(run(&bad).unwrap(), ExitCode::from(1));
+        let missing = ValidateArgs {
+            tools: dir.path().join("nope.json").display().to_string(),
+            ..args(dir.path(), "", FormatArg::Openai)
+        };
+        assert!(
+            run(&missing).is_err(),
+            "input errors are exit 2 in cli::main"
+        );
+    }
+
+    #[test]
+    fn json_report_carries_feedback() {
+        let tools = ToolSet::from_value(&serde_json::json!([{"name": "f", "parameters": {
+            "type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}}]))
+        .unwrap();
+        let v = Validator::new(&tools).unwrap();
+        let r = v.validate_output(
+            crate::tools::envelope::Format::OpenAi,
+            r#"{"name": "f", "arguments": {}}"#,
+            ValidateOptions::default(),
+        );
+        let j = report_json(&r);
+        assert_eq!(j["valid"], false);
+        assert_eq!(j["feedback"], "missing required args ['a'] for tool 'f'");
+        assert_eq!(j["calls"][0]["issues"][0]["keyword"], "required");
+    }
+}
