@@ -488,3 +488,30 @@ fn pythonic_open_objects_exclude_declared_keys() {
     let r = v.validate_output(Format::Pythonic, "f(a=1, a=2)", ValidateOptions::default());
     assert!(r.feedback().unwrap().contains("duplicate argument 'a'"));
 }
+
+/// The converter's `format` rules and the validator's format assertions agree on sampled values
+/// (pythonic and JSON envelopes alike). `email` is left out: the converter accepts quoted local
+/// parts with quoted pairs such as `"\\ "@host` (RFC 5321), which the `jsonschema` crate rejects.
+#[test]
+fn sampled_formats_validate() {
+    use toolrail::engine::sample::{Sampler, SplitMix64};
+    let mut props = serde_json::Map::new();
+    for f in ["date", "time", "date-time", "uuid", "ipv4", "ipv6"] {
+        props.insert(f.replace('-', "_"), json!({"type": "string", "format": f}));
+    }
+    let names: Vec<String> = props.keys().cloned().collect();
+    let tools = ToolSet::from_value(&json!([{"name": "f", "parameters": {"type": "object",
+        "properties": props, "required": names}}]))
+    .unwrap();
+    let validator = Validator::new(&tools).unwrap();
+    for format in [Format::OpenAi, Format::Pythonic] {
+        let (_, g) = compile(&tools, &opts(format));
+        let sampler = Sampler::new(&g);
+        let mut rng = SplitMix64::new(11);
+        for _ in 0..300 {
+            let s = sampler.sample(&mut rng, 2000).unwrap();
+            let r = validator.validate_output(format, &s, ValidateOptions::default());
+            assert!(r.is_valid_call(), "{format}: {s}\n{:?}", r.feedback());
+        }
+    }
+}
