@@ -784,6 +784,16 @@ fn unicode_text_around_calls() {
     assert_eq!(ex.prose, "Voilà — 🌦 ok");
 }
 
+#[test]
+fn extraction_round_trips_through_serde() {
+    let ex = extract_calls("Sure. call:f{a: 1} and <tool_call>{bad</tool_call>");
+    let json = serde_json::to_string(&ex).unwrap_or_default();
+    let back: toolrail::tools::extract::Extraction =
+        serde_json::from_str(&json).unwrap_or_default();
+    assert_eq!(back, ex);
+    assert!(json.contains(r#""pattern":"gemma_call""#), "{json}");
+}
+
 mod properties {
     use super::*;
     use proptest::prelude::*;

@@ -45,7 +45,7 @@ mod scan;
 
 use std::ops::Range;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::tools::call::ToolCall;
@@ -54,7 +54,7 @@ use relaxed::{offset_of, parse_relaxed};
 use scan::{Quotes, ScanEnd, balanced_end};
 
 /// The text shape a call was found in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CallPattern {
     /// `<tool_call>...</tool_call>` (Hermes, Qwen).
@@ -98,7 +98,7 @@ impl std::fmt::Display for CallPattern {
 }
 
 /// One call found in the text.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExtractedCall {
     /// The call.
     pub call: ToolCall,
@@ -109,7 +109,7 @@ pub struct ExtractedCall {
 }
 
 /// A candidate that looked like a call but was not taken (or was taken with a caveat).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnostic {
     /// The pattern whose candidate this is.
     pub pattern: CallPattern,
@@ -122,7 +122,7 @@ pub struct Diagnostic {
 }
 
 /// Everything [`extract_calls`] found.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Extraction {
     /// The calls, in text order.
     pub calls: Vec<ExtractedCall>,
