@@ -1180,3 +1180,35 @@ mod tests {
         assert_eq!(g.notes[0].code, "GB012");
     }
 }
+
+#[cfg(test)]
+mod token_tests {
+    use super::*;
+
+    /// A vocabulary of whole special tokens, as a GGUF's special-token table answers.
+    struct SpecialTokens(&'static [(&'static str, u32)]);
+
+    impl TokenVocabulary for SpecialTokens {
+        fn tokenize_special(&self, text: &[u8]) -> Vec<u32> {
+            match self.0.iter().find(|(t, _)| t.as_bytes() == text) {
+                Some(&(_, id)) => vec![id],
+                // Not a special token: one token per byte, like a byte-level fallback.
+                None => text.iter().map(|&b| u32::from(b)).collect(),
+            }
+        }
+    }
+
+    #[test]
+    fn text_tokens_resolve_through_the_vocabulary() {
+        let vocab = SpecialTokens(&[("<start_of_turn>", 105), ("<end_of_turn>", 106)]);
+        let g = parse_with_vocab("root ::= <start_of_turn> !<end_of_turn>* <end_of_turn>", Some(&vocab)).unwrap();
+        let kinds: Vec<(ElementKind, u32)> = g.rules[0].iter().map(|e| (e.kind, e.value)).collect();
+        assert_eq!(kinds[0], (ElementKind::Token, 105));
+        assert_eq!(kinds[2], (ElementKind::Token, 106));
+        assert_eq!(g.rules[1][0], Element::new(ElementKind::TokenNot, 106));
+        let e = parse_with_vocab("root ::= <not a token>", Some(&vocab)).unwrap_err();
+        assert_eq!(e.code(), "GB008");
+        assert!(e.to_string().contains("is 13 tokens"), "{e}");
+        assert_eq!(parse("root ::= <start_of_turn>").unwrap_err().code(), "GB008");
+    }
+}
