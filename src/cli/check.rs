@@ -52,7 +52,11 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         };
         println!("{}", serde_json::to_string(&out)?);
     } else {
-        let name = if args.input == "-" { "<stdin>" } else { args.input.as_str() };
+        let name = if args.input == "-" {
+            "<stdin>"
+        } else {
+            args.input.as_str()
+        };
         match verdict.kind {
             VerdictKind::Accepted => println!("{name}: accepted"),
             VerdictKind::Incomplete => {
@@ -61,6 +65,13 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
                     verdict.position
                 );
                 println!("expected: {}", expected.join(", "));
+            }
+            VerdictKind::TooAmbiguous => {
+                println!(
+                    "{name}:{}: stopped at byte {}: the grammar is so ambiguous that more than 65,536 stacks are live (llama.cpp would crawl and run out of memory here)",
+                    verdict.position,
+                    verdict.offset.unwrap_or(0)
+                );
             }
             VerdictKind::Rejected => {
                 let offset = verdict.offset.unwrap_or(0);
@@ -86,5 +97,6 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         VerdictKind::Rejected => ExitCode::from(1),
         VerdictKind::Incomplete if args.prefix => ExitCode::SUCCESS,
         VerdictKind::Incomplete => ExitCode::from(3),
+        VerdictKind::TooAmbiguous => ExitCode::from(2),
     })
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::charset::CharSet;
-use super::stacks::{DEAD_SET, EMPTY_STACK, SetId, StackArena, StackId};
+use super::stacks::{DEAD_SET, EMPTY_STACK, EXPLODED_SET, MAX_STACKS, SetId, StackArena, StackId};
 use super::utf8::{self, PartialUtf8, Utf8Step};
 use crate::gbnf::{ElementKind, Grammar};
 
@@ -24,6 +24,11 @@ impl State {
     /// True when no stack is left: every continuation is rejected.
     pub fn is_dead(self) -> bool {
         self.set == DEAD_SET || self.partial.is_invalid()
+    }
+
+    /// True when the grammar became too ambiguous to follow (more than [`MAX_STACKS`] stacks).
+    pub fn is_exploded(self) -> bool {
+        self.set == EXPLODED_SET
     }
 }
 
@@ -43,7 +48,11 @@ impl Expected {
     pub fn describe(&self) -> Vec<String> {
         let mut out = self.chars.describe();
         for &(negated, id) in &self.tokens {
-            out.push(if negated { format!("!<[{id}]>") } else { format!("<[{id}]>") });
+            out.push(if negated {
+                format!("!<[{id}]>")
+            } else {
+                format!("<[{id}]>")
+            });
         }
         if self.end {
             out.push("end of input".to_string());
@@ -177,7 +186,10 @@ impl Engine {
                 | ElementKind::TokenNot => self.expansion_pool.push(current),
                 // A stack never rests inside a class or on the end of an alternative: the
                 // parser and `Grammar::from_rules` guarantee it. Drop such a stack if it appears.
-                ElementKind::End | ElementKind::Alt | ElementKind::CharAlt | ElementKind::CharRngUpper => {}
+                ElementKind::End
+                | ElementKind::Alt
+                | ElementKind::CharAlt
+                | ElementKind::CharRngUpper => {}
             }
         }
         let range = (start, self.expansion_pool.len() as u32 - start);
@@ -185,7 +197,12 @@ impl Engine {
         range
     }
 
-    fn advance_into(&mut self, stack: StackId, out: &mut Vec<StackId>, present: &mut FxHashSet<StackId>) {
+    fn advance_into(
+        &mut self,
+        stack: StackId,
+        out: &mut Vec<StackId>,
+        present: &mut FxHashSet<StackId>,
+    ) {
         let (start, len) = self.expand(stack);
         for i in start..start + len {
             let s = self.expansion_pool[i as usize];
@@ -226,7 +243,10 @@ impl Engine {
     /// accepted by the class at `pos`.
     pub fn match_partial_char(&self, pos: u32, partial: PartialUtf8) -> bool {
         let elements = self.grammar.elements();
-        let positive = matches!(elements[pos as usize].kind, ElementKind::Char | ElementKind::CharAny);
+        let positive = matches!(
+            elements[pos as usize].kind,
+            ElementKind::Char | ElementKind::CharAny
+        );
         let n_remain = i32::from(partial.n_remain);
         if n_remain < 0 || (n_remain == 1 && partial.value < 2) {
             return false;
@@ -264,6 +284,9 @@ impl Engine {
 
     /// `llama_grammar_accept` for one code point over a whole set (memoized).
     pub fn step_set(&mut self, set: SetId, c: u32) -> SetId {
+        if set == EXPLODED_SET {
+            return EXPLODED_SET;
+        }
         let key = (u64::from(set) << 32) | u64::from(c);
         if let Some(&next) = self.transitions.get(&key) {
             return next;
@@ -272,7 +295,9 @@ impl Engine {
         let mut out = Vec::with_capacity(stacks.len());
         let mut present = FxHashSet::default();
         for stack in stacks {
-            let Some(pos) = self.arena.top(stack) else { continue };
+            let Some(pos) = self.arena.top(stack) else {
+                continue;
+            };
             if self.grammar.element(pos).kind.is_token() {
                 continue;
             }
@@ -286,8 +311,15 @@ impl Engine {
                 };
                 self.advance_into(next, &mut out, &mut present);
             }
+            if out.len() > MAX_STACKS {
+                break;
+            }
         }
-        let next = self.arena.intern_set(out);
+        let next = if out.len() > MAX_STACKS {
+            EXPLODED_SET
+        } else {
+            self.arena.intern_set(out)
+        };
         self.transitions.insert(key, next);
         next
     }
@@ -306,7 +338,10 @@ impl Engine {
     pub fn accept_byte(&mut self, state: State, byte: u8) -> Option<State> {
         match utf8::step(state.partial, byte) {
             Utf8Step::Char(c) => Some(self.accept_char(state, c)),
-            Utf8Step::Pending(partial) => Some(State { set: state.set, partial }),
+            Utf8Step::Pending(partial) => Some(State {
+                set: state.set,
+                partial,
+            }),
             Utf8Step::Invalid => None,
         }
     }
@@ -322,6 +357,7 @@ impl Engine {
                 before = state;
             }
             match self.accept_byte(state, b) {
+                Some(next) if next.set == EXPLODED_SET => return Err((char_start, next)),
                 Some(next) if next.set != DEAD_SET => state = next,
                 _ => return Err((char_start, before)),
             }
@@ -336,7 +372,8 @@ impl Engine {
     fn partial_viable(&self, state: State) -> bool {
         self.arena.set(state.set).iter().any(|&s| {
             self.arena.top(s).is_some_and(|pos| {
-                self.grammar.element(pos).kind.starts_char_class() && self.match_partial_char(pos, state.partial)
+                self.grammar.element(pos).kind.starts_char_class()
+                    && self.match_partial_char(pos, state.partial)
             })
         })
     }
@@ -350,7 +387,9 @@ impl Engine {
         let mut out = Vec::new();
         let mut present = FxHashSet::default();
         for stack in stacks {
-            let Some(pos) = self.arena.top(stack) else { continue };
+            let Some(pos) = self.arena.top(stack) else {
+                continue;
+            };
             let element = self.grammar.element(pos);
             if element.kind.is_token() {
                 let matches = (element.kind == ElementKind::Token) == (element.value == token);
@@ -367,6 +406,12 @@ impl Engine {
                 let mut current = self.arena.intern_set(vec![stack]);
                 for &c in &chars {
                     current = self.step_set(current, c);
+                    if current == EXPLODED_SET {
+                        return Some(State {
+                            set: EXPLODED_SET,
+                            partial,
+                        });
+                    }
                     if current == DEAD_SET {
                         break;
                     }
@@ -381,17 +426,25 @@ impl Engine {
         if out.is_empty() || partial.is_invalid() {
             return None;
         }
-        Some(State {
-            set: self.arena.intern_set(out),
-            partial,
-        })
+        let set = if out.len() > MAX_STACKS {
+            EXPLODED_SET
+        } else {
+            self.arena.intern_set(out)
+        };
+        Some(State { set, partial })
     }
 
     /// `llama_grammar_reject_candidates_for_stack` for one candidate: true if the stack
     /// rejects a token whose decoded code points are `chars` (ending in `partial`), with id
     /// `token`. This is the reference semantics of llama.cpp's mask, quirks included (a token
     /// element on top is compared by id even in the middle of a piece).
-    pub fn stack_rejects(&mut self, stack: StackId, chars: &[u32], partial: PartialUtf8, token: u32) -> bool {
+    pub fn stack_rejects(
+        &mut self,
+        stack: StackId,
+        chars: &[u32],
+        partial: PartialUtf8,
+        token: u32,
+    ) -> bool {
         let Some(pos) = self.arena.top(stack) else {
             return !chars.is_empty() || partial.n_remain != 0;
         };
@@ -474,5 +527,9 @@ pub fn class_chars(grammar: &Grammar, pos: u32) -> CharSet {
             break;
         }
     }
-    if first == ElementKind::CharNot { set.complement() } else { set }
+    if first == ElementKind::CharNot {
+        set.complement()
+    } else {
+        set
+    }
 }

@@ -71,7 +71,11 @@ impl Grammar {
 
     /// Builds a grammar from rules written directly in llama.cpp's encoding (as llama.cpp's own
     /// tests do), with a name per rule. No source text: spans are empty.
-    pub fn from_rules(rules: Vec<Vec<Element>>, names: Vec<String>, root: u32) -> Result<Grammar, GrammarError> {
+    pub fn from_rules(
+        rules: Vec<Vec<Element>>,
+        names: Vec<String>,
+        root: u32,
+    ) -> Result<Grammar, GrammarError> {
         let symbols = names
             .into_iter()
             .map(|name| Symbol {
@@ -82,10 +86,18 @@ impl Grammar {
             })
             .collect::<Vec<_>>();
         let bad = |message: String| {
-            GrammarError::single(Diagnostic::new("GB009", Severity::Error, b"", Span::default(), message))
+            GrammarError::single(Diagnostic::new(
+                "GB009",
+                Severity::Error,
+                b"",
+                Span::default(),
+                message,
+            ))
         };
         if symbols.len() != rules.len() || root as usize >= rules.len() {
-            return Err(bad("rules and names disagree, or the root is out of range".into()));
+            return Err(bad(
+                "rules and names disagree, or the root is out of range".into()
+            ));
         }
         for (i, rule) in rules.iter().enumerate() {
             if rule.last().map(|e| e.kind) != Some(ElementKind::End) {
@@ -95,10 +107,16 @@ impl Grammar {
                 .iter()
                 .find(|e| e.kind == ElementKind::RuleRef && e.value as usize >= rules.len())
             {
-                return Err(bad(format!("rule {i} references undefined rule {}", e.value)));
+                return Err(bad(format!(
+                    "rule {i} references undefined rule {}",
+                    e.value
+                )));
             }
         }
-        let spans = rules.iter().map(|r| vec![Span::default(); r.len()]).collect();
+        let spans = rules
+            .iter()
+            .map(|r| vec![Span::default(); r.len()])
+            .collect();
         let parsed = ParsedGrammar {
             source: String::new(),
             symbols,
@@ -242,9 +260,12 @@ impl Grammar {
             if visited[i] {
                 continue;
             }
-            if let Some(culprit) =
-                self.llama_detect_left_recursion(i, &mut visited, &mut in_progress, &mut may_be_empty)
-            {
+            if let Some(culprit) = self.llama_detect_left_recursion(
+                i,
+                &mut visited,
+                &mut in_progress,
+                &mut may_be_empty,
+            ) {
                 return Err(self.left_recursion_error(culprit, false));
             }
         }
@@ -269,7 +290,9 @@ impl Grammar {
         let (code, message, hint) = if hidden {
             (
                 "GB104",
-                format!("rule '{name}' is left-recursive through rules that can match the empty string; llama.cpp does not detect this and loops for ever expanding it"),
+                format!(
+                    "rule '{name}' is left-recursive through rules that can match the empty string; llama.cpp does not detect this and loops for ever expanding it"
+                ),
                 "make the recursive reference follow something that always consumes text",
             )
         } else {
@@ -280,53 +303,88 @@ impl Grammar {
             )
         };
         GrammarError::single(
-            Diagnostic::new(code, Severity::Error, self.parsed.source.as_bytes(), span, message).with_hint(hint),
+            Diagnostic::new(
+                code,
+                Severity::Error,
+                self.parsed.source.as_bytes(),
+                span,
+                message,
+            )
+            .with_hint(hint),
         )
     }
 
     /// `llama_grammar_detect_left_recursion`, returning the rule found in progress again.
+    /// Iterative (deep rule chains cannot overflow the call stack) and skipping rules already
+    /// visited, which gives llama.cpp's answer: a visited rule's leftmost descendants were all
+    /// explored from it, so a cycle through it would already have been found.
     fn llama_detect_left_recursion(
         &self,
-        rule_index: usize,
+        start: usize,
         visited: &mut [bool],
         in_progress: &mut [bool],
         may_be_empty: &mut [bool],
     ) -> Option<usize> {
-        if in_progress[rule_index] {
-            return Some(rule_index);
+        struct Frame {
+            rule: usize,
+            next: usize,
+            recurse: bool,
         }
-        in_progress[rule_index] = true;
-        let rule = &self.parsed.rules[rule_index];
-        let mut at_rule_start = true;
-        for e in rule {
-            if e.kind.is_end_of_sequence() {
-                if at_rule_start {
-                    may_be_empty[rule_index] = true;
-                    break;
+        let enter = |rule: usize, in_progress: &mut [bool], may_be_empty: &mut [bool]| {
+            in_progress[rule] = true;
+            let mut at_rule_start = true;
+            for e in &self.parsed.rules[rule] {
+                if e.kind.is_end_of_sequence() {
+                    if at_rule_start {
+                        may_be_empty[rule] = true;
+                        break;
+                    }
+                    at_rule_start = true;
+                } else {
+                    at_rule_start = false;
                 }
-                at_rule_start = true;
-            } else {
-                at_rule_start = false;
             }
-        }
-        let mut recurse = true;
-        for e in rule {
-            if e.kind == ElementKind::RuleRef && recurse {
+            Frame {
+                rule,
+                next: 0,
+                recurse: true,
+            }
+        };
+        let mut stack = vec![enter(start, in_progress, may_be_empty)];
+        while let Some(frame) = stack.last_mut() {
+            let rule = &self.parsed.rules[frame.rule];
+            let Some(e) = rule.get(frame.next) else {
+                in_progress[frame.rule] = false;
+                visited[frame.rule] = true;
+                stack.pop();
+                if let Some(parent) = stack.last_mut() {
+                    let target = self.parsed.rules[parent.rule][parent.next].value as usize;
+                    if !may_be_empty[target] {
+                        parent.recurse = false;
+                    }
+                    parent.next += 1;
+                }
+                continue;
+            };
+            if e.kind == ElementKind::RuleRef && frame.recurse {
                 let target = e.value as usize;
-                if let Some(found) = self.llama_detect_left_recursion(target, visited, in_progress, may_be_empty) {
-                    return Some(found);
+                if in_progress[target] {
+                    return Some(target);
                 }
-                if !may_be_empty[target] {
-                    recurse = false;
+                if visited[target] {
+                    if !may_be_empty[target] {
+                        frame.recurse = false;
+                    }
+                    frame.next += 1;
+                } else {
+                    let child = enter(target, in_progress, may_be_empty);
+                    stack.push(child);
                 }
-            } else if e.kind.is_end_of_sequence() {
-                recurse = true;
             } else {
-                recurse = false;
+                frame.recurse = e.kind.is_end_of_sequence();
+                frame.next += 1;
             }
         }
-        in_progress[rule_index] = false;
-        visited[rule_index] = true;
         None
     }
 
@@ -413,7 +471,8 @@ mod tests {
     #[test]
     fn growing_left_recursion_behind_nullable_rules_is_refused() {
         // llama.cpp's check misses this (e is not *syntactically* empty) and then expands for ever.
-        let e = Grammar::parse("root ::= a \"x\"\na ::= e a \"y\" | \"z\"\ne ::= f\nf ::= ").unwrap_err();
+        let e = Grammar::parse("root ::= a \"x\"\na ::= e a \"y\" | \"z\"\ne ::= f\nf ::= ")
+            .unwrap_err();
         assert_eq!(e.code(), "GB104");
     }
 
@@ -425,7 +484,23 @@ mod tests {
 
     #[test]
     fn llama_left_recursion_is_refused() {
-        assert_eq!(Grammar::parse("root ::= \"a\" | root \"a\"").unwrap_err().code(), "GB103");
+        assert_eq!(
+            Grammar::parse("root ::= \"a\" | root \"a\"")
+                .unwrap_err()
+                .code(),
+            "GB103"
+        );
+    }
+
+    #[test]
+    fn long_rule_chains_do_not_overflow() {
+        let mut text = String::from("root ::= r0\n");
+        for i in 0..200_000 {
+            text.push_str(&format!("r{i} ::= r{}\n", i + 1));
+        }
+        text.push_str("r200000 ::= \"x\"\n");
+        let g = Grammar::parse(&text).unwrap();
+        assert!(crate::engine::check(&std::sync::Arc::new(g), b"x").is_accepted());
     }
 
     #[test]
