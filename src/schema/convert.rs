@@ -932,7 +932,9 @@ impl Converter {
         let (prefix, rest_key): (Vec<Value>, Option<&str>) =
             match (map.get("prefixItems"), map.get("items")) {
                 (Some(Value::Array(p)), _) => (p.clone(), Some("items")),
-                (Some(_), _) => return Err(Self::invalid("prefixItems", cx, "must be an array")),
+                // not valid JSON Schema; llama.cpp reads a lone schema as the item schema
+                (Some(_), Some(_)) => (Vec::new(), Some("items")),
+                (Some(_), None) => (Vec::new(), Some("prefixItems")),
                 (None, Some(Value::Array(p))) => (p.clone(), Some("additionalItems")),
                 (None, _) => (Vec::new(), Some("items")),
             };

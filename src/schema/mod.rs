@@ -13,8 +13,11 @@
 //!   (`\"`, `\\`, `\n`, `\u001f`...), as every JSON serializer writes them;
 //! - numbers under bounds, integers and enum members are written without exponent; integers
 //!   may carry a zero fraction (`3.0` is an integer in JSON Schema);
+//! - integer parts have at most 16 digits unless a bound says otherwise (as llama.cpp; larger
+//!   numbers can use an exponent where exponents are allowed);
 //! - object members appear in the order of `properties` (undeclared members may appear
-//!   anywhere);
+//!   anywhere; required names missing from `properties` are sorted in by name when `properties`
+//!   is itself sorted, which it always is unless serde_json's `preserve_order` is enabled);
 //! - leap seconds (`format: time`) are written in UTC (see [`formats`]).
 //!
 //! Whitespace: [`Whitespace::Spaced`] accepts compact JSON, single spaces after `:`, `,`, `{`

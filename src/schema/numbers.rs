@@ -143,6 +143,10 @@ fn seq(parts: &[&str]) -> String {
         .join(" ")
 }
 
+/// Integer parts have at most this many digits when no upper bound limits them (llama.cpp's
+/// `integral-part`).
+pub(crate) const MAX_DIGITS: usize = 16;
+
 /// Digit strings of the same length between `a` and `b` inclusive (`a <= b`).
 fn same_len(a: &[u8], b: &[u8]) -> String {
     let p = a.iter().zip(b).take_while(|(x, y)| x == y).count();
@@ -207,7 +211,10 @@ pub(crate) fn uint_range(lo: u128, hi: Option<u128>) -> Option<String> {
         }
         None => {
             parts.push(same_len(lo_s.as_bytes(), "9".repeat(lo_s.len()).as_bytes()));
-            parts.push(format!("[1-9] [0-9]{{{},}}", lo_s.len()));
+            // like llama.cpp, an open upper side stops at 16 digits
+            if lo_s.len() < MAX_DIGITS {
+                parts.push(format!("[1-9] [0-9]{{{},{}}}", lo_s.len(), MAX_DIGITS - 1));
+            }
         }
     }
     alts(parts)
@@ -558,6 +565,7 @@ mod tests {
                 assert_eq!(re.is_match(&v.to_string()), want, "{lo:?}..{hi:?} {v}: {g}");
             }
             assert!(!matches(&g, "01"));
+            assert!(!matches(&g, "12345678901234567"));
             assert!(!matches(&g, "-0"));
         }
         assert_eq!(int_range(Some(3), Some(2)), None);

@@ -65,7 +65,7 @@ const PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "integral-part",
-        body: r#""0" | [1-9] [0-9]*"#,
+        body: r#""0" | [1-9] [0-9]{0,15}"#,
         deps: &[],
     },
     Primitive {
