@@ -127,15 +127,15 @@ fn percent_decode(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'%' && i + 3 <= b.len() {
-            if let Some(v) = std::str::from_utf8(&b[i + 1..i + 3])
+        if b[i] == b'%'
+            && i + 3 <= b.len()
+            && let Some(v) = std::str::from_utf8(&b[i + 1..i + 3])
                 .ok()
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
-            {
-                out.push(v);
-                i += 3;
-                continue;
-            }
+        {
+            out.push(v);
+            i += 3;
+            continue;
         }
         out.push(b[i]);
         i += 1;
@@ -334,14 +334,14 @@ impl Converter {
     fn visit_ref(&mut self, cx: &Ctx, reference: &str) -> Result<Frag, SchemaError> {
         let (doc, ptr, target) = self.resolve(cx, reference)?;
         let key = (doc, ptr.clone());
-        if let Some(&at) = self.in_progress.get(&key) {
-            if at == self.consumed {
-                return Err(Self::invalid(
-                    "$ref",
-                    cx,
-                    "reference cycle that consumes no input (left recursion)",
-                ));
-            }
+        if let Some(&at) = self.in_progress.get(&key)
+            && at == self.consumed
+        {
+            return Err(Self::invalid(
+                "$ref",
+                cx,
+                "reference cycle that consumes no input (left recursion)",
+            ));
         }
         if let Some(name) = self.refs.get(&key) {
             if ptr == "#" {
@@ -452,22 +452,22 @@ impl Converter {
             )?;
             out.remove("if");
         }
-        if let Some(id) = map.get("$id") {
-            if cx.ptr != "#" {
-                self.unsupported("$id", cx, format!("embedded schema resource {id}"))?;
-            }
+        if let Some(id) = map.get("$id")
+            && cx.ptr != "#"
+        {
+            self.unsupported("$id", cx, format!("embedded schema resource {id}"))?;
         }
         Ok(out)
     }
 
     fn visit_map(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
-        if let Some(n) = map.get("not") {
-            if let Some(positive) = negate(n) {
-                let mut rest = map.clone();
-                rest.remove("not");
-                let both = serde_json::json!({ "allOf": [Value::Object(rest), positive] });
-                return self.visit(&both, cx, false);
-            }
+        if let Some(n) = map.get("not")
+            && let Some(positive) = negate(n)
+        {
+            let mut rest = map.clone();
+            rest.remove("not");
+            let both = serde_json::json!({ "allOf": [Value::Object(rest), positive] });
+            return self.visit(&both, cx, false);
         }
         let map = self.drop_unsupported(map, cx)?;
         let constraining = |m: &Map<String, Value>, skip: &[&str]| {
@@ -636,28 +636,28 @@ impl Converter {
                 plain += usize::from(e == "number");
                 parts.push(e);
             }
-        } else if has("integer") {
-            if let Some(e) = self.number(map, cx, true)? {
-                parts.push(e);
-            }
+        } else if has("integer")
+            && let Some(e) = self.number(map, cx, true)?
+        {
+            parts.push(e);
         }
-        if has("string") {
-            if let Some(e) = self.string(map, cx)? {
-                plain += usize::from(e == "string");
-                parts.push(e);
-            }
+        if has("string")
+            && let Some(e) = self.string(map, cx)?
+        {
+            plain += usize::from(e == "string");
+            parts.push(e);
         }
-        if has("array") {
-            if let Some(e) = self.array(map, cx)? {
-                plain += usize::from(e == "array");
-                parts.push(e);
-            }
+        if has("array")
+            && let Some(e) = self.array(map, cx)?
+        {
+            plain += usize::from(e == "array");
+            parts.push(e);
         }
-        if has("object") {
-            if let Some(e) = self.object(map, cx)? {
-                plain += usize::from(e == "object");
-                parts.push(e);
-            }
+        if has("object")
+            && let Some(e) = self.object(map, cx)?
+        {
+            plain += usize::from(e == "object");
+            parts.push(e);
         }
         if plain == 6 {
             return Ok(Some(self.rules.primitive("value").to_string()));
@@ -855,18 +855,18 @@ impl Converter {
             .get("format")
             .and_then(|f| f.as_str())
             .map(str::to_string);
-        if let Some(f) = &format {
-            if !formats::FORMATS.contains(&f.as_str()) {
-                self.unsupported(
-                    "format",
-                    cx,
-                    format!(
-                        "unknown format {f:?} (supported: {})",
-                        formats::FORMATS.join(", ")
-                    ),
-                )?;
-                format = None;
-            }
+        if let Some(f) = &format
+            && !formats::FORMATS.contains(&f.as_str())
+        {
+            self.unsupported(
+                "format",
+                cx,
+                format!(
+                    "unknown format {f:?} (supported: {})",
+                    formats::FORMATS.join(", ")
+                ),
+            )?;
+            format = None;
         }
         let pattern = match map.get("pattern") {
             None => None,
@@ -990,12 +990,12 @@ impl Converter {
             // rest part (indices >= prefix len, excluding index 0 handled separately)
             let k = elems.len();
             let first_rest = k.max(1);
-            if max.is_none_or(|m| m > first_rest as u64) {
-                if let Some(r) = &rest {
-                    let lo = min.saturating_sub(first_rest as u64);
-                    let hi = max.map(|m| m - first_rest as u64);
-                    tail = repeat(&format!("{sep} {r}"), clamp(lo), hi.map(clamp));
-                }
+            if max.is_none_or(|m| m > first_rest as u64)
+                && let Some(r) = &rest
+            {
+                let lo = min.saturating_sub(first_rest as u64);
+                let hi = max.map(|m| m - first_rest as u64);
+                tail = repeat(&format!("{sep} {r}"), clamp(lo), hi.map(clamp));
             }
             // prefix part, from the last prefix element back to index 1
             for j in (1..k.min(max.map_or(usize::MAX, |m| m as usize))).rev() {
@@ -1223,14 +1223,14 @@ impl Converter {
                     "minProperties beyond the required properties",
                 )?;
             }
-            if let Some(m) = max_p {
-                if extra.is_some() || (declared.len() as u64) > m {
-                    self.unsupported(
-                        "maxProperties",
-                        cx,
-                        "maxProperties with optional or additional properties",
-                    )?;
-                }
+            if let Some(m) = max_p
+                && (extra.is_some() || (declared.len() as u64) > m)
+            {
+                self.unsupported(
+                    "maxProperties",
+                    cx,
+                    "maxProperties with optional or additional properties",
+                )?;
             }
             let xs = extra
                 .as_ref()
@@ -1260,12 +1260,8 @@ impl Converter {
                 heads.push(format!("{x} {}", tail(0)).trim_end().to_string());
             }
             let last = first_req.unwrap_or(declared.len() - 1);
-            for i in 0..=last {
-                heads.push(
-                    format!("{} {}", declared[i].0, tail(i + 1))
-                        .trim_end()
-                        .to_string(),
-                );
+            for (i, (kv, _)) in declared.iter().enumerate().take(last + 1) {
+                heads.push(format!("{kv} {}", tail(i + 1)).trim_end().to_string());
             }
             let body = if first_req.is_none() {
                 format!("( {} )?", heads.join(" | "))
@@ -1310,11 +1306,7 @@ impl Converter {
             node.end = true;
         }
         let ch = self.char_rule();
-        fn build(
-            node: &Node,
-            ch: &str,
-            conv: &mut dyn FnMut(&[(u32, u32)]) -> Option<String>,
-        ) -> String {
+        fn build(node: &Node, ch: &str, conv: &mut CharSetFn<'_>) -> String {
             let mut alts = Vec::new();
             let mut excluded: Vec<(u32, u32)> = Vec::new();
             for (c, child) in &node.children {
@@ -1390,7 +1382,7 @@ fn negate(n: &Value) -> Option<Value> {
                     let rest: Vec<Value> = ALL_TYPES
                         .iter()
                         .filter(|t| {
-                            !names.contains(t) && !(**t == "integer" && names.contains(&"number"))
+                            !(names.contains(t) || (**t == "integer" && names.contains(&"number")))
                         })
                         .map(|t| Value::String(t.to_string()))
                         .collect();
@@ -1405,6 +1397,9 @@ fn negate(n: &Value) -> Option<Value> {
         _ => None,
     }
 }
+
+/// Renders a set of code points as an encoded-character expression.
+type CharSetFn<'a> = dyn FnMut(&[(u32, u32)]) -> Option<String> + 'a;
 
 /// A rule body that matches nothing.
 pub(crate) fn never() -> String {

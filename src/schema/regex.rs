@@ -150,8 +150,7 @@ pub(crate) fn pattern_to_gbnf(
 
 fn first_line(s: &str) -> String {
     s.lines()
-        .filter(|l| !l.trim().is_empty())
-        .last()
+        .rfind(|l| !l.trim().is_empty())
         .unwrap_or("")
         .trim()
         .to_string()

@@ -146,12 +146,12 @@ impl RuleTable {
 
     /// Marks a primitive (and what it uses) as used and returns its name.
     pub(crate) fn primitive(&mut self, name: &'static str) -> &'static str {
-        if let Some(i) = PRIMITIVES.iter().position(|p| p.name == name) {
-            if !self.used_primitives[i] {
-                self.used_primitives[i] = true;
-                for dep in PRIMITIVES[i].deps {
-                    self.primitive(dep);
-                }
+        if let Some(i) = PRIMITIVES.iter().position(|p| p.name == name)
+            && !self.used_primitives[i]
+        {
+            self.used_primitives[i] = true;
+            for dep in PRIMITIVES[i].deps {
+                self.primitive(dep);
             }
         }
         name
@@ -207,11 +207,12 @@ impl RuleTable {
 
     /// Drops a reserved rule that turned out not to be needed (only when nothing refers to it).
     pub(crate) fn unreserve(&mut self, name: &str) {
-        if let Some(&i) = self.by_name.get(name) {
-            if i + 1 == self.rules.len() && self.rules[i].body.is_none() {
-                self.rules.pop();
-                self.by_name.remove(name);
-            }
+        if let Some(&i) = self.by_name.get(name)
+            && i + 1 == self.rules.len()
+            && self.rules[i].body.is_none()
+        {
+            self.rules.pop();
+            self.by_name.remove(name);
         }
     }
 
