@@ -161,7 +161,7 @@ fn group(s: String) -> String {
 }
 
 /// Whether an expression can take a postfix operator without parentheses.
-fn is_atom(s: &str) -> bool {
+pub(crate) fn is_atom(s: &str) -> bool {
     let b = s.as_bytes();
     if s.is_empty() {
         return false;

@@ -113,6 +113,15 @@ pub(crate) fn sanitize(hint: &str) -> String {
     out
 }
 
+/// `( a | b )` → `a | b`: a rule body needs no outer group.
+fn strip_group(body: String) -> String {
+    if body.starts_with("( ") && body.ends_with(" )") && super::regex::is_atom(&body) {
+        body[2..body.len() - 2].to_string()
+    } else {
+        body
+    }
+}
+
 /// One rule: its body (None while reserved) and the schema location it came from.
 struct Rule {
     name: String,
@@ -199,6 +208,7 @@ impl RuleTable {
 
     /// Sets the body of a reserved rule.
     pub(crate) fn fill(&mut self, name: &str, body: String) {
+        let body = strip_group(body);
         if let Some(&i) = self.by_name.get(name) {
             self.by_body.entry(body.clone()).or_insert(i);
             self.rules[i].body = Some(body);
@@ -218,6 +228,7 @@ impl RuleTable {
 
     /// Adds a rule, or returns the name of an existing rule with the same body.
     pub(crate) fn add(&mut self, hint: &str, body: String, comment: Option<String>) -> String {
+        let body = strip_group(body);
         if let Some(&i) = self.by_body.get(&body) {
             return self.rules[i].name.clone();
         }

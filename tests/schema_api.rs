@@ -1,0 +1,182 @@
+//! Public API behaviour: grammars for typical tool schemas parse, read well and accept what
+//! they should (checked with the engine).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolrail::engine;
+use toolrail::gbnf::Grammar;
+use toolrail::schema::{ConvertOptions, SchemaConverter, Whitespace, gbnf_literal, schema_to_gbnf};
+
+fn grammar(gbnf: &str) -> Arc<Grammar> {
+    Arc::new(Grammar::parse(gbnf).unwrap_or_else(|e| panic!("{e}\n{gbnf}")))
+}
+
+fn accepts(schema: &Value, opts: &ConvertOptions, text: &str) -> bool {
+    let c = schema_to_gbnf(schema, opts).unwrap();
+    engine::check(&grammar(&c.gbnf), text.as_bytes()).is_accepted()
+}
+
+#[test]
+fn show_tool_grammar() {
+    let schema = json!({"type": "object", "properties": {
+        "city": {"type": "string"},
+        "unit": {"enum": ["celsius", "fahrenheit"]},
+        "days": {"type": "integer", "minimum": 1, "maximum": 14}
+    }, "required": ["city"]});
+    let opts = ConvertOptions {
+        close_objects: true,
+        ..Default::default()
+    };
+    let g = schema_to_gbnf(&schema, &opts).unwrap().gbnf;
+    println!("{g}");
+    assert!(!g.contains('_'), "{g}");
+    assert!(
+        g.contains("# #/properties/days") || g.contains("days-kv"),
+        "{g}"
+    );
+    let gr = grammar(&g);
+    for ok in [
+        r#"{"city":"Paris"}"#,
+        r#"{"city": "Paris", "days": 14, "unit": "celsius"}"#,
+        "{\n  \"city\": \"Paris\",\n  \"days\": 3\n}",
+    ] {
+        assert!(engine::check(&gr, ok.as_bytes()).is_accepted(), "{ok}\n{g}");
+    }
+    for bad in [
+        r#"{}"#,
+        r#"{"city":"Paris","days":15}"#,
+        r#"{"city":"Paris","x":1}"#,
+        r#"{"days":3,"city":"Paris"}"#,
+    ] {
+        assert!(
+            !engine::check(&gr, bad.as_bytes()).is_accepted(),
+            "{bad}\n{g}"
+        );
+    }
+}
+
+#[test]
+fn compact_allows_no_whitespace() {
+    let schema = json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}});
+    let compact = ConvertOptions {
+        whitespace: Whitespace::Compact,
+        ..Default::default()
+    };
+    assert!(accepts(&schema, &compact, r#"{"a":[1,2]}"#));
+    assert!(!accepts(&schema, &compact, r#"{"a": [1, 2]}"#));
+    assert!(accepts(
+        &schema,
+        &ConvertOptions::default(),
+        r#"{"a": [1, 2]}"#
+    ));
+    assert!(accepts(
+        &schema,
+        &ConvertOptions::default(),
+        "{\n  \"a\": [\n    1,\n    2\n  ]\n}"
+    ));
+}
+
+#[test]
+fn recursive_refs() {
+    let schema = json!({"$defs": {"node": {"type": "object", "properties": {
+        "value": {"type": "integer"},
+        "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}
+    }, "required": ["value"], "additionalProperties": false}}, "$ref": "#/$defs/node"});
+    let opts = ConvertOptions::default();
+    println!("{}", schema_to_gbnf(&schema, &opts).unwrap().gbnf);
+    assert!(accepts(
+        &schema,
+        &opts,
+        r#"{"children":[{"children":[],"value":2},{"value":3}],"value":1}"#
+    ));
+    assert!(!accepts(
+        &schema,
+        &opts,
+        r#"{"children":[{"children":[]}],"value":1}"#
+    ));
+    let root = json!({"properties": {"next": {"$ref": "#"}}, "type": "object", "additionalProperties": false});
+    assert!(accepts(&root, &opts, r#"{"next":{"next":{}}}"#));
+    let left = json!({"$ref": "#"});
+    assert!(schema_to_gbnf(&left, &opts).is_err());
+}
+
+#[test]
+fn errors_name_keyword_and_pointer() {
+    let schema = json!({"properties": {"a": {"type": "array", "uniqueItems": true}}});
+    let e = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap_err();
+    assert_eq!(
+        (e.keyword.as_str(), e.pointer.as_str()),
+        ("uniqueItems", "#/properties/a")
+    );
+    assert!(
+        e.to_string()
+            .starts_with("unsupported: uniqueItems at #/properties/a"),
+        "{e}"
+    );
+    let lenient = ConvertOptions {
+        lenient: true,
+        ..Default::default()
+    };
+    let c = schema_to_gbnf(&schema, &lenient).unwrap();
+    assert_eq!(c.warnings.len(), 1);
+    grammar(&c.gbnf);
+    for kw in [
+        json!({"not": {"minimum": 3}}),
+        json!({"multipleOf": 3}),
+        json!({"if": {}, "then": {}}),
+        json!({"patternProperties": {"a": {}}}),
+        json!({"type": "string", "format": "hostname-ish"}),
+    ] {
+        assert!(
+            schema_to_gbnf(&kw, &ConvertOptions::default()).is_err(),
+            "{kw}"
+        );
+    }
+}
+
+#[test]
+fn converter_api_shares_rules() {
+    let mut c = SchemaConverter::new(ConvertOptions {
+        close_objects: true,
+        ..Default::default()
+    });
+    let a = c
+        .add_schema(
+            "get-weather-args",
+            &json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+        )
+        .unwrap();
+    let b = c
+        .add_schema(
+            "get-time-args",
+            &json!({"type": "object", "properties": {"tz": {"type": "string"}}}),
+        )
+        .unwrap();
+    let sp = c.space_rule();
+    let call = c.add_rule("call", &format!("\"{{\" {sp} \"\\\"name\\\"\" \":\" {sp} ( {} {sp} \",\" {sp} \"\\\"arguments\\\"\" \":\" {sp} {a} | {} {sp} \",\" {sp} \"\\\"arguments\\\"\" \":\" {sp} {b} ) {sp} \"}}\"", gbnf_literal("\"get_weather\""), gbnf_literal("\"get_time\"")));
+    assert!(c.warnings().is_empty());
+    let g = c.finish(&call);
+    println!("{g}");
+    let gr = grammar(&g);
+    assert!(
+        engine::check(
+            &gr,
+            br#"{"name": "get_weather", "arguments": {"city": "Oslo"}}"#
+        )
+        .is_accepted()
+    );
+    assert!(
+        !engine::check(
+            &gr,
+            br#"{"name": "get_weather", "arguments": {"tz": "UTC"}}"#
+        )
+        .is_accepted()
+    );
+    assert!(g.starts_with("root ::= call\n"), "{g}");
+}
+
+#[test]
+fn gbnf_literal_escapes() {
+    assert_eq!(gbnf_literal("a\"b\\\n"), r#""a\"b\\\n""#);
+}
