@@ -180,3 +180,37 @@ fn converter_api_shares_rules() {
 fn gbnf_literal_escapes() {
     assert_eq!(gbnf_literal("a\"b\\\n"), r#""a\"b\\\n""#);
 }
+
+#[test]
+fn multiple_of_brute_force() {
+    // (multipleOf, integer?) against every value k/100 for k in -400..400 written canonically
+    for (m, m_hundredths, integer) in [
+        ("2", 200, false),
+        ("1.5", 150, false),
+        ("0.25", 25, false),
+        ("3", 300, true),
+        ("0.5", 50, true),
+        ("7", 700, false),
+    ] {
+        let ty = if integer { "integer" } else { "number" };
+        let schema: Value =
+            serde_json::from_str(&format!(r#"{{"type": "{ty}", "multipleOf": {m}}}"#)).unwrap();
+        let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+        let g = grammar(&c.gbnf);
+        for k in -400i64..400 {
+            let text = if k % 100 == 0 {
+                format!("{}", k / 100)
+            } else {
+                format!("{}", k as f64 / 100.0)
+            };
+            let is_int = k % 100 == 0;
+            let want = k % m_hundredths == 0 && (!integer || is_int);
+            let got = engine::check(&g, text.as_bytes()).is_accepted();
+            assert_eq!(got, want, "multipleOf {m} ({ty}) {text}\n{}", c.gbnf);
+        }
+        assert_eq!(
+            engine::check(&g, b"4.50").is_accepted(),
+            m == "1.5" || m == "0.25" || m == "0.5" && !integer
+        );
+    }
+}

@@ -754,12 +754,32 @@ impl Converter {
         cx: &Ctx,
         integer: bool,
     ) -> Result<Frag, SchemaError> {
+        let bounded = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]
+            .iter()
+            .any(|k| map.contains_key(*k));
         if let Some(m) = map.get("multipleOf") {
-            let trivial = integer
-                && Decimal::parse(&m.to_string())
-                    .is_some_and(|d| d.int == "1" && d.frac.is_empty());
-            if !trivial {
-                self.unsupported("multipleOf", cx, "keyword not supported")?;
+            let d = m
+                .as_number()
+                .and_then(|n| Decimal::parse(&n.to_string()))
+                .filter(|d| !d.neg && !(d.int == "0" && d.frac.is_empty()))
+                .ok_or_else(|| Self::invalid("multipleOf", cx, "must be a positive number"))?;
+            // m = p / 10^q
+            let digits = format!("{}{}", d.int, d.frac);
+            let p: Option<u64> = digits.trim_start_matches('0').parse().ok();
+            let q = d.frac.len();
+            match p {
+                Some(1) if integer => {}
+                Some(p) if !bounded && p <= 64 && (p as usize) * (q + 1) <= 512 => {
+                    return Ok(Some(self.multiple_of(cx, p, q, integer)));
+                }
+                _ => {
+                    let why = if bounded {
+                        "multipleOf combined with bounds"
+                    } else {
+                        "divisor too large to express"
+                    };
+                    self.unsupported("multipleOf", cx, why)?;
+                }
             }
         }
         let pick = |a: Option<Decimal>,
@@ -845,6 +865,128 @@ impl Converter {
             numbers::number_range(lo.as_ref(), hi.as_ref())
                 .map_err(|m| Self::invalid("minimum", cx, m))
         }
+    }
+
+    /// Numbers (integers when `integer`) that are multiples of p / 10^q: a DFA over the digits
+    /// tracking the remainder modulo p of the value times 10^q.
+    fn multiple_of(&mut self, cx: &Ctx, p: u64, q: usize, integer: bool) -> String {
+        let base = format!(
+            "{}-multiple",
+            if cx.hint.is_empty() {
+                "number"
+            } else {
+                &cx.hint
+            }
+        );
+        let pow = |j: usize| -> u64 { (0..j).fold(1u64, |acc, _| (acc * 10) % p) };
+        // digit classes from state r: (target, class)
+        let steps = |r: u64, from: u8| -> Vec<(u64, String)> {
+            let mut by_target: Vec<(u64, Vec<(u32, u32)>)> = Vec::new();
+            for d in from..=9u8 {
+                let t = (10 * r + d as u64) % p;
+                let cp = (b'0' + d) as u32;
+                match by_target.iter_mut().find(|(x, _)| *x == t) {
+                    Some((_, v)) => v.push((cp, cp)),
+                    None => by_target.push((t, vec![(cp, cp)])),
+                }
+            }
+            by_target
+                .into_iter()
+                .map(|(t, v)| {
+                    (
+                        t,
+                        super::strings::char_class(&super::strings::normalize(v), false),
+                    )
+                })
+                .collect()
+        };
+        let comment = self.comment(cx);
+        // fraction states E(r, j): digits consumed after the point, value-so-far mod p
+        let mut frac: FxHashMap<(u64, usize), Option<String>> = FxHashMap::default();
+        if !integer {
+            for j in (1..=q).rev() {
+                for r in 0..p {
+                    let body = if j == q {
+                        (r == 0).then(|| "\"0\"*".to_string())
+                    } else {
+                        let mut alts_v = Vec::new();
+                        if r * pow(q - j) % p == 0 {
+                            alts_v.push("\"\"".to_string());
+                        }
+                        for (t, class) in steps(r, 0) {
+                            if let Some(Some(next)) = frac.get(&(t, j + 1)) {
+                                alts_v.push(format!("{class} {next}"));
+                            }
+                        }
+                        if j + 1 == q && r == 0 {
+                            // covered by the j+1 == q states
+                        }
+                        alts(alts_v)
+                    };
+                    let name = body.map(|b| {
+                        self.rules
+                            .add(&format!("{base}-f{r}-{j}"), b, comment.clone())
+                    });
+                    frac.insert((r, j), name);
+                }
+            }
+        }
+        // the part after the integer digits, from state r
+        let tail = |r: u64, frac: &FxHashMap<(u64, usize), Option<String>>| -> Option<String> {
+            let end_ok = r * pow(q) % p == 0;
+            if integer {
+                return end_ok.then(|| "( \".\" \"0\"+ )?".to_string());
+            }
+            let mut v = Vec::new();
+            if end_ok {
+                v.push("\"\"".to_string());
+            }
+            if q == 0 {
+                if r == 0 {
+                    v.push("\".\" \"0\"+".to_string());
+                }
+            } else {
+                let firsts: Vec<String> = steps(r, 0)
+                    .into_iter()
+                    .filter_map(|(t, class)| {
+                        frac.get(&(t, 1))
+                            .cloned()
+                            .flatten()
+                            .map(|n| format!("{class} {n}"))
+                    })
+                    .collect();
+                if let Some(f) = alts(firsts) {
+                    v.push(format!("\".\" {f}"));
+                }
+            }
+            alts(v)
+        };
+        // integer states I(r)
+        let names: Vec<String> = (0..p)
+            .map(|r| self.rules.reserve(&format!("{base}-i{r}"), comment.clone()))
+            .collect();
+        for r in 0..p {
+            let mut v: Vec<String> = steps(r, 0)
+                .into_iter()
+                .map(|(t, class)| format!("{class} {}", names[t as usize]))
+                .collect();
+            if let Some(t) = tail(r, &frac) {
+                v.push(t);
+            }
+            let body = alts(v).unwrap_or_else(never);
+            self.rules.fill(&names[r as usize], body);
+        }
+        let mut start: Vec<String> = steps(0, 1)
+            .into_iter()
+            .map(|(t, class)| format!("{class} {}", names[t as usize]))
+            .collect();
+        if let Some(t) = tail(0, &frac) {
+            start.push(format!("\"0\" {t}").trim_end().to_string());
+        } else {
+            start.push("\"0\"".to_string());
+        }
+        let body = format!("\"-\"? {}", alts(start).unwrap_or_else(never));
+        self.rules.add(&base, body, comment)
     }
 
     fn string(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
