@@ -123,7 +123,7 @@ fn errors_name_keyword_and_pointer() {
     grammar(&c.gbnf);
     for kw in [
         json!({"not": {"minimum": 3}}),
-        json!({"multipleOf": 3}),
+        json!({"multipleOf": 3, "minimum": 1}),
         json!({"if": {}, "then": {}}),
         json!({"patternProperties": {"a": {}}}),
         json!({"type": "string", "format": "hostname-ish"}),

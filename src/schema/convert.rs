@@ -200,37 +200,44 @@ impl Converter {
     }
 
     /// Adds a document; returns the expression for its root (not wrapped in a rule).
+    /// Adds a document; returns a rule name (when `want_rule`, or when the root is referenced
+    /// by `#`), or else the root expression itself.
     pub(crate) fn add_document(
         &mut self,
         label: &str,
         hint: &str,
         schema: &Value,
-    ) -> Result<Frag, SchemaError> {
+        want_rule: bool,
+    ) -> Result<String, SchemaError> {
         let doc = self.docs.len();
         self.docs.push(Rc::new(schema.clone()));
         self.labels.push(label.to_string());
+        let name = self.rules.reserve(
+            if hint.is_empty() { "root-schema" } else { hint },
+            Some(format!("{label}#")),
+        );
         let cx = Ctx {
             doc,
             ptr: "#".to_string(),
-            hint: hint.to_string(),
+            hint: if hint.is_empty() {
+                String::new()
+            } else {
+                name.clone()
+            },
             top: true,
         };
         let root = Rc::clone(&self.docs[doc]);
         // the root is reachable as "#": register it so that `{"$ref": "#"}` recursion works
         let key = (doc, "#".to_string());
-        let name = self.rules.reserve(
-            if hint.is_empty() { "root-schema" } else { hint },
-            self.comment(&cx),
-        );
         self.refs.insert(key.clone(), name.clone());
         self.in_progress.insert(key.clone(), self.consumed);
         self.root_referenced = false;
         let expr = self.visit(&root, &cx, false);
         self.in_progress.remove(&key);
-        let expr = expr?;
-        if self.root_referenced {
-            self.rules.fill(&name, expr.unwrap_or_else(never));
-            Ok(Some(name))
+        let expr = expr?.unwrap_or_else(never);
+        if self.root_referenced || (want_rule && !is_identifier(&expr)) {
+            self.rules.fill(&name, expr);
+            Ok(name)
         } else {
             self.refs.remove(&key);
             self.rules.unreserve(&name);
@@ -603,10 +610,10 @@ impl Converter {
             rest.remove("enum");
             rest.remove("const");
             let rest = Value::Object(rest);
-            let mut parts = Vec::new();
+            let mut kept = Vec::new();
             for v in &values {
                 match check(v, &rest) {
-                    Some(true) => parts.push(self.literal(v)),
+                    Some(true) => kept.push(v),
                     Some(false) => {}
                     None => {
                         self.unsupported(
@@ -614,9 +621,23 @@ impl Converter {
                             cx,
                             "cannot check enum/const values against their sibling keywords",
                         )?;
-                        parts.push(self.literal(v));
+                        kept.push(v);
                     }
                 }
+            }
+            // integers share one optional zero fraction: ( "15" | "30" ) ( "." "0"+ )?
+            let mut parts = Vec::new();
+            let mut ints = Vec::new();
+            for v in kept {
+                match v.as_number().and_then(|n| Decimal::parse(&n.to_string())) {
+                    Some(d) if d.is_integer() && d.int != "0" => {
+                        ints.push(format!("\"{}{}\"", if d.neg { "-" } else { "" }, d.int));
+                    }
+                    _ => parts.push(self.literal(v)),
+                }
+            }
+            if let Some(group) = alts(ints) {
+                parts.push(format!("{group} ( \".\" \"0\"+ )?"));
             }
             return Ok(alts(parts));
         }

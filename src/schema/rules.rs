@@ -218,11 +218,11 @@ impl RuleTable {
     /// Drops a reserved rule that turned out not to be needed (only when nothing refers to it).
     pub(crate) fn unreserve(&mut self, name: &str) {
         if let Some(&i) = self.by_name.get(name)
-            && i + 1 == self.rules.len()
             && self.rules[i].body.is_none()
         {
-            self.rules.pop();
+            // the entry stays (indices are kept) but renders nothing and frees the name
             self.by_name.remove(name);
+            self.rules[i].name.clear();
         }
     }
 
