@@ -122,7 +122,9 @@ fn convert_set(tools: &[(String, Value)], options: &ConvertOptions) -> Result<St
 
 /// BFCL's Python-flavoured type names mapped to JSON Schema (for this bench only).
 fn bfcl_to_json_schema(s: &Value) -> Value {
-    let Value::Object(m) = s else { return s.clone() };
+    let Value::Object(m) = s else {
+        return s.clone();
+    };
     let mut out = serde_json::Map::new();
     for (k, v) in m {
         match k.as_str() {
@@ -144,7 +146,11 @@ fn bfcl_to_json_schema(s: &Value) -> Value {
             "properties" => {
                 let props = v
                     .as_object()
-                    .map(|p| p.iter().map(|(n, x)| (n.clone(), bfcl_to_json_schema(x))).collect())
+                    .map(|p| {
+                        p.iter()
+                            .map(|(n, x)| (n.clone(), bfcl_to_json_schema(x)))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 out.insert(k.clone(), Value::Object(props));
             }

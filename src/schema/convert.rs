@@ -782,7 +782,7 @@ impl Converter {
             let d = m
                 .as_number()
                 .and_then(|n| Decimal::parse(&n.to_string()))
-                .filter(|d| !d.neg && !(d.int == "0" && d.frac.is_empty()))
+                .filter(|d| !(d.neg || (d.int == "0" && d.frac.is_empty())))
                 .ok_or_else(|| Self::invalid("multipleOf", cx, "must be a positive number"))?;
             // m = p / 10^q
             let digits = format!("{}{}", d.int, d.frac);
@@ -931,7 +931,7 @@ impl Converter {
                         (r == 0).then(|| "\"0\"*".to_string())
                     } else {
                         let mut alts_v = Vec::new();
-                        if r * pow(q - j) % p == 0 {
+                        if (r * pow(q - j)).is_multiple_of(p) {
                             alts_v.push("\"\"".to_string());
                         }
                         for (t, class) in steps(r, 0) {
@@ -954,7 +954,7 @@ impl Converter {
         }
         // the part after the integer digits, from state r
         let tail = |r: u64, frac: &FxHashMap<(u64, usize), Option<String>>| -> Option<String> {
-            let end_ok = r * pow(q) % p == 0;
+            let end_ok = (r * pow(q)).is_multiple_of(p);
             if integer {
                 return end_ok.then(|| "( \".\" \"0\"+ )?".to_string());
             }
