@@ -62,6 +62,13 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
                 );
                 println!("expected: {}", expected.join(", "));
             }
+            VerdictKind::TooAmbiguous => {
+                println!(
+                    "{name}:{}: stopped at byte {}: the grammar is so ambiguous that more than 65,536 stacks are live (llama.cpp would crawl and run out of memory here)",
+                    verdict.position,
+                    verdict.offset.unwrap_or(0)
+                );
+            }
             VerdictKind::Rejected => {
                 let offset = verdict.offset.unwrap_or(0);
                 println!("{name}:{}: rejected at byte {offset}", verdict.position);
@@ -86,5 +93,6 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         VerdictKind::Rejected => ExitCode::from(1),
         VerdictKind::Incomplete if args.prefix => ExitCode::SUCCESS,
         VerdictKind::Incomplete => ExitCode::from(3),
+        VerdictKind::TooAmbiguous => ExitCode::from(2),
     })
 }

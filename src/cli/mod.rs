@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub mod check;
+pub mod extract;
 pub mod lint;
 pub mod sample;
 
@@ -32,6 +33,8 @@ pub enum Command {
     Sample(sample::SampleArgs),
     /// Print the rules exactly as llama.cpp compiles them (synthesised rules included).
     Compile(lint::CompileArgs),
+    /// Find tool calls in free text (model output without a grammar): exit 0 if any, 1 if none.
+    Extract(extract::ExtractArgs),
 }
 
 /// Entry point of the `toolrail` binary.
@@ -48,6 +51,7 @@ pub fn main() -> ExitCode {
         Command::Lint(args) => lint::run(args),
         Command::Sample(args) => sample::run(args),
         Command::Compile(args) => lint::run_compile(args),
+        Command::Extract(args) => extract::run(args),
     };
     match result {
         Ok(code) => code,

@@ -9,7 +9,7 @@ use crate::gbnf::{Grammar, LineCol, source::line_col};
 
 /// The three outcomes of matching a text against a grammar.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum VerdictKind {
     /// The whole text matches the grammar.
     Accepted,
@@ -17,6 +17,9 @@ pub enum VerdictKind {
     Incomplete,
     /// No string of the grammar starts with the text.
     Rejected,
+    /// The grammar is so ambiguous that more than 65,536 stacks were live at `offset`:
+    /// toolrail stops there (llama.cpp would crawl and run out of memory).
+    TooAmbiguous,
 }
 
 /// The outcome of matching a text, with where and what.
@@ -65,6 +68,13 @@ pub fn check_with(engine: &mut Engine, text: &[u8]) -> Verdict {
                 state,
             }
         }
+        Err((offset, before)) if before.is_exploded() => Verdict {
+            kind: VerdictKind::TooAmbiguous,
+            offset: Some(offset),
+            position: line_col(text, offset),
+            expected: Expected::default(),
+            state: before,
+        },
         Err((offset, before)) => Verdict {
             kind: VerdictKind::Rejected,
             offset: Some(offset),
@@ -72,5 +82,20 @@ pub fn check_with(engine: &mut Engine, text: &[u8]) -> Verdict {
             expected: engine.expected(before),
             state: before,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exponential_ambiguity_is_reported_not_followed() {
+        // Every 'x' doubles the stacks (a 'y' or a 'z' must close each level).
+        let g = Arc::new(Grammar::parse("root ::= a\na ::= \"x\" a \"y\" | \"x\" a \"z\" | \"\"").unwrap());
+        let v = check(&g, "x".repeat(40).as_bytes());
+        assert_eq!(v.kind, VerdictKind::TooAmbiguous);
+        assert!(v.offset.unwrap() >= 10);
+        assert!(check(&g, b"xxyz").is_accepted());
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::charset::CharSet;
-use super::stacks::{DEAD_SET, EMPTY_STACK, SetId, StackArena, StackId};
+use super::stacks::{DEAD_SET, EMPTY_STACK, EXPLODED_SET, MAX_STACKS, SetId, StackArena, StackId};
 use super::utf8::{self, PartialUtf8, Utf8Step};
 use crate::gbnf::{ElementKind, Grammar};
 
@@ -24,6 +24,11 @@ impl State {
     /// True when no stack is left: every continuation is rejected.
     pub fn is_dead(self) -> bool {
         self.set == DEAD_SET || self.partial.is_invalid()
+    }
+
+    /// True when the grammar became too ambiguous to follow (more than [`MAX_STACKS`] stacks).
+    pub fn is_exploded(self) -> bool {
+        self.set == EXPLODED_SET
     }
 }
 
@@ -264,6 +269,9 @@ impl Engine {
 
     /// `llama_grammar_accept` for one code point over a whole set (memoized).
     pub fn step_set(&mut self, set: SetId, c: u32) -> SetId {
+        if set == EXPLODED_SET {
+            return EXPLODED_SET;
+        }
         let key = (u64::from(set) << 32) | u64::from(c);
         if let Some(&next) = self.transitions.get(&key) {
             return next;
@@ -286,8 +294,15 @@ impl Engine {
                 };
                 self.advance_into(next, &mut out, &mut present);
             }
+            if out.len() > MAX_STACKS {
+                break;
+            }
         }
-        let next = self.arena.intern_set(out);
+        let next = if out.len() > MAX_STACKS {
+            EXPLODED_SET
+        } else {
+            self.arena.intern_set(out)
+        };
         self.transitions.insert(key, next);
         next
     }
@@ -322,6 +337,7 @@ impl Engine {
                 before = state;
             }
             match self.accept_byte(state, b) {
+                Some(next) if next.set == EXPLODED_SET => return Err((char_start, next)),
                 Some(next) if next.set != DEAD_SET => state = next,
                 _ => return Err((char_start, before)),
             }
@@ -367,6 +383,9 @@ impl Engine {
                 let mut current = self.arena.intern_set(vec![stack]);
                 for &c in &chars {
                     current = self.step_set(current, c);
+                    if current == EXPLODED_SET {
+                        return Some(State { set: EXPLODED_SET, partial });
+                    }
                     if current == DEAD_SET {
                         break;
                     }
@@ -381,10 +400,8 @@ impl Engine {
         if out.is_empty() || partial.is_invalid() {
             return None;
         }
-        Some(State {
-            set: self.arena.intern_set(out),
-            partial,
-        })
+        let set = if out.len() > MAX_STACKS { EXPLODED_SET } else { self.arena.intern_set(out) };
+        Some(State { set, partial })
     }
 
     /// `llama_grammar_reject_candidates_for_stack` for one candidate: true if the stack

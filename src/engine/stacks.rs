@@ -19,6 +19,13 @@ pub type SetId = u32;
 /// The empty set of stacks: the input was rejected.
 pub const DEAD_SET: SetId = 0;
 
+/// Stands for a set that grew past [`MAX_STACKS`]: the grammar is too ambiguous to follow.
+pub const EXPLODED_SET: SetId = 1;
+
+/// The most stacks a state may hold. Ambiguous grammars can double their stacks at every
+/// character (llama.cpp then slows to a crawl and runs out of memory); past this we stop and say so.
+pub const MAX_STACKS: usize = 1 << 16;
+
 #[derive(Clone, Copy, Debug)]
 struct Node {
     top: u32,
@@ -44,6 +51,8 @@ impl Default for StackArena {
             set_index: FxHashMap::default(),
         };
         arena.intern_set(Vec::new());
+        // EXPLODED_SET: an empty placeholder that no real set is ever interned as.
+        arena.sets.push(Box::new([]));
         arena
     }
 }

@@ -285,48 +285,72 @@ impl Grammar {
     }
 
     /// `llama_grammar_detect_left_recursion`, returning the rule found in progress again.
+    /// Iterative (deep rule chains cannot overflow the call stack) and skipping rules already
+    /// visited, which gives llama.cpp's answer: a visited rule's leftmost descendants were all
+    /// explored from it, so a cycle through it would already have been found.
     fn llama_detect_left_recursion(
         &self,
-        rule_index: usize,
+        start: usize,
         visited: &mut [bool],
         in_progress: &mut [bool],
         may_be_empty: &mut [bool],
     ) -> Option<usize> {
-        if in_progress[rule_index] {
-            return Some(rule_index);
+        struct Frame {
+            rule: usize,
+            next: usize,
+            recurse: bool,
         }
-        in_progress[rule_index] = true;
-        let rule = &self.parsed.rules[rule_index];
-        let mut at_rule_start = true;
-        for e in rule {
-            if e.kind.is_end_of_sequence() {
-                if at_rule_start {
-                    may_be_empty[rule_index] = true;
-                    break;
+        let enter = |rule: usize, in_progress: &mut [bool], may_be_empty: &mut [bool]| {
+            in_progress[rule] = true;
+            let mut at_rule_start = true;
+            for e in &self.parsed.rules[rule] {
+                if e.kind.is_end_of_sequence() {
+                    if at_rule_start {
+                        may_be_empty[rule] = true;
+                        break;
+                    }
+                    at_rule_start = true;
+                } else {
+                    at_rule_start = false;
                 }
-                at_rule_start = true;
-            } else {
-                at_rule_start = false;
             }
-        }
-        let mut recurse = true;
-        for e in rule {
-            if e.kind == ElementKind::RuleRef && recurse {
+            Frame { rule, next: 0, recurse: true }
+        };
+        let mut stack = vec![enter(start, in_progress, may_be_empty)];
+        while let Some(frame) = stack.last_mut() {
+            let rule = &self.parsed.rules[frame.rule];
+            let Some(e) = rule.get(frame.next) else {
+                in_progress[frame.rule] = false;
+                visited[frame.rule] = true;
+                stack.pop();
+                if let Some(parent) = stack.last_mut() {
+                    let target = self.parsed.rules[parent.rule][parent.next].value as usize;
+                    if !may_be_empty[target] {
+                        parent.recurse = false;
+                    }
+                    parent.next += 1;
+                }
+                continue;
+            };
+            if e.kind == ElementKind::RuleRef && frame.recurse {
                 let target = e.value as usize;
-                if let Some(found) = self.llama_detect_left_recursion(target, visited, in_progress, may_be_empty) {
-                    return Some(found);
+                if in_progress[target] {
+                    return Some(target);
                 }
-                if !may_be_empty[target] {
-                    recurse = false;
+                if visited[target] {
+                    if !may_be_empty[target] {
+                        frame.recurse = false;
+                    }
+                    frame.next += 1;
+                } else {
+                    let child = enter(target, in_progress, may_be_empty);
+                    stack.push(child);
                 }
-            } else if e.kind.is_end_of_sequence() {
-                recurse = true;
             } else {
-                recurse = false;
+                frame.recurse = e.kind.is_end_of_sequence();
+                frame.next += 1;
             }
         }
-        in_progress[rule_index] = false;
-        visited[rule_index] = true;
         None
     }
 
@@ -426,6 +450,17 @@ mod tests {
     #[test]
     fn llama_left_recursion_is_refused() {
         assert_eq!(Grammar::parse("root ::= \"a\" | root \"a\"").unwrap_err().code(), "GB103");
+    }
+
+    #[test]
+    fn long_rule_chains_do_not_overflow() {
+        let mut text = String::from("root ::= r0\n");
+        for i in 0..200_000 {
+            text.push_str(&format!("r{i} ::= r{}\n", i + 1));
+        }
+        text.push_str("r200000 ::= \"x\"\n");
+        let g = Grammar::parse(&text).unwrap();
+        assert!(crate::engine::check(&std::sync::Arc::new(g), b"x").is_accepted());
     }
 
     #[test]

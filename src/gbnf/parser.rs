@@ -13,6 +13,10 @@ use super::source::{Span, line_col};
 /// llama.cpp's `MAX_REPETITION_THRESHOLD`.
 pub const MAX_REPETITION: u64 = 2000;
 
+/// The deepest nesting of groups toolrail parses. llama.cpp has no limit and recurses once per
+/// level, so far deeper grammars would overflow its stack; this keeps toolrail from doing so.
+pub const MAX_NESTING: usize = 128;
+
 /// Resolves `<text>` token references: llama.cpp tokenizes the text *with* its angle brackets,
 /// special tokens allowed, and requires exactly one token.
 pub trait TokenVocabulary {
@@ -134,6 +138,7 @@ pub fn parse_with_vocab(
         references: Vec::new(),
         sequences: Vec::new(),
         notes: Vec::new(),
+        depth: 0,
     };
     if visible.len() < source.len() {
         let at = Span::new(visible.len(), visible.len() + 1);
@@ -206,6 +211,7 @@ struct Parser<'s> {
     references: Vec<Reference>,
     sequences: Vec<Vec<SequenceItem>>,
     notes: Vec<Diagnostic>,
+    depth: usize,
 }
 
 const UNDERSCORE_HINT: &str = "llama.cpp rejects '_' in rule names; use '-'";
@@ -667,10 +673,19 @@ impl<'s> Parser<'s> {
                 }
                 b'(' => {
                     let start = pos;
+                    if self.depth >= MAX_NESTING {
+                        return self.fail(
+                            self.error("GB010", pos, 1, format!("groups are nested more than {MAX_NESTING} deep"))
+                                .with_hint("flatten the grammar with named rules"),
+                        );
+                    }
                     pos = self.parse_space(pos + 1, true);
                     let n_before = self.symbols.len() as u64;
                     let sub_id = self.generate_symbol_id(rule_name, SymbolKind::Group, parent, Span::new(start, start + 1));
-                    pos = self.parse_alternates(pos, rule_name, parent, sub_id, true)?;
+                    self.depth += 1;
+                    let parsed = self.parse_alternates(pos, rule_name, parent, sub_id, true);
+                    self.depth -= 1;
+                    pos = parsed?;
                     n_prev_rules = (self.symbols.len() as u64 - n_before).max(1);
                     last_sym_start = rule.len();
                     item_start = start;
@@ -1014,6 +1029,14 @@ mod tests {
     fn reversed_bounds_are_refused_not_looped() {
         let d = err("root ::= \"a\"{5,3}");
         assert_eq!(d.code, "GB005");
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = format!("root ::= {}\"a\"{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert_eq!(err(&deep).code, "GB010");
+        let ok = format!("root ::= {}\"a\"{}", "(".repeat(MAX_NESTING), ")".repeat(MAX_NESTING));
+        assert!(parse(&ok).is_ok());
     }
 
     #[test]

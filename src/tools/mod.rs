@@ -1,1 +1,5 @@
-//! (filled in by the tools work)
+//! Tool definitions and the text side of tool calling: the shared call type, extraction of calls from free text, prompt builders per model family, and the pool filter.
+pub mod call;
+pub mod extract;
+pub mod pool;
+pub mod prompt;
