@@ -214,3 +214,41 @@ fn multiple_of_brute_force() {
         );
     }
 }
+
+#[test]
+fn many_optional_properties_with_extras() {
+    let props: serde_json::Map<String, Value> = ["a", "b", "c", "d", "e", "f"]
+        .iter()
+        .map(|k| (k.to_string(), json!({"type": "string"})))
+        .collect();
+    let schema = json!({"type": "object", "properties": props, "required": ["d"], "additionalProperties": {"type": "integer"}});
+    let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+    assert!(c.gbnf.contains("-rest-"), "{}", c.gbnf);
+    let g = grammar(&c.gbnf);
+    for ok in [
+        r#"{"d":"x"}"#,
+        r#"{"x":1,"d":"x"}"#,
+        r#"{"a":"1","x":2,"c":"3","d":"","y":5,"f":"z"}"#,
+        r#"{"d":"","aa":3}"#,
+    ] {
+        assert!(
+            engine::check(&g, ok.as_bytes()).is_accepted(),
+            "{ok}\n{}",
+            c.gbnf
+        );
+    }
+    for bad in [
+        r#"{}"#,
+        r#"{"x":1}"#,
+        r#"{"c":"1","a":"2","d":""}"#,
+        r#"{"a":1,"d":""}"#,
+        r#"{"x":"s","d":""}"#,
+        r#"{"d":"","d":""}"#,
+    ] {
+        assert!(
+            !engine::check(&g, bad.as_bytes()).is_accepted(),
+            "{bad}\n{}",
+            c.gbnf
+        );
+    }
+}

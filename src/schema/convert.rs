@@ -1399,32 +1399,52 @@ impl Converter {
                 .as_ref()
                 .map(|x| format!("( {sep} {x} )*"))
                 .unwrap_or_default();
-            // T_i: the tail after at least one member, from declared index i
-            let tail = |i: usize| -> String {
-                let mut parts = Vec::new();
-                for (kv, req) in &declared[i..] {
-                    if !xs.is_empty() {
-                        parts.push(xs.clone());
-                    }
-                    parts.push(if *req {
-                        format!("{sep} {kv}")
-                    } else {
-                        format!("( {sep} {kv} )?")
-                    });
-                }
-                if !xs.is_empty() {
-                    parts.push(xs.clone());
-                }
-                parts.join(" ")
+            // T_i: what may follow once at least one member is written, from declared index i.
+            // Extra members attach to the member before them (unambiguous: one parse per text).
+            let member = |kv: &str, req: bool| -> String {
+                let m = format!("{sep} {kv} {xs}").trim_end().to_string();
+                if req { m } else { format!("( {m} )?") }
             };
+            let n = declared.len();
+            let mut tails: Vec<String> = vec![String::new(); n + 1];
+            let named = n > 4;
+            for i in (0..n).rev() {
+                let (kv, req) = &declared[i];
+                let text = format!("{} {}", member(kv, *req), tails[i + 1])
+                    .trim_end()
+                    .to_string();
+                tails[i] = if named && !tails[i + 1].is_empty() {
+                    let hint = format!(
+                        "{}-rest-{}",
+                        if cx.hint.is_empty() {
+                            "object"
+                        } else {
+                            &cx.hint
+                        },
+                        i + 1
+                    );
+                    self.rules.add(&hint, text, None)
+                } else {
+                    text
+                };
+            }
+            let tail = |i: usize| tails[i].clone();
             let first_req = declared.iter().position(|(_, r)| *r);
             let mut heads = Vec::new();
             if let Some(x) = &extra {
-                heads.push(format!("{x} {}", tail(0)).trim_end().to_string());
+                heads.push(format!("{x} {xs} {}", tail(0)).trim_end().to_string());
             }
             let last = first_req.unwrap_or(declared.len() - 1);
             for (i, (kv, _)) in declared.iter().enumerate().take(last + 1) {
-                heads.push(format!("{kv} {}", tail(i + 1)).trim_end().to_string());
+                let parts = [kv.as_str(), xs.as_str(), &tail(i + 1)];
+                heads.push(
+                    parts
+                        .iter()
+                        .filter(|p| !p.is_empty())
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                );
             }
             let body = if first_req.is_none() {
                 format!("( {} )?", heads.join(" | "))
