@@ -47,6 +47,31 @@ fn leaf_schema() -> impl Strategy<Value = Value> {
         prop::collection::vec(instance_leaf(), 1..4).prop_map(|v| json!({ "enum": v })),
         instance_leaf().prop_map(|v| json!({ "const": v })),
         (1u64..4).prop_map(|m| json!({"type": "integer", "multipleOf": m})),
+        prop::sample::subsequence(
+            vec![
+                "null", "boolean", "integer", "number", "string", "array", "object"
+            ],
+            1..3
+        )
+        .prop_map(|t| json!({ "type": t })),
+        prop::sample::subsequence(
+            vec!["null", "boolean", "number", "string", "array", "object"],
+            1..3
+        )
+        .prop_map(|t| json!({ "not": { "type": t } })),
+        (0u64..2, prop::option::of(0u64..3), any::<bool>()).prop_map(|(min, max, names)| {
+            let mut m = Map::new();
+            m.insert("type".into(), json!("object"));
+            m.insert("minProperties".into(), json!(min));
+            if let Some(x) = max {
+                m.insert("maxProperties".into(), json!(min + x));
+            }
+            if names {
+                m.insert("propertyNames".into(), json!({"enum": ["a", "d"]}));
+            }
+            Value::Object(m)
+        }),
+        instance().prop_map(|v| json!({ "const": v })),
     ]
 }
 
@@ -126,7 +151,7 @@ fn instance() -> impl Strategy<Value = Value> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
 
     #[test]
     fn grammar_agrees_with_jsonschema(
