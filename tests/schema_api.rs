@@ -252,3 +252,47 @@ fn many_optional_properties_with_extras() {
         );
     }
 }
+
+#[test]
+fn unsatisfiable_schemas_give_a_grammar_matching_nothing() {
+    for schema in [
+        json!(false),
+        json!({"not": {}}),
+        json!({"type": "integer", "minimum": 3, "maximum": 2}),
+        json!({"allOf": [{"type": "string"}, {"type": "null"}]}),
+    ] {
+        let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+        let g = grammar(&c.gbnf);
+        for text in ["", "null", "1", "\"a\"", "{}", "[]"] {
+            assert!(
+                !engine::check(&g, text.as_bytes()).is_accepted(),
+                "{schema} {text}\n{}",
+                c.gbnf
+            );
+        }
+    }
+}
+
+#[test]
+fn output_is_deterministic() {
+    let schema = json!({"type": "object", "properties": {"x": {"anyOf": [{"type": "string", "format": "date"}, {"type": "array", "items": {"$ref": "#"}}]}}});
+    let a = schema_to_gbnf(&schema, &ConvertOptions::default())
+        .unwrap()
+        .gbnf;
+    for _ in 0..5 {
+        assert_eq!(
+            schema_to_gbnf(&schema, &ConvertOptions::default())
+                .unwrap()
+                .gbnf,
+            a
+        );
+    }
+    assert!(
+        a.lines().filter(|l| !l.starts_with('#')).all(|l| !l
+            .split("::=")
+            .next()
+            .unwrap_or("")
+            .contains('_')),
+        "{a}"
+    );
+}
