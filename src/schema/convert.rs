@@ -538,6 +538,19 @@ impl Converter {
                 if branches.iter().filter(|(b, _)| trivially_true(b)).count() >= 2 {
                     return Ok(None);
                 }
+                // oneOf [B, {}]: exactly one matches ⇔ B does not
+                if let [(x, xcx), (y, ycx)] = branches.as_slice() {
+                    let (other, ocx) = if trivially_true(x) {
+                        (y, ycx)
+                    } else {
+                        (x, xcx)
+                    };
+                    if (trivially_true(x) || trivially_true(y))
+                        && let Some(neg) = negate(other)
+                    {
+                        return self.child(&neg, ocx);
+                    }
+                }
                 self.check_disjoint(&branches, cx)?;
             }
             let mut parts = Vec::new();
