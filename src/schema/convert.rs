@@ -127,15 +127,15 @@ fn percent_decode(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'%' && i + 3 <= b.len() {
-            if let Some(v) = std::str::from_utf8(&b[i + 1..i + 3])
+        if b[i] == b'%'
+            && i + 3 <= b.len()
+            && let Some(v) = std::str::from_utf8(&b[i + 1..i + 3])
                 .ok()
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
-            {
-                out.push(v);
-                i += 3;
-                continue;
-            }
+        {
+            out.push(v);
+            i += 3;
+            continue;
         }
         out.push(b[i]);
         i += 1;
@@ -200,37 +200,44 @@ impl Converter {
     }
 
     /// Adds a document; returns the expression for its root (not wrapped in a rule).
+    /// Adds a document; returns a rule name (when `want_rule`, or when the root is referenced
+    /// by `#`), or else the root expression itself.
     pub(crate) fn add_document(
         &mut self,
         label: &str,
         hint: &str,
         schema: &Value,
-    ) -> Result<Frag, SchemaError> {
+        want_rule: bool,
+    ) -> Result<String, SchemaError> {
         let doc = self.docs.len();
         self.docs.push(Rc::new(schema.clone()));
         self.labels.push(label.to_string());
+        let name = self.rules.reserve(
+            if hint.is_empty() { "root-schema" } else { hint },
+            Some(format!("{label}#")),
+        );
         let cx = Ctx {
             doc,
             ptr: "#".to_string(),
-            hint: hint.to_string(),
+            hint: if hint.is_empty() {
+                String::new()
+            } else {
+                name.clone()
+            },
             top: true,
         };
         let root = Rc::clone(&self.docs[doc]);
         // the root is reachable as "#": register it so that `{"$ref": "#"}` recursion works
         let key = (doc, "#".to_string());
-        let name = self.rules.reserve(
-            if hint.is_empty() { "root-schema" } else { hint },
-            self.comment(&cx),
-        );
         self.refs.insert(key.clone(), name.clone());
         self.in_progress.insert(key.clone(), self.consumed);
         self.root_referenced = false;
         let expr = self.visit(&root, &cx, false);
         self.in_progress.remove(&key);
-        let expr = expr?;
-        if self.root_referenced {
-            self.rules.fill(&name, expr.unwrap_or_else(never));
-            Ok(Some(name))
+        let expr = expr?.unwrap_or_else(never);
+        if self.root_referenced || (want_rule && !is_identifier(&expr)) {
+            self.rules.fill(&name, expr);
+            Ok(name)
         } else {
             self.refs.remove(&key);
             self.rules.unreserve(&name);
@@ -334,14 +341,14 @@ impl Converter {
     fn visit_ref(&mut self, cx: &Ctx, reference: &str) -> Result<Frag, SchemaError> {
         let (doc, ptr, target) = self.resolve(cx, reference)?;
         let key = (doc, ptr.clone());
-        if let Some(&at) = self.in_progress.get(&key) {
-            if at == self.consumed {
-                return Err(Self::invalid(
-                    "$ref",
-                    cx,
-                    "reference cycle that consumes no input (left recursion)",
-                ));
-            }
+        if let Some(&at) = self.in_progress.get(&key)
+            && at == self.consumed
+        {
+            return Err(Self::invalid(
+                "$ref",
+                cx,
+                "reference cycle that consumes no input (left recursion)",
+            ));
         }
         if let Some(name) = self.refs.get(&key) {
             if ptr == "#" {
@@ -452,22 +459,22 @@ impl Converter {
             )?;
             out.remove("if");
         }
-        if let Some(id) = map.get("$id") {
-            if cx.ptr != "#" {
-                self.unsupported("$id", cx, format!("embedded schema resource {id}"))?;
-            }
+        if let Some(id) = map.get("$id")
+            && cx.ptr != "#"
+        {
+            self.unsupported("$id", cx, format!("embedded schema resource {id}"))?;
         }
         Ok(out)
     }
 
     fn visit_map(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
-        if let Some(n) = map.get("not") {
-            if let Some(positive) = negate(n) {
-                let mut rest = map.clone();
-                rest.remove("not");
-                let both = serde_json::json!({ "allOf": [Value::Object(rest), positive] });
-                return self.visit(&both, cx, false);
-            }
+        if let Some(n) = map.get("not")
+            && let Some(positive) = negate(n)
+        {
+            let mut rest = map.clone();
+            rest.remove("not");
+            let both = serde_json::json!({ "allOf": [Value::Object(rest), positive] });
+            return self.visit(&both, cx, false);
         }
         let map = self.drop_unsupported(map, cx)?;
         let constraining = |m: &Map<String, Value>, skip: &[&str]| {
@@ -530,6 +537,19 @@ impl Converter {
                 };
                 if branches.iter().filter(|(b, _)| trivially_true(b)).count() >= 2 {
                     return Ok(None);
+                }
+                // oneOf [B, {}]: exactly one matches ⇔ B does not
+                if let [(x, xcx), (y, ycx)] = branches.as_slice() {
+                    let (other, ocx) = if trivially_true(x) {
+                        (y, ycx)
+                    } else {
+                        (x, xcx)
+                    };
+                    if (trivially_true(x) || trivially_true(y))
+                        && let Some(neg) = negate(other)
+                    {
+                        return self.child(&neg, ocx);
+                    }
                 }
                 self.check_disjoint(&branches, cx)?;
             }
@@ -603,10 +623,10 @@ impl Converter {
             rest.remove("enum");
             rest.remove("const");
             let rest = Value::Object(rest);
-            let mut parts = Vec::new();
+            let mut kept = Vec::new();
             for v in &values {
                 match check(v, &rest) {
-                    Some(true) => parts.push(self.literal(v)),
+                    Some(true) => kept.push(v),
                     Some(false) => {}
                     None => {
                         self.unsupported(
@@ -614,9 +634,23 @@ impl Converter {
                             cx,
                             "cannot check enum/const values against their sibling keywords",
                         )?;
-                        parts.push(self.literal(v));
+                        kept.push(v);
                     }
                 }
+            }
+            // integers share one optional zero fraction: ( "15" | "30" ) ( "." "0"+ )?
+            let mut parts = Vec::new();
+            let mut ints = Vec::new();
+            for v in kept {
+                match v.as_number().and_then(|n| Decimal::parse(&n.to_string())) {
+                    Some(d) if d.is_integer() && d.int != "0" => {
+                        ints.push(format!("\"{}{}\"", if d.neg { "-" } else { "" }, d.int));
+                    }
+                    _ => parts.push(self.literal(v)),
+                }
+            }
+            if let Some(group) = alts(ints) {
+                parts.push(format!("{group} ( \".\" \"0\"+ )?"));
             }
             return Ok(alts(parts));
         }
@@ -636,28 +670,28 @@ impl Converter {
                 plain += usize::from(e == "number");
                 parts.push(e);
             }
-        } else if has("integer") {
-            if let Some(e) = self.number(map, cx, true)? {
-                parts.push(e);
-            }
+        } else if has("integer")
+            && let Some(e) = self.number(map, cx, true)?
+        {
+            parts.push(e);
         }
-        if has("string") {
-            if let Some(e) = self.string(map, cx)? {
-                plain += usize::from(e == "string");
-                parts.push(e);
-            }
+        if has("string")
+            && let Some(e) = self.string(map, cx)?
+        {
+            plain += usize::from(e == "string");
+            parts.push(e);
         }
-        if has("array") {
-            if let Some(e) = self.array(map, cx)? {
-                plain += usize::from(e == "array");
-                parts.push(e);
-            }
+        if has("array")
+            && let Some(e) = self.array(map, cx)?
+        {
+            plain += usize::from(e == "array");
+            parts.push(e);
         }
-        if has("object") {
-            if let Some(e) = self.object(map, cx)? {
-                plain += usize::from(e == "object");
-                parts.push(e);
-            }
+        if has("object")
+            && let Some(e) = self.object(map, cx)?
+        {
+            plain += usize::from(e == "object");
+            parts.push(e);
         }
         if plain == 6 {
             return Ok(Some(self.rules.primitive("value").to_string()));
@@ -754,12 +788,32 @@ impl Converter {
         cx: &Ctx,
         integer: bool,
     ) -> Result<Frag, SchemaError> {
+        let bounded = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]
+            .iter()
+            .any(|k| map.contains_key(*k));
         if let Some(m) = map.get("multipleOf") {
-            let trivial = integer
-                && Decimal::parse(&m.to_string())
-                    .is_some_and(|d| d.int == "1" && d.frac.is_empty());
-            if !trivial {
-                self.unsupported("multipleOf", cx, "keyword not supported")?;
+            let d = m
+                .as_number()
+                .and_then(|n| Decimal::parse(&n.to_string()))
+                .filter(|d| !(d.neg || (d.int == "0" && d.frac.is_empty())))
+                .ok_or_else(|| Self::invalid("multipleOf", cx, "must be a positive number"))?;
+            // m = p / 10^q
+            let digits = format!("{}{}", d.int, d.frac);
+            let p: Option<u64> = digits.trim_start_matches('0').parse().ok();
+            let q = d.frac.len();
+            match p {
+                Some(1) if integer => {}
+                Some(p) if !bounded && p <= 64 && (p as usize) * (q + 1) <= 512 => {
+                    return Ok(Some(self.multiple_of(cx, p, q, integer)));
+                }
+                _ => {
+                    let why = if bounded {
+                        "multipleOf combined with bounds"
+                    } else {
+                        "divisor too large to express"
+                    };
+                    self.unsupported("multipleOf", cx, why)?;
+                }
             }
         }
         let pick = |a: Option<Decimal>,
@@ -847,6 +901,128 @@ impl Converter {
         }
     }
 
+    /// Numbers (integers when `integer`) that are multiples of p / 10^q: a DFA over the digits
+    /// tracking the remainder modulo p of the value times 10^q.
+    fn multiple_of(&mut self, cx: &Ctx, p: u64, q: usize, integer: bool) -> String {
+        let base = format!(
+            "{}-multiple",
+            if cx.hint.is_empty() {
+                "number"
+            } else {
+                &cx.hint
+            }
+        );
+        let pow = |j: usize| -> u64 { (0..j).fold(1u64, |acc, _| (acc * 10) % p) };
+        // digit classes from state r: (target, class)
+        let steps = |r: u64, from: u8| -> Vec<(u64, String)> {
+            let mut by_target: Vec<(u64, Vec<(u32, u32)>)> = Vec::new();
+            for d in from..=9u8 {
+                let t = (10 * r + d as u64) % p;
+                let cp = (b'0' + d) as u32;
+                match by_target.iter_mut().find(|(x, _)| *x == t) {
+                    Some((_, v)) => v.push((cp, cp)),
+                    None => by_target.push((t, vec![(cp, cp)])),
+                }
+            }
+            by_target
+                .into_iter()
+                .map(|(t, v)| {
+                    (
+                        t,
+                        super::strings::char_class(&super::strings::normalize(v), false),
+                    )
+                })
+                .collect()
+        };
+        let comment = self.comment(cx);
+        // fraction states E(r, j): digits consumed after the point, value-so-far mod p
+        let mut frac: FxHashMap<(u64, usize), Option<String>> = FxHashMap::default();
+        if !integer {
+            for j in (1..=q).rev() {
+                for r in 0..p {
+                    let body = if j == q {
+                        (r == 0).then(|| "\"0\"*".to_string())
+                    } else {
+                        let mut alts_v = Vec::new();
+                        if (r * pow(q - j)).is_multiple_of(p) {
+                            alts_v.push("\"\"".to_string());
+                        }
+                        for (t, class) in steps(r, 0) {
+                            if let Some(Some(next)) = frac.get(&(t, j + 1)) {
+                                alts_v.push(format!("{class} {next}"));
+                            }
+                        }
+                        if j + 1 == q && r == 0 {
+                            // covered by the j+1 == q states
+                        }
+                        alts(alts_v)
+                    };
+                    let name = body.map(|b| {
+                        self.rules
+                            .add(&format!("{base}-f{r}-{j}"), b, comment.clone())
+                    });
+                    frac.insert((r, j), name);
+                }
+            }
+        }
+        // the part after the integer digits, from state r
+        let tail = |r: u64, frac: &FxHashMap<(u64, usize), Option<String>>| -> Option<String> {
+            let end_ok = (r * pow(q)).is_multiple_of(p);
+            if integer {
+                return end_ok.then(|| "( \".\" \"0\"+ )?".to_string());
+            }
+            let mut v = Vec::new();
+            if end_ok {
+                v.push("\"\"".to_string());
+            }
+            if q == 0 {
+                if r == 0 {
+                    v.push("\".\" \"0\"+".to_string());
+                }
+            } else {
+                let firsts: Vec<String> = steps(r, 0)
+                    .into_iter()
+                    .filter_map(|(t, class)| {
+                        frac.get(&(t, 1))
+                            .cloned()
+                            .flatten()
+                            .map(|n| format!("{class} {n}"))
+                    })
+                    .collect();
+                if let Some(f) = alts(firsts) {
+                    v.push(format!("\".\" {f}"));
+                }
+            }
+            alts(v)
+        };
+        // integer states I(r)
+        let names: Vec<String> = (0..p)
+            .map(|r| self.rules.reserve(&format!("{base}-i{r}"), comment.clone()))
+            .collect();
+        for r in 0..p {
+            let mut v: Vec<String> = steps(r, 0)
+                .into_iter()
+                .map(|(t, class)| format!("{class} {}", names[t as usize]))
+                .collect();
+            if let Some(t) = tail(r, &frac) {
+                v.push(t);
+            }
+            let body = alts(v).unwrap_or_else(never);
+            self.rules.fill(&names[r as usize], body);
+        }
+        let mut start: Vec<String> = steps(0, 1)
+            .into_iter()
+            .map(|(t, class)| format!("{class} {}", names[t as usize]))
+            .collect();
+        if let Some(t) = tail(0, &frac) {
+            start.push(format!("\"0\" {t}").trim_end().to_string());
+        } else {
+            start.push("\"0\"".to_string());
+        }
+        let body = format!("\"-\"? {}", alts(start).unwrap_or_else(never));
+        self.rules.add(&base, body, comment)
+    }
+
     fn string(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
         let len = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
         let (min, max) = (len("minLength")?, len("maxLength")?);
@@ -855,18 +1031,18 @@ impl Converter {
             .get("format")
             .and_then(|f| f.as_str())
             .map(str::to_string);
-        if let Some(f) = &format {
-            if !formats::FORMATS.contains(&f.as_str()) {
-                self.unsupported(
-                    "format",
-                    cx,
-                    format!(
-                        "unknown format {f:?} (supported: {})",
-                        formats::FORMATS.join(", ")
-                    ),
-                )?;
-                format = None;
-            }
+        if let Some(f) = &format
+            && !formats::FORMATS.contains(&f.as_str())
+        {
+            self.unsupported(
+                "format",
+                cx,
+                format!(
+                    "unknown format {f:?} (supported: {})",
+                    formats::FORMATS.join(", ")
+                ),
+            )?;
+            format = None;
         }
         let pattern = match map.get("pattern") {
             None => None,
@@ -932,7 +1108,9 @@ impl Converter {
         let (prefix, rest_key): (Vec<Value>, Option<&str>) =
             match (map.get("prefixItems"), map.get("items")) {
                 (Some(Value::Array(p)), _) => (p.clone(), Some("items")),
-                (Some(_), _) => return Err(Self::invalid("prefixItems", cx, "must be an array")),
+                // not valid JSON Schema; llama.cpp reads a lone schema as the item schema
+                (Some(_), Some(_)) => (Vec::new(), Some("items")),
+                (Some(_), None) => (Vec::new(), Some("prefixItems")),
                 (None, Some(Value::Array(p))) => (p.clone(), Some("additionalItems")),
                 (None, _) => (Vec::new(), Some("items")),
             };
@@ -988,12 +1166,12 @@ impl Converter {
             // rest part (indices >= prefix len, excluding index 0 handled separately)
             let k = elems.len();
             let first_rest = k.max(1);
-            if max.is_none_or(|m| m > first_rest as u64) {
-                if let Some(r) = &rest {
-                    let lo = min.saturating_sub(first_rest as u64);
-                    let hi = max.map(|m| m - first_rest as u64);
-                    tail = repeat(&format!("{sep} {r}"), clamp(lo), hi.map(clamp));
-                }
+            if max.is_none_or(|m| m > first_rest as u64)
+                && let Some(r) = &rest
+            {
+                let lo = min.saturating_sub(first_rest as u64);
+                let hi = max.map(|m| m - first_rest as u64);
+                tail = repeat(&format!("{sep} {r}"), clamp(lo), hi.map(clamp));
             }
             // prefix part, from the last prefix element back to index 1
             for j in (1..k.min(max.map_or(usize::MAX, |m| m as usize))).rev() {
@@ -1221,48 +1399,64 @@ impl Converter {
                     "minProperties beyond the required properties",
                 )?;
             }
-            if let Some(m) = max_p {
-                if extra.is_some() || (declared.len() as u64) > m {
-                    self.unsupported(
-                        "maxProperties",
-                        cx,
-                        "maxProperties with optional or additional properties",
-                    )?;
-                }
+            if let Some(m) = max_p
+                && (extra.is_some() || (declared.len() as u64) > m)
+            {
+                self.unsupported(
+                    "maxProperties",
+                    cx,
+                    "maxProperties with optional or additional properties",
+                )?;
             }
             let xs = extra
                 .as_ref()
                 .map(|x| format!("( {sep} {x} )*"))
                 .unwrap_or_default();
-            // T_i: the tail after at least one member, from declared index i
-            let tail = |i: usize| -> String {
-                let mut parts = Vec::new();
-                for (kv, req) in &declared[i..] {
-                    if !xs.is_empty() {
-                        parts.push(xs.clone());
-                    }
-                    parts.push(if *req {
-                        format!("{sep} {kv}")
-                    } else {
-                        format!("( {sep} {kv} )?")
-                    });
-                }
-                if !xs.is_empty() {
-                    parts.push(xs.clone());
-                }
-                parts.join(" ")
+            // T_i: what may follow once at least one member is written, from declared index i.
+            // Extra members attach to the member before them (unambiguous: one parse per text).
+            let member = |kv: &str, req: bool| -> String {
+                let m = format!("{sep} {kv} {xs}").trim_end().to_string();
+                if req { m } else { format!("( {m} )?") }
             };
+            let n = declared.len();
+            let mut tails: Vec<String> = vec![String::new(); n + 1];
+            let named = n > 4;
+            for i in (0..n).rev() {
+                let (kv, req) = &declared[i];
+                let text = format!("{} {}", member(kv, *req), tails[i + 1])
+                    .trim_end()
+                    .to_string();
+                tails[i] = if named && !tails[i + 1].is_empty() {
+                    let hint = format!(
+                        "{}-rest-{}",
+                        if cx.hint.is_empty() {
+                            "object"
+                        } else {
+                            &cx.hint
+                        },
+                        i + 1
+                    );
+                    self.rules.add(&hint, text, None)
+                } else {
+                    text
+                };
+            }
+            let tail = |i: usize| tails[i].clone();
             let first_req = declared.iter().position(|(_, r)| *r);
             let mut heads = Vec::new();
             if let Some(x) = &extra {
-                heads.push(format!("{x} {}", tail(0)).trim_end().to_string());
+                heads.push(format!("{x} {xs} {}", tail(0)).trim_end().to_string());
             }
             let last = first_req.unwrap_or(declared.len() - 1);
-            for i in 0..=last {
+            for (i, (kv, _)) in declared.iter().enumerate().take(last + 1) {
+                let parts = [kv.as_str(), xs.as_str(), &tail(i + 1)];
                 heads.push(
-                    format!("{} {}", declared[i].0, tail(i + 1))
-                        .trim_end()
-                        .to_string(),
+                    parts
+                        .iter()
+                        .filter(|p| !p.is_empty())
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(" "),
                 );
             }
             let body = if first_req.is_none() {
@@ -1308,11 +1502,7 @@ impl Converter {
             node.end = true;
         }
         let ch = self.char_rule();
-        fn build(
-            node: &Node,
-            ch: &str,
-            conv: &mut dyn FnMut(&[(u32, u32)]) -> Option<String>,
-        ) -> String {
+        fn build(node: &Node, ch: &str, conv: &mut CharSetFn<'_>) -> String {
             let mut alts = Vec::new();
             let mut excluded: Vec<(u32, u32)> = Vec::new();
             for (c, child) in &node.children {
@@ -1388,7 +1578,7 @@ fn negate(n: &Value) -> Option<Value> {
                     let rest: Vec<Value> = ALL_TYPES
                         .iter()
                         .filter(|t| {
-                            !names.contains(t) && !(**t == "integer" && names.contains(&"number"))
+                            !(names.contains(t) || (**t == "integer" && names.contains(&"number")))
                         })
                         .map(|t| Value::String(t.to_string()))
                         .collect();
@@ -1403,6 +1593,9 @@ fn negate(n: &Value) -> Option<Value> {
         _ => None,
     }
 }
+
+/// Renders a set of code points as an encoded-character expression.
+type CharSetFn<'a> = dyn FnMut(&[(u32, u32)]) -> Option<String> + 'a;
 
 /// A rule body that matches nothing.
 pub(crate) fn never() -> String {

@@ -259,6 +259,13 @@ pub(crate) fn merge(
                         }
                         Value::Array(prod)
                     }
+                    "multipleOf" => lcm_multiple(prev, v).ok_or_else(|| {
+                        err(
+                            k,
+                            "two multipleOf values whose common multiple is not an exact decimal"
+                                .into(),
+                        )
+                    })?,
                     "uniqueItems" => {
                         Value::Bool(prev.as_bool() == Some(true) || v.as_bool() == Some(true))
                     }
@@ -274,6 +281,32 @@ pub(crate) fn merge(
         }
     }
     Ok(Value::Object(out))
+}
+
+/// The least common multiple of two decimal `multipleOf` values (scaled to integers).
+fn lcm_multiple(a: &Value, b: &Value) -> Option<Value> {
+    let da = Decimal::parse(&a.as_number()?.to_string())?;
+    let db = Decimal::parse(&b.as_number()?.to_string())?;
+    let q = da.frac.len().max(db.frac.len());
+    let scaled = |d: &Decimal| -> Option<u128> {
+        let digits = format!("{}{}{}", d.int, d.frac, "0".repeat(q - d.frac.len()));
+        digits.trim_start_matches('0').parse().ok()
+    };
+    let (x, y) = (scaled(&da)?, scaled(&db)?);
+    let gcd = |mut a: u128, mut b: u128| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let l = x / gcd(x, y) * y;
+    let text = if q == 0 {
+        l.to_string()
+    } else {
+        let s = format!("{:0>width$}", l, width = q + 1);
+        format!("{}.{}", &s[..s.len() - q], &s[s.len() - q..])
+    };
+    serde_json::from_str(&text).ok()
 }
 
 #[cfg(test)]
@@ -309,5 +342,19 @@ mod tests {
             )
             .is_err()
         );
+        let m = merge(
+            &json!({"multipleOf": 4}),
+            &json!({"multipleOf": 6}),
+            &json!(true),
+        )
+        .unwrap();
+        assert_eq!(m["multipleOf"], json!(12));
+        let m = merge(
+            &json!({"multipleOf": 0.5}),
+            &json!({"multipleOf": 0.3}),
+            &json!(true),
+        )
+        .unwrap();
+        assert_eq!(m["multipleOf"], json!(1.5));
     }
 }

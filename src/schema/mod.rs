@@ -13,8 +13,11 @@
 //!   (`\"`, `\\`, `\n`, `\u001f`...), as every JSON serializer writes them;
 //! - numbers under bounds, integers and enum members are written without exponent; integers
 //!   may carry a zero fraction (`3.0` is an integer in JSON Schema);
+//! - integer parts have at most 16 digits unless a bound says otherwise (as llama.cpp; larger
+//!   numbers can use an exponent where exponents are allowed);
 //! - object members appear in the order of `properties` (undeclared members may appear
-//!   anywhere);
+//!   anywhere; required names missing from `properties` are sorted in by name when `properties`
+//!   is itself sorted, which it always is unless serde_json's `preserve_order` is enabled);
 //! - leap seconds (`format: time`) are written in UTC (see [`formats`]).
 //!
 //! Whitespace: [`Whitespace::Spaced`] accepts compact JSON, single spaces after `:`, `,`, `{`
@@ -112,13 +115,7 @@ impl SchemaConverter {
     /// `get-weather-args`.
     pub fn add_schema(&mut self, name_hint: &str, schema: &Value) -> Result<String, SchemaError> {
         let hint = rules::sanitize(name_hint);
-        let expr = self.inner.add_document(&hint, &hint, schema)?;
-        let expr = expr.unwrap_or_else(convert::never);
-        if expr.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') {
-            return Ok(expr);
-        }
-        let comment = Some(format!("{hint}#"));
-        Ok(self.inner.rules.add(&hint, expr, comment))
+        self.inner.add_document(&hint, &hint, schema, true)
     }
 
     /// Adds a hand-written rule (for envelopes); returns the final (deduplicated) rule name.
@@ -156,9 +153,7 @@ pub struct Conversion {
 /// Converts one schema into a complete grammar whose `root` matches exactly its valid values.
 pub fn schema_to_gbnf(schema: &Value, options: &ConvertOptions) -> Result<Conversion, SchemaError> {
     let mut c = convert::Converter::new(options.clone());
-    let expr = c
-        .add_document("", "", schema)?
-        .unwrap_or_else(convert::never);
+    let expr = c.add_document("", "", schema, false)?;
     let warnings = std::mem::take(&mut c.warnings);
     Ok(Conversion {
         gbnf: c.rules.render(&expr),

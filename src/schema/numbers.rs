@@ -143,6 +143,10 @@ fn seq(parts: &[&str]) -> String {
         .join(" ")
 }
 
+/// Integer parts have at most this many digits when no upper bound limits them (llama.cpp's
+/// `integral-part`).
+pub(crate) const MAX_DIGITS: usize = 16;
+
 /// Digit strings of the same length between `a` and `b` inclusive (`a <= b`).
 fn same_len(a: &[u8], b: &[u8]) -> String {
     let p = a.iter().zip(b).take_while(|(x, y)| x == y).count();
@@ -207,7 +211,10 @@ pub(crate) fn uint_range(lo: u128, hi: Option<u128>) -> Option<String> {
         }
         None => {
             parts.push(same_len(lo_s.as_bytes(), "9".repeat(lo_s.len()).as_bytes()));
-            parts.push(format!("[1-9] [0-9]{{{},}}", lo_s.len()));
+            // like llama.cpp, an open upper side stops at 16 digits
+            if lo_s.len() < MAX_DIGITS {
+                parts.push(format!("[1-9] [0-9]{{{},{}}}", lo_s.len(), MAX_DIGITS - 1));
+            }
         }
     }
     alts(parts)
@@ -216,10 +223,10 @@ pub(crate) fn uint_range(lo: u128, hi: Option<u128>) -> Option<String> {
 /// Integers in `[lo, hi]` (either side open when None), canonical text (no `-0`, no leading
 /// zeros). `None` when the range is empty.
 pub(crate) fn int_range(lo: Option<i128>, hi: Option<i128>) -> Option<String> {
-    if let (Some(l), Some(h)) = (lo, hi) {
-        if l > h {
-            return None;
-        }
+    if let (Some(l), Some(h)) = (lo, hi)
+        && l > h
+    {
+        return None;
     }
     let mut parts = Vec::new();
     // negative part: -m with m in [max(1, -hi), -lo]
@@ -380,15 +387,15 @@ fn magnitude_range(lo: &Bound, hi: Option<&Bound>) -> Option<String> {
                 None => None,
             };
             let mid_hi = hi_int.map(|h| h.saturating_sub(1));
-            if hi_int.is_none_or(|h| h >= li + 2) {
-                if let Some(r) = uint_range(li + 1, mid_hi) {
-                    parts.push(format!("{r} {ANY_FRAC}"));
-                }
+            if hi_int.is_none_or(|h| h >= li + 2)
+                && let Some(r) = uint_range(li + 1, mid_hi)
+            {
+                parts.push(format!("{r} {ANY_FRAC}"));
             }
-            if let (Some(h), Some(hv)) = (hi, hi_int) {
-                if let Some(ft) = frac_text(frac_le(h.value.frac.as_bytes(), h.exclusive)) {
-                    parts.push(seq(&[&format!("\"{hv}\""), &ft]));
-                }
+            if let (Some(h), Some(hv)) = (hi, hi_int)
+                && let Some(ft) = frac_text(frac_le(h.value.frac.as_bytes(), h.exclusive))
+            {
+                parts.push(seq(&[&format!("\"{hv}\""), &ft]));
             }
         }
     }
@@ -397,7 +404,7 @@ fn magnitude_range(lo: &Bound, hi: Option<&Bound>) -> Option<String> {
 
 fn negate(b: &Bound) -> Bound {
     let mut v = b.value.clone();
-    v.neg = !v.neg && !(v.int == "0" && v.frac.is_empty());
+    v.neg = !(v.neg || (v.int == "0" && v.frac.is_empty()));
     Bound {
         value: v,
         exclusive: b.exclusive,
@@ -558,6 +565,7 @@ mod tests {
                 assert_eq!(re.is_match(&v.to_string()), want, "{lo:?}..{hi:?} {v}: {g}");
             }
             assert!(!matches(&g, "01"));
+            assert!(!matches(&g, "12345678901234567"));
             assert!(!matches(&g, "-0"));
         }
         assert_eq!(int_range(Some(3), Some(2)), None);

@@ -150,8 +150,7 @@ pub(crate) fn pattern_to_gbnf(
 
 fn first_line(s: &str) -> String {
     s.lines()
-        .filter(|l| !l.trim().is_empty())
-        .last()
+        .rfind(|l| !l.trim().is_empty())
         .unwrap_or("")
         .trim()
         .to_string()
@@ -162,7 +161,7 @@ fn group(s: String) -> String {
 }
 
 /// Whether an expression can take a postfix operator without parentheses.
-fn is_atom(s: &str) -> bool {
+pub(crate) fn is_atom(s: &str) -> bool {
     let b = s.as_bytes();
     if s.is_empty() {
         return false;

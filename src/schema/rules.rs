@@ -65,7 +65,7 @@ const PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "integral-part",
-        body: r#""0" | [1-9] [0-9]*"#,
+        body: r#""0" | [1-9] [0-9]{0,15}"#,
         deps: &[],
     },
     Primitive {
@@ -113,6 +113,15 @@ pub(crate) fn sanitize(hint: &str) -> String {
     out
 }
 
+/// `( a | b )` → `a | b`: a rule body needs no outer group.
+fn strip_group(body: String) -> String {
+    if body.starts_with("( ") && body.ends_with(" )") && super::regex::is_atom(&body) {
+        body[2..body.len() - 2].to_string()
+    } else {
+        body
+    }
+}
+
 /// One rule: its body (None while reserved) and the schema location it came from.
 struct Rule {
     name: String,
@@ -146,12 +155,12 @@ impl RuleTable {
 
     /// Marks a primitive (and what it uses) as used and returns its name.
     pub(crate) fn primitive(&mut self, name: &'static str) -> &'static str {
-        if let Some(i) = PRIMITIVES.iter().position(|p| p.name == name) {
-            if !self.used_primitives[i] {
-                self.used_primitives[i] = true;
-                for dep in PRIMITIVES[i].deps {
-                    self.primitive(dep);
-                }
+        if let Some(i) = PRIMITIVES.iter().position(|p| p.name == name)
+            && !self.used_primitives[i]
+        {
+            self.used_primitives[i] = true;
+            for dep in PRIMITIVES[i].deps {
+                self.primitive(dep);
             }
         }
         name
@@ -199,6 +208,7 @@ impl RuleTable {
 
     /// Sets the body of a reserved rule.
     pub(crate) fn fill(&mut self, name: &str, body: String) {
+        let body = strip_group(body);
         if let Some(&i) = self.by_name.get(name) {
             self.by_body.entry(body.clone()).or_insert(i);
             self.rules[i].body = Some(body);
@@ -207,16 +217,18 @@ impl RuleTable {
 
     /// Drops a reserved rule that turned out not to be needed (only when nothing refers to it).
     pub(crate) fn unreserve(&mut self, name: &str) {
-        if let Some(&i) = self.by_name.get(name) {
-            if i + 1 == self.rules.len() && self.rules[i].body.is_none() {
-                self.rules.pop();
-                self.by_name.remove(name);
-            }
+        if let Some(&i) = self.by_name.get(name)
+            && self.rules[i].body.is_none()
+        {
+            // the entry stays (indices are kept) but renders nothing and frees the name
+            self.by_name.remove(name);
+            self.rules[i].name.clear();
         }
     }
 
     /// Adds a rule, or returns the name of an existing rule with the same body.
     pub(crate) fn add(&mut self, hint: &str, body: String, comment: Option<String>) -> String {
+        let body = strip_group(body);
         if let Some(&i) = self.by_body.get(&body) {
             return self.rules[i].name.clone();
         }

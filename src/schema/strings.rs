@@ -110,11 +110,11 @@ pub(crate) fn normalize(mut ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
     ranges.sort_unstable();
     let mut out: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
     for (lo, hi) in ranges {
-        if let Some(last) = out.last_mut() {
-            if lo <= last.1.saturating_add(1) {
-                last.1 = last.1.max(hi);
-                continue;
-            }
+        if let Some(last) = out.last_mut()
+            && lo <= last.1.saturating_add(1)
+        {
+            last.1 = last.1.max(hi);
+            continue;
         }
         out.push((lo, hi));
     }
