@@ -282,7 +282,7 @@ fn bfcl_sampled_grammar_strings_validate() {
             let validator = Validator::new(&case.tools).unwrap();
             let sampler = Sampler::new(&g);
             let mut rng = SplitMix64::new(n as u64);
-            for _ in 0..4 {
+            for _ in 0..2 {
                 let s = sampler.sample(&mut rng, 400).unwrap();
                 let report = validator.validate_output(
                     format,
