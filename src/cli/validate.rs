@@ -122,6 +122,7 @@ fn report_json(report: &Report) -> Value {
         "output_issues": report.output_issues,
         "calls": calls,
         "feedback": report.feedback(),
+        "category": report.category(),
     })
 }
 

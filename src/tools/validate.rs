@@ -115,6 +115,29 @@ impl Report {
         self.is_valid() && !self.calls.is_empty()
     }
 
+    /// The first problem's category (seed 002's error categories), or `None` when valid:
+    /// `parse` (not readable in the envelope), `no_call` (plain text where a call was required),
+    /// `call_count` (several calls without `parallel`), `unknown_tool`, `arguments` (schema).
+    pub fn category(&self) -> Option<&'static str> {
+        if self.parse_error.is_some() {
+            return Some("parse");
+        }
+        if !self.output_issues.is_empty() {
+            return Some(if self.text { "no_call" } else { "call_count" });
+        }
+        self.calls
+            .iter()
+            .flat_map(|c| c.issues.first())
+            .next()
+            .map(|i| {
+                if i.keyword == "tool" {
+                    "unknown_tool"
+                } else {
+                    "arguments"
+                }
+            })
+    }
+
     /// The valid calls as [`ToolCall`]s, in order (empty unless the whole output is valid).
     pub fn tool_calls(&self) -> Vec<ToolCall> {
         if !self.is_valid() {
@@ -511,6 +534,24 @@ mod tests {
         };
         let r = v.validate_output(Format::Hermes, text, auto);
         assert!(r.is_valid() && !r.is_valid_call() && r.text);
+    }
+
+    #[test]
+    fn categories() {
+        let v = Validator::new(&set()).unwrap();
+        let cat = |f, t: &str| {
+            v.validate_output(f, t, ValidateOptions::default())
+                .category()
+        };
+        assert_eq!(cat(Format::OpenAi, "{\"name\": 1"), Some("parse"));
+        assert_eq!(cat(Format::OpenAi, "hello"), Some("no_call"));
+        assert_eq!(
+            cat(Format::Pythonic, "get_now()\nget_now()"),
+            Some("call_count")
+        );
+        assert_eq!(cat(Format::Pythonic, "nope()"), Some("unknown_tool"));
+        assert_eq!(cat(Format::Pythonic, "get_now(x=1)"), Some("arguments"));
+        assert_eq!(cat(Format::Pythonic, "get_now()"), None);
     }
 
     #[test]
