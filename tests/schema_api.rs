@@ -296,3 +296,31 @@ fn output_is_deterministic() {
         "{a}"
     );
 }
+
+#[test]
+fn unique_items_over_small_enums() {
+    let schema = json!({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": true, "minItems": 1});
+    let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+    let g = grammar(&c.gbnf);
+    for ok in [r#"["a"]"#, r#"["c","a"]"#, r#"["b", "c", "a"]"#] {
+        assert!(
+            engine::check(&g, ok.as_bytes()).is_accepted(),
+            "{ok}\n{}",
+            c.gbnf
+        );
+    }
+    for bad in ["[]", r#"["a","a"]"#, r#"["a","b","c","a"]"#, r#"["d"]"#] {
+        assert!(
+            !engine::check(&g, bad.as_bytes()).is_accepted(),
+            "{bad}\n{}",
+            c.gbnf
+        );
+    }
+    let open = json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true});
+    assert_eq!(
+        schema_to_gbnf(&open, &ConvertOptions::default())
+            .unwrap_err()
+            .keyword,
+        "uniqueItems"
+    );
+}

@@ -1094,13 +1094,10 @@ impl Converter {
         let count = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
         let min = count("minItems")?.unwrap_or(0);
         let mut max = count("maxItems")?;
-        if map
+        let unique = map
             .get("uniqueItems")
             .is_some_and(|u| u == &Value::Bool(true))
-            && max.is_none_or(|m| m > 1)
-        {
-            self.unsupported("uniqueItems", cx, "keyword not supported")?;
-        }
+            && max.is_none_or(|m| m > 1);
         if map.contains_key("contains") {
             self.unsupported("contains", cx, "keyword not supported")?;
         }
@@ -1119,6 +1116,17 @@ impl Converter {
         } else {
             "items"
         };
+        if unique {
+            let rest = rest_key.and_then(|k| map.get(k));
+            match self.unique_arrays(&prefix, rest, min, max, cx)? {
+                Some(e) => return Ok(self.name(cx, e, true)),
+                None => self.unsupported(
+                    "uniqueItems",
+                    cx,
+                    "only expressible when the items have a small finite set of values",
+                )?,
+            }
+        }
         self.consumed += 1;
         let r = (|| -> Result<Frag, SchemaError> {
             let mut elems: Vec<String> = Vec::new();
@@ -1212,6 +1220,109 @@ impl Converter {
         self.consumed -= 1;
         let e = r?;
         Ok(self.name(cx, e, true))
+    }
+
+    /// The finite set of values a schema allows, when it is small and known.
+    fn finite_values(&mut self, schema: &Value, cx: &Ctx) -> Option<Vec<Value>> {
+        let flat = self.flatten(schema, cx, 0).ok()?;
+        let m = match &flat {
+            Value::Bool(false) => return Some(Vec::new()),
+            Value::Object(m) => m,
+            _ => return None,
+        };
+        if ["anyOf", "oneOf", "not"].iter().any(|k| m.contains_key(*k)) {
+            return None;
+        }
+        let candidates: Vec<Value> = if let Some(vals) = m.get("enum").and_then(|e| e.as_array()) {
+            vals.clone()
+        } else if let Some(c) = m.get("const") {
+            vec![c.clone()]
+        } else {
+            let types: Vec<&str> = match m.get("type")? {
+                Value::String(t) => vec![t.as_str()],
+                Value::Array(a) => a.iter().filter_map(|x| x.as_str()).collect(),
+                _ => return None,
+            };
+            let mut out = Vec::new();
+            for t in types {
+                match t {
+                    "boolean" => out.extend([Value::Bool(false), Value::Bool(true)]),
+                    "null" => out.push(Value::Null),
+                    _ => return None,
+                }
+            }
+            out
+        };
+        let mut kept = Vec::new();
+        for v in candidates {
+            if check(&v, &flat)? && !kept.iter().any(|k| json_eq(k, &v)) {
+                kept.push(v);
+            }
+        }
+        Some(kept)
+    }
+
+    /// `uniqueItems` over items with finite value sets: every array of distinct values, listed.
+    /// Ok(None) when the items are not finite or there are too many arrays.
+    fn unique_arrays(
+        &mut self,
+        prefix: &[Value],
+        rest: Option<&Value>,
+        min: u64,
+        max: Option<u64>,
+        cx: &Ctx,
+    ) -> Result<Option<Frag>, SchemaError> {
+        const LIMIT: usize = 512;
+        let mut domains = Vec::new();
+        for (i, s) in prefix.iter().enumerate() {
+            let icx = cx.child("prefixItems", "").child(&i.to_string(), "");
+            match self.finite_values(s, &icx) {
+                Some(v) => domains.push(v),
+                None => return Ok(None),
+            }
+        }
+        let rest_domain = match rest {
+            Some(s) => self.finite_values(s, &cx.child("items", "")),
+            None => None,
+        };
+        let cap = match &rest_domain {
+            Some(d) => prefix.len() + d.len(),
+            None if max.is_some_and(|m| m as usize <= prefix.len()) => prefix.len(),
+            None => return Ok(None),
+        };
+        let longest = max.map_or(cap, |m| (m as usize).min(cap));
+        let domain = |j: usize| -> &[Value] {
+            if j < domains.len() {
+                &domains[j]
+            } else {
+                rest_domain.as_deref().unwrap_or(&[])
+            }
+        };
+        let mut arrays: Vec<Vec<Value>> = Vec::new();
+        let mut stack: Vec<(Vec<Value>, usize)> = vec![(Vec::new(), 0)];
+        while let Some((cur, _)) = stack.pop() {
+            if cur.len() as u64 >= min {
+                arrays.push(cur.clone());
+                if arrays.len() > LIMIT {
+                    return Ok(None);
+                }
+            }
+            if cur.len() < longest {
+                for v in domain(cur.len()).iter().rev() {
+                    if !cur.iter().any(|x| json_eq(x, v)) {
+                        let mut next = cur.clone();
+                        next.push(v.clone());
+                        stack.push((next, 0));
+                    }
+                }
+            }
+        }
+        arrays.sort_by_key(|a| a.len());
+        let parts: Vec<String> = arrays
+            .into_iter()
+            .map(|a| self.literal(&Value::Array(a)))
+            .collect();
+        Ok(Some(alts(parts)))
     }
 
     fn object(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
