@@ -324,3 +324,37 @@ fn unique_items_over_small_enums() {
         "uniqueItems"
     );
 }
+
+#[test]
+fn close_objects_closes_declared_objects_only() {
+    let opts = ConvertOptions {
+        close_objects: true,
+        ..Default::default()
+    };
+    let schema = json!({"type": "object", "properties": {
+        "meta": {"type": "object"},
+        "tag": {"type": "string"}
+    }, "required": ["id"]});
+    let c = schema_to_gbnf(&schema, &opts).unwrap();
+    let g = grammar(&c.gbnf);
+    for ok in [r#"{"id":1}"#, r#"{"id":[1],"meta":{"x":[1,2]},"tag":"t"}"#] {
+        assert!(
+            engine::check(&g, ok.as_bytes()).is_accepted(),
+            "{ok}\n{}",
+            c.gbnf
+        );
+    }
+    for bad in [r#"{}"#, r#"{"id":1,"other":2}"#] {
+        assert!(
+            !engine::check(&g, bad.as_bytes()).is_accepted(),
+            "{bad}\n{}",
+            c.gbnf
+        );
+    }
+    // standard semantics: open
+    assert!(accepts(
+        &schema,
+        &ConvertOptions::default(),
+        r#"{"id":1,"other":2}"#
+    ));
+}

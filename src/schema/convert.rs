@@ -1361,9 +1361,14 @@ impl Converter {
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err(Self::invalid("required", cx, "must be an array")),
         };
+        // close_objects closes objects that declare their properties; a schema without
+        // `properties` is a free-form object
+        let closed_by_default = self.opts.close_objects
+            && !map.contains_key("additionalProperties")
+            && map.contains_key("properties");
         let additional = match map.get("additionalProperties") {
             Some(v) => v.clone(),
-            None => Value::Bool(!self.opts.close_objects),
+            None => Value::Bool(!closed_by_default),
         };
         let count = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
         let min_p = count("minProperties")?.unwrap_or(0);
@@ -1403,7 +1408,13 @@ impl Converter {
             let add_value = self.child(&additional, &add_cx)?;
             for r in &required {
                 if !props.iter().any(|(k, _)| k == r) {
-                    let kv = add_value.as_ref().map(|v| {
+                    // a closed-by-default object still admits the names it requires
+                    let value = if closed_by_default {
+                        Some(self.rules.primitive("value").to_string())
+                    } else {
+                        add_value.clone()
+                    };
+                    let kv = value.as_ref().map(|v| {
                         let pcx = Ctx {
                             hint: format!(
                                 "{}-{}",
