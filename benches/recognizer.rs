@@ -26,7 +26,7 @@ fn json_document(target_len: usize) -> String {
             x % 1000,
             x % 100,
             x % 977,
-            if x % 2 == 0 { "true" } else { "false" },
+            if x.is_multiple_of(2) { "true" } else { "false" },
             x % 13,
             x % 90,
             x % 180
@@ -70,7 +70,10 @@ fn compile_times(c: &mut Criterion) {
         .collect();
     names.sort();
     for path in names {
-        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let text = std::fs::read_to_string(&path).expect("read grammar");
         group.bench_with_input(BenchmarkId::from_parameter(&name), &text, |b, text| {
             b.iter(|| {

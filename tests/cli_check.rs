@@ -13,14 +13,29 @@ struct Case {
     offset: Option<u64>,
 }
 
-const fn case(grammar: &'static str, input: &'static [u8], verdict: &'static str, offset: Option<u64>) -> Case {
-    Case { grammar, input, verdict, offset }
+const fn case(
+    grammar: &'static str,
+    input: &'static [u8],
+    verdict: &'static str,
+    offset: Option<u64>,
+) -> Case {
+    Case {
+        grammar,
+        input,
+        verdict,
+        offset,
+    }
 }
 
 const CASES: &[Case] = &[
     // json.gbnf: compact JSON objects (the grammar allows no whitespace).
     case("json", br#"{"a":[1,2.5e3,"x"],"b":null}"#, "accepted", None),
-    case("json", "{\"é\":[true,false,{}],\"\\u00e9\\n\":-0.5E+2}".as_bytes(), "accepted", None),
+    case(
+        "json",
+        "{\"é\":[true,false,{}],\"\\u00e9\\n\":-0.5E+2}".as_bytes(),
+        "accepted",
+        None,
+    ),
     case("json", br#"{"a":[1,2"#, "incomplete", None),
     case("json", br#"{"a":"x"#, "incomplete", None),
     case("json", b"{\"a\":\"\xC3", "incomplete", None), // cut inside a 2-byte character
@@ -31,7 +46,7 @@ const CASES: &[Case] = &[
     case("json", br#"{"a":"\q"}"#, "rejected", Some(7)),
     case("json", br#"{}x"#, "rejected", Some(2)),
     case("json", b"{\"a\":\"\xFF\"}", "rejected", Some(6)), // invalid UTF-8
-    case("json", br#"{"a": 1}"#, "rejected", Some(5)), // no whitespace in this grammar
+    case("json", br#"{"a": 1}"#, "rejected", Some(5)),      // no whitespace in this grammar
     // json_arr.gbnf
     case("json_arr", b"[\n1,\n2]", "accepted", None),
     case("json_arr", b"[\n{\"a\": [1, \"b\"]}\n]", "accepted", None),
@@ -80,7 +95,10 @@ fn run_check(grammar: &str, input: &[u8], extra: &[&str]) -> (i32, String) {
         .expect("run toolrail");
     child.stdin.take().unwrap().write_all(input).unwrap();
     let out = child.wait_with_output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
 }
 
 #[test]
@@ -88,7 +106,8 @@ fn check_json_verdicts_and_offsets() {
     let mut wrong = Vec::new();
     for c in CASES {
         let (code, stdout) = run_check(c.grammar, c.input, &["--json"]);
-        let v: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{stdout}: {e}"));
+        let v: serde_json::Value =
+            serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{stdout}: {e}"));
         let want_code = match c.verdict {
             "accepted" => 0,
             "rejected" => 1,
@@ -134,11 +153,17 @@ fn grammar_errors_exit_2_with_position_and_hint() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(":1:12: error[GB001]"), "{err}");
-    assert!(err.contains("llama.cpp rejects '_' in rule names; use '-'"), "{err}");
+    assert!(
+        err.contains("llama.cpp rejects '_' in rule names; use '-'"),
+        "{err}"
+    );
 }
 
 #[test]
 fn usage_errors_exit_2() {
-    let out = Command::new(env!("CARGO_BIN_EXE_toolrail")).args(["check"]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolrail"))
+        .args(["check"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

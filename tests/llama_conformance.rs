@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolrail::engine::{Engine, check};
 use toolrail::engine::utf8::PartialUtf8;
+use toolrail::engine::{Engine, check};
 use toolrail::gbnf::{self, Element, ElementKind, Grammar};
 
 const CORPUS: &str = "../shared/corpus/llama-cpp-tests";
@@ -25,7 +25,11 @@ fn element(v: &Value) -> Element {
 }
 
 fn rules_of(v: &Value) -> Vec<Vec<Element>> {
-    v.as_array().unwrap().iter().map(|r| r.as_array().unwrap().iter().map(element).collect()).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_array().unwrap().iter().map(element).collect())
+        .collect()
 }
 
 fn report(disagreements: &[String], total: usize, what: &str) {
@@ -33,7 +37,11 @@ fn report(disagreements: &[String], total: usize, what: &str) {
     for d in disagreements {
         println!("  DISAGREES: {d}");
     }
-    assert!(disagreements.is_empty(), "{} disagreement(s) with llama.cpp in {what}", disagreements.len());
+    assert!(
+        disagreements.is_empty(),
+        "{} disagreement(s) with llama.cpp in {what}",
+        disagreements.len()
+    );
 }
 
 #[test]
@@ -46,11 +54,17 @@ fn parser_vectors_agree() {
         let expect_success = case["expect_success"].as_bool().unwrap();
         match (gbnf::parse(text), expect_success) {
             (Ok(_), false) => bad.push(format!("case {i}: parsed, llama.cpp fails: {text:?}")),
-            (Err(e), true) => bad.push(format!("case {i}: failed ({e}), llama.cpp parses: {text:?}")),
+            (Err(e), true) => bad.push(format!(
+                "case {i}: failed ({e}), llama.cpp parses: {text:?}"
+            )),
             (Err(_), false) => {}
             (Ok(parsed), true) => {
-                let ours: BTreeMap<String, u64> =
-                    parsed.symbols.iter().enumerate().map(|(id, s)| (s.name.clone(), id as u64)).collect();
+                let ours: BTreeMap<String, u64> = parsed
+                    .symbols
+                    .iter()
+                    .enumerate()
+                    .map(|(id, s)| (s.name.clone(), id as u64))
+                    .collect();
                 let theirs: BTreeMap<String, u64> = case["expected_symbol_ids"]
                     .as_object()
                     .unwrap()
@@ -62,7 +76,10 @@ fn parser_vectors_agree() {
                 }
                 let expected = rules_of(&case["expected_rules"]);
                 if parsed.rules != expected {
-                    bad.push(format!("case {i}: rules differ:\n ours   {:?}\n theirs {:?}", parsed.rules, expected));
+                    bad.push(format!(
+                        "case {i}: rules differ:\n ours   {:?}\n theirs {:?}",
+                        parsed.rules, expected
+                    ));
                 }
             }
         }
@@ -137,7 +154,10 @@ fn integration_vectors_agree() {
             total += 1;
             let v = check(&grammar, s.as_bytes());
             if !v.is_accepted() {
-                bad.push(format!("{desc}: should accept {s:?}, got {:?} at {:?}", v.kind, v.offset));
+                bad.push(format!(
+                    "{desc}: should accept {s:?}, got {:?} at {:?}",
+                    v.kind, v.offset
+                ));
             }
         }
         for s in case["failing"].as_array().unwrap() {
@@ -159,7 +179,11 @@ fn integration_vectors_agree() {
             }
         }
     }
-    report(&bad, total, "grammar-integration.json (grammar and build-failure cases)");
+    report(
+        &bad,
+        total,
+        "grammar-integration.json (grammar and build-failure cases)",
+    );
 }
 
 #[test]
@@ -171,13 +195,20 @@ fn golden_stacks_and_rejects_agree() {
         names[id.as_u64().unwrap() as usize] = name.clone();
     }
     let root = data["root_rule_id"].as_u64().unwrap() as u32;
-    let grammar = Arc::new(Grammar::from_rules(rules, names, root).expect("hand-built grammar builds"));
+    let grammar =
+        Arc::new(Grammar::from_rules(rules, names, root).expect("hand-built grammar builds"));
     let mut engine = Engine::new(Arc::clone(&grammar));
     let initial = engine.initial();
     let stacks: Vec<Vec<Element>> = engine
         .stacks(initial)
         .iter()
-        .map(|&s| engine.stack_positions(s).into_iter().map(|p| grammar.element(p)).collect())
+        .map(|&s| {
+            engine
+                .stack_positions(s)
+                .into_iter()
+                .map(|p| grammar.element(p))
+                .collect()
+        })
         .collect();
     let expected: Vec<Vec<Element>> = data["expected_stacks"]
         .as_array()
@@ -187,16 +218,28 @@ fn golden_stacks_and_rejects_agree() {
         .collect();
     let mut bad = Vec::new();
     if stacks != expected {
-        bad.push(format!("initial stacks:\n ours   {stacks:?}\n theirs {expected:?}"));
+        bad.push(format!(
+            "initial stacks:\n ours   {stacks:?}\n theirs {expected:?}"
+        ));
     }
     let candidates: Vec<(u64, u32)> = data["candidates"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| (c["index"].as_u64().unwrap(), c["code_point"].as_u64().unwrap() as u32))
+        .map(|c| {
+            (
+                c["index"].as_u64().unwrap(),
+                c["code_point"].as_u64().unwrap() as u32,
+            )
+        })
         .collect();
     let stack_ids: Vec<u32> = engine.stacks(initial).to_vec();
-    for (k, want) in data["expected_rejects_effective"].as_array().unwrap().iter().enumerate() {
+    for (k, want) in data["expected_rejects_effective"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
         let want: Vec<(u64, u32)> = want
             .as_array()
             .unwrap()
@@ -213,7 +256,9 @@ fn golden_stacks_and_rejects_agree() {
             .filter(|&(_, c)| engine.stack_rejects(stack, &[c], PartialUtf8::default(), 0))
             .collect();
         if ours != want {
-            bad.push(format!("rejects of stack {k}:\n ours   {ours:?}\n theirs {want:?}"));
+            bad.push(format!(
+                "rejects of stack {k}:\n ours   {ours:?}\n theirs {want:?}"
+            ));
         }
     }
     report(&bad, 1 + stack_ids.len(), "llama-grammar-stacks.json");

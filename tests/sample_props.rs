@@ -28,13 +28,21 @@ fn check_samples(grammar: &Arc<Grammar>, seed: u64) -> Result<(), TestCaseError>
     let sampler = Sampler::new(grammar);
     let mut rng = SplitMix64::new(seed);
     let mut engine = Engine::new(Arc::clone(grammar));
-    let s = sampler.sample(&mut rng, 80).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let s = sampler
+        .sample(&mut rng, 80)
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
     let bytes = s.as_bytes();
     let verdict = check_with(&mut engine, bytes);
     prop_assert_eq!(verdict.kind, VerdictKind::Accepted, "sample {:?}", s);
     for cut in 0..bytes.len() {
         let v = check_with(&mut engine, &bytes[..cut]);
-        prop_assert_ne!(v.kind, VerdictKind::Rejected, "prefix {:?} of {:?}", &bytes[..cut], s);
+        prop_assert_ne!(
+            v.kind,
+            VerdictKind::Rejected,
+            "prefix {:?} of {:?}",
+            &bytes[..cut],
+            s
+        );
     }
     Ok(())
 }

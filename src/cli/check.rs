@@ -52,7 +52,11 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         };
         println!("{}", serde_json::to_string(&out)?);
     } else {
-        let name = if args.input == "-" { "<stdin>" } else { args.input.as_str() };
+        let name = if args.input == "-" {
+            "<stdin>"
+        } else {
+            args.input.as_str()
+        };
         match verdict.kind {
             VerdictKind::Accepted => println!("{name}: accepted"),
             VerdictKind::Incomplete => {

@@ -29,11 +29,18 @@ pub fn run(args: &LintArgs) -> anyhow::Result<ExitCode> {
         for d in &findings {
             println!("{}\n", d.render(text.as_bytes(), &args.grammar));
         }
-        let errors = findings.iter().filter(|d| d.severity == Severity::Error).count();
+        let errors = findings
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count();
         println!("{} finding(s), {errors} error(s)", findings.len());
     }
     let has_error = findings.iter().any(|d| d.severity == Severity::Error);
-    Ok(if has_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if has_error {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Arguments of `toolrail compile`.

@@ -72,7 +72,10 @@ impl CharSet {
 
     /// Number of code points in the set.
     pub fn len(&self) -> u64 {
-        self.ranges.iter().map(|&(lo, hi)| u64::from(hi - lo) + 1).sum()
+        self.ranges
+            .iter()
+            .map(|&(lo, hi)| u64::from(hi - lo) + 1)
+            .sum()
     }
 
     fn normalize(&mut self) {
@@ -139,7 +142,10 @@ mod tests {
         assert!(s.contains('e' as u32) && !s.contains('g' as u32));
         assert_eq!(s.complement().complement(), s);
         assert_eq!(s.describe(), vec!["'0'", "[a-f]"]);
-        let not_quote = CharSet { ranges: vec![(34, 34)] }.complement();
+        let not_quote = CharSet {
+            ranges: vec![(34, 34)],
+        }
+        .complement();
         assert_eq!(not_quote.describe(), vec!["any character except '\"'"]);
     }
 }

@@ -92,7 +92,9 @@ mod tests {
     #[test]
     fn exponential_ambiguity_is_reported_not_followed() {
         // Every 'x' doubles the stacks (a 'y' or a 'z' must close each level).
-        let g = Arc::new(Grammar::parse("root ::= a\na ::= \"x\" a \"y\" | \"x\" a \"z\" | \"\"").unwrap());
+        let g = Arc::new(
+            Grammar::parse("root ::= a\na ::= \"x\" a \"y\" | \"x\" a \"z\" | \"\"").unwrap(),
+        );
         let v = check(&g, "x".repeat(40).as_bytes());
         assert_eq!(v.kind, VerdictKind::TooAmbiguous);
         assert!(v.offset.unwrap() >= 10);

@@ -8,8 +8,10 @@ pub mod sample;
 pub mod snapshot;
 pub mod stacks;
 pub mod utf8;
+pub mod vocab;
 
 pub use charset::CharSet;
 pub use check::{Verdict, VerdictKind, check, check_with};
 pub use recognizer::{Engine, Expected, State};
 pub use snapshot::{Frame, Snapshot, StackView};
+pub use vocab::TokenTable;

@@ -48,7 +48,11 @@ impl Expected {
     pub fn describe(&self) -> Vec<String> {
         let mut out = self.chars.describe();
         for &(negated, id) in &self.tokens {
-            out.push(if negated { format!("!<[{id}]>") } else { format!("<[{id}]>") });
+            out.push(if negated {
+                format!("!<[{id}]>")
+            } else {
+                format!("<[{id}]>")
+            });
         }
         if self.end {
             out.push("end of input".to_string());
@@ -182,7 +186,10 @@ impl Engine {
                 | ElementKind::TokenNot => self.expansion_pool.push(current),
                 // A stack never rests inside a class or on the end of an alternative: the
                 // parser and `Grammar::from_rules` guarantee it. Drop such a stack if it appears.
-                ElementKind::End | ElementKind::Alt | ElementKind::CharAlt | ElementKind::CharRngUpper => {}
+                ElementKind::End
+                | ElementKind::Alt
+                | ElementKind::CharAlt
+                | ElementKind::CharRngUpper => {}
             }
         }
         let range = (start, self.expansion_pool.len() as u32 - start);
@@ -190,7 +197,12 @@ impl Engine {
         range
     }
 
-    fn advance_into(&mut self, stack: StackId, out: &mut Vec<StackId>, present: &mut FxHashSet<StackId>) {
+    fn advance_into(
+        &mut self,
+        stack: StackId,
+        out: &mut Vec<StackId>,
+        present: &mut FxHashSet<StackId>,
+    ) {
         let (start, len) = self.expand(stack);
         for i in start..start + len {
             let s = self.expansion_pool[i as usize];
@@ -231,7 +243,10 @@ impl Engine {
     /// accepted by the class at `pos`.
     pub fn match_partial_char(&self, pos: u32, partial: PartialUtf8) -> bool {
         let elements = self.grammar.elements();
-        let positive = matches!(elements[pos as usize].kind, ElementKind::Char | ElementKind::CharAny);
+        let positive = matches!(
+            elements[pos as usize].kind,
+            ElementKind::Char | ElementKind::CharAny
+        );
         let n_remain = i32::from(partial.n_remain);
         if n_remain < 0 || (n_remain == 1 && partial.value < 2) {
             return false;
@@ -280,7 +295,9 @@ impl Engine {
         let mut out = Vec::with_capacity(stacks.len());
         let mut present = FxHashSet::default();
         for stack in stacks {
-            let Some(pos) = self.arena.top(stack) else { continue };
+            let Some(pos) = self.arena.top(stack) else {
+                continue;
+            };
             if self.grammar.element(pos).kind.is_token() {
                 continue;
             }
@@ -321,7 +338,10 @@ impl Engine {
     pub fn accept_byte(&mut self, state: State, byte: u8) -> Option<State> {
         match utf8::step(state.partial, byte) {
             Utf8Step::Char(c) => Some(self.accept_char(state, c)),
-            Utf8Step::Pending(partial) => Some(State { set: state.set, partial }),
+            Utf8Step::Pending(partial) => Some(State {
+                set: state.set,
+                partial,
+            }),
             Utf8Step::Invalid => None,
         }
     }
@@ -352,7 +372,8 @@ impl Engine {
     fn partial_viable(&self, state: State) -> bool {
         self.arena.set(state.set).iter().any(|&s| {
             self.arena.top(s).is_some_and(|pos| {
-                self.grammar.element(pos).kind.starts_char_class() && self.match_partial_char(pos, state.partial)
+                self.grammar.element(pos).kind.starts_char_class()
+                    && self.match_partial_char(pos, state.partial)
             })
         })
     }
@@ -366,7 +387,9 @@ impl Engine {
         let mut out = Vec::new();
         let mut present = FxHashSet::default();
         for stack in stacks {
-            let Some(pos) = self.arena.top(stack) else { continue };
+            let Some(pos) = self.arena.top(stack) else {
+                continue;
+            };
             let element = self.grammar.element(pos);
             if element.kind.is_token() {
                 let matches = (element.kind == ElementKind::Token) == (element.value == token);
@@ -384,7 +407,10 @@ impl Engine {
                 for &c in &chars {
                     current = self.step_set(current, c);
                     if current == EXPLODED_SET {
-                        return Some(State { set: EXPLODED_SET, partial });
+                        return Some(State {
+                            set: EXPLODED_SET,
+                            partial,
+                        });
                     }
                     if current == DEAD_SET {
                         break;
@@ -400,7 +426,11 @@ impl Engine {
         if out.is_empty() || partial.is_invalid() {
             return None;
         }
-        let set = if out.len() > MAX_STACKS { EXPLODED_SET } else { self.arena.intern_set(out) };
+        let set = if out.len() > MAX_STACKS {
+            EXPLODED_SET
+        } else {
+            self.arena.intern_set(out)
+        };
         Some(State { set, partial })
     }
 
@@ -408,7 +438,13 @@ impl Engine {
     /// rejects a token whose decoded code points are `chars` (ending in `partial`), with id
     /// `token`. This is the reference semantics of llama.cpp's mask, quirks included (a token
     /// element on top is compared by id even in the middle of a piece).
-    pub fn stack_rejects(&mut self, stack: StackId, chars: &[u32], partial: PartialUtf8, token: u32) -> bool {
+    pub fn stack_rejects(
+        &mut self,
+        stack: StackId,
+        chars: &[u32],
+        partial: PartialUtf8,
+        token: u32,
+    ) -> bool {
         let Some(pos) = self.arena.top(stack) else {
             return !chars.is_empty() || partial.n_remain != 0;
         };
@@ -491,5 +527,9 @@ pub fn class_chars(grammar: &Grammar, pos: u32) -> CharSet {
             break;
         }
     }
-    if first == ElementKind::CharNot { set.complement() } else { set }
+    if first == ElementKind::CharNot {
+        set.complement()
+    } else {
+        set
+    }
 }

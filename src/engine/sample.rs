@@ -37,7 +37,9 @@ impl SplitMix64 {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SampleError {
     /// Every string of the grammar needs a token element (`<[id]>`), which has no text.
-    #[error("the grammar has no string made only of characters (it needs token elements, or never ends)")]
+    #[error(
+        "the grammar has no string made only of characters (it needs token elements, or never ends)"
+    )]
     NoTextString,
 }
 
@@ -82,7 +84,9 @@ impl<'g> Sampler<'g> {
                 ElementKind::End | ElementKind::Alt => 0,
                 _ => {
                     let after = next_element(grammar, pos as u32);
-                    element_min(grammar, &rule_min, pos as u32).saturating_add(rest_min[after as usize]).min(INFINITE)
+                    element_min(grammar, &rule_min, pos as u32)
+                        .saturating_add(rest_min[after as usize])
+                        .min(INFINITE)
                 }
             };
         }
@@ -126,7 +130,9 @@ impl<'g> Sampler<'g> {
                     work.push(alt);
                     pending += self.rest_min[alt as usize];
                 }
-                ElementKind::Token | ElementKind::TokenNot => return Err(SampleError::NoTextString),
+                ElementKind::Token | ElementKind::TokenNot => {
+                    return Err(SampleError::NoTextString);
+                }
                 _ => {
                     let c = self.pick_char(rng, pos);
                     out.push(c);
@@ -161,7 +167,11 @@ impl<'g> Sampler<'g> {
         let set = class_chars(self.grammar, pos);
         // Prefer printable ASCII when the class has some, for readable output.
         let printable = intersect_printable(&set);
-        let from = if !printable.is_empty() && rng.below(8) != 0 { &printable } else { &set };
+        let from = if !printable.is_empty() && rng.below(8) != 0 {
+            &printable
+        } else {
+            &set
+        };
         for _ in 0..16 {
             let total = from.len();
             if total == 0 {
@@ -205,7 +215,10 @@ fn next_element(grammar: &Grammar, pos: u32) -> u32 {
         return pos + 1;
     }
     let mut p = pos as usize + 1;
-    while matches!(elements[p].kind, ElementKind::CharAlt | ElementKind::CharRngUpper) {
+    while matches!(
+        elements[p].kind,
+        ElementKind::CharAlt | ElementKind::CharRngUpper
+    ) {
         p += 1;
     }
     p as u32
@@ -218,7 +231,11 @@ fn element_min(grammar: &Grammar, rule_min: &[u64], pos: u32) -> u64 {
         ElementKind::Token | ElementKind::TokenNot => INFINITE,
         ElementKind::End | ElementKind::Alt => 0,
         _ => {
-            if class_chars(grammar, pos).ranges().iter().any(|&(lo, hi)| (lo..=hi).any(|c| char::from_u32(c).is_some())) {
+            if class_chars(grammar, pos)
+                .ranges()
+                .iter()
+                .any(|&(lo, hi)| (lo..=hi).any(|c| char::from_u32(c).is_some()))
+            {
                 1
             } else {
                 INFINITE
@@ -231,7 +248,9 @@ fn alt_min(grammar: &Grammar, rule_min: &[u64], start: u32) -> u64 {
     let mut total: u64 = 0;
     let mut pos = start;
     while !grammar.is_end_of_sequence(pos) {
-        total = total.saturating_add(element_min(grammar, rule_min, pos)).min(INFINITE);
+        total = total
+            .saturating_add(element_min(grammar, rule_min, pos))
+            .min(INFINITE);
         pos = next_element(grammar, pos);
     }
     total
@@ -245,7 +264,8 @@ mod tests {
 
     #[test]
     fn samples_are_accepted_and_bounded() {
-        let g = Arc::new(Grammar::parse("root ::= \"(\" root \")\" | [a-c]{1,3} | \"x\"*").unwrap());
+        let g =
+            Arc::new(Grammar::parse("root ::= \"(\" root \")\" | [a-c]{1,3} | \"x\"*").unwrap());
         let sampler = Sampler::new(&g);
         let mut rng = SplitMix64::new(7);
         for _ in 0..200 {
@@ -258,6 +278,9 @@ mod tests {
     #[test]
     fn token_only_grammars_have_no_text_strings() {
         let g = Grammar::parse("root ::= <[5]>").unwrap();
-        assert_eq!(Sampler::new(&g).sample(&mut SplitMix64::new(1), 10), Err(SampleError::NoTextString));
+        assert_eq!(
+            Sampler::new(&g).sample(&mut SplitMix64::new(1), 10),
+            Err(SampleError::NoTextString)
+        );
     }
 }

@@ -70,3 +70,34 @@ impl Engine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::engine::Engine;
+    use crate::gbnf::Grammar;
+
+    #[test]
+    fn frames_name_rules_and_point_into_the_source() {
+        let src = "root ::= \"{\" pair \"}\"\npair ::= [a-z]+ \":\" [0-9]";
+        let g = Arc::new(Grammar::parse(src).unwrap());
+        let mut engine = Engine::new(Arc::clone(&g));
+        let state = engine.feed(engine.initial(), b"{ab").unwrap();
+        let snap = engine.snapshot(state);
+        // After "{ab": ':' in pair, or more letters (pair_2 is the rule llama.cpp makes for `+`).
+        let tops: Vec<String> = snap
+            .stacks
+            .iter()
+            .map(|s| {
+                let top = s.frames.last().unwrap();
+                format!("{}:{}", top.rule_name, &src[top.span.range()])
+            })
+            .collect();
+        assert_eq!(tops, vec!["pair::", "pair_2:[a-z]"]);
+        let bottom = &snap.stacks[0].frames[0];
+        assert_eq!((bottom.rule_name.as_str(), &src[bottom.span.range()]), ("root", "}"));
+        assert_eq!((bottom.alternative, bottom.index), (0, 2));
+        assert!(!snap.partial_utf8);
+    }
+}

@@ -45,7 +45,10 @@ impl Default for StackArena {
     fn default() -> Self {
         let mut arena = StackArena {
             // Node 0 stands for the empty stack; its fields are never read.
-            nodes: vec![Node { top: u32::MAX, rest: EMPTY_STACK }],
+            nodes: vec![Node {
+                top: u32::MAX,
+                rest: EMPTY_STACK,
+            }],
             node_index: FxHashMap::default(),
             sets: Vec::new(),
             set_index: FxHashMap::default(),

@@ -85,7 +85,13 @@ pub fn decode(bytes: &[u8], partial: PartialUtf8) -> (Vec<u32>, PartialUtf8) {
             }
             Utf8Step::Pending(p) => state = p,
             Utf8Step::Invalid => {
-                return (Vec::new(), PartialUtf8 { value: 0, n_remain: -1 });
+                return (
+                    Vec::new(),
+                    PartialUtf8 {
+                        value: 0,
+                        n_remain: -1,
+                    },
+                );
             }
         }
     }

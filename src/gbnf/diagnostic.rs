@@ -85,7 +85,14 @@ impl Diagnostic {
             self.severity,
             self.code,
             self.message,
-            "^".repeat(width.min(line.chars().count().saturating_sub(self.position.column as usize - 1).max(1)))
+            "^".repeat(
+                width.min(
+                    line.chars()
+                        .count()
+                        .saturating_sub(self.position.column as usize - 1)
+                        .max(1)
+                )
+            )
         );
         if let Some(hint) = &self.hint {
             out.push_str(&format!("\n  = hint: {hint}"));

@@ -71,7 +71,11 @@ impl Grammar {
 
     /// Builds a grammar from rules written directly in llama.cpp's encoding (as llama.cpp's own
     /// tests do), with a name per rule. No source text: spans are empty.
-    pub fn from_rules(rules: Vec<Vec<Element>>, names: Vec<String>, root: u32) -> Result<Grammar, GrammarError> {
+    pub fn from_rules(
+        rules: Vec<Vec<Element>>,
+        names: Vec<String>,
+        root: u32,
+    ) -> Result<Grammar, GrammarError> {
         let symbols = names
             .into_iter()
             .map(|name| Symbol {
@@ -82,10 +86,18 @@ impl Grammar {
             })
             .collect::<Vec<_>>();
         let bad = |message: String| {
-            GrammarError::single(Diagnostic::new("GB009", Severity::Error, b"", Span::default(), message))
+            GrammarError::single(Diagnostic::new(
+                "GB009",
+                Severity::Error,
+                b"",
+                Span::default(),
+                message,
+            ))
         };
         if symbols.len() != rules.len() || root as usize >= rules.len() {
-            return Err(bad("rules and names disagree, or the root is out of range".into()));
+            return Err(bad(
+                "rules and names disagree, or the root is out of range".into()
+            ));
         }
         for (i, rule) in rules.iter().enumerate() {
             if rule.last().map(|e| e.kind) != Some(ElementKind::End) {
@@ -95,10 +107,16 @@ impl Grammar {
                 .iter()
                 .find(|e| e.kind == ElementKind::RuleRef && e.value as usize >= rules.len())
             {
-                return Err(bad(format!("rule {i} references undefined rule {}", e.value)));
+                return Err(bad(format!(
+                    "rule {i} references undefined rule {}",
+                    e.value
+                )));
             }
         }
-        let spans = rules.iter().map(|r| vec![Span::default(); r.len()]).collect();
+        let spans = rules
+            .iter()
+            .map(|r| vec![Span::default(); r.len()])
+            .collect();
         let parsed = ParsedGrammar {
             source: String::new(),
             symbols,
@@ -242,9 +260,12 @@ impl Grammar {
             if visited[i] {
                 continue;
             }
-            if let Some(culprit) =
-                self.llama_detect_left_recursion(i, &mut visited, &mut in_progress, &mut may_be_empty)
-            {
+            if let Some(culprit) = self.llama_detect_left_recursion(
+                i,
+                &mut visited,
+                &mut in_progress,
+                &mut may_be_empty,
+            ) {
                 return Err(self.left_recursion_error(culprit, false));
             }
         }
@@ -269,7 +290,9 @@ impl Grammar {
         let (code, message, hint) = if hidden {
             (
                 "GB104",
-                format!("rule '{name}' is left-recursive through rules that can match the empty string; llama.cpp does not detect this and loops for ever expanding it"),
+                format!(
+                    "rule '{name}' is left-recursive through rules that can match the empty string; llama.cpp does not detect this and loops for ever expanding it"
+                ),
                 "make the recursive reference follow something that always consumes text",
             )
         } else {
@@ -280,7 +303,14 @@ impl Grammar {
             )
         };
         GrammarError::single(
-            Diagnostic::new(code, Severity::Error, self.parsed.source.as_bytes(), span, message).with_hint(hint),
+            Diagnostic::new(
+                code,
+                Severity::Error,
+                self.parsed.source.as_bytes(),
+                span,
+                message,
+            )
+            .with_hint(hint),
         )
     }
 
@@ -314,7 +344,11 @@ impl Grammar {
                     at_rule_start = false;
                 }
             }
-            Frame { rule, next: 0, recurse: true }
+            Frame {
+                rule,
+                next: 0,
+                recurse: true,
+            }
         };
         let mut stack = vec![enter(start, in_progress, may_be_empty)];
         while let Some(frame) = stack.last_mut() {
@@ -437,7 +471,8 @@ mod tests {
     #[test]
     fn growing_left_recursion_behind_nullable_rules_is_refused() {
         // llama.cpp's check misses this (e is not *syntactically* empty) and then expands for ever.
-        let e = Grammar::parse("root ::= a \"x\"\na ::= e a \"y\" | \"z\"\ne ::= f\nf ::= ").unwrap_err();
+        let e = Grammar::parse("root ::= a \"x\"\na ::= e a \"y\" | \"z\"\ne ::= f\nf ::= ")
+            .unwrap_err();
         assert_eq!(e.code(), "GB104");
     }
 
@@ -449,7 +484,12 @@ mod tests {
 
     #[test]
     fn llama_left_recursion_is_refused() {
-        assert_eq!(Grammar::parse("root ::= \"a\" | root \"a\"").unwrap_err().code(), "GB103");
+        assert_eq!(
+            Grammar::parse("root ::= \"a\" | root \"a\"")
+                .unwrap_err()
+                .code(),
+            "GB103"
+        );
     }
 
     #[test]

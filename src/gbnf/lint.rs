@@ -55,7 +55,10 @@ fn definition_span(parsed: &ParsedGrammar, symbol: u32) -> Span {
 fn duplicate_definitions(parsed: &ParsedGrammar) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for (i, d) in parsed.definitions.iter().enumerate() {
-        if parsed.definitions[i + 1..].iter().any(|later| later.symbol == d.symbol) {
+        if parsed.definitions[i + 1..]
+            .iter()
+            .any(|later| later.symbol == d.symbol)
+        {
             let name = &parsed.symbols[d.symbol as usize].name;
             out.push(
                 Diagnostic::new(
@@ -103,7 +106,10 @@ fn unused_rules(parsed: &ParsedGrammar, root: Option<u32>) -> Vec<Diagnostic> {
                 Severity::Warning,
                 src(parsed),
                 definition_span(parsed, i as u32),
-                format!("rule '{}' is never used from '{}'", s.name, parsed.symbols[root as usize].name),
+                format!(
+                    "rule '{}' is never used from '{}'",
+                    s.name, parsed.symbols[root as usize].name
+                ),
             )
             .with_hint("remove it, or reference it")
         })
@@ -319,7 +325,10 @@ mod tests {
     fn finds_dead_ends_and_unfinishable_rules() {
         let findings = lint_default("root ::= \"a\" x\nx ::= \"b\" x");
         let c: Vec<_> = findings.iter().map(|d| d.code).collect();
-        assert!(c.contains(&"GB107") && c.contains(&"GB110") && c.contains(&"GB108"), "{c:?}");
+        assert!(
+            c.contains(&"GB107") && c.contains(&"GB110") && c.contains(&"GB108"),
+            "{c:?}"
+        );
         let dead = findings.iter().find(|d| d.code == "GB110").unwrap();
         assert_eq!((dead.position.line, dead.position.column), (1, 14));
     }

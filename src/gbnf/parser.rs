@@ -228,7 +228,13 @@ impl<'s> Parser<'s> {
         self.src.get(i).copied().unwrap_or(0)
     }
 
-    fn error(&self, code: &'static str, at: usize, len: usize, message: impl Into<String>) -> Diagnostic {
+    fn error(
+        &self,
+        code: &'static str,
+        at: usize,
+        len: usize,
+        message: impl Into<String>,
+    ) -> Diagnostic {
         let end = (at + len.max(1)).min(self.src.len().max(at));
         Diagnostic::new(code, Severity::Error, self.src, Span::new(at, end), message)
     }
@@ -397,7 +403,10 @@ impl<'s> Parser<'s> {
                 "GB001",
                 pos,
                 1,
-                format!("expected '::=' after the rule name '{name}', found {}", self.found(pos)),
+                format!(
+                    "expected '::=' after the rule name '{name}', found {}",
+                    self.found(pos)
+                ),
             );
             if self.at(pos) == b'_' {
                 d = d.with_hint(UNDERSCORE_HINT);
@@ -420,7 +429,10 @@ impl<'s> Parser<'s> {
                     "GB001",
                     pos,
                     1,
-                    format!("expected the end of the line after rule '{name}', found {}", self.found(pos)),
+                    format!(
+                        "expected the end of the line after rule '{name}', found {}",
+                        self.found(pos)
+                    ),
                 );
                 d = match c {
                     b'_' => d.with_hint(UNDERSCORE_HINT),
@@ -468,10 +480,17 @@ impl<'s> Parser<'s> {
         n_prev_rules: &mut u64,
     ) -> PResult<()> {
         if last_sym_start == rule.len() {
-            let text = String::from_utf8_lossy(&self.src[op.range()]).trim().to_string();
+            let text = String::from_utf8_lossy(&self.src[op.range()])
+                .trim()
+                .to_string();
             return self.fail(
-                self.error("GB004", op.start as usize, op.range().len(), format!("'{text}' has nothing to repeat"))
-                    .with_hint("put the repetition after a literal, a class, a rule name or a group"),
+                self.error(
+                    "GB004",
+                    op.start as usize,
+                    op.range().len(),
+                    format!("'{text}' has nothing to repeat"),
+                )
+                .with_hint("put the repetition after a literal, a class, a rule name or a group"),
             );
         }
         let item_span = Span::new(item_start, op.end as usize);
@@ -522,10 +541,15 @@ impl<'s> Parser<'s> {
         };
         let mut last_rec_rule_id = 0;
         for i in 0..n_opt {
-            let rec_id = self.generate_symbol_id(rule_name, SymbolKind::Repetition, parent, item_span);
+            let rec_id =
+                self.generate_symbol_id(rule_name, SymbolKind::Repetition, parent, item_span);
             let mut rec = prev.clone();
             if i > 0 || max.is_none() {
-                let target = if max.is_none() { rec_id } else { last_rec_rule_id };
+                let target = if max.is_none() {
+                    rec_id
+                } else {
+                    last_rec_rule_id
+                };
                 rec.push(ElementKind::RuleRef, target, item_span);
             }
             rec.push(ElementKind::Alt, 0, item_span);
@@ -574,8 +598,13 @@ impl<'s> Parser<'s> {
                     while self.at(pos) != b'"' {
                         if self.at(pos) == 0 {
                             return self.fail(
-                                self.error("GB002", start, 1, "this string literal is never closed")
-                                    .with_hint("add the closing '\"'"),
+                                self.error(
+                                    "GB002",
+                                    start,
+                                    1,
+                                    "this string literal is never closed",
+                                )
+                                .with_hint("add the closing '\"'"),
                             );
                         }
                         let (ch, next) = self.parse_char(pos)?;
@@ -599,8 +628,13 @@ impl<'s> Parser<'s> {
                     while self.at(pos) != b']' {
                         if self.at(pos) == 0 {
                             return self.fail(
-                                self.error("GB002", start, 1, "this character class is never closed")
-                                    .with_hint("add the closing ']'"),
+                                self.error(
+                                    "GB002",
+                                    start,
+                                    1,
+                                    "this character class is never closed",
+                                )
+                                .with_hint("add the closing ']'"),
                             );
                         }
                         let (ch, next) = self.parse_char(pos)?;
@@ -613,7 +647,12 @@ impl<'s> Parser<'s> {
                         pos = next;
                         if self.at(pos) == b'-' && self.at(pos + 1) != b']' {
                             if self.at(pos + 1) == 0 {
-                                return self.fail(self.error("GB002", pos, 1, "the grammar ends inside a character range"));
+                                return self.fail(self.error(
+                                    "GB002",
+                                    pos,
+                                    1,
+                                    "the grammar ends inside a character range",
+                                ));
                             }
                             let (upper, next) = self.parse_char(pos + 1)?;
                             rule.push(ElementKind::CharRngUpper, upper, Span::new(pos + 1, next));
@@ -675,13 +714,23 @@ impl<'s> Parser<'s> {
                     let start = pos;
                     if self.depth >= MAX_NESTING {
                         return self.fail(
-                            self.error("GB010", pos, 1, format!("groups are nested more than {MAX_NESTING} deep"))
-                                .with_hint("flatten the grammar with named rules"),
+                            self.error(
+                                "GB010",
+                                pos,
+                                1,
+                                format!("groups are nested more than {MAX_NESTING} deep"),
+                            )
+                            .with_hint("flatten the grammar with named rules"),
                         );
                     }
                     pos = self.parse_space(pos + 1, true);
                     let n_before = self.symbols.len() as u64;
-                    let sub_id = self.generate_symbol_id(rule_name, SymbolKind::Group, parent, Span::new(start, start + 1));
+                    let sub_id = self.generate_symbol_id(
+                        rule_name,
+                        SymbolKind::Group,
+                        parent,
+                        Span::new(start, start + 1),
+                    );
                     self.depth += 1;
                     let parsed = self.parse_alternates(pos, rule_name, parent, sub_id, true);
                     self.depth -= 1;
@@ -696,9 +745,16 @@ impl<'s> Parser<'s> {
                                 "GB002",
                                 pos,
                                 1,
-                                format!("expected ')' to close the group opened at {opened}, found {}", self.found(pos)),
+                                format!(
+                                    "expected ')' to close the group opened at {opened}, found {}",
+                                    self.found(pos)
+                                ),
                             )
-                            .with_hint(if self.at(pos) == b'_' { UNDERSCORE_HINT } else { "add the closing ')'" }),
+                            .with_hint(if self.at(pos) == b'_' {
+                                UNDERSCORE_HINT
+                            } else {
+                                "add the closing ')'"
+                            }),
                         );
                     }
                     let span = Span::new(start, pos + 1);
@@ -724,7 +780,15 @@ impl<'s> Parser<'s> {
                         _ => (0, Some(1)),
                     };
                     self.handle_repetitions(
-                        rule_name, parent, rule, last_sym_start, item_start, op, min, max, &mut n_prev_rules,
+                        rule_name,
+                        parent,
+                        rule,
+                        last_sym_start,
+                        item_start,
+                        op,
+                        min,
+                        max,
+                        &mut n_prev_rules,
                     )?;
                     if let Some(item) = items.last_mut() {
                         item.repeats.push((min, max));
@@ -742,7 +806,9 @@ impl<'s> Parser<'s> {
                             format!("expected a number after '{{', found {}", self.found(pos)),
                         );
                         if self.at(pos) == b',' {
-                            d = d.with_hint("llama.cpp needs the minimum: write {0,n} instead of {,n}");
+                            d = d.with_hint(
+                                "llama.cpp needs the minimum: write {0,n} instead of {,n}",
+                            );
                         }
                         return self.fail(d);
                     }
@@ -765,7 +831,11 @@ impl<'s> Parser<'s> {
                                 "GB006",
                                 pos,
                                 1,
-                                format!("expected '}}' to close the repetition opened at {}, found {}", line_col(self.src, open), self.found(pos)),
+                                format!(
+                                    "expected '}}' to close the repetition opened at {}, found {}",
+                                    line_col(self.src, open),
+                                    self.found(pos)
+                                ),
                             ));
                         }
                         pos = self.parse_space(pos + 1, nested);
@@ -774,7 +844,11 @@ impl<'s> Parser<'s> {
                             "GB006",
                             pos,
                             1,
-                            format!("expected ',' or '}}' in the repetition opened at {}, found {}", line_col(self.src, open), self.found(pos)),
+                            format!(
+                                "expected ',' or '}}' in the repetition opened at {}, found {}",
+                                line_col(self.src, open),
+                                self.found(pos)
+                            ),
                         ));
                     }
                     let op = Span::new(open, pos);
@@ -805,7 +879,15 @@ impl<'s> Parser<'s> {
                         max = None;
                     }
                     self.handle_repetitions(
-                        rule_name, parent, rule, last_sym_start, item_start, op, min, max, &mut n_prev_rules,
+                        rule_name,
+                        parent,
+                        rule,
+                        last_sym_start,
+                        item_start,
+                        op,
+                        min,
+                        max,
+                        &mut n_prev_rules,
                     )?;
                     if let Some(item) = items.last_mut() {
                         item.repeats.push((min, max));
@@ -824,15 +906,25 @@ impl<'s> Parser<'s> {
     fn parse_count(&self, start: usize, end: usize) -> PResult<u64> {
         let text = std::str::from_utf8(&self.src[start..end]).unwrap_or("");
         text.parse::<u64>().or_else(|_| {
-            self.fail(self.error("GB005", start, end - start, format!("the count {text} is too large")))
+            self.fail(self.error(
+                "GB005",
+                start,
+                end - start,
+                format!("the count {text} is too large"),
+            ))
         })
     }
 
     fn parse_token(&self, pos: usize) -> PResult<(u32, usize)> {
         if self.at(pos) != b'<' {
             return self.fail(
-                self.error("GB007", pos, 1, format!("expected '<' after '!', found {}", self.found(pos)))
-                    .with_hint("'!' negates a token: write !<[id]> or !<text>"),
+                self.error(
+                    "GB007",
+                    pos,
+                    1,
+                    format!("expected '<' after '!', found {}", self.found(pos)),
+                )
+                .with_hint("'!' negates a token: write !<[id]> or !<text>"),
             );
         }
         let mut p = pos + 1;
@@ -840,34 +932,66 @@ impl<'s> Parser<'s> {
             p += 1;
             let int_end = self.parse_int_end(p);
             if int_end == p {
-                return self.fail(self.error("GB007", p, 1, format!("expected a token id after '<[', found {}", self.found(p))));
+                return self.fail(self.error(
+                    "GB007",
+                    p,
+                    1,
+                    format!("expected a token id after '<[', found {}", self.found(p)),
+                ));
             }
             let text = std::str::from_utf8(&self.src[p..int_end]).unwrap_or("");
             let id = match text.parse::<u64>().ok().and_then(|v| u32::try_from(v).ok()) {
                 Some(id) => id,
-                None => return self.fail(self.error("GB007", p, int_end - p, format!("token id {text} is too big"))),
+                None => {
+                    return self.fail(self.error(
+                        "GB007",
+                        p,
+                        int_end - p,
+                        format!("token id {text} is too big"),
+                    ));
+                }
             };
             p = int_end;
             if self.at(p) != b']' {
-                return self.fail(self.error("GB007", p, 1, format!("expected ']' after the token id, found {}", self.found(p))));
+                return self.fail(self.error(
+                    "GB007",
+                    p,
+                    1,
+                    format!("expected ']' after the token id, found {}", self.found(p)),
+                ));
             }
             p += 1;
             if self.at(p) != b'>' {
-                return self.fail(self.error("GB007", p, 1, format!("expected '>' after ']', found {}", self.found(p))));
+                return self.fail(self.error(
+                    "GB007",
+                    p,
+                    1,
+                    format!("expected '>' after ']', found {}", self.found(p)),
+                ));
             }
             return Ok((id, p + 1));
         }
         let Some(vocab) = self.vocab else {
             return self.fail(
-                self.error("GB008", pos, 1, "a token written as <text> needs a model vocabulary to resolve it")
-                    .with_hint("load a model, or write the token id as <[id]>"),
+                self.error(
+                    "GB008",
+                    pos,
+                    1,
+                    "a token written as <text> needs a model vocabulary to resolve it",
+                )
+                .with_hint("load a model, or write the token id as <[id]>"),
             );
         };
         while self.at(p) != 0 && self.at(p) != b'>' {
             p += 1;
         }
         if self.at(p) != b'>' {
-            return self.fail(self.error("GB007", pos, 1, "this token reference is never closed with '>'"));
+            return self.fail(self.error(
+                "GB007",
+                pos,
+                1,
+                "this token reference is never closed with '>'",
+            ));
         }
         p += 1;
         let text = &self.src[pos..p];
@@ -1006,7 +1130,10 @@ mod tests {
         let e = parse("root ::= numero other\nnumber ::= [0-9]").unwrap_err();
         assert_eq!(e.diagnostics.len(), 2);
         assert!(e.diagnostics[0].message.contains("'numero'"));
-        assert_eq!(e.diagnostics[0].hint.as_deref(), Some("did you mean 'number'?"));
+        assert_eq!(
+            e.diagnostics[0].hint.as_deref(),
+            Some("did you mean 'number'?")
+        );
         assert_eq!(e.diagnostics[1].position.column, 17);
     }
 
@@ -1033,9 +1160,17 @@ mod tests {
 
     #[test]
     fn deep_nesting_is_an_error_not_a_crash() {
-        let deep = format!("root ::= {}\"a\"{}", "(".repeat(100_000), ")".repeat(100_000));
+        let deep = format!(
+            "root ::= {}\"a\"{}",
+            "(".repeat(100_000),
+            ")".repeat(100_000)
+        );
         assert_eq!(err(&deep).code, "GB010");
-        let ok = format!("root ::= {}\"a\"{}", "(".repeat(MAX_NESTING), ")".repeat(MAX_NESTING));
+        let ok = format!(
+            "root ::= {}\"a\"{}",
+            "(".repeat(MAX_NESTING),
+            ")".repeat(MAX_NESTING)
+        );
         assert!(parse(&ok).is_ok());
     }
 
@@ -1043,5 +1178,37 @@ mod tests {
     fn nul_ends_the_grammar_with_a_warning() {
         let g = parse("root ::= \"a\"\0 garbage").unwrap();
         assert_eq!(g.notes[0].code, "GB012");
+    }
+}
+
+#[cfg(test)]
+mod token_tests {
+    use super::*;
+
+    /// A vocabulary of whole special tokens, as a GGUF's special-token table answers.
+    struct SpecialTokens(&'static [(&'static str, u32)]);
+
+    impl TokenVocabulary for SpecialTokens {
+        fn tokenize_special(&self, text: &[u8]) -> Vec<u32> {
+            match self.0.iter().find(|(t, _)| t.as_bytes() == text) {
+                Some(&(_, id)) => vec![id],
+                // Not a special token: one token per byte, like a byte-level fallback.
+                None => text.iter().map(|&b| u32::from(b)).collect(),
+            }
+        }
+    }
+
+    #[test]
+    fn text_tokens_resolve_through_the_vocabulary() {
+        let vocab = SpecialTokens(&[("<start_of_turn>", 105), ("<end_of_turn>", 106)]);
+        let g = parse_with_vocab("root ::= <start_of_turn> !<end_of_turn>* <end_of_turn>", Some(&vocab)).unwrap();
+        let kinds: Vec<(ElementKind, u32)> = g.rules[0].iter().map(|e| (e.kind, e.value)).collect();
+        assert_eq!(kinds[0], (ElementKind::Token, 105));
+        assert_eq!(kinds[2], (ElementKind::Token, 106));
+        assert_eq!(g.rules[1][0], Element::new(ElementKind::TokenNot, 106));
+        let e = parse_with_vocab("root ::= <not a token>", Some(&vocab)).unwrap_err();
+        assert_eq!(e.code(), "GB008");
+        assert!(e.to_string().contains("is 13 tokens"), "{e}");
+        assert_eq!(parse("root ::= <start_of_turn>").unwrap_err().code(), "GB008");
     }
 }

@@ -46,7 +46,11 @@ pub fn print_compiled(grammar: &Grammar) -> String {
             }
             let is_char = matches!(
                 e.kind,
-                ElementKind::Char | ElementKind::CharNot | ElementKind::CharAlt | ElementKind::CharRngUpper | ElementKind::CharAny
+                ElementKind::Char
+                    | ElementKind::CharNot
+                    | ElementKind::CharAlt
+                    | ElementKind::CharRngUpper
+                    | ElementKind::CharAny
             );
             if is_char
                 && !matches!(

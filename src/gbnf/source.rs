@@ -84,7 +84,9 @@ impl LineIndex {
 
     /// The bytes of 1-based line `line`, without its line terminator.
     pub fn line_text<'t>(&self, text: &'t [u8], line: u32) -> &'t [u8] {
-        let i = (line as usize).saturating_sub(1).min(self.line_starts.len() - 1);
+        let i = (line as usize)
+            .saturating_sub(1)
+            .min(self.line_starts.len() - 1);
         let start = self.line_starts[i];
         let end = self
             .line_starts
@@ -112,7 +114,10 @@ mod tests {
         assert_eq!(idx.line_col(text, 3), LineCol { line: 2, column: 1 });
         // 'ç' is two bytes: 'd' is column 2.
         assert_eq!(idx.line_col(text, 5), LineCol { line: 2, column: 2 });
-        assert_eq!(idx.line_col(text, text.len()), LineCol { line: 3, column: 2 });
+        assert_eq!(
+            idx.line_col(text, text.len()),
+            LineCol { line: 3, column: 2 }
+        );
         assert_eq!(idx.line_text(text, 2), "çd".as_bytes());
         assert_eq!(idx.line_text(text, 3), b"x");
     }

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh Debian machine: installs what it lacks, then runs format,
+# lint and every test (unit, integration, property, CLI, benches in test mode).
+# Usage: scripts/test.sh     (run from anywhere; needs ../shared beside the checkout)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# System packages the build and tests need (Debian names).
+APT_PACKAGES=(build-essential pkg-config)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+if [ ! -d ../shared/corpus ]; then
+  echo "error: ../shared/corpus not found beside the checkout (the conformance corpus)" >&2
+  exit 2
+fi
+
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+cargo fmt --all --check
+cargo clippy --locked --all-targets -- -D warnings
+cargo test --locked --all-targets
+# The fuzz target must keep compiling (running it is scripts/fuzz.sh).
+cargo check --locked --manifest-path fuzz/Cargo.toml
