@@ -358,3 +358,23 @@ fn close_objects_closes_declared_objects_only() {
         r#"{"id":1,"other":2}"#
     ));
 }
+
+#[test]
+fn uri_reference_format() {
+    let schema = json!({"type": "string", "format": "uri-reference"});
+    let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+    let g = grammar(&c.gbnf);
+    for ok in [
+        "\"/abc\"",
+        "\"abc\"",
+        "\"//foo.bar/?baz=qux#quux\"",
+        "\"http://a.b/c\"",
+        "\"\"",
+        "\"#frag\"",
+    ] {
+        assert!(engine::check(&g, ok.as_bytes()).is_accepted(), "{ok}");
+    }
+    for bad in ["\"a b\"", "\"%zz\"", "\"http://[x]/\""] {
+        assert!(!engine::check(&g, bad.as_bytes()).is_accepted(), "{bad}");
+    }
+}
