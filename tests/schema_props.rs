@@ -55,7 +55,7 @@ fn leaf_schema() -> impl Strategy<Value = Value> {
         )
         .prop_map(|t| json!({ "type": t })),
         prop::sample::subsequence(
-            vec!["null", "boolean", "number", "string", "array", "object"],
+            vec!["null", "boolean", "integer", "number", "string", "array", "object"],
             1..3
         )
         .prop_map(|t| json!({ "not": { "type": t } })),

@@ -48,6 +48,9 @@ const ANNOTATIONS: &[&str] = &[
     "$dynamicAnchor",
 ];
 
+/// Internal keyword (made by negating `type: integer`): numbers must have a non-zero fraction.
+const FRACTIONAL: &str = "x-toolrail-fractional";
+
 /// JSON Schema keywords this converter does not express (checked per type where they apply).
 const ALWAYS_UNSUPPORTED: &[&str] = &[
     "not",
@@ -791,6 +794,19 @@ impl Converter {
         let bounded = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]
             .iter()
             .any(|k| map.contains_key(*k));
+        if map.get(FRACTIONAL) == Some(&Value::Bool(true)) {
+            if integer {
+                return Ok(None);
+            }
+            if bounded || map.contains_key("multipleOf") {
+                self.unsupported("not", cx, "not integer combined with numeric bounds")?;
+            } else {
+                self.rules.primitive("integral-part");
+                return Ok(Some(
+                    "\"-\"? integral-part \".\" [0-9]* [1-9] [0-9]*".to_string(),
+                ));
+            }
+        }
         if let Some(m) = map.get("multipleOf") {
             let d = m
                 .as_number()
@@ -1694,9 +1710,8 @@ fn negate(n: &Value) -> Option<Value> {
                         Value::Array(a) => a.iter().filter_map(|x| x.as_str()).collect(),
                         _ => return None,
                     };
-                    if names.contains(&"integer") && !names.contains(&"number") {
-                        return None;
-                    }
+                    // not integer: every other type, and numbers with a fraction
+                    let fractional = names.contains(&"integer") && !names.contains(&"number");
                     let rest: Vec<Value> = ALL_TYPES
                         .iter()
                         .filter(|t| {
@@ -1706,6 +1721,12 @@ fn negate(n: &Value) -> Option<Value> {
                         .collect();
                     if rest.is_empty() {
                         return Some(Value::Bool(false));
+                    }
+                    if fractional {
+                        let mut m = Map::new();
+                        m.insert("type".into(), Value::Array(rest));
+                        m.insert(FRACTIONAL.into(), Value::Bool(true));
+                        return Some(Value::Object(m));
                     }
                     Some(serde_json::json!({ "type": rest }))
                 }
