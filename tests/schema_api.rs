@@ -21,8 +21,8 @@ fn accepts(schema: &Value, opts: &ConvertOptions, text: &str) -> bool {
 fn show_tool_grammar() {
     let schema = json!({"type": "object", "properties": {
         "city": {"type": "string"},
-        "unit": {"enum": ["celsius", "fahrenheit"]},
-        "days": {"type": "integer", "minimum": 1, "maximum": 14}
+        "days": {"type": "integer", "minimum": 1, "maximum": 14},
+        "unit": {"enum": ["celsius", "fahrenheit"]}
     }, "required": ["city"]});
     let opts = ConvertOptions {
         close_objects: true,
@@ -80,8 +80,8 @@ fn compact_allows_no_whitespace() {
 #[test]
 fn recursive_refs() {
     let schema = json!({"$defs": {"node": {"type": "object", "properties": {
-        "value": {"type": "integer"},
-        "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}
+        "children": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+        "value": {"type": "integer"}
     }, "required": ["value"], "additionalProperties": false}}, "$ref": "#/$defs/node"});
     let opts = ConvertOptions::default();
     println!("{}", schema_to_gbnf(&schema, &opts).unwrap().gbnf);
