@@ -96,7 +96,10 @@ mod tests {
             .collect();
         assert_eq!(tops, vec!["pair::", "pair_2:[a-z]"]);
         let bottom = &snap.stacks[0].frames[0];
-        assert_eq!((bottom.rule_name.as_str(), &src[bottom.span.range()]), ("root", "}"));
+        assert_eq!(
+            (bottom.rule_name.as_str(), &src[bottom.span.range()]),
+            ("root", "}")
+        );
         assert_eq!((bottom.alternative, bottom.index), (0, 2));
         assert!(!snap.partial_utf8);
     }

@@ -1201,7 +1201,11 @@ mod token_tests {
     #[test]
     fn text_tokens_resolve_through_the_vocabulary() {
         let vocab = SpecialTokens(&[("<start_of_turn>", 105), ("<end_of_turn>", 106)]);
-        let g = parse_with_vocab("root ::= <start_of_turn> !<end_of_turn>* <end_of_turn>", Some(&vocab)).unwrap();
+        let g = parse_with_vocab(
+            "root ::= <start_of_turn> !<end_of_turn>* <end_of_turn>",
+            Some(&vocab),
+        )
+        .unwrap();
         let kinds: Vec<(ElementKind, u32)> = g.rules[0].iter().map(|e| (e.kind, e.value)).collect();
         assert_eq!(kinds[0], (ElementKind::Token, 105));
         assert_eq!(kinds[2], (ElementKind::Token, 106));
@@ -1209,6 +1213,9 @@ mod token_tests {
         let e = parse_with_vocab("root ::= <not a token>", Some(&vocab)).unwrap_err();
         assert_eq!(e.code(), "GB008");
         assert!(e.to_string().contains("is 13 tokens"), "{e}");
-        assert_eq!(parse("root ::= <start_of_turn>").unwrap_err().code(), "GB008");
+        assert_eq!(
+            parse("root ::= <start_of_turn>").unwrap_err().code(),
+            "GB008"
+        );
     }
 }
