@@ -52,7 +52,7 @@ impl CharSet {
             }
             next = hi.saturating_add(1);
         }
-        if next <= MAX_VALUE && self.ranges.last().is_none_or(|&(_, hi)| hi < MAX_VALUE) {
+        if self.ranges.last().is_none_or(|&(_, hi)| hi < MAX_VALUE) {
             out.push((next, MAX_VALUE));
         }
         CharSet { ranges: out }
