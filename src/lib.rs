@@ -7,6 +7,8 @@
 
 pub mod cli;
 pub mod engine;
+pub mod fsutil;
 pub mod gbnf;
 pub mod schema;
 pub mod tools;
+pub mod transcript;
