@@ -587,6 +587,7 @@ impl<'s> Parser<'s> {
         };
         loop {
             let c = self.at(pos);
+            let mut repetition: Option<(Span, u64, Option<u64>)> = None;
             match c {
                 0 => break,
                 b'"' => {
@@ -779,21 +780,7 @@ impl<'s> Parser<'s> {
                         b'+' => (1, None),
                         _ => (0, Some(1)),
                     };
-                    self.handle_repetitions(
-                        rule_name,
-                        parent,
-                        rule,
-                        last_sym_start,
-                        item_start,
-                        op,
-                        min,
-                        max,
-                        &mut n_prev_rules,
-                    )?;
-                    if let Some(item) = items.last_mut() {
-                        item.repeats.push((min, max));
-                        item.span = item.span.join(op);
-                    }
+                    repetition = Some((op, min, max));
                 }
                 b'{' => {
                     let open = pos;
@@ -878,23 +865,26 @@ impl<'s> Parser<'s> {
                         );
                         max = None;
                     }
-                    self.handle_repetitions(
-                        rule_name,
-                        parent,
-                        rule,
-                        last_sym_start,
-                        item_start,
-                        op,
-                        min,
-                        max,
-                        &mut n_prev_rules,
-                    )?;
-                    if let Some(item) = items.last_mut() {
-                        item.repeats.push((min, max));
-                        item.span = item.span.join(op);
-                    }
+                    repetition = Some((op, min, max));
                 }
                 _ => break,
+            }
+            if let Some((op, min, max)) = repetition {
+                self.handle_repetitions(
+                    rule_name,
+                    parent,
+                    rule,
+                    last_sym_start,
+                    item_start,
+                    op,
+                    min,
+                    max,
+                    &mut n_prev_rules,
+                )?;
+                if let Some(item) = items.last_mut() {
+                    item.repeats.push((min, max));
+                    item.span = item.span.join(op);
+                }
             }
         }
         if !items.is_empty() {
