@@ -343,7 +343,7 @@ impl MaskEngine {
                         }
                     }
                     Utf8Step::Pending(p) => {
-                        if completion_possible(engine, set, p) {
+                        if engine.partial_viable(State { set, partial: p }) {
                             todo.push((child, set, p, chars_read));
                         }
                     }
@@ -413,27 +413,4 @@ fn token_tops(engine: &Engine, set: SetId) -> Vec<(bool, u32)> {
     tops.sort_unstable();
     tops.dedup();
     tops
-}
-
-/// True if some class on top of a stack accepts some code point that `partial` can complete
-/// to (a sound test, unlike `match_partial_char`, which is conservative for negated classes).
-fn completion_possible(engine: &Engine, set: SetId, partial: PartialUtf8) -> bool {
-    let n = u32::try_from(partial.n_remain).unwrap_or(0);
-    if n == 0 {
-        return false;
-    }
-    let low = partial.value << (n * 6);
-    let high = low | ((1u32 << (n * 6)) - 1);
-    engine.arena().set(set).iter().any(|&s| {
-        engine.arena().top(s).is_some_and(|pos| {
-            let kind = engine.grammar().element(pos).kind;
-            kind != ElementKind::Token
-                && kind != ElementKind::TokenNot
-                && engine
-                    .class_chars(pos)
-                    .ranges()
-                    .iter()
-                    .any(|&(lo, hi)| lo <= high && low <= hi)
-        })
-    })
 }
