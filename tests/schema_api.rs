@@ -21,8 +21,8 @@ fn accepts(schema: &Value, opts: &ConvertOptions, text: &str) -> bool {
 fn show_tool_grammar() {
     let schema = json!({"type": "object", "properties": {
         "city": {"type": "string"},
-        "unit": {"enum": ["celsius", "fahrenheit"]},
-        "days": {"type": "integer", "minimum": 1, "maximum": 14}
+        "days": {"type": "integer", "minimum": 1, "maximum": 14},
+        "unit": {"enum": ["celsius", "fahrenheit"]}
     }, "required": ["city"]});
     let opts = ConvertOptions {
         close_objects: true,
@@ -80,8 +80,8 @@ fn compact_allows_no_whitespace() {
 #[test]
 fn recursive_refs() {
     let schema = json!({"$defs": {"node": {"type": "object", "properties": {
-        "value": {"type": "integer"},
-        "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}
+        "children": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+        "value": {"type": "integer"}
     }, "required": ["value"], "additionalProperties": false}}, "$ref": "#/$defs/node"});
     let opts = ConvertOptions::default();
     println!("{}", schema_to_gbnf(&schema, &opts).unwrap().gbnf);
@@ -295,4 +295,86 @@ fn output_is_deterministic() {
             .contains('_')),
         "{a}"
     );
+}
+
+#[test]
+fn unique_items_over_small_enums() {
+    let schema = json!({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": true, "minItems": 1});
+    let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+    let g = grammar(&c.gbnf);
+    for ok in [r#"["a"]"#, r#"["c","a"]"#, r#"["b", "c", "a"]"#] {
+        assert!(
+            engine::check(&g, ok.as_bytes()).is_accepted(),
+            "{ok}\n{}",
+            c.gbnf
+        );
+    }
+    for bad in ["[]", r#"["a","a"]"#, r#"["a","b","c","a"]"#, r#"["d"]"#] {
+        assert!(
+            !engine::check(&g, bad.as_bytes()).is_accepted(),
+            "{bad}\n{}",
+            c.gbnf
+        );
+    }
+    let open = json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true});
+    assert_eq!(
+        schema_to_gbnf(&open, &ConvertOptions::default())
+            .unwrap_err()
+            .keyword,
+        "uniqueItems"
+    );
+}
+
+#[test]
+fn close_objects_closes_declared_objects_only() {
+    let opts = ConvertOptions {
+        close_objects: true,
+        ..Default::default()
+    };
+    let schema = json!({"type": "object", "properties": {
+        "meta": {"type": "object"},
+        "tag": {"type": "string"}
+    }, "required": ["id"]});
+    let c = schema_to_gbnf(&schema, &opts).unwrap();
+    let g = grammar(&c.gbnf);
+    for ok in [r#"{"id":1}"#, r#"{"id":[1],"meta":{"x":[1,2]},"tag":"t"}"#] {
+        assert!(
+            engine::check(&g, ok.as_bytes()).is_accepted(),
+            "{ok}\n{}",
+            c.gbnf
+        );
+    }
+    for bad in [r#"{}"#, r#"{"id":1,"other":2}"#] {
+        assert!(
+            !engine::check(&g, bad.as_bytes()).is_accepted(),
+            "{bad}\n{}",
+            c.gbnf
+        );
+    }
+    // standard semantics: open
+    assert!(accepts(
+        &schema,
+        &ConvertOptions::default(),
+        r#"{"id":1,"other":2}"#
+    ));
+}
+
+#[test]
+fn uri_reference_format() {
+    let schema = json!({"type": "string", "format": "uri-reference"});
+    let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+    let g = grammar(&c.gbnf);
+    for ok in [
+        "\"/abc\"",
+        "\"abc\"",
+        "\"//foo.bar/?baz=qux#quux\"",
+        "\"http://a.b/c\"",
+        "\"\"",
+        "\"#frag\"",
+    ] {
+        assert!(engine::check(&g, ok.as_bytes()).is_accepted(), "{ok}");
+    }
+    for bad in ["\"a b\"", "\"%zz\"", "\"http://[x]/\""] {
+        assert!(!engine::check(&g, bad.as_bytes()).is_accepted(), "{bad}");
+    }
 }

@@ -55,7 +55,7 @@ fn leaf_schema() -> impl Strategy<Value = Value> {
         )
         .prop_map(|t| json!({ "type": t })),
         prop::sample::subsequence(
-            vec!["null", "boolean", "number", "string", "array", "object"],
+            vec!["null", "boolean", "integer", "number", "string", "array", "object"],
             1..3
         )
         .prop_map(|t| json!({ "not": { "type": t } })),
@@ -72,6 +72,9 @@ fn leaf_schema() -> impl Strategy<Value = Value> {
             Value::Object(m)
         }),
         instance().prop_map(|v| json!({ "const": v })),
+        (prop::collection::vec(instance_leaf(), 1..4), 0u64..2).prop_map(
+            |(v, min)| json!({"type": "array", "items": {"enum": v}, "uniqueItems": true, "minItems": min})
+        ),
     ]
 }
 

@@ -281,7 +281,8 @@ fn json_schema_test_suite() {
         total.unsupported
     );
     println!(
-        "(canon = valid instances written in a documented non-canonical form; see NON_CANONICAL)"
+        "(canon = valid instances accepted only in another spelling of the same value: object members in \
+         the schema's order, or listed in NON_CANONICAL; f.acc also counts accepted reorderings of invalid instances)"
     );
     println!("unsupported cases by keyword: {unsupported:?}");
     for f in failures.iter().take(30) {

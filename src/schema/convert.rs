@@ -48,6 +48,9 @@ const ANNOTATIONS: &[&str] = &[
     "$dynamicAnchor",
 ];
 
+/// Internal keyword (made by negating `type: integer`): numbers must have a non-zero fraction.
+const FRACTIONAL: &str = "x-toolrail-fractional";
+
 /// JSON Schema keywords this converter does not express (checked per type where they apply).
 const ALWAYS_UNSUPPORTED: &[&str] = &[
     "not",
@@ -791,6 +794,19 @@ impl Converter {
         let bounded = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]
             .iter()
             .any(|k| map.contains_key(*k));
+        if map.get(FRACTIONAL) == Some(&Value::Bool(true)) {
+            if integer {
+                return Ok(None);
+            }
+            if bounded || map.contains_key("multipleOf") {
+                self.unsupported("not", cx, "not integer combined with numeric bounds")?;
+            } else {
+                self.rules.primitive("integral-part");
+                return Ok(Some(
+                    "\"-\"? integral-part \".\" [0-9]* [1-9] [0-9]*".to_string(),
+                ));
+            }
+        }
         if let Some(m) = map.get("multipleOf") {
             let d = m
                 .as_number()
@@ -1094,13 +1110,10 @@ impl Converter {
         let count = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
         let min = count("minItems")?.unwrap_or(0);
         let mut max = count("maxItems")?;
-        if map
+        let unique = map
             .get("uniqueItems")
             .is_some_and(|u| u == &Value::Bool(true))
-            && max.is_none_or(|m| m > 1)
-        {
-            self.unsupported("uniqueItems", cx, "keyword not supported")?;
-        }
+            && max.is_none_or(|m| m > 1);
         if map.contains_key("contains") {
             self.unsupported("contains", cx, "keyword not supported")?;
         }
@@ -1119,6 +1132,17 @@ impl Converter {
         } else {
             "items"
         };
+        if unique {
+            let rest = rest_key.and_then(|k| map.get(k));
+            match self.unique_arrays(&prefix, rest, min, max, cx)? {
+                Some(e) => return Ok(self.name(cx, e, true)),
+                None => self.unsupported(
+                    "uniqueItems",
+                    cx,
+                    "only expressible when the items have a small finite set of values",
+                )?,
+            }
+        }
         self.consumed += 1;
         let r = (|| -> Result<Frag, SchemaError> {
             let mut elems: Vec<String> = Vec::new();
@@ -1214,6 +1238,109 @@ impl Converter {
         Ok(self.name(cx, e, true))
     }
 
+    /// The finite set of values a schema allows, when it is small and known.
+    fn finite_values(&mut self, schema: &Value, cx: &Ctx) -> Option<Vec<Value>> {
+        let flat = self.flatten(schema, cx, 0).ok()?;
+        let m = match &flat {
+            Value::Bool(false) => return Some(Vec::new()),
+            Value::Object(m) => m,
+            _ => return None,
+        };
+        if ["anyOf", "oneOf", "not"].iter().any(|k| m.contains_key(*k)) {
+            return None;
+        }
+        let candidates: Vec<Value> = if let Some(vals) = m.get("enum").and_then(|e| e.as_array()) {
+            vals.clone()
+        } else if let Some(c) = m.get("const") {
+            vec![c.clone()]
+        } else {
+            let types: Vec<&str> = match m.get("type")? {
+                Value::String(t) => vec![t.as_str()],
+                Value::Array(a) => a.iter().filter_map(|x| x.as_str()).collect(),
+                _ => return None,
+            };
+            let mut out = Vec::new();
+            for t in types {
+                match t {
+                    "boolean" => out.extend([Value::Bool(false), Value::Bool(true)]),
+                    "null" => out.push(Value::Null),
+                    _ => return None,
+                }
+            }
+            out
+        };
+        let mut kept = Vec::new();
+        for v in candidates {
+            if check(&v, &flat)? && !kept.iter().any(|k| json_eq(k, &v)) {
+                kept.push(v);
+            }
+        }
+        Some(kept)
+    }
+
+    /// `uniqueItems` over items with finite value sets: every array of distinct values, listed.
+    /// Ok(None) when the items are not finite or there are too many arrays.
+    fn unique_arrays(
+        &mut self,
+        prefix: &[Value],
+        rest: Option<&Value>,
+        min: u64,
+        max: Option<u64>,
+        cx: &Ctx,
+    ) -> Result<Option<Frag>, SchemaError> {
+        const LIMIT: usize = 512;
+        let mut domains = Vec::new();
+        for (i, s) in prefix.iter().enumerate() {
+            let icx = cx.child("prefixItems", "").child(&i.to_string(), "");
+            match self.finite_values(s, &icx) {
+                Some(v) => domains.push(v),
+                None => return Ok(None),
+            }
+        }
+        let rest_domain = match rest {
+            Some(s) => self.finite_values(s, &cx.child("items", "")),
+            None => None,
+        };
+        let cap = match &rest_domain {
+            Some(d) => prefix.len() + d.len(),
+            None if max.is_some_and(|m| m as usize <= prefix.len()) => prefix.len(),
+            None => return Ok(None),
+        };
+        let longest = max.map_or(cap, |m| (m as usize).min(cap));
+        let domain = |j: usize| -> &[Value] {
+            if j < domains.len() {
+                &domains[j]
+            } else {
+                rest_domain.as_deref().unwrap_or(&[])
+            }
+        };
+        let mut arrays: Vec<Vec<Value>> = Vec::new();
+        let mut stack: Vec<(Vec<Value>, usize)> = vec![(Vec::new(), 0)];
+        while let Some((cur, _)) = stack.pop() {
+            if cur.len() as u64 >= min {
+                arrays.push(cur.clone());
+                if arrays.len() > LIMIT {
+                    return Ok(None);
+                }
+            }
+            if cur.len() < longest {
+                for v in domain(cur.len()).iter().rev() {
+                    if !cur.iter().any(|x| json_eq(x, v)) {
+                        let mut next = cur.clone();
+                        next.push(v.clone());
+                        stack.push((next, 0));
+                    }
+                }
+            }
+        }
+        arrays.sort_by_key(|a| a.len());
+        let parts: Vec<String> = arrays
+            .into_iter()
+            .map(|a| self.literal(&Value::Array(a)))
+            .collect();
+        Ok(Some(alts(parts)))
+    }
+
     fn object(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
         let property_names = map
             .get("propertyNames")
@@ -1250,9 +1377,14 @@ impl Converter {
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err(Self::invalid("required", cx, "must be an array")),
         };
+        // close_objects closes objects that declare their properties; a schema without
+        // `properties` is a free-form object
+        let closed_by_default = self.opts.close_objects
+            && !map.contains_key("additionalProperties")
+            && map.contains_key("properties");
         let additional = match map.get("additionalProperties") {
             Some(v) => v.clone(),
-            None => Value::Bool(!self.opts.close_objects),
+            None => Value::Bool(!closed_by_default),
         };
         let count = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
         let min_p = count("minProperties")?.unwrap_or(0);
@@ -1292,7 +1424,13 @@ impl Converter {
             let add_value = self.child(&additional, &add_cx)?;
             for r in &required {
                 if !props.iter().any(|(k, _)| k == r) {
-                    let kv = add_value.as_ref().map(|v| {
+                    // a closed-by-default object still admits the names it requires
+                    let value = if closed_by_default {
+                        Some(self.rules.primitive("value").to_string())
+                    } else {
+                        add_value.clone()
+                    };
+                    let kv = value.as_ref().map(|v| {
                         let pcx = Ctx {
                             hint: format!(
                                 "{}-{}",
@@ -1572,9 +1710,8 @@ fn negate(n: &Value) -> Option<Value> {
                         Value::Array(a) => a.iter().filter_map(|x| x.as_str()).collect(),
                         _ => return None,
                     };
-                    if names.contains(&"integer") && !names.contains(&"number") {
-                        return None;
-                    }
+                    // not integer: every other type, and numbers with a fraction
+                    let fractional = names.contains(&"integer") && !names.contains(&"number");
                     let rest: Vec<Value> = ALL_TYPES
                         .iter()
                         .filter(|t| {
@@ -1584,6 +1721,12 @@ fn negate(n: &Value) -> Option<Value> {
                         .collect();
                     if rest.is_empty() {
                         return Some(Value::Bool(false));
+                    }
+                    if fractional {
+                        let mut m = Map::new();
+                        m.insert("type".into(), Value::Array(rest));
+                        m.insert(FRACTIONAL.into(), Value::Bool(true));
+                        return Some(Value::Object(m));
                     }
                     Some(serde_json::json!({ "type": rest }))
                 }

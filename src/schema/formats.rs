@@ -1,5 +1,6 @@
 //! String `format`s as GBNF: date, time, date-time (RFC 3339, leap years exact), uuid, ipv4,
-//! ipv6 (RFC 4291 text forms), email (RFC 5321 mailbox, quoted local parts and address literals).
+//! ipv6 (RFC 4291 text forms), email (RFC 5321 mailbox, quoted local parts and address literals),
+//! uri and uri-reference (RFC 3986).
 //!
 //! Each format is a rule over the string's content, plus a `<format>-string` rule adding the
 //! quotes. All formats are ASCII; the only characters that JSON escapes (`"` and `\` in quoted
@@ -64,6 +65,42 @@ const RULES: &[(&str, &str, &[&str])] = &[
         r#"( email-atom ( "." email-atom )* | "\\\"" ( [ !#-\x5B\x5D-~] | "\\\\" ( [ !#-\x5B\x5D-~] | "\\\"" | "\\\\" ) )* "\\\"" ) "@" ( hostname-label ( "." hostname-label )* | "[" ipv4 "]" | "[IPv6:" ipv6 "]" )"#,
         &["email-atom", "hostname-label", "ipv4", "ipv6"],
     ),
+    (
+        "uri",
+        r##"uri-scheme ":" uri-hier-part ( "?" uri-query )? ( "#" uri-query )?"##,
+        &["uri-scheme", "uri-hier-part", "uri-query"],
+    ),
+    (
+        "uri-reference",
+        r##"uri | ( "//" uri-authority uri-path-abempty | "/" ( uri-pchar+ ( "/" uri-pchar* )* )? | ( [a-zA-Z0-9!$&'()*+,;=@._~\x2D] | uri-pct )+ ( "/" uri-pchar* )* | "" ) ( "?" uri-query )? ( "#" uri-query )?"##,
+        &[
+            "uri",
+            "uri-authority",
+            "uri-path-abempty",
+            "uri-pchar",
+            "uri-pct",
+            "uri-query",
+        ],
+    ),
+    ("uri-scheme", r#"[a-zA-Z] [a-zA-Z0-9+.\x2D]*"#, &[]),
+    (
+        "uri-hier-part",
+        r#""//" uri-authority uri-path-abempty | "/" ( uri-pchar+ ( "/" uri-pchar* )* )? | uri-pchar+ ( "/" uri-pchar* )* | """#,
+        &["uri-authority", "uri-path-abempty", "uri-pchar"],
+    ),
+    (
+        "uri-authority",
+        r#"( ( [a-zA-Z0-9!$&'()*+,;=:._~\x2D] | uri-pct )* "@" )? ( "[" ( ipv6 | "v" [0-9a-fA-F]+ "." [a-zA-Z0-9!$&'()*+,;=:._~\x2D]+ ) "]" | ( [a-zA-Z0-9!$&'()*+,;=._~\x2D] | uri-pct )* ) ( ":" [0-9]* )?"#,
+        &["uri-pct", "ipv6"],
+    ),
+    ("uri-path-abempty", r#"( "/" uri-pchar* )*"#, &["uri-pchar"]),
+    (
+        "uri-pchar",
+        r#"[a-zA-Z0-9!$&'()*+,;=:@._~\x2D] | uri-pct"#,
+        &["uri-pct"],
+    ),
+    ("uri-pct", r#""%" [0-9a-fA-F] [0-9a-fA-F]"#, &[]),
+    ("uri-query", r#"( uri-pchar | [/?] )*"#, &["uri-pchar"]),
     ("email-atom", r#"[a-zA-Z0-9!#$%&'*+/=?^_`{|}~\x2D]+"#, &[]),
     (
         "hostname-label",
@@ -73,7 +110,17 @@ const RULES: &[(&str, &str, &[&str])] = &[
 ];
 
 /// The formats this module knows.
-pub(crate) const FORMATS: &[&str] = &["date", "time", "date-time", "uuid", "ipv4", "ipv6", "email"];
+pub(crate) const FORMATS: &[&str] = &[
+    "date",
+    "time",
+    "date-time",
+    "uuid",
+    "ipv4",
+    "ipv6",
+    "email",
+    "uri",
+    "uri-reference",
+];
 
 /// Whether `name` is a rule name this module may emit.
 pub(crate) fn is_format_rule(name: &str) -> bool {

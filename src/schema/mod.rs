@@ -60,7 +60,9 @@ pub struct ConvertOptions {
     pub whitespace: Whitespace,
     /// Turn "unsupported" errors into warnings and drop the constraint.
     pub lenient: bool,
-    /// Objects without `additionalProperties` are closed (tool arguments) instead of open.
+    /// Objects that declare `properties` but no `additionalProperties` are closed to the names
+    /// they declare or require (tool arguments), instead of open. Objects without `properties`
+    /// stay free-form.
     pub close_objects: bool,
 }
 

@@ -1,0 +1,3 @@
+//! The model side: sampling over logits and a grammar mask.
+
+pub mod sampling;
