@@ -35,10 +35,11 @@ fn accepts(g: &Arc<Grammar>, text: &str) -> bool {
 }
 
 fn dialog_args(kind: &str) -> Value {
-    // Keys in the grammar's (declared) order: the schema's property map order.
-    json!({"dialog": [{"prompt": "Which slot?", "schema": {"kind": kind, "options": ["9:00", "10:00"]},
-                        "var": "slot"}],
-           "from_step": 1, "title": "Slots"})
+    // Keys in the grammar's (declared) order.
+    json!({"title": "Slots",
+           "dialog": [{"var": "slot", "prompt": "Which slot?",
+                       "schema": {"kind": kind, "options": ["9:00", "10:00"]}}],
+           "from_step": 1})
 }
 
 #[test]
@@ -94,7 +95,7 @@ fn every_sample_in_every_envelope_parses_with_comments_and_no_underscores() {
 fn discriminated_union_in_every_envelope() {
     let tools = sample("planner_get_inputs.json");
     let validator = Validator::new(&tools).unwrap();
-    let send = json!({"body": "hi", "recipients": ["me"]});
+    let send = json!({"recipients": ["me"], "body": "hi"});
     for format in Format::ALL {
         let (_, g) = compile(&tools, &opts(format));
         let good = render_call(
@@ -300,14 +301,14 @@ fn pythonic_literals_and_declared_order() {
     assert!(accepts(&g, &ok), "{ok}\n{text}");
     // Declared order: the same arguments in another order are outside the grammar (the validator,
     // which judges meaning, accepts them).
-    let swapped = r#"get_inputs(title="Slots", dialog=[])"#;
+    let swapped = r#"get_inputs(dialog=[], title="Slots")"#;
     assert!(!accepts(&g, swapped));
-    assert!(accepts(&g, r#"get_inputs(dialog=[], title="Slots")"#));
+    assert!(accepts(&g, r#"get_inputs(title="Slots", dialog=[])"#));
     // Python spellings.
     let bfcl = sample("bfcl_excerpt.json");
     let (_, g) = compile(&bfcl, &opts(Format::Pythonic));
     let call =
-        r#"triangle_properties.get(get_angles=False, get_area=True, side1=5, side2=4, side3=3)"#;
+        r#"triangle_properties.get(side1=5, side2=4, side3=3, get_area=True, get_angles=False)"#;
     assert!(accepts(&g, call), "{call}");
     assert!(!accepts(&g, &call.replace("False", "false")));
     let v = Validator::new(&bfcl).unwrap();
@@ -320,13 +321,13 @@ fn pythonic_literals_and_declared_order() {
 #[test]
 fn recursive_ref_tool() {
     let tools = sample("outline_recursive.json");
-    let args = json!({"document": "d", "root": {"children": [{"children": [], "title": "B"},
-                      {"title": "C"}], "title": "A"}});
+    let args = json!({"document": "d", "root": {"title": "A", "children": [
+                      {"title": "B", "children": []}, {"title": "C"}]}});
     for format in Format::ALL {
         let (_, g) = compile(&tools, &opts(format));
         let text = render_call(format, "create_outline", &args, Spacing::Spaced);
         assert!(accepts(&g, &text), "{format}: {text}");
-        let bad = json!({"document": "d", "root": {"children": [{"children": []}], "title": "A"}});
+        let bad = json!({"document": "d", "root": {"title": "A", "children": [{"children": []}]}});
         let text = render_call(format, "create_outline", &bad, Spacing::Spaced);
         assert!(!accepts(&g, &text), "{format}: {text}");
     }

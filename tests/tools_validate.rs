@@ -84,7 +84,7 @@ fn seed_001_name_of_one_tool_arguments_of_another() {
         "{fb}"
     );
     assert!(
-        fb.contains("unexpected args ['body', 'recipients'] for tool 'get_inputs'"),
+        fb.contains("unexpected args ['recipients', 'body'] for tool 'get_inputs'"),
         "{fb}"
     );
 }
