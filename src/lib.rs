@@ -8,5 +8,6 @@
 pub mod cli;
 pub mod engine;
 pub mod gbnf;
+pub mod llm;
 pub mod schema;
 pub mod tools;
