@@ -7,7 +7,9 @@
 
 pub mod cli;
 pub mod engine;
+pub mod fsutil;
 pub mod gbnf;
 pub mod llm;
 pub mod schema;
 pub mod tools;
+pub mod transcript;

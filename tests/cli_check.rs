@@ -167,3 +167,29 @@ fn usage_errors_exit_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Found by the fuzzer: a negated class whose excluded range shares a UTF-8 lead byte with an
+/// allowed character (U+0082 after excluding U+0000..U+0081) must not be rejected at the lead byte.
+#[test]
+fn negated_class_accepts_character_sharing_a_lead_byte_with_excluded_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let grammar = dir.path().join("g.gbnf");
+    std::fs::write(&grammar, "root ::= [^,\\x00-\\x81f]+\n").unwrap();
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, "\u{82}\u{82}").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolrail"))
+        .args([
+            "check",
+            grammar.to_str().unwrap(),
+            input.to_str().unwrap(),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -22,6 +22,8 @@ pair ::= "\"" [a-z]{1,8} "\": " value
 value ::= [0-9]{1,4} | "\"" [^"\\\x00-\x1f]* "\"" | args"#,
     // Unicode classes and negation.
     r#"root ::= ([α-ω] | [^a-z\n] | "\u00e9")+ "\n""#,
+    // Negated classes whose excluded ranges share UTF-8 lead bytes with allowed characters.
+    r#"root ::= [^,\x00-\x81f]+ ("," [^\x00-\u07ff\u0800-\u0fff]*)? [^\x00-\x7f\u00a0]?"#,
 ];
 
 fn check_samples(grammar: &Arc<Grammar>, seed: u64) -> Result<(), TestCaseError> {

@@ -59,9 +59,9 @@ fn weather_tool() -> Vec<Value> {
             "type": "object",
             "properties": {
                 "city": {"type": "string"},
-                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "default": "celsius"},
                 "days": {"type": "integer"},
-                "hours": {"type": "array", "items": {"type": "integer"}}
+                "hours": {"type": "array", "items": {"type": "integer"}},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "default": "celsius"}
             },
             "required": ["city"]
         }

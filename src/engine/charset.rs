@@ -5,6 +5,10 @@ use serde::Serialize;
 /// The largest Unicode scalar value.
 pub const MAX_CHAR: u32 = 0x10FFFF;
 
+/// The largest value a class is matched against. llama.cpp compares decoded values, which reach
+/// past U+10FFFF for lead bytes F5–FF and `\U` escapes, so `[^x]` and `.` match those too.
+pub const MAX_VALUE: u32 = u32::MAX;
+
 /// A set of code points, as sorted, disjoint, non-adjacent inclusive ranges.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct CharSet {
@@ -17,10 +21,10 @@ impl CharSet {
         CharSet::default()
     }
 
-    /// Every code point.
+    /// Every value (`.`).
     pub fn all() -> Self {
         CharSet {
-            ranges: vec![(0, MAX_CHAR)],
+            ranges: vec![(0, MAX_VALUE)],
         }
     }
 
@@ -38,7 +42,7 @@ impl CharSet {
         self.normalize();
     }
 
-    /// The code points of `0..=MAX_CHAR` not in this set.
+    /// The values of `0..=MAX_VALUE` not in this set.
     pub fn complement(&self) -> CharSet {
         let mut out = Vec::new();
         let mut next = 0u32;
@@ -48,8 +52,8 @@ impl CharSet {
             }
             next = hi.saturating_add(1);
         }
-        if next <= MAX_CHAR {
-            out.push((next, MAX_CHAR));
+        if self.ranges.last().is_none_or(|&(_, hi)| hi < MAX_VALUE) {
+            out.push((next, MAX_VALUE));
         }
         CharSet { ranges: out }
     }
@@ -94,7 +98,12 @@ impl CharSet {
     /// the set is most of Unicode.
     pub fn describe(&self) -> Vec<String> {
         if self.len() > u64::from(MAX_CHAR) / 2 {
-            let missing = self.complement();
+            // Describe by what is missing, among real characters.
+            let mut missing = self.complement();
+            missing.ranges.retain(|&(lo, _)| lo <= MAX_CHAR);
+            if let Some(last) = missing.ranges.last_mut() {
+                last.1 = last.1.min(MAX_CHAR);
+            }
             if missing.is_empty() {
                 return vec!["any character".to_string()];
             }

@@ -3,6 +3,7 @@
 
 pub mod charset;
 pub mod check;
+pub mod mask;
 pub mod recognizer;
 pub mod sample;
 pub mod snapshot;
@@ -12,6 +13,7 @@ pub mod vocab;
 
 pub use charset::CharSet;
 pub use check::{Verdict, VerdictKind, check, check_with};
+pub use mask::{MaskEngine, MaskError, TokenMask, TokenTrie};
 pub use recognizer::{Engine, Expected, State};
 pub use snapshot::{Frame, Snapshot, StackView};
 pub use vocab::TokenTable;

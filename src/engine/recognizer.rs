@@ -368,12 +368,24 @@ impl Engine {
         Ok(state)
     }
 
-    /// True if some stack could accept a completion of the pending UTF-8 sequence.
-    fn partial_viable(&self, state: State) -> bool {
+    /// True if some class on top of a stack accepts some value that the pending UTF-8 sequence
+    /// can complete to. Sound, unlike llama.cpp's `match_partial_char`, which answers no for a
+    /// negated class that excludes any value of the range (llama.cpp only uses that for masks).
+    pub fn partial_viable(&self, state: State) -> bool {
+        let n = u32::try_from(state.partial.n_remain).unwrap_or(0);
+        if n == 0 {
+            return false;
+        }
+        let low = state.partial.value << (n * 6);
+        let high = low | ((1u32 << (n * 6)) - 1);
         self.arena.set(state.set).iter().any(|&s| {
             self.arena.top(s).is_some_and(|pos| {
                 self.grammar.element(pos).kind.starts_char_class()
-                    && self.match_partial_char(pos, state.partial)
+                    && self
+                        .class_chars(pos)
+                        .ranges()
+                        .iter()
+                        .any(|&(lo, hi)| lo <= high && low <= hi)
             })
         })
     }

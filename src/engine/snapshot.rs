@@ -1,13 +1,13 @@
 //! Stack snapshots for display: each stack of a state as frames a person can read, mapped back
 //! to the grammar source.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::recognizer::{Engine, State};
 use crate::gbnf::Span;
 
 /// One frame of a stack: an element position inside a rule alternative.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Frame {
     /// Flattened element position.
     pub pos: u32,
@@ -24,14 +24,14 @@ pub struct Frame {
 }
 
 /// One stack, bottom frame first; an empty stack means the grammar may end here.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StackView {
     /// Frames, bottom first; the last one is the terminal expected next.
     pub frames: Vec<Frame>,
 }
 
 /// Every stack of a state.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {
     /// The stacks, in llama.cpp's order.
     pub stacks: Vec<StackView>,
@@ -96,7 +96,10 @@ mod tests {
             .collect();
         assert_eq!(tops, vec!["pair::", "pair_2:[a-z]"]);
         let bottom = &snap.stacks[0].frames[0];
-        assert_eq!((bottom.rule_name.as_str(), &src[bottom.span.range()]), ("root", "}"));
+        assert_eq!(
+            (bottom.rule_name.as_str(), &src[bottom.span.range()]),
+            ("root", "}")
+        );
         assert_eq!((bottom.alternative, bottom.index), (0, 2));
         assert!(!snap.partial_utf8);
     }

@@ -587,6 +587,7 @@ impl<'s> Parser<'s> {
         };
         loop {
             let c = self.at(pos);
+            let mut repetition: Option<(Span, u64, Option<u64>)> = None;
             match c {
                 0 => break,
                 b'"' => {
@@ -779,21 +780,7 @@ impl<'s> Parser<'s> {
                         b'+' => (1, None),
                         _ => (0, Some(1)),
                     };
-                    self.handle_repetitions(
-                        rule_name,
-                        parent,
-                        rule,
-                        last_sym_start,
-                        item_start,
-                        op,
-                        min,
-                        max,
-                        &mut n_prev_rules,
-                    )?;
-                    if let Some(item) = items.last_mut() {
-                        item.repeats.push((min, max));
-                        item.span = item.span.join(op);
-                    }
+                    repetition = Some((op, min, max));
                 }
                 b'{' => {
                     let open = pos;
@@ -878,23 +865,26 @@ impl<'s> Parser<'s> {
                         );
                         max = None;
                     }
-                    self.handle_repetitions(
-                        rule_name,
-                        parent,
-                        rule,
-                        last_sym_start,
-                        item_start,
-                        op,
-                        min,
-                        max,
-                        &mut n_prev_rules,
-                    )?;
-                    if let Some(item) = items.last_mut() {
-                        item.repeats.push((min, max));
-                        item.span = item.span.join(op);
-                    }
+                    repetition = Some((op, min, max));
                 }
                 _ => break,
+            }
+            if let Some((op, min, max)) = repetition {
+                self.handle_repetitions(
+                    rule_name,
+                    parent,
+                    rule,
+                    last_sym_start,
+                    item_start,
+                    op,
+                    min,
+                    max,
+                    &mut n_prev_rules,
+                )?;
+                if let Some(item) = items.last_mut() {
+                    item.repeats.push((min, max));
+                    item.span = item.span.join(op);
+                }
             }
         }
         if !items.is_empty() {
@@ -1201,7 +1191,11 @@ mod token_tests {
     #[test]
     fn text_tokens_resolve_through_the_vocabulary() {
         let vocab = SpecialTokens(&[("<start_of_turn>", 105), ("<end_of_turn>", 106)]);
-        let g = parse_with_vocab("root ::= <start_of_turn> !<end_of_turn>* <end_of_turn>", Some(&vocab)).unwrap();
+        let g = parse_with_vocab(
+            "root ::= <start_of_turn> !<end_of_turn>* <end_of_turn>",
+            Some(&vocab),
+        )
+        .unwrap();
         let kinds: Vec<(ElementKind, u32)> = g.rules[0].iter().map(|e| (e.kind, e.value)).collect();
         assert_eq!(kinds[0], (ElementKind::Token, 105));
         assert_eq!(kinds[2], (ElementKind::Token, 106));
@@ -1209,6 +1203,9 @@ mod token_tests {
         let e = parse_with_vocab("root ::= <not a token>", Some(&vocab)).unwrap_err();
         assert_eq!(e.code(), "GB008");
         assert!(e.to_string().contains("is 13 tokens"), "{e}");
-        assert_eq!(parse("root ::= <start_of_turn>").unwrap_err().code(), "GB008");
+        assert_eq!(
+            parse("root ::= <start_of_turn>").unwrap_err().code(),
+            "GB008"
+        );
     }
 }

@@ -1,9 +1,9 @@
 //! Byte spans in grammar source text and their conversion to line:column for people.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A half-open byte range `start..end` in a source text.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Span {
     /// First byte of the range.
     pub start: u32,

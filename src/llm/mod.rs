@@ -9,6 +9,7 @@
 //! | [`Model`] | a loaded model: [`ModelInfo`], [`TokenTable`](crate::engine::TokenTable), tokenizer |
 //! | [`Session`] | a context on the calling thread: decode a prompt, logits, feed one token |
 //! | [`LlamaGrammarSampler`] | llama.cpp's grammar sampler: full-vocabulary masks, checked accepts |
+//! | [`sampling`] | choosing the next token from logits and a mask, candidates before and after |
 //!
 //! Every failure is an [`LlmError`]; a bad file is diagnosed by toolrail's own GGUF reader
 //! ([`gguf`]) before llama.cpp is asked to load it.
@@ -19,6 +20,7 @@ pub mod gguf;
 mod grammar_sampler;
 mod log;
 mod model;
+pub mod sampling;
 mod session;
 mod spec;
 

@@ -1,1 +1,164 @@
-//! (filled in by the schema work)
+//! JSON Schema → GBNF.
+//!
+//! [`SchemaConverter`] turns JSON Schemas into GBNF rules that accept exactly the JSON texts
+//! valid against them, or says which keyword at which JSON pointer it cannot express
+//! ([`SchemaError`]); with [`ConvertOptions::lenient`] that becomes a [`Warning`] and the
+//! constraint is dropped. Several schemas (one per tool) can share one grammar; hand-written
+//! envelope rules are added with [`SchemaConverter::add_rule`].
+//!
+//! # What "exact" means
+//! A schema constrains JSON *values*; a grammar constrains *text*. The grammar accepts every
+//! valid value in at least its canonical spelling and never accepts an invalid value:
+//! - strings: characters raw, except `"`, `\` and U+0000..U+001F, which are escaped
+//!   (`\"`, `\\`, `\n`, `\u001f`...), as every JSON serializer writes them;
+//! - numbers under bounds, integers and enum members are written without exponent; integers
+//!   may carry a zero fraction (`3.0` is an integer in JSON Schema);
+//! - integer parts have at most 16 digits unless a bound says otherwise (as llama.cpp; larger
+//!   numbers can use an exponent where exponents are allowed);
+//! - object members appear in the order of `properties` (undeclared members may appear
+//!   anywhere; required names missing from `properties` are sorted in by name when `properties`
+//!   is itself sorted, which it always is unless serde_json's `preserve_order` is enabled);
+//! - leap seconds (`format: time`) are written in UTC (see [`formats`]).
+//!
+//! Whitespace: [`Whitespace::Spaced`] accepts compact JSON, single spaces after `:`, `,`, `{`
+//! and `[`, and pretty-printed JSON (llama.cpp's `space` rule); [`Whitespace::Compact`] none.
+//!
+//! # Layout
+//! - [`convert`]: the walk over a schema (refs, combinators, per-type keywords);
+//! - [`merge`]: `allOf` as one schema; [`validate`]: checks known values (enum, oneOf);
+//! - [`numbers`]: integer and decimal ranges; [`regex`]: `pattern` via `regex-syntax` HIR;
+//! - [`formats`]: `format` rules; [`strings`]: JSON string encoding as GBNF;
+//! - [`rules`]: the rule table (naming, deduplication, output order).
+
+pub mod convert;
+pub mod formats;
+pub mod merge;
+pub mod numbers;
+pub mod regex;
+pub mod rules;
+pub mod strings;
+pub mod validate;
+
+use serde_json::Value;
+
+pub use strings::gbnf_literal;
+
+/// Whitespace allowed between JSON tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Whitespace {
+    /// Compact JSON, single spaces, or newlines with indentation (llama.cpp's `space` rule).
+    #[default]
+    Spaced,
+    /// No whitespace at all.
+    Compact,
+}
+
+/// Options for a conversion.
+#[derive(Clone, Debug, Default)]
+pub struct ConvertOptions {
+    /// Whitespace between tokens.
+    pub whitespace: Whitespace,
+    /// Turn "unsupported" errors into warnings and drop the constraint.
+    pub lenient: bool,
+    /// Objects that declare `properties` but no `additionalProperties` are closed to the names
+    /// they declare or require (tool arguments), instead of open. Objects without `properties`
+    /// stay free-form.
+    pub close_objects: bool,
+}
+
+/// A schema the converter cannot express exactly (or that is malformed).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unsupported: {keyword} at {pointer}: {message}")]
+pub struct SchemaError {
+    /// The keyword, e.g. `not`.
+    pub keyword: String,
+    /// JSON pointer of the schema holding the keyword, e.g. `#/properties/a`.
+    pub pointer: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A constraint dropped in lenient mode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    /// The keyword that was dropped.
+    pub keyword: String,
+    /// JSON pointer of the schema holding the keyword.
+    pub pointer: String,
+    /// Why.
+    pub message: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "dropped: {} at {}: {}",
+            self.keyword, self.pointer, self.message
+        )
+    }
+}
+
+/// Builds one grammar from any number of schemas and hand-written rules.
+pub struct SchemaConverter {
+    inner: convert::Converter,
+}
+
+impl SchemaConverter {
+    /// A converter with the given options.
+    pub fn new(options: ConvertOptions) -> Self {
+        Self {
+            inner: convert::Converter::new(options),
+        }
+    }
+
+    /// Adds one schema (its own document for `$ref` resolution); returns the rule name matching
+    /// any JSON value valid against it. `name_hint` is a kebab-case prefix, e.g.
+    /// `get-weather-args`.
+    pub fn add_schema(&mut self, name_hint: &str, schema: &Value) -> Result<String, SchemaError> {
+        let hint = rules::sanitize(name_hint);
+        self.inner.add_document(&hint, &hint, schema, true)
+    }
+
+    /// Adds a hand-written rule (for envelopes); returns the final (deduplicated) rule name.
+    pub fn add_rule(&mut self, name_hint: &str, body: &str) -> String {
+        self.inner.rules.add(name_hint, body.to_string(), None)
+    }
+
+    /// Name of the whitespace rule to place between envelope tokens (`space`; it matches
+    /// nothing but the empty string in [`Whitespace::Compact`] mode).
+    pub fn space_rule(&mut self) -> String {
+        self.inner.rules.primitive("space").to_string()
+    }
+
+    /// Constraints dropped so far (lenient mode).
+    pub fn warnings(&self) -> &[Warning] {
+        &self.inner.warnings
+    }
+
+    /// The whole grammar text: `root ::= <root_body>` first, then every rule used, in a
+    /// deterministic order.
+    pub fn finish(self, root_body: &str) -> String {
+        self.inner.rules.render(root_body)
+    }
+}
+
+/// The result of [`schema_to_gbnf`].
+#[derive(Clone, Debug)]
+pub struct Conversion {
+    /// The grammar; its `root` matches the valid JSON texts.
+    pub gbnf: String,
+    /// Constraints dropped (lenient mode only).
+    pub warnings: Vec<Warning>,
+}
+
+/// Converts one schema into a complete grammar whose `root` matches exactly its valid values.
+pub fn schema_to_gbnf(schema: &Value, options: &ConvertOptions) -> Result<Conversion, SchemaError> {
+    let mut c = convert::Converter::new(options.clone());
+    let expr = c.add_document("", "", schema, false)?;
+    let warnings = std::mem::take(&mut c.warnings);
+    Ok(Conversion {
+        gbnf: c.rules.render(&expr),
+        warnings,
+    })
+}

@@ -16,7 +16,7 @@
 //! JSON in prompts is rendered deterministically: schema keywords in a readable order (`type`,
 //! `function`, `name`, `description`, `enum`, `properties`, `items`, `required`, then the rest),
 //! and the properties of an object schema with its required ones first (in `required` order),
-//! then the others in the order of the input map (serde_json keeps maps sorted by key).
+//! then the others in the order the schema lists them (serde_json is built with `preserve_order`).
 
 use std::fmt::Write as _;
 use std::str::FromStr;

@@ -1,0 +1,613 @@
+//! Numeric bounds as GBNF over decimal text.
+//!
+//! Integers: digit-range rules in the manner of llama.cpp's converter (split by digit count, then
+//! by the first differing digit). Numbers: exact for decimal bounds, over the canonical text form
+//! `-?int(.frac)?` (bounded numbers are written without exponent); integer part, then fraction
+//! digits compared digit by digit against the bound's fraction.
+
+/// A decimal value split into sign, integer digits (no leading zeros, "0" for zero) and fraction
+/// digits (no trailing zeros).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Decimal {
+    /// Negative (never set for zero).
+    pub neg: bool,
+    /// Integer digits.
+    pub int: String,
+    /// Fraction digits.
+    pub frac: String,
+}
+
+impl Decimal {
+    /// Parses JSON number text (as serde_json prints it), exponent included.
+    pub(crate) fn parse(text: &str) -> Option<Decimal> {
+        let (neg, rest) = match text.strip_prefix('-') {
+            Some(r) => (true, r),
+            None => (false, text),
+        };
+        let (mant, exp) = match rest.find(['e', 'E']) {
+            Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
+            None => (rest, 0),
+        };
+        let (ip, fp) = match mant.find('.') {
+            Some(i) => (&mant[..i], &mant[i + 1..]),
+            None => (mant, ""),
+        };
+        if ip.is_empty() || !ip.bytes().chain(fp.bytes()).all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        if exp.abs() > 400 {
+            return None;
+        }
+        let digits: String = format!("{ip}{fp}");
+        let point = ip.len() as i64 + exp;
+        let (int, frac) = if point <= 0 {
+            (
+                String::new(),
+                format!("{}{}", "0".repeat((-point) as usize), digits),
+            )
+        } else if point as usize >= digits.len() {
+            (
+                format!("{}{}", digits, "0".repeat(point as usize - digits.len())),
+                String::new(),
+            )
+        } else {
+            (
+                digits[..point as usize].to_string(),
+                digits[point as usize..].to_string(),
+            )
+        };
+        let int = int.trim_start_matches('0');
+        let int = if int.is_empty() {
+            "0".to_string()
+        } else {
+            int.to_string()
+        };
+        let frac = frac.trim_end_matches('0').to_string();
+        let zero = int == "0" && frac.is_empty();
+        Some(Decimal {
+            neg: neg && !zero,
+            int,
+            frac,
+        })
+    }
+
+    /// Whether the value is an integer.
+    pub(crate) fn is_integer(&self) -> bool {
+        self.frac.is_empty()
+    }
+
+    /// The value as i128 rounded toward -inf (`floor`) or +inf (`ceil`), if it fits.
+    pub(crate) fn to_i128(&self, ceil: bool) -> Option<i128> {
+        if self.int.len() > 36 {
+            return None;
+        }
+        let mut v: i128 = self.int.parse().ok()?;
+        if self.neg {
+            v = -v;
+        }
+        if !self.frac.is_empty() && (ceil != self.neg) {
+            // positive & ceil: round up; negative & floor: round down (away from zero)
+            v += if self.neg { -1 } else { 1 };
+        }
+        Some(v)
+    }
+}
+
+/// Compares two decimals.
+pub(crate) fn cmp_decimal(a: &Decimal, b: &Decimal) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    match (a.neg, b.neg) {
+        (false, true) => return Ordering::Greater,
+        (true, false) => return Ordering::Less,
+        _ => {}
+    }
+    let mag = a
+        .int
+        .len()
+        .cmp(&b.int.len())
+        .then_with(|| a.int.cmp(&b.int))
+        .then_with(|| a.frac.cmp(&b.frac));
+    if a.neg { mag.reverse() } else { mag }
+}
+
+fn alts(parts: Vec<String>) -> Option<String> {
+    match parts.len() {
+        0 => None,
+        1 => parts.into_iter().next(),
+        _ => Some(format!("( {} )", parts.join(" | "))),
+    }
+}
+
+fn digit_class(lo: u8, hi: u8) -> String {
+    if lo == hi {
+        format!("\"{}\"", lo as char)
+    } else {
+        format!("[{}-{}]", lo as char, hi as char)
+    }
+}
+
+fn any_digits(n: usize) -> String {
+    match n {
+        0 => String::new(),
+        1 => "[0-9]".to_string(),
+        n => format!("[0-9]{{{n}}}"),
+    }
+}
+
+fn seq(parts: &[&str]) -> String {
+    parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Integer parts have at most this many digits when no upper bound limits them (llama.cpp's
+/// `integral-part`).
+pub(crate) const MAX_DIGITS: usize = 16;
+
+/// Digit strings of the same length between `a` and `b` inclusive (`a <= b`).
+fn same_len(a: &[u8], b: &[u8]) -> String {
+    let p = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let prefix = if p > 0 {
+        format!("\"{}\"", String::from_utf8_lossy(&a[..p]))
+    } else {
+        String::new()
+    };
+    if p == a.len() {
+        return prefix;
+    }
+    let (da, db) = (a[p], b[p]);
+    let (ra, rb) = (&a[p + 1..], &b[p + 1..]);
+    let n = ra.len();
+    let mut parts = Vec::new();
+    if n == 0 {
+        parts.push(digit_class(da, db));
+    } else {
+        let lo_full = ra.iter().all(|&c| c == b'0');
+        let hi_full = rb.iter().all(|&c| c == b'9');
+        let start = if lo_full { da } else { da + 1 };
+        let end = if hi_full { db } else { db - 1 };
+        if !lo_full {
+            let nines = vec![b'9'; n];
+            parts.push(seq(&[&digit_class(da, da), &same_len(ra, &nines)]));
+        }
+        if start <= end {
+            parts.push(seq(&[&digit_class(start, end), &any_digits(n)]));
+        }
+        if !hi_full {
+            let zeros = vec![b'0'; n];
+            parts.push(seq(&[&digit_class(db, db), &same_len(&zeros, rb)]));
+        }
+    }
+    let body = alts(parts).unwrap_or_default();
+    seq(&[&prefix, &body])
+}
+
+/// Non-negative integers (no leading zeros) in `[lo, hi]`, `hi = None` for no upper bound.
+pub(crate) fn uint_range(lo: u128, hi: Option<u128>) -> Option<String> {
+    if hi.is_some_and(|h| h < lo) {
+        return None;
+    }
+    let lo_s = lo.to_string();
+    let mut parts = Vec::new();
+    match hi {
+        Some(h) => {
+            let hi_s = h.to_string();
+            for len in lo_s.len()..=hi_s.len() {
+                let a = if len == lo_s.len() {
+                    lo_s.clone()
+                } else {
+                    format!("1{}", "0".repeat(len - 1))
+                };
+                let b = if len == hi_s.len() {
+                    hi_s.clone()
+                } else {
+                    "9".repeat(len)
+                };
+                parts.push(same_len(a.as_bytes(), b.as_bytes()));
+            }
+        }
+        None => {
+            parts.push(same_len(lo_s.as_bytes(), "9".repeat(lo_s.len()).as_bytes()));
+            // like llama.cpp, an open upper side stops at 16 digits
+            if lo_s.len() < MAX_DIGITS {
+                parts.push(format!("[1-9] [0-9]{{{},{}}}", lo_s.len(), MAX_DIGITS - 1));
+            }
+        }
+    }
+    alts(parts)
+}
+
+/// Integers in `[lo, hi]` (either side open when None), canonical text (no `-0`, no leading
+/// zeros). `None` when the range is empty.
+pub(crate) fn int_range(lo: Option<i128>, hi: Option<i128>) -> Option<String> {
+    if let (Some(l), Some(h)) = (lo, hi)
+        && l > h
+    {
+        return None;
+    }
+    let mut parts = Vec::new();
+    // negative part: -m with m in [max(1, -hi), -lo]
+    if lo.is_none_or(|l| l < 0) {
+        let m_lo = match hi {
+            Some(h) if h < 0 => h.unsigned_abs(),
+            _ => 1,
+        };
+        let m_hi = lo.map(|l| l.unsigned_abs());
+        if let Some(r) = uint_range(m_lo, m_hi) {
+            parts.push(format!("\"-\" {r}"));
+        }
+    }
+    if hi.is_none_or(|h| h >= 0) {
+        let a = lo.map_or(0, |l| l.max(0) as u128);
+        let b = hi.map(|h| h as u128);
+        if let Some(r) = uint_range(a, b) {
+            parts.push(r);
+        }
+    }
+    alts(parts)
+}
+
+/// A bound on a number: value and exclusivity.
+#[derive(Clone, Debug)]
+pub(crate) struct Bound {
+    /// The bound.
+    pub value: Decimal,
+    /// Exclusive bound.
+    pub exclusive: bool,
+}
+
+/// (grammar for non-empty fraction digits, whether empty digits are allowed)
+type Frac = (Option<String>, bool);
+
+fn prefix_digit(d: u8, rest: Frac) -> Option<String> {
+    let d = digit_class(d, d);
+    match rest {
+        (Some(r), true) => Some(format!("{d} ( {r} )?")),
+        (Some(r), false) => Some(format!("{d} {r}")),
+        (None, true) => Some(d),
+        (None, false) => None,
+    }
+}
+
+/// Digit strings D with 0.D >= 0.f (> when `x`).
+fn frac_ge(f: &[u8], x: bool) -> Frac {
+    let Some((&d, rest)) = f.split_first() else {
+        return if x {
+            (Some("[0-9]* [1-9] [0-9]*".into()), false)
+        } else {
+            (Some("[0-9]+".into()), true)
+        };
+    };
+    let mut parts = Vec::new();
+    if d < b'9' {
+        parts.push(format!("{} [0-9]*", digit_class(d + 1, b'9')));
+    }
+    parts.extend(prefix_digit(d, frac_ge(rest, x)));
+    (alts(parts), false)
+}
+
+/// Digit strings D with 0.D <= 0.f (< when `x`).
+fn frac_le(f: &[u8], x: bool) -> Frac {
+    let Some((&d, rest)) = f.split_first() else {
+        return if x {
+            (None, false)
+        } else {
+            (Some("\"0\"+".into()), true)
+        };
+    };
+    let mut parts = Vec::new();
+    if d > b'0' {
+        parts.push(format!("{} [0-9]*", digit_class(b'0', d - 1)));
+    }
+    parts.extend(prefix_digit(d, frac_le(rest, x)));
+    (alts(parts), true)
+}
+
+/// Digit strings D with 0.D > 0 and 0.D <= 0.b (< when `bx`).
+fn frac_pos_le(b: &[u8], bx: bool) -> Frac {
+    let Some((&d, rest)) = b.split_first() else {
+        return (None, false);
+    };
+    let mut parts = Vec::new();
+    if d > b'0' {
+        parts.push("\"0\" [0-9]* [1-9] [0-9]*".to_string());
+        if d > b'1' {
+            parts.push(format!("{} [0-9]*", digit_class(b'1', d - 1)));
+        }
+        parts.extend(prefix_digit(d, frac_le(rest, bx)));
+    } else {
+        parts.extend(prefix_digit(d, frac_pos_le(rest, bx)));
+    }
+    (alts(parts), false)
+}
+
+/// Digit strings D with 0.a <= 0.D <= 0.b (strict per flag), `a <= b`.
+fn frac_between(a: &[u8], ax: bool, b: &[u8], bx: bool) -> Frac {
+    match (a.split_first(), b.split_first()) {
+        (None, _) if !ax => frac_le(b, bx),
+        (None, _) => frac_pos_le(b, bx),
+        (Some(_), None) => (None, false),
+        (Some((&a0, ar)), Some((&b0, br))) => {
+            if a0 == b0 {
+                (prefix_digit(a0, frac_between(ar, ax, br, bx)), false)
+            } else {
+                let mut parts = Vec::new();
+                parts.extend(prefix_digit(a0, frac_ge(ar, ax)));
+                if a0 + 1 < b0 {
+                    parts.push(format!("{} [0-9]*", digit_class(a0 + 1, b0 - 1)));
+                }
+                parts.extend(prefix_digit(b0, frac_le(br, bx)));
+                (alts(parts), false)
+            }
+        }
+    }
+}
+
+fn frac_text(f: Frac) -> Option<String> {
+    match f {
+        (Some(r), true) => Some(format!("( \".\" {r} )?")),
+        (Some(r), false) => Some(format!("\".\" {r}")),
+        (None, true) => Some(String::new()),
+        (None, false) => None,
+    }
+}
+
+const ANY_FRAC: &str = "( \".\" [0-9]+ )?";
+
+/// Magnitudes `int(.frac)?` between non-negative bounds.
+fn magnitude_range(lo: &Bound, hi: Option<&Bound>) -> Option<String> {
+    if let Some(h) = hi {
+        let ord = cmp_decimal(&lo.value, &h.value);
+        if ord.is_gt() || (ord.is_eq() && (lo.exclusive || h.exclusive)) {
+            return None;
+        }
+    }
+    let li: u128 = lo.value.int.parse().ok()?;
+    let mut parts = Vec::new();
+    match hi {
+        Some(h) if h.value.int == lo.value.int => {
+            let f = frac_between(
+                lo.value.frac.as_bytes(),
+                lo.exclusive,
+                h.value.frac.as_bytes(),
+                h.exclusive,
+            );
+            let ft = frac_text(f)?;
+            parts.push(seq(&[&format!("\"{li}\""), &ft]));
+        }
+        _ => {
+            if let Some(ft) = frac_text(frac_ge(lo.value.frac.as_bytes(), lo.exclusive)) {
+                parts.push(seq(&[&format!("\"{li}\""), &ft]));
+            }
+            let hi_int: Option<u128> = match hi {
+                Some(h) => Some(h.value.int.parse().ok()?),
+                None => None,
+            };
+            let mid_hi = hi_int.map(|h| h.saturating_sub(1));
+            if hi_int.is_none_or(|h| h >= li + 2)
+                && let Some(r) = uint_range(li + 1, mid_hi)
+            {
+                parts.push(format!("{r} {ANY_FRAC}"));
+            }
+            if let (Some(h), Some(hv)) = (hi, hi_int)
+                && let Some(ft) = frac_text(frac_le(h.value.frac.as_bytes(), h.exclusive))
+            {
+                parts.push(seq(&[&format!("\"{hv}\""), &ft]));
+            }
+        }
+    }
+    alts(parts)
+}
+
+fn negate(b: &Bound) -> Bound {
+    let mut v = b.value.clone();
+    v.neg = !(v.neg || (v.int == "0" && v.frac.is_empty()));
+    Bound {
+        value: v,
+        exclusive: b.exclusive,
+    }
+}
+
+fn zero(exclusive: bool) -> Bound {
+    Bound {
+        value: Decimal {
+            neg: false,
+            int: "0".into(),
+            frac: String::new(),
+        },
+        exclusive,
+    }
+}
+
+/// Numbers (text `-?int(.frac)?`, no exponent) between optional bounds. `None` when empty.
+/// Fails (Err) only when a bound is too large to handle.
+pub(crate) fn number_range(
+    lo: Option<&Bound>,
+    hi: Option<&Bound>,
+) -> Result<Option<String>, String> {
+    for b in [lo, hi].into_iter().flatten() {
+        if b.value.int.len() > 36 {
+            return Err("bound too large".into());
+        }
+    }
+    let mut parts = Vec::new();
+    // negative numbers: magnitude in (max(0, -hi), -lo]
+    let neg_possible = lo.is_none_or(|l| l.value.neg);
+    if neg_possible {
+        let mag_lo = match hi {
+            Some(h) if h.value.neg => negate(h),
+            _ => zero(true),
+        };
+        let mag_hi = lo.map(negate);
+        if let Some(r) = magnitude_range(&mag_lo, mag_hi.as_ref()) {
+            parts.push(format!("\"-\" {r}"));
+        }
+    }
+    let nonneg_possible = hi.is_none_or(|h| !h.value.neg);
+    if nonneg_possible {
+        let mag_lo = match lo {
+            Some(l) if !l.value.neg => l.clone(),
+            _ => zero(false),
+        };
+        if let Some(r) = magnitude_range(&mag_lo, hi) {
+            parts.push(r);
+        }
+    }
+    Ok(alts(parts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dec(s: &str) -> Decimal {
+        Decimal::parse(s).unwrap()
+    }
+
+    /// Tiny matcher for the subset of GBNF these functions produce, used to check ranges by
+    /// brute force.
+    fn matches(grammar: &str, text: &str) -> bool {
+        compile(grammar).is_match(text)
+    }
+
+    fn compile(grammar: &str) -> regex::Regex {
+        // translate to a regex: literals, classes, groups, quantifiers
+        let mut re = String::from("^(?:");
+        let chars: Vec<char> = grammar.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            match chars[i] {
+                '"' => {
+                    i += 1;
+                    while chars[i] != '"' {
+                        re.push_str(&regex_syntax::escape(&chars[i].to_string()));
+                        i += 1;
+                    }
+                }
+                '[' => {
+                    while chars[i] != ']' {
+                        re.push(chars[i]);
+                        i += 1;
+                    }
+                    re.push(']');
+                }
+                '(' => re.push_str("(?:"),
+                ' ' => {}
+                c => re.push(c),
+            }
+            i += 1;
+        }
+        re.push_str(")$");
+        regex::Regex::new(&re).unwrap()
+    }
+
+    #[test]
+    fn parses_decimals() {
+        assert_eq!(
+            dec("1e2"),
+            Decimal {
+                neg: false,
+                int: "100".into(),
+                frac: "".into()
+            }
+        );
+        assert_eq!(
+            dec("-1.50"),
+            Decimal {
+                neg: true,
+                int: "1".into(),
+                frac: "5".into()
+            }
+        );
+        assert_eq!(
+            dec("1.5e-3"),
+            Decimal {
+                neg: false,
+                int: "0".into(),
+                frac: "0015".into()
+            }
+        );
+        assert_eq!(
+            dec("-0.0"),
+            Decimal {
+                neg: false,
+                int: "0".into(),
+                frac: "".into()
+            }
+        );
+        assert_eq!(dec("2.5").to_i128(true), Some(3));
+        assert_eq!(dec("-2.5").to_i128(true), Some(-2));
+        assert_eq!(dec("-2.5").to_i128(false), Some(-3));
+    }
+
+    #[test]
+    fn int_ranges_brute_force() {
+        let cases: &[(Option<i128>, Option<i128>)] = &[
+            (Some(0), Some(9)),
+            (Some(5), Some(30)),
+            (Some(-15), Some(7)),
+            (Some(-300), Some(-12)),
+            (Some(17), None),
+            (None, Some(-3)),
+            (None, Some(42)),
+            (Some(0), None),
+            (Some(100), Some(1000)),
+            (Some(123), Some(4567)),
+        ];
+        for &(lo, hi) in cases {
+            let g = int_range(lo, hi).unwrap();
+            let re = compile(&g);
+            for v in -1200i128..1200 {
+                let want = lo.is_none_or(|l| v >= l) && hi.is_none_or(|h| v <= h);
+                assert_eq!(re.is_match(&v.to_string()), want, "{lo:?}..{hi:?} {v}: {g}");
+            }
+            assert!(!matches(&g, "01"));
+            assert!(!matches(&g, "12345678901234567"));
+            assert!(!matches(&g, "-0"));
+        }
+        assert_eq!(int_range(Some(3), Some(2)), None);
+    }
+
+    #[test]
+    fn number_ranges_brute_force() {
+        let bounds = ["-1.25", "-1", "0", "0.5", "1.1", "2", "2.05", "10"];
+        let mut values = Vec::new();
+        for i in -300..300 {
+            values.push(format!("{}", i as f64 / 100.0));
+            values.push(format!("{:.3}", i as f64 / 100.0 + 0.004));
+        }
+        values.extend(["10", "10.0", "10.5", "11", "9.99", "2.050", "1.10"].map(String::from));
+        for lo in bounds.iter().map(|s| Some(*s)).chain([None]) {
+            for hi in bounds.iter().map(|s| Some(*s)).chain([None]) {
+                for (lx, hx) in [(false, false), (true, false), (false, true), (true, true)] {
+                    let lb = lo.map(|s| Bound {
+                        value: dec(s),
+                        exclusive: lx,
+                    });
+                    let hb = hi.map(|s| Bound {
+                        value: dec(s),
+                        exclusive: hx,
+                    });
+                    let g = number_range(lb.as_ref(), hb.as_ref()).unwrap();
+                    let re = g.as_deref().map(compile);
+                    for v in &values {
+                        let d = dec(v);
+                        let ok_lo = lb.as_ref().is_none_or(|b| {
+                            let o = cmp_decimal(&d, &b.value);
+                            o.is_gt() || (o.is_eq() && !b.exclusive)
+                        });
+                        let ok_hi = hb.as_ref().is_none_or(|b| {
+                            let o = cmp_decimal(&d, &b.value);
+                            o.is_lt() || (o.is_eq() && !b.exclusive)
+                        });
+                        let got = re.as_ref().is_some_and(|r| r.is_match(v));
+                        assert_eq!(got, ok_lo && ok_hi, "{lo:?}{lx} {hi:?}{hx} {v}: {g:?}");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! `pattern` (ECMA-262 regular expressions) → GBNF over the JSON-encoded string.
+//!
+//! The pattern is first rewritten where ECMA-262 and Rust's regex syntax disagree (`\d`, `\w`,
+//! `\s` and `.` are ASCII/ECMA sets, not Unicode ones), then parsed into HIR with `regex-syntax`
+//! and translated node by node. JSON Schema patterns are unanchored ("contains"): a branch not
+//! anchored with `^` gets `char*` in front, one not anchored with `$` gets `char*` behind.
+//! Anchors anywhere else, look-arounds, word boundaries and back-references are unsupported.
+
+use regex_syntax::hir::{Class, Hir, HirKind, Look};
+
+use super::strings::{self, encoded_char_set, normalize};
+
+/// ECMA-262 `\s`: white space and line terminators.
+const ECMA_SPACE: &str =
+    r"\t\n\x0B\x0C\r \xA0\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+
+/// Rewrites ECMA-262 shorthand classes into explicit Rust classes.
+fn ecma_to_rust(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut chars = pattern.chars().peekable();
+    let mut in_class = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let Some(n) = chars.next() else {
+                    out.push('\\');
+                    break;
+                };
+                let rep = match n {
+                    'd' => Some("[0-9]".to_string()),
+                    'D' => Some("[^0-9]".to_string()),
+                    'w' => Some("[A-Za-z0-9_]".to_string()),
+                    'W' => Some("[^A-Za-z0-9_]".to_string()),
+                    's' => Some(format!("[{ECMA_SPACE}]")),
+                    'S' => Some(format!("[^{ECMA_SPACE}]")),
+                    '/' => Some("/".to_string()),
+                    _ => None,
+                };
+                match rep {
+                    Some(r) => out.push_str(&r),
+                    None => {
+                        out.push('\\');
+                        out.push(n);
+                    }
+                }
+            }
+            '[' if !in_class => {
+                in_class = true;
+                out.push('[');
+                // a leading `]` or `^]` is literal in Rust but an empty class in ECMA; keep Rust's
+                if chars.peek() == Some(&'^') {
+                    out.push('^');
+                    chars.next();
+                }
+            }
+            '[' => out.push_str("\\["),
+            ']' if in_class => {
+                in_class = false;
+                out.push(']');
+            }
+            '.' if !in_class => out.push_str(r"[^\n\r\x{2028}\x{2029}]"),
+            '&' | '~' | '-' if in_class && chars.peek() == Some(&c) => {
+                // Rust class set operators (`&&`, `~~`, `--`) are plain characters in ECMA
+                out.push('\\');
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Translates a JSON Schema `pattern` into GBNF for a whole JSON string (quotes included).
+/// `char_rule` yields the rule matching any encoded character. Errors are messages for the caller.
+pub(crate) fn pattern_to_gbnf(
+    pattern: &str,
+    char_rule: &mut dyn FnMut() -> String,
+) -> Result<Option<String>, String> {
+    let rewritten = ecma_to_rust(pattern);
+    let hir = regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(&rewritten)
+        .map_err(|e| {
+            format!(
+                "cannot translate /{pattern}/: {}",
+                first_line(&e.to_string())
+            )
+        })?;
+    let branches: Vec<&Hir> = match hir.kind() {
+        HirKind::Alternation(bs) => bs.iter().collect(),
+        _ => vec![&hir],
+    };
+    let mut alts = Vec::new();
+    for branch in branches {
+        let mut items: Vec<&Hir> = match branch.kind() {
+            HirKind::Concat(xs) => xs.iter().collect(),
+            _ => vec![branch],
+        };
+        items.retain(|h| !matches!(h.kind(), HirKind::Empty));
+        let mut start = false;
+        while let Some(h) = items.first() {
+            if matches!(h.kind(), HirKind::Look(Look::Start)) {
+                start = true;
+                items.remove(0);
+            } else {
+                break;
+            }
+        }
+        let mut end = false;
+        while let Some(h) = items.last() {
+            if matches!(h.kind(), HirKind::Look(Look::End)) {
+                end = true;
+                items.pop();
+            } else {
+                break;
+            }
+        }
+        let mut parts = Vec::new();
+        if !start {
+            parts.push(format!("{}*", char_rule()));
+        }
+        let unanchored_empty = !start && items.is_empty();
+        let mut never = false;
+        for h in items {
+            match translate(h, char_rule)? {
+                Some(t) => parts.push(t),
+                None => never = true,
+            }
+        }
+        if !end && !unanchored_empty {
+            parts.push(format!("{}*", char_rule()));
+        }
+        if never {
+            continue;
+        }
+        parts.retain(|p| p != "\"\"");
+        alts.push(if parts.is_empty() {
+            "\"\"".to_string()
+        } else {
+            parts.join(" ")
+        });
+    }
+    alts.dedup();
+    Ok(match alts.len() {
+        0 => None,
+        1 => Some(format!("\"\\\"\" {} \"\\\"\"", alts[0])),
+        _ => Some(format!("\"\\\"\" ( {} ) \"\\\"\"", alts.join(" | "))),
+    })
+}
+
+fn first_line(s: &str) -> String {
+    s.lines()
+        .rfind(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+fn group(s: String) -> String {
+    if is_atom(&s) { s } else { format!("( {s} )") }
+}
+
+/// Whether an expression can take a postfix operator without parentheses.
+pub(crate) fn is_atom(s: &str) -> bool {
+    let b = s.as_bytes();
+    if s.is_empty() {
+        return false;
+    }
+    if s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') {
+        return true;
+    }
+    let closing = match b[0] {
+        b'"' => b'"',
+        b'[' => b']',
+        b'(' => b')',
+        _ => return false,
+    };
+    // the first group must end at the last byte
+    let mut depth = 0i32;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\\' {
+            i += 2;
+            continue;
+        }
+        if b[0] == b'(' {
+            if c == b'"' {
+                // skip literal
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            } else if c == b'[' {
+                i += 1;
+                while i < b.len() && b[i] != b']' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            } else if c == b'(' {
+                depth += 1;
+            } else if c == b')' {
+                depth -= 1;
+                if depth == 0 {
+                    return i == b.len() - 1;
+                }
+            }
+        } else if i > 0 && c == closing {
+            return i == b.len() - 1;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// `expr{min,max}` in GBNF, split so that no bound exceeds llama.cpp's limit of 2000.
+pub(crate) fn repeat(expr: &str, min: u32, max: Option<u32>) -> String {
+    const LIMIT: u32 = 2000;
+    let atom = group(expr.to_string());
+    if max == Some(0) {
+        return "\"\"".into();
+    }
+    if min > LIMIT {
+        let rest = repeat(expr, min - LIMIT, max.map(|m| m - LIMIT));
+        return format!("{} {rest}", repeat(expr, LIMIT, Some(LIMIT)));
+    }
+    if let Some(m) = max.filter(|m| *m > LIMIT) {
+        let rest = repeat(expr, 0, Some(m - LIMIT));
+        return format!("{} {rest}", repeat(expr, min, Some(LIMIT)));
+    }
+    match (min, max) {
+        (0, None) => format!("{atom}*"),
+        (1, None) => format!("{atom}+"),
+        (0, Some(1)) => format!("{atom}?"),
+        (1, Some(1)) => expr.to_string(),
+        (m, None) => format!("{atom}{{{m},}}"),
+        (m, Some(n)) if m == n => format!("{atom}{{{m}}}"),
+        (m, Some(n)) => format!("{atom}{{{m},{n}}}"),
+    }
+}
+
+fn translate(h: &Hir, char_rule: &mut dyn FnMut() -> String) -> Result<Option<String>, String> {
+    Ok(match h.kind() {
+        HirKind::Empty => Some("\"\"".to_string()),
+        HirKind::Literal(lit) => {
+            let text = std::str::from_utf8(&lit.0)
+                .map_err(|_| "pattern literal is not UTF-8".to_string())?;
+            Some(strings::encoded_literal(text))
+        }
+        HirKind::Class(Class::Unicode(c)) => {
+            let ranges: Vec<(u32, u32)> = c
+                .ranges()
+                .iter()
+                .map(|r| (r.start() as u32, r.end() as u32))
+                .collect();
+            encoded_char_set(&normalize(ranges), char_rule)
+        }
+        HirKind::Class(Class::Bytes(_)) => return Err("byte classes are unsupported".into()),
+        HirKind::Look(look) => {
+            return Err(format!(
+                "anchor or assertion {look:?} inside the pattern is unsupported"
+            ));
+        }
+        HirKind::Repetition(rep) => {
+            match translate(&rep.sub, char_rule)? {
+                Some(sub) => Some(repeat(&sub, rep.min, rep.max)),
+                // x{0,n} of nothing matches the empty string
+                None if rep.min == 0 => Some("\"\"".to_string()),
+                None => None,
+            }
+        }
+        HirKind::Capture(cap) => translate(&cap.sub, char_rule)?.map(group),
+        HirKind::Concat(xs) => {
+            let mut parts = Vec::new();
+            for x in xs {
+                match translate(x, char_rule)? {
+                    Some(p) => {
+                        if p != "\"\"" {
+                            parts.push(p)
+                        }
+                    }
+                    None => return Ok(None),
+                }
+            }
+            Some(if parts.is_empty() {
+                "\"\"".to_string()
+            } else {
+                parts.join(" ")
+            })
+        }
+        HirKind::Alternation(xs) => {
+            let mut parts = Vec::new();
+            for x in xs {
+                if let Some(p) = translate(x, char_rule)? {
+                    parts.push(p);
+                }
+            }
+            match parts.len() {
+                0 => None,
+                1 => parts.pop(),
+                _ => Some(format!("( {} )", parts.join(" | "))),
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conv(p: &str) -> String {
+        pattern_to_gbnf(p, &mut || "char".to_string())
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn anchored_and_unanchored() {
+        assert_eq!(conv("^abc$"), r#""\"" "abc" "\"""#);
+        assert_eq!(conv("abc"), r#""\"" char* "abc" char* "\"""#);
+        assert_eq!(conv("^a"), r#""\"" "a" char* "\"""#);
+        assert_eq!(conv("b$"), r#""\"" char* "b" "\"""#);
+        assert_eq!(conv(""), r#""\"" char* "\"""#);
+    }
+
+    #[test]
+    fn ecma_classes_are_ascii() {
+        assert_eq!(conv(r"^\d{3}$"), r#""\"" [0-9]{3} "\"""#);
+        assert_eq!(conv(r"^\w+$"), r#""\"" [0-9A-Z_a-z]+ "\"""#);
+        assert_eq!(conv("^[a-c]?x*$"), r#""\"" [a-c]? "x"* "\"""#);
+        assert_eq!(conv("^(ab|cd){2,3}$"), r#""\"" ( "ab" | "cd" ){2,3} "\"""#);
+    }
+
+    #[test]
+    fn quotes_in_patterns_are_escaped_in_json() {
+        assert_eq!(conv(r#"^"$"#), r#""\"" "\\\"" "\"""#);
+    }
+
+    #[test]
+    fn unsupported_constructs() {
+        let mut c = || "char".to_string();
+        assert!(pattern_to_gbnf(r"a\bb", &mut c).is_err());
+        assert!(pattern_to_gbnf(r"(?=a)", &mut c).is_err());
+        assert!(pattern_to_gbnf(r"(a)\1", &mut c).is_err());
+        assert!(pattern_to_gbnf(r"a^b", &mut c).is_err());
+    }
+
+    #[test]
+    fn large_repeats_are_split() {
+        assert_eq!(repeat("x", 0, Some(2500)), "x{0,2000} x{0,500}");
+        assert_eq!(repeat("x", 2001, None), "x{2000} x+");
+        assert!(is_atom("( a | b )"));
+        assert!(!is_atom("( a ) ( b )"));
+        assert!(is_atom(r#""a\"b""#));
+    }
+}

@@ -1,0 +1,277 @@
+//! JSON string encoding as GBNF: literals, and sets of decoded characters as grammar over their
+//! JSON-encoded form.
+//!
+//! A schema constrains *decoded* strings, the grammar matches *encoded* JSON text. Characters that
+//! JSON requires to be escaped (`"`, `\`, U+0000..U+001F) are matched in their escaped forms; all
+//! other characters are matched raw (the canonical encoding every JSON serializer produces).
+
+/// A GBNF string literal matching exactly `text`.
+pub fn gbnf_literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7F => {
+                out.push_str(&format!("\\x{:02X}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The canonical JSON encoding of one character inside a string (without quotes).
+pub(crate) fn json_encode_char(c: char, out: &mut String) {
+    match c {
+        '"' => out.push_str("\\\""),
+        '\\' => out.push_str("\\\\"),
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        '\u{8}' => out.push_str("\\b"),
+        '\u{c}' => out.push_str("\\f"),
+        c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+        c => out.push(c),
+    }
+}
+
+/// GBNF matching the JSON encoding of the decoded text `text` (without the quotes).
+/// Control characters other than the short escapes accept either hex case.
+pub(crate) fn encoded_literal(text: &str) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut plain = String::new();
+    for c in text.chars() {
+        let cp = c as u32;
+        if cp < 0x20 && !matches!(c, '\n' | '\r' | '\t' | '\u{8}' | '\u{c}') {
+            if !plain.is_empty() {
+                parts.push(gbnf_literal(&plain));
+                plain.clear();
+            }
+            parts.push(control_escape(cp));
+        } else {
+            json_encode_char(c, &mut plain);
+        }
+    }
+    if !plain.is_empty() || parts.is_empty() {
+        parts.push(gbnf_literal(&plain));
+    }
+    parts.join(" ")
+}
+
+/// `\u00XY` for a control character, either hex case.
+fn control_escape(cp: u32) -> String {
+    let low = cp & 0xF;
+    let hi = cp >> 4;
+    let low_s = if low >= 10 {
+        let c = char::from_digit(low, 16).unwrap_or('0');
+        format!("[{}{}]", c, c.to_ascii_uppercase())
+    } else {
+        format!("\"{low}\"")
+    };
+    format!("\"\\\\u00{hi}\" {low_s}")
+}
+
+/// Renders one code point inside a GBNF character class.
+fn class_char(cp: u32, out: &mut String) {
+    match char::from_u32(cp) {
+        Some(c) if (0x20..0x7F).contains(&cp) && !matches!(c, '\\' | ']' | '[' | '-' | '^') => {
+            out.push(c)
+        }
+        _ if cp < 0x80 => out.push_str(&format!("\\x{cp:02X}")),
+        _ if cp <= 0xFFFF => out.push_str(&format!("\\u{cp:04X}")),
+        _ => out.push_str(&format!("\\U{cp:08X}")),
+    }
+}
+
+/// A GBNF character class `[...]` (or `[^...]`) for sorted, disjoint ranges.
+pub(crate) fn char_class(ranges: &[(u32, u32)], negated: bool) -> String {
+    let mut out = String::from(if negated { "[^" } else { "[" });
+    for &(lo, hi) in ranges {
+        class_char(lo, &mut out);
+        if hi > lo {
+            if hi > lo + 1 {
+                out.push('-');
+            }
+            class_char(hi, &mut out);
+        }
+    }
+    out.push(']');
+    out
+}
+
+/// Normalizes ranges: sorted, merged.
+pub(crate) fn normalize(mut ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    ranges.sort_unstable();
+    let mut out: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
+    for (lo, hi) in ranges {
+        if let Some(last) = out.last_mut()
+            && lo <= last.1.saturating_add(1)
+        {
+            last.1 = last.1.max(hi);
+            continue;
+        }
+        out.push((lo, hi));
+    }
+    out
+}
+
+/// Intersection of two normalized range sets.
+pub(crate) fn intersect(a: &[(u32, u32)], b: &[(u32, u32)]) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        let lo = a[i].0.max(b[j].0);
+        let hi = a[i].1.min(b[j].1);
+        if lo <= hi {
+            out.push((lo, hi));
+        }
+        if a[i].1 < b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
+}
+
+/// Complement of a normalized range set within `[0, max]`.
+pub(crate) fn complement(a: &[(u32, u32)], max: u32) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    let mut next = 0u32;
+    for &(lo, hi) in a {
+        if lo > next {
+            out.push((next, lo - 1));
+        }
+        next = hi.saturating_add(1);
+    }
+    if next <= max && a.last().is_none_or(|l| l.1 < max) {
+        out.push((next, max));
+    }
+    out
+}
+
+/// Unicode scalar values.
+pub(crate) const SCALARS: &[(u32, u32)] = &[(0, 0xD7FF), (0xE000, 0x10FFFF)];
+/// Characters written raw inside a JSON string.
+const RAW: &[(u32, u32)] = &[
+    (0x20, 0x21),
+    (0x23, 0x5B),
+    (0x5D, 0xD7FF),
+    (0xE000, 0x10FFFF),
+];
+
+fn contains(set: &[(u32, u32)], cp: u32) -> bool {
+    set.iter().any(|&(lo, hi)| lo <= cp && cp <= hi)
+}
+
+/// GBNF (an atom) matching the JSON encoding of one character from the set `set` (decoded code
+/// points, normalized). `None` when the set is empty. `char_rule` is the name of the rule matching
+/// any character (used when the set is all of Unicode).
+pub(crate) fn encoded_char_set(
+    set: &[(u32, u32)],
+    char_rule: &mut dyn FnMut() -> String,
+) -> Option<String> {
+    let set = intersect(set, SCALARS);
+    if set.is_empty() {
+        return None;
+    }
+    if set == SCALARS {
+        return Some(char_rule());
+    }
+    let mut alts = Vec::new();
+    let raw = intersect(&set, RAW);
+    if !raw.is_empty() {
+        // Negated form when it is shorter: everything but the listed ranges (and the characters
+        // that must be escaped).
+        let missing = intersect(&complement(&raw, 0x10FFFF), RAW);
+        if missing.len() + 2 < raw.len() {
+            let mut neg = missing.clone();
+            neg.push((0, 0x1F));
+            neg.push(('"' as u32, '"' as u32));
+            neg.push(('\\' as u32, '\\' as u32));
+            alts.push(char_class(&normalize(neg), true));
+        } else {
+            alts.push(char_class(&raw, false));
+        }
+    }
+    let mut short = String::new();
+    for (c, e) in [
+        ('"', '"'),
+        ('\\', '\\'),
+        ('\u{8}', 'b'),
+        ('\u{c}', 'f'),
+        ('\n', 'n'),
+        ('\r', 'r'),
+        ('\t', 't'),
+    ] {
+        if contains(&set, c as u32) {
+            short.push(e);
+        }
+    }
+    let controls = intersect(&set, &[(0, 0x1F)]);
+    if !short.is_empty() {
+        let class = char_class(
+            &short
+                .chars()
+                .map(|c| (c as u32, c as u32))
+                .collect::<Vec<_>>(),
+            false,
+        );
+        alts.push(format!("\"\\\\\" {class}"));
+    }
+    if controls == [(0, 0x1F)] {
+        alts.push("\"\\\\u00\" [01] [0-9a-fA-F]".to_string());
+    } else {
+        for &(lo, hi) in &controls {
+            for cp in lo..=hi {
+                alts.push(control_escape(cp));
+            }
+        }
+    }
+    Some(if alts.len() == 1 {
+        alts.pop().unwrap_or_default()
+    } else {
+        format!("( {} )", alts.join(" | "))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literal_escapes() {
+        assert_eq!(gbnf_literal("a\"b\\c\nd\te\u{1}"), r#""a\"b\\c\nd\te\x01""#);
+        assert_eq!(gbnf_literal("é"), "\"é\"");
+    }
+
+    #[test]
+    fn encoded_literal_matches_json_text() {
+        // decoded `"` is written `\"` in JSON, which is `\\\"` in a GBNF literal
+        assert_eq!(encoded_literal("a\"b"), r#""a\\\"b""#);
+        assert_eq!(encoded_literal("\u{1}"), r#""\\u000" "1""#);
+        assert_eq!(encoded_literal(""), "\"\"");
+    }
+
+    #[test]
+    fn char_sets() {
+        let mut any = || "char".to_string();
+        assert_eq!(
+            encoded_char_set(&[(0x30, 0x39)], &mut any).as_deref(),
+            Some("[0-9]")
+        );
+        assert_eq!(encoded_char_set(SCALARS, &mut any).as_deref(), Some("char"));
+        let not_a = normalize(vec![(0, 0x60), (0x62, 0x10FFFF)]);
+        assert_eq!(
+            encoded_char_set(&not_a, &mut any).as_deref(),
+            Some(r#"( [^\x00-\x1F"\x5Ca] | "\\" ["\x5Cbfnrt] | "\\u00" [01] [0-9a-fA-F] )"#)
+        );
+        assert_eq!(encoded_char_set(&[], &mut any), None);
+    }
+}

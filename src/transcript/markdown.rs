@@ -1,0 +1,99 @@
+//! The Markdown rendering of a transcript: a header, the prompt, the grammar, the output, a
+//! table of tokens with their best alternatives, and the validation.
+
+use super::{Stop, Transcript};
+
+fn fence(text: &str, lang: &str) -> String {
+    let ticks = if text.contains("```") { "````" } else { "```" };
+    format!("{ticks}{lang}\n{text}\n{ticks}\n")
+}
+
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|")
+        .replace('\n', "\\n")
+        .replace('\r', "\\r")
+        .replace('\t', "\\t")
+        .replace('`', "\\`")
+}
+
+/// The transcript as a Markdown document.
+pub fn to_markdown(t: &Transcript) -> String {
+    let mut out = String::new();
+    out.push_str("# toolrail transcript\n\n");
+    out.push_str("| | |\n|---|---|\n");
+    out.push_str(&format!(
+        "| model | {} ({}, {} tokens) |\n",
+        cell(&t.model.name),
+        cell(&t.model.architecture),
+        t.model.vocab_size
+    ));
+    out.push_str(&format!("| engine | {} |\n", t.engine));
+    if let Some(format) = &t.format {
+        out.push_str(&format!("| format | {format} |\n"));
+    }
+    let s = &t.sampling;
+    out.push_str(&format!(
+        "| sampling | temperature {}, top-k {}, top-p {}, min-p {}, seed {}, max {} tokens |\n",
+        s.temperature, s.top_k, s.top_p, s.min_p, s.seed, s.max_tokens
+    ));
+    let stop = match &t.stop {
+        Stop::EndOfGeneration => "end of generation".to_string(),
+        Stop::MaxTokens => "token limit".to_string(),
+        Stop::Cancelled => "cancelled".to_string(),
+        Stop::DeadEnd { offset, expected } => {
+            format!(
+                "dead end at byte {offset} (expected {})",
+                cell(&expected.join(", "))
+            )
+        }
+        Stop::Error { message } => format!("error: {}", cell(message)),
+    };
+    out.push_str(&format!("| stopped | {stop} |\n"));
+    out.push_str(&format!(
+        "| totals | {} tokens, {:.1} tokens/s, decode {:.1} ms, mask {:.1} ms |\n\n",
+        t.totals.tokens, t.totals.tokens_per_s, t.totals.decode_ms, t.totals.mask_ms
+    ));
+    out.push_str("## Prompt\n\n");
+    out.push_str(&fence(&t.prompt, "text"));
+    if let Some(grammar) = &t.grammar {
+        out.push_str("\n## Grammar\n\n");
+        out.push_str(&fence(grammar, "gbnf"));
+    }
+    out.push_str("\n## Output\n\n");
+    out.push_str(&fence(&t.output, "text"));
+    if !t.tokens.is_empty() {
+        out.push_str("\n## Tokens\n\n| # | token | p | allowed | best alternatives (after mask) | mask ms |\n|---|---|---|---|---|---|\n");
+        for r in &t.tokens {
+            let p = r
+                .after
+                .iter()
+                .find(|c| c.id == r.id)
+                .map_or(0.0, |c| c.probability);
+            let alts: Vec<String> = r
+                .after
+                .iter()
+                .filter(|c| c.id != r.id)
+                .take(3)
+                .map(|c| format!("`{}` {:.2}", cell(&c.piece), c.probability))
+                .collect();
+            out.push_str(&format!(
+                "| {} | `{}`{} | {:.2} | {} | {} | {:.3} |\n",
+                r.index,
+                cell(&r.piece),
+                if r.forced { " (forced)" } else { "" },
+                p,
+                r.allowed,
+                alts.join(", "),
+                r.mask_ms
+            ));
+        }
+    }
+    if let Some(validation) = &t.validation {
+        out.push_str("\n## Validation\n\n");
+        out.push_str(&fence(
+            &serde_json::to_string_pretty(validation).unwrap_or_default(),
+            "json",
+        ));
+    }
+    out
+}

@@ -1,0 +1,275 @@
+//! Transcripts: everything about one generation run — model, prompt, tools, grammar,
+//! parameters, every token with its candidates before and after the mask and the grammar stacks
+//! after it, the result and its validation — as a versioned JSON file that reopens for replay,
+//! and as Markdown for people.
+
+mod markdown;
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Snapshot;
+
+pub use markdown::to_markdown;
+
+/// The transcript format version this build writes and reads.
+pub const TRANSCRIPT_VERSION: u32 = 1;
+
+/// One generation run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Transcript {
+    /// Format version ([`TRANSCRIPT_VERSION`]).
+    pub version: u32,
+    /// The toolrail version that wrote it.
+    pub toolrail_version: String,
+    /// Seconds since the Unix epoch when the run started.
+    pub created_unix: u64,
+    /// The model.
+    pub model: ModelInfo,
+    /// The prompt as sent to the model (after the chat template or prompt builder).
+    pub prompt: String,
+    /// The tool set, when the grammar came from tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<serde_json::Value>,
+    /// The tool-call envelope (`openai`, `llama3`, ...), when the grammar came from tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    /// The GBNF grammar, unless the run was unconstrained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grammar: Option<String>,
+    /// Which engine masked the tokens: `toolrail`, `llama` or `none`.
+    pub engine: String,
+    /// Sampling parameters.
+    pub sampling: Sampling,
+    /// Every generated token, in order.
+    pub tokens: Vec<TokenRecord>,
+    /// The generated text.
+    pub output: String,
+    /// Why generation stopped.
+    pub stop: Stop,
+    /// The validation of the output (the validator's report as JSON), when tools were given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<serde_json::Value>,
+    /// Totals over the run.
+    pub totals: Totals,
+}
+
+/// What identifies the model.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// Name (a models.toml entry or the file name).
+    pub name: String,
+    /// Path of the GGUF file.
+    pub path: String,
+    /// Architecture from the GGUF metadata.
+    pub architecture: String,
+    /// Vocabulary size.
+    pub vocab_size: u32,
+    /// File size in bytes.
+    pub file_size: u64,
+}
+
+/// Sampling parameters (temperature 0 is greedy).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
+    /// Softmax temperature; 0 picks the most likely allowed token.
+    pub temperature: f32,
+    /// Keep only the k most likely tokens (0: all).
+    pub top_k: u32,
+    /// Keep the smallest set whose probability reaches p (1: all).
+    pub top_p: f32,
+    /// Drop tokens less likely than min_p times the most likely one (0: none).
+    pub min_p: f32,
+    /// Random seed.
+    pub seed: u64,
+    /// Stop after this many tokens.
+    pub max_tokens: u32,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Sampling {
+            temperature: 0.0,
+            top_k: 40,
+            top_p: 0.95,
+            min_p: 0.05,
+            seed: 0,
+            max_tokens: 256,
+        }
+    }
+}
+
+/// A candidate token at one step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    /// Token id.
+    pub id: u32,
+    /// Its piece, as text (lossy for partial UTF-8).
+    pub piece: String,
+    /// Probability (before the mask: over the whole vocabulary; after: over the allowed tokens).
+    pub probability: f32,
+    /// True if the grammar masked it.
+    pub masked: bool,
+}
+
+/// One generated token.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TokenRecord {
+    /// 0-based position in the output.
+    pub index: u32,
+    /// Token id.
+    pub id: u32,
+    /// Its piece, as text (lossy for partial UTF-8).
+    pub piece: String,
+    /// Its piece's bytes, hex, when the text is lossy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub piece_hex: Option<String>,
+    /// True if the user forced this token instead of the sampled one.
+    #[serde(default)]
+    pub forced: bool,
+    /// The most likely candidates before the mask.
+    pub before: Vec<Candidate>,
+    /// The most likely candidates after the mask.
+    pub after: Vec<Candidate>,
+    /// How many tokens the grammar allowed at this step.
+    pub allowed: u32,
+    /// The grammar stacks after the token (absent for unconstrained runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stacks: Option<Snapshot>,
+    /// Milliseconds to decode (compute logits for) this step.
+    pub decode_ms: f64,
+    /// Milliseconds to compute the mask at this step.
+    pub mask_ms: f64,
+}
+
+/// Why generation stopped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+pub enum Stop {
+    /// The model chose end-of-generation (allowed: the grammar was complete).
+    EndOfGeneration,
+    /// The token limit was reached.
+    MaxTokens,
+    /// The user cancelled.
+    Cancelled,
+    /// No token could continue the grammar (the vocabulary lacks what it needs).
+    DeadEnd {
+        /// Byte offset in the output where it got stuck.
+        offset: u64,
+        /// What the grammar expected there.
+        expected: Vec<String>,
+    },
+    /// Something failed.
+    Error {
+        /// The message.
+        message: String,
+    },
+}
+
+/// Totals over a run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Tokens generated.
+    pub tokens: u32,
+    /// Total decode time.
+    pub decode_ms: f64,
+    /// Total mask time.
+    pub mask_ms: f64,
+    /// Tokens per second over the whole run.
+    pub tokens_per_s: f64,
+}
+
+/// Why a transcript could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum TranscriptError {
+    /// The file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is not a transcript (with line:column from the JSON parser).
+    #[error("{path}:{line}:{column}: not a toolrail transcript: {message}")]
+    Format {
+        /// The file.
+        path: String,
+        /// 1-based line of the problem.
+        line: usize,
+        /// 1-based column of the problem.
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// Written by a newer toolrail.
+    #[error("{path}: transcript version {found} is newer than this toolrail reads ({supported})")]
+    Version {
+        /// The file.
+        path: String,
+        /// Its version.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
+}
+
+impl Transcript {
+    /// Saves as pretty JSON, atomically.
+    pub fn save(&self, path: &Path) -> Result<(), TranscriptError> {
+        let json = serde_json::to_vec_pretty(self).map_err(|e| TranscriptError::Format {
+            path: path.display().to_string(),
+            line: 0,
+            column: 0,
+            message: e.to_string(),
+        })?;
+        crate::fsutil::write_atomic(path, &json).map_err(|source| TranscriptError::Io {
+            path: path.display().to_string(),
+            source,
+        })
+    }
+
+    /// Reads a transcript, checking its version first.
+    pub fn load(path: &Path) -> Result<Transcript, TranscriptError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| TranscriptError::Io {
+            path: shown.clone(),
+            source,
+        })?;
+        Self::from_json(&text, &shown)
+    }
+
+    /// Parses a transcript from JSON text (`name` is used in messages).
+    pub fn from_json(text: &str, name: &str) -> Result<Transcript, TranscriptError> {
+        let format = |e: serde_json::Error| TranscriptError::Format {
+            path: name.to_string(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        };
+        let value: serde_json::Value = serde_json::from_str(text).map_err(format)?;
+        let version = value
+            .get("version")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0) as u32;
+        if version > TRANSCRIPT_VERSION {
+            return Err(TranscriptError::Version {
+                path: name.to_string(),
+                found: version,
+                supported: TRANSCRIPT_VERSION,
+            });
+        }
+        serde_json::from_str(text).map_err(format)
+    }
+
+    /// Saves the Markdown rendering, atomically.
+    pub fn save_markdown(&self, path: &Path) -> Result<(), TranscriptError> {
+        crate::fsutil::write_atomic(path, to_markdown(self).as_bytes()).map_err(|source| {
+            TranscriptError::Io {
+                path: path.display().to_string(),
+                source,
+            }
+        })
+    }
+}

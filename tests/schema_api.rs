@@ -1,0 +1,380 @@
+//! Public API behaviour: grammars for typical tool schemas parse, read well and accept what
+//! they should (checked with the engine).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolrail::engine;
+use toolrail::gbnf::Grammar;
+use toolrail::schema::{ConvertOptions, SchemaConverter, Whitespace, gbnf_literal, schema_to_gbnf};
+
+fn grammar(gbnf: &str) -> Arc<Grammar> {
+    Arc::new(Grammar::parse(gbnf).unwrap_or_else(|e| panic!("{e}\n{gbnf}")))
+}
+
+fn accepts(schema: &Value, opts: &ConvertOptions, text: &str) -> bool {
+    let c = schema_to_gbnf(schema, opts).unwrap();
+    engine::check(&grammar(&c.gbnf), text.as_bytes()).is_accepted()
+}
+
+#[test]
+fn show_tool_grammar() {
+    let schema = json!({"type": "object", "properties": {
+        "city": {"type": "string"},
+        "days": {"type": "integer", "minimum": 1, "maximum": 14},
+        "unit": {"enum": ["celsius", "fahrenheit"]}
+    }, "required": ["city"]});
+    let opts = ConvertOptions {
+        close_objects: true,
+        ..Default::default()
+    };
+    let g = schema_to_gbnf(&schema, &opts).unwrap().gbnf;
+    println!("{g}");
+    assert!(!g.contains('_'), "{g}");
+    assert!(
+        g.contains("# #/properties/days") || g.contains("days-kv"),
+        "{g}"
+    );
+    let gr = grammar(&g);
+    for ok in [
+        r#"{"city":"Paris"}"#,
+        r#"{"city": "Paris", "days": 14, "unit": "celsius"}"#,
+        "{\n  \"city\": \"Paris\",\n  \"days\": 3\n}",
+    ] {
+        assert!(engine::check(&gr, ok.as_bytes()).is_accepted(), "{ok}\n{g}");
+    }
+    for bad in [
+        r#"{}"#,
+        r#"{"city":"Paris","days":15}"#,
+        r#"{"city":"Paris","x":1}"#,
+        r#"{"days":3,"city":"Paris"}"#,
+    ] {
+        assert!(
+            !engine::check(&gr, bad.as_bytes()).is_accepted(),
+            "{bad}\n{g}"
+        );
+    }
+}
+
+#[test]
+fn compact_allows_no_whitespace() {
+    let schema = json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}});
+    let compact = ConvertOptions {
+        whitespace: Whitespace::Compact,
+        ..Default::default()
+    };
+    assert!(accepts(&schema, &compact, r#"{"a":[1,2]}"#));
+    assert!(!accepts(&schema, &compact, r#"{"a": [1, 2]}"#));
+    assert!(accepts(
+        &schema,
+        &ConvertOptions::default(),
+        r#"{"a": [1, 2]}"#
+    ));
+    assert!(accepts(
+        &schema,
+        &ConvertOptions::default(),
+        "{\n  \"a\": [\n    1,\n    2\n  ]\n}"
+    ));
+}
+
+#[test]
+fn recursive_refs() {
+    let schema = json!({"$defs": {"node": {"type": "object", "properties": {
+        "children": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+        "value": {"type": "integer"}
+    }, "required": ["value"], "additionalProperties": false}}, "$ref": "#/$defs/node"});
+    let opts = ConvertOptions::default();
+    println!("{}", schema_to_gbnf(&schema, &opts).unwrap().gbnf);
+    assert!(accepts(
+        &schema,
+        &opts,
+        r#"{"children":[{"children":[],"value":2},{"value":3}],"value":1}"#
+    ));
+    assert!(!accepts(
+        &schema,
+        &opts,
+        r#"{"children":[{"children":[]}],"value":1}"#
+    ));
+    let root = json!({"properties": {"next": {"$ref": "#"}}, "type": "object", "additionalProperties": false});
+    assert!(accepts(&root, &opts, r#"{"next":{"next":{}}}"#));
+    let left = json!({"$ref": "#"});
+    assert!(schema_to_gbnf(&left, &opts).is_err());
+}
+
+#[test]
+fn errors_name_keyword_and_pointer() {
+    let schema = json!({"properties": {"a": {"type": "array", "uniqueItems": true}}});
+    let e = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap_err();
+    assert_eq!(
+        (e.keyword.as_str(), e.pointer.as_str()),
+        ("uniqueItems", "#/properties/a")
+    );
+    assert!(
+        e.to_string()
+            .starts_with("unsupported: uniqueItems at #/properties/a"),
+        "{e}"
+    );
+    let lenient = ConvertOptions {
+        lenient: true,
+        ..Default::default()
+    };
+    let c = schema_to_gbnf(&schema, &lenient).unwrap();
+    assert_eq!(c.warnings.len(), 1);
+    grammar(&c.gbnf);
+    for kw in [
+        json!({"not": {"minimum": 3}}),
+        json!({"multipleOf": 3, "minimum": 1}),
+        json!({"if": {}, "then": {}}),
+        json!({"patternProperties": {"a": {}}}),
+        json!({"type": "string", "format": "hostname-ish"}),
+    ] {
+        assert!(
+            schema_to_gbnf(&kw, &ConvertOptions::default()).is_err(),
+            "{kw}"
+        );
+    }
+}
+
+#[test]
+fn converter_api_shares_rules() {
+    let mut c = SchemaConverter::new(ConvertOptions {
+        close_objects: true,
+        ..Default::default()
+    });
+    let a = c
+        .add_schema(
+            "get-weather-args",
+            &json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+        )
+        .unwrap();
+    let b = c
+        .add_schema(
+            "get-time-args",
+            &json!({"type": "object", "properties": {"tz": {"type": "string"}}}),
+        )
+        .unwrap();
+    let sp = c.space_rule();
+    let call = c.add_rule("call", &format!("\"{{\" {sp} \"\\\"name\\\"\" \":\" {sp} ( {} {sp} \",\" {sp} \"\\\"arguments\\\"\" \":\" {sp} {a} | {} {sp} \",\" {sp} \"\\\"arguments\\\"\" \":\" {sp} {b} ) {sp} \"}}\"", gbnf_literal("\"get_weather\""), gbnf_literal("\"get_time\"")));
+    assert!(c.warnings().is_empty());
+    let g = c.finish(&call);
+    println!("{g}");
+    let gr = grammar(&g);
+    assert!(
+        engine::check(
+            &gr,
+            br#"{"name": "get_weather", "arguments": {"city": "Oslo"}}"#
+        )
+        .is_accepted()
+    );
+    assert!(
+        !engine::check(
+            &gr,
+            br#"{"name": "get_weather", "arguments": {"tz": "UTC"}}"#
+        )
+        .is_accepted()
+    );
+    assert!(g.starts_with("root ::= call\n"), "{g}");
+}
+
+#[test]
+fn gbnf_literal_escapes() {
+    assert_eq!(gbnf_literal("a\"b\\\n"), r#""a\"b\\\n""#);
+}
+
+#[test]
+fn multiple_of_brute_force() {
+    // (multipleOf, integer?) against every value k/100 for k in -400..400 written canonically
+    for (m, m_hundredths, integer) in [
+        ("2", 200, false),
+        ("1.5", 150, false),
+        ("0.25", 25, false),
+        ("3", 300, true),
+        ("0.5", 50, true),
+        ("7", 700, false),
+    ] {
+        let ty = if integer { "integer" } else { "number" };
+        let schema: Value =
+            serde_json::from_str(&format!(r#"{{"type": "{ty}", "multipleOf": {m}}}"#)).unwrap();
+        let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+        let g = grammar(&c.gbnf);
+        for k in -400i64..400 {
+            let text = if k % 100 == 0 {
+                format!("{}", k / 100)
+            } else {
+                format!("{}", k as f64 / 100.0)
+            };
+            let is_int = k % 100 == 0;
+            let want = k % m_hundredths == 0 && (!integer || is_int);
+            let got = engine::check(&g, text.as_bytes()).is_accepted();
+            assert_eq!(got, want, "multipleOf {m} ({ty}) {text}\n{}", c.gbnf);
+        }
+        assert_eq!(
+            engine::check(&g, b"4.50").is_accepted(),
+            m == "1.5" || m == "0.25" || m == "0.5" && !integer
+        );
+    }
+}
+
+#[test]
+fn many_optional_properties_with_extras() {
+    let props: serde_json::Map<String, Value> = ["a", "b", "c", "d", "e", "f"]
+        .iter()
+        .map(|k| (k.to_string(), json!({"type": "string"})))
+        .collect();
+    let schema = json!({"type": "object", "properties": props, "required": ["d"], "additionalProperties": {"type": "integer"}});
+    let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+    assert!(c.gbnf.contains("-rest-"), "{}", c.gbnf);
+    let g = grammar(&c.gbnf);
+    for ok in [
+        r#"{"d":"x"}"#,
+        r#"{"x":1,"d":"x"}"#,
+        r#"{"a":"1","x":2,"c":"3","d":"","y":5,"f":"z"}"#,
+        r#"{"d":"","aa":3}"#,
+    ] {
+        assert!(
+            engine::check(&g, ok.as_bytes()).is_accepted(),
+            "{ok}\n{}",
+            c.gbnf
+        );
+    }
+    for bad in [
+        r#"{}"#,
+        r#"{"x":1}"#,
+        r#"{"c":"1","a":"2","d":""}"#,
+        r#"{"a":1,"d":""}"#,
+        r#"{"x":"s","d":""}"#,
+        r#"{"d":"","d":""}"#,
+    ] {
+        assert!(
+            !engine::check(&g, bad.as_bytes()).is_accepted(),
+            "{bad}\n{}",
+            c.gbnf
+        );
+    }
+}
+
+#[test]
+fn unsatisfiable_schemas_give_a_grammar_matching_nothing() {
+    for schema in [
+        json!(false),
+        json!({"not": {}}),
+        json!({"type": "integer", "minimum": 3, "maximum": 2}),
+        json!({"allOf": [{"type": "string"}, {"type": "null"}]}),
+    ] {
+        let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+        let g = grammar(&c.gbnf);
+        for text in ["", "null", "1", "\"a\"", "{}", "[]"] {
+            assert!(
+                !engine::check(&g, text.as_bytes()).is_accepted(),
+                "{schema} {text}\n{}",
+                c.gbnf
+            );
+        }
+    }
+}
+
+#[test]
+fn output_is_deterministic() {
+    let schema = json!({"type": "object", "properties": {"x": {"anyOf": [{"type": "string", "format": "date"}, {"type": "array", "items": {"$ref": "#"}}]}}});
+    let a = schema_to_gbnf(&schema, &ConvertOptions::default())
+        .unwrap()
+        .gbnf;
+    for _ in 0..5 {
+        assert_eq!(
+            schema_to_gbnf(&schema, &ConvertOptions::default())
+                .unwrap()
+                .gbnf,
+            a
+        );
+    }
+    assert!(
+        a.lines().filter(|l| !l.starts_with('#')).all(|l| !l
+            .split("::=")
+            .next()
+            .unwrap_or("")
+            .contains('_')),
+        "{a}"
+    );
+}
+
+#[test]
+fn unique_items_over_small_enums() {
+    let schema = json!({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": true, "minItems": 1});
+    let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+    let g = grammar(&c.gbnf);
+    for ok in [r#"["a"]"#, r#"["c","a"]"#, r#"["b", "c", "a"]"#] {
+        assert!(
+            engine::check(&g, ok.as_bytes()).is_accepted(),
+            "{ok}\n{}",
+            c.gbnf
+        );
+    }
+    for bad in ["[]", r#"["a","a"]"#, r#"["a","b","c","a"]"#, r#"["d"]"#] {
+        assert!(
+            !engine::check(&g, bad.as_bytes()).is_accepted(),
+            "{bad}\n{}",
+            c.gbnf
+        );
+    }
+    let open = json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true});
+    assert_eq!(
+        schema_to_gbnf(&open, &ConvertOptions::default())
+            .unwrap_err()
+            .keyword,
+        "uniqueItems"
+    );
+}
+
+#[test]
+fn close_objects_closes_declared_objects_only() {
+    let opts = ConvertOptions {
+        close_objects: true,
+        ..Default::default()
+    };
+    let schema = json!({"type": "object", "properties": {
+        "meta": {"type": "object"},
+        "tag": {"type": "string"}
+    }, "required": ["id"]});
+    let c = schema_to_gbnf(&schema, &opts).unwrap();
+    let g = grammar(&c.gbnf);
+    for ok in [r#"{"id":1}"#, r#"{"id":[1],"meta":{"x":[1,2]},"tag":"t"}"#] {
+        assert!(
+            engine::check(&g, ok.as_bytes()).is_accepted(),
+            "{ok}\n{}",
+            c.gbnf
+        );
+    }
+    for bad in [r#"{}"#, r#"{"id":1,"other":2}"#] {
+        assert!(
+            !engine::check(&g, bad.as_bytes()).is_accepted(),
+            "{bad}\n{}",
+            c.gbnf
+        );
+    }
+    // standard semantics: open
+    assert!(accepts(
+        &schema,
+        &ConvertOptions::default(),
+        r#"{"id":1,"other":2}"#
+    ));
+}
+
+#[test]
+fn uri_reference_format() {
+    let schema = json!({"type": "string", "format": "uri-reference"});
+    let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+    let g = grammar(&c.gbnf);
+    for ok in [
+        "\"/abc\"",
+        "\"abc\"",
+        "\"//foo.bar/?baz=qux#quux\"",
+        "\"http://a.b/c\"",
+        "\"\"",
+        "\"#frag\"",
+    ] {
+        assert!(engine::check(&g, ok.as_bytes()).is_accepted(), "{ok}");
+    }
+    for bad in ["\"a b\"", "\"%zz\"", "\"http://[x]/\""] {
+        assert!(!engine::check(&g, bad.as_bytes()).is_accepted(), "{bad}");
+    }
+}
