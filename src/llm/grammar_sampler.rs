@@ -28,6 +28,7 @@ use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use super::error::LlmError;
 use super::log;
 use super::model::Model;
+use crate::engine::TokenMask;
 use crate::gbnf::{Grammar, TokenVocabulary};
 
 /// llama.cpp's grammar sampler over one model, advanced only through checked accepts.
@@ -109,9 +110,9 @@ impl LlamaGrammarSampler {
         }
     }
 
-    /// Applies llama.cpp's sampler to the whole vocabulary, all logits 0; returns whether each
-    /// token id stays allowed.
-    pub fn mask(&mut self) -> Result<Vec<bool>, LlmError> {
+    /// Applies llama.cpp's sampler to the whole vocabulary, all logits 0, and calls `allowed`
+    /// with each token id that stays finite.
+    fn apply_full(&mut self, mut allowed: impl FnMut(u32)) -> Result<(), LlmError> {
         self.check_usable()?;
         let n = self.model.n_vocab();
         let mut data = std::mem::take(&mut self.scratch);
@@ -119,28 +120,42 @@ impl LlamaGrammarSampler {
         data.extend((0..n as i32).map(|id| LlamaTokenData::new(LlamaToken(id), 0.0, 0.0)));
         let mut array = LlamaTokenDataArray::new(data, false);
         array.apply_sampler(&mut self.sampler);
-        let mut mask = vec![false; n];
         for entry in &array.data {
-            if let Some(slot) = usize::try_from(entry.id().0)
-                .ok()
-                .and_then(|i| mask.get_mut(i))
+            if entry.logit().is_finite()
+                && let Ok(id) = u32::try_from(entry.id().0)
             {
-                *slot = entry.logit().is_finite();
+                allowed(id);
             }
         }
         self.scratch = array.data;
+        Ok(())
+    }
+
+    /// llama.cpp's mask over the whole vocabulary in the current state, as toolrail's
+    /// [`TokenMask`] (what the `toolrail` engine's masks are compared with).
+    pub fn token_mask(&mut self) -> Result<TokenMask, LlmError> {
+        let mut mask = TokenMask::empty(self.model.n_vocab());
+        self.apply_full(|id| mask.insert(id))?;
+        Ok(mask)
+    }
+
+    /// llama.cpp's mask over the whole vocabulary: `mask[id]` is true if token `id` is allowed.
+    pub fn mask(&mut self) -> Result<Vec<bool>, LlmError> {
+        let mut mask = vec![false; self.model.n_vocab()];
+        self.apply_full(|id| {
+            if let Some(slot) = mask.get_mut(id as usize) {
+                *slot = true;
+            }
+        })?;
         Ok(mask)
     }
 
     /// The ids llama.cpp allows next, ascending.
     pub fn allowed(&mut self) -> Result<Vec<u32>, LlmError> {
-        Ok(self
-            .mask()?
-            .iter()
-            .enumerate()
-            .filter(|(_, ok)| **ok)
-            .map(|(id, _)| id as u32)
-            .collect())
+        let mut ids = Vec::new();
+        self.apply_full(|id| ids.push(id))?;
+        ids.sort_unstable();
+        Ok(ids)
     }
 
     /// Sets the logits of the tokens llama.cpp masks to `-inf` (`logits[id]` for token `id`).
