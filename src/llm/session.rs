@@ -1,0 +1,205 @@
+//! A decoding session: one llama.cpp context on the calling thread, fed a prompt and then one
+//! token at a time, with the logits of the last position after each step.
+//!
+//! A context borrows its model and is not `Sync`: make the session on the thread that runs it
+//! (the generation worker), from a [`Model`] that thread owns or shares.
+
+use std::num::NonZeroU32;
+
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::token::LlamaToken;
+
+use super::backend;
+use super::error::LlmError;
+use super::model::Model;
+
+/// Context size when neither the caller nor the spec gives one.
+pub const DEFAULT_CONTEXT: u32 = 4096;
+
+/// Tokens decoded per `llama_decode` call while reading a prompt.
+const PROMPT_BATCH: u32 = 512;
+
+/// How to make a session's context.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionOptions {
+    /// Context size (`None`: the spec's, else [`DEFAULT_CONTEXT`]; capped at the training length).
+    pub context: Option<u32>,
+    /// Decoding threads (`None`: the spec's, else the number of cores).
+    pub threads: Option<u32>,
+}
+
+/// A context with its position: prompt in, one token at a time, logits out.
+pub struct Session<'m> {
+    ctx: LlamaContext<'m>,
+    batch: LlamaBatch<'static>,
+    n_ctx: u32,
+    n_vocab: usize,
+    /// Tokens in the context so far.
+    tokens: Vec<u32>,
+    /// Index in the last batch whose logits are available.
+    logits_index: Option<i32>,
+    model: &'m Model,
+}
+
+impl std::fmt::Debug for Session<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("n_ctx", &self.n_ctx)
+            .field("n_past", &self.tokens.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Model {
+    /// A new session over this model, on the calling thread.
+    pub fn session(&self, options: SessionOptions) -> Result<Session<'_>, LlmError> {
+        Session::new(self, options)
+    }
+}
+
+impl<'m> Session<'m> {
+    /// A new session: a fresh context of the requested size.
+    pub fn new(model: &'m Model, options: SessionOptions) -> Result<Session<'m>, LlmError> {
+        let spec = model.spec();
+        let trained = model.info().context_length.max(1);
+        let n_ctx = options
+            .context
+            .or(spec.context)
+            .unwrap_or(DEFAULT_CONTEXT)
+            .clamp(1, trained);
+        let threads = options
+            .threads
+            .or(spec.threads)
+            .or_else(|| {
+                std::thread::available_parallelism()
+                    .ok()
+                    .and_then(|n| u32::try_from(n.get()).ok())
+            })
+            .unwrap_or(1)
+            .clamp(1, i32::MAX as u32) as i32;
+        let n_batch = PROMPT_BATCH.min(n_ctx);
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(n_ctx))
+            .with_n_batch(n_batch)
+            .with_n_ubatch(n_batch)
+            .with_n_threads(threads)
+            .with_n_threads_batch(threads);
+        let backend = backend()?;
+        let (ctx, lines) = super::log::capture(|| model.llama().new_context(backend, params));
+        let ctx = ctx.map_err(|e| {
+            let reasons = super::log::reasons(&lines);
+            LlmError::Context(if reasons.is_empty() {
+                e.to_string()
+            } else {
+                format!("{e}: {}", reasons.join("; "))
+            })
+        })?;
+        Ok(Session {
+            n_ctx: ctx.n_ctx(),
+            ctx,
+            batch: LlamaBatch::new(n_batch as usize, 1),
+            n_vocab: model.n_vocab(),
+            tokens: Vec::new(),
+            logits_index: None,
+            model,
+        })
+    }
+
+    /// The model.
+    pub fn model(&self) -> &'m Model {
+        self.model
+    }
+
+    /// The context size in tokens.
+    pub fn n_ctx(&self) -> u32 {
+        self.n_ctx
+    }
+
+    /// The tokens decoded so far (prompt and generated).
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    /// Forgets everything decoded: the context is empty again.
+    pub fn clear(&mut self) {
+        self.ctx.clear_kv_cache();
+        self.tokens.clear();
+        self.logits_index = None;
+    }
+
+    /// Decodes `tokens` after what is already in the context (the prompt, or more of it);
+    /// afterwards [`Session::logits`] are those of the last one.
+    pub fn decode(&mut self, tokens: &[u32]) -> Result<(), LlmError> {
+        if tokens.is_empty() {
+            return Ok(());
+        }
+        let needed = self.tokens.len() + tokens.len();
+        if needed > self.n_ctx as usize {
+            return Err(LlmError::ContextFull {
+                needed,
+                n_ctx: self.n_ctx,
+            });
+        }
+        let checked = tokens
+            .iter()
+            .map(|&t| self.model.check_token(t))
+            .collect::<Result<Vec<LlamaToken>, _>>()?;
+        self.logits_index = None;
+        let chunk_size = PROMPT_BATCH.min(self.n_ctx) as usize;
+        let total = checked.len();
+        for (c, chunk) in checked.chunks(chunk_size).enumerate() {
+            self.batch.clear();
+            for (i, &token) in chunk.iter().enumerate() {
+                let pos = self.tokens.len() + c * chunk_size + i;
+                let last = c * chunk_size + i + 1 == total;
+                self.batch
+                    .add(token, pos as i32, &[0], last)
+                    .map_err(|e| LlmError::Decode(e.to_string()))?;
+            }
+            self.ctx
+                .decode(&mut self.batch)
+                .map_err(|e| LlmError::Decode(e.to_string()))?;
+        }
+        self.tokens.extend_from_slice(tokens);
+        self.logits_index = Some(self.batch.n_tokens() - 1);
+        Ok(())
+    }
+
+    /// Decodes one more token (the one just chosen).
+    pub fn feed(&mut self, token: u32) -> Result<(), LlmError> {
+        self.decode(&[token])
+    }
+
+    /// The logits of the last decoded position, one per token id.
+    pub fn logits(&self) -> Result<&[f32], LlmError> {
+        let index = self.logits_index.ok_or(LlmError::NoLogits)?;
+        let logits = self.ctx.get_logits_ith(index);
+        if logits.len() != self.n_vocab {
+            return Err(LlmError::Decode(format!(
+                "{} logits for a vocabulary of {}",
+                logits.len(),
+                self.n_vocab
+            )));
+        }
+        Ok(logits)
+    }
+
+    /// The highest-logit token among those `allowed` says yes to (ties: the lowest id), or
+    /// `None` if it allows none.
+    pub fn argmax(&self, allowed: impl Fn(u32) -> bool) -> Result<Option<u32>, LlmError> {
+        let logits = self.logits()?;
+        let mut best: Option<(u32, f32)> = None;
+        for (id, &logit) in logits.iter().enumerate() {
+            let id = id as u32;
+            if logit.is_nan() || !allowed(id) {
+                continue;
+            }
+            if best.is_none_or(|(_, b)| logit > b) {
+                best = Some((id, logit));
+            }
+        }
+        Ok(best.map(|(id, _)| id))
+    }
+}
