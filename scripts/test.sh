@@ -5,8 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# System packages the build and tests need (Debian names).
-APT_PACKAGES=(build-essential pkg-config)
+# System packages the build and tests need (Debian names): a C/C++ toolchain, cmake and
+# libclang for llama.cpp (llama-cpp-sys-2 runs cmake and bindgen).
+APT_PACKAGES=(build-essential pkg-config cmake clang libclang-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -22,6 +23,9 @@ if [ ! -d ../shared/corpus ]; then
   echo "error: ../shared/corpus not found beside the checkout (the conformance corpus)" >&2
   exit 2
 fi
+
+# The test model (Gemma 3 270M, 253 MB), cached under ~/.cache/toolrail/models; skipped when present.
+scripts/fetch-model.sh >/dev/null
 
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 cargo fmt --all --check

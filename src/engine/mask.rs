@@ -255,6 +255,11 @@ impl MaskEngine {
         }
     }
 
+    /// Forgets every cached mask (call when the grammar changes: cache keys are per engine).
+    pub fn clear_cache(&mut self) {
+        self.cache.clear();
+    }
+
     /// The vocabulary.
     pub fn table(&self) -> &Arc<TokenTable> {
         &self.table
