@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 pub mod check;
 pub mod extract;
+pub mod generate;
 pub mod grammar;
 pub mod lint;
 pub mod sample;
@@ -41,6 +42,8 @@ pub enum Command {
     Grammar(grammar::GrammarArgs),
     /// Check a model output against a tool set: exit 0 valid call, 1 not, 2 errors.
     Validate(validate::ValidateArgs),
+    /// Run a GGUF model under a grammar or tool set, token by token; print the text and its validation.
+    Generate(generate::GenerateArgs),
 }
 
 /// Entry point of the `toolrail` binary.
@@ -64,6 +67,7 @@ pub fn main() -> ExitCode {
         Command::Extract(args) => extract::run(args),
         Command::Grammar(args) => grammar::run(args),
         Command::Validate(args) => validate::run(args),
+        Command::Generate(args) => generate::run(args),
     };
     match result {
         Ok(code) => code,

@@ -192,4 +192,9 @@ pub enum LlmError {
     /// The sampler was poisoned by an earlier failure.
     #[error("the grammar sampler is unusable after an earlier failure")]
     SamplerPoisoned,
+
+    /// toolrail's engine could not go on (a mask could not be computed, or an allowed token was
+    /// not accepted).
+    #[error("generation: {0}")]
+    Generation(String),
 }

@@ -23,6 +23,7 @@ mod model;
 pub mod sampling;
 mod session;
 mod spec;
+pub mod worker;
 
 use std::sync::OnceLock;
 

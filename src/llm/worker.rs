@@ -376,7 +376,7 @@ impl WorkerState {
             let mask: Option<TokenMask> = match (request.engine, &mut track, &mut llama) {
                 (EngineKind::Llama, _, Some(llama)) => Some(llama.token_mask()?),
                 (EngineKind::Toolrail, Some((engine, state)), _) => {
-                    Some(masks.mask(engine, *state).map_err(|e| LlmError::Grammar(e.to_string()))?)
+                    Some(masks.mask(engine, *state).map_err(|e| LlmError::Generation(e.to_string()))?)
                 }
                 _ => None,
             };
@@ -418,7 +418,7 @@ impl WorkerState {
                 match engine.accept_token(*state, token, &piece) {
                     Some(next) => *state = next,
                     None if request.engine == EngineKind::Toolrail => {
-                        return Err(LlmError::Grammar(format!(
+                        return Err(LlmError::Generation(format!(
                             "token {token} was allowed by the mask but not accepted by the grammar"
                         )));
                     }
