@@ -16,7 +16,9 @@
 //!      (so `{"minItems": 1}` or `{"minimum": 0}` alone constrain nothing);
 //!    - `object`: `properties`, `required` (names not in `properties` ignored),
 //!      `additionalProperties`; `allOf` only when neither of the first and last is there;
-//!    - `string`: `allOf` alone if present; else `pattern`, else a known `format` (`date`,
+//!    - `string`: `allOf` alone if present; else `pattern` (any string when it is not
+//!      anchored with `^` and `$`, or has groups other than `(?:`, or anchors inside), else a
+//!      known `format` (`date`,
 //!      `time`, `date-time`, `uuid`, `uuid1`..`uuid5`), else `minLength`/`maxLength`;
 //!    - `array`: `items` wins over `prefixItems`; a list of schemas is a tuple of exactly that
 //!      length (`minItems`/`maxItems` ignored), one schema the item schema with
@@ -207,6 +209,7 @@ fn typed(
             }
             "an integer".into()
         }
+        Some("number") => "a number (llama.cpp reads no bounds on numbers)".into(),
         Some(other) => format!("type {other}"),
     }
 }
@@ -296,7 +299,16 @@ fn keep_counts(map: &Map<String, Value>, out: &mut Map<String, Value>) {
 fn string(map: &Map<String, Value>, out: &mut Map<String, Value>, ignored: &mut Vec<Ignored>) {
     let format = map.get("format").and_then(|f| f.as_str());
     if let Some(p) = map.get("pattern") {
-        out.insert("pattern".into(), p.clone());
+        // llama.cpp then reads nothing else; a pattern it cannot translate is any string
+        match p.as_str().and_then(pattern_unsupported) {
+            Some(why) => ignored.push((
+                "pattern".into(),
+                format!("llama.cpp does not support this pattern ({why}) and accepts any string"),
+            )),
+            None => {
+                out.insert("pattern".into(), p.clone());
+            }
+        }
         return;
     }
     if let Some(f) = format {
@@ -316,4 +328,87 @@ fn string(map: &Map<String, Value>, out: &mut Map<String, Value>, ignored: &mut 
             out.insert(m.into(), v.clone());
         }
     }
+}
+
+/// Why llama.cpp's pattern translation gives up on `p` (it then accepts any string): not
+/// anchored with `^` and `$`, anchors inside, groups other than `(...)` and `(?:...)`, escapes
+/// other than `\t \r \n \\ \" \[ \] \- \xHH \uHHHH \UHHHHHHHH` (outside a class also the escaped
+/// regex operators `^ $ . [ ] ( ) | { } * + ?`; so no `\d`, `\w`, `\s`, `\b`, `\/`...), bad
+/// `{m,n}` counts, a stray `]` or `}`. None when it translates it (or finds it invalid, which
+/// is an error in both converters).
+fn pattern_unsupported(p: &str) -> Option<&'static str> {
+    if p.len() < 2 || !p.starts_with('^') || !p.ends_with('$') {
+        return Some("not anchored with '^' and '$'");
+    }
+    let c: Vec<char> = p[1..p.len() - 1].chars().collect();
+    let gbnf_escape = |i: usize| -> bool {
+        let hex = |n: usize| {
+            c.len() >= i + 2 + n && c[i + 2..i + 2 + n].iter().all(char::is_ascii_hexdigit)
+        };
+        match c.get(i + 1) {
+            Some('x') => hex(2),
+            Some('u') => hex(4),
+            Some('U') => hex(8),
+            Some('t' | 'r' | 'n' | '\\' | '"' | '[' | ']' | '-') => true,
+            _ => false,
+        }
+    };
+    let gbnf_escape_len = |i: usize| match c.get(i + 1) {
+        Some('x') => 4,
+        Some('u') => 6,
+        Some('U') => 10,
+        _ => 2,
+    };
+    let mut i = 0;
+    while i < c.len() {
+        match c[i] {
+            '\\' if i + 1 == c.len() => return None,
+            '\\' if "^$.[]()|{}*+?".contains(c[i + 1]) => i += 2,
+            '\\' if gbnf_escape(i) => i += gbnf_escape_len(i),
+            '\\' => return Some("unsupported escape"),
+            '^' | '$' => return Some("anchor inside the pattern"),
+            '(' if c.get(i + 1) == Some(&'?') && c.get(i + 2) != Some(&':') => {
+                return Some("unsupported group syntax");
+            }
+            '[' => {
+                i += 1;
+                while i < c.len() && c[i] != ']' {
+                    if c[i] == '\\' {
+                        if !gbnf_escape(i) {
+                            return Some("unsupported escape in character class");
+                        }
+                        i += gbnf_escape_len(i);
+                    } else {
+                        i += 1;
+                    }
+                }
+                i += 1;
+            }
+            '{' => {
+                let Some(end) = c[i..].iter().position(|x| *x == '}') else {
+                    return Some("unterminated curly brackets");
+                };
+                let body: String = c[i + 1..i + end].iter().collect();
+                let nums: Vec<&str> = body.split(',').collect();
+                // std::stoi: optional leading space and sign, then a digit
+                let int = |s: &str| {
+                    let s = s.trim_start();
+                    let s = s.strip_prefix(['+', '-']).unwrap_or(s);
+                    s.starts_with(|d: char| d.is_ascii_digit())
+                };
+                let ok = match nums.as_slice() {
+                    [n] => int(n),
+                    [a, b] => (a.is_empty() || int(a)) && (b.is_empty() || int(b)),
+                    _ => return Some("wrong number of values in curly brackets"),
+                };
+                if !ok {
+                    return Some("invalid number in curly brackets");
+                }
+                i += end + 1;
+            }
+            ']' | '}' => return Some("unsupported character"),
+            _ => i += 1,
+        }
+    }
+    None
 }
