@@ -600,6 +600,13 @@ fn llama_compat_ignored_keywords_are_warnings() {
         let w = check_texts(&s, &[ok], &[]);
         assert_eq!(w, kws, "{s}");
     }
+    // oneOf is anyOf; each ignored keyword is reported once, at its own pointer
+    let s = json!({"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 0}]});
+    let w = check_texts(&s, &["1", "-1.5"], &["\"1\""]);
+    assert_eq!(w, vec!["minimum@#/oneOf/1", "oneOf@#"]);
+    let s = json!({"oneOf": [{"type": "string"}, {}]});
+    assert!(!accepts(&s, &ConvertOptions::default(), "\"x\""));
+    check_texts(&s, &["\"x\"", "1"], &[]);
     // a tuple: its length is exact, whatever minItems and additionalItems say
     let s = json!({"items": [{"type": "integer"}], "minItems": 0, "additionalItems": true});
     assert!(accepts(&s, &ConvertOptions::default(), "[1, 2]"));

@@ -599,7 +599,8 @@ impl Converter {
                 };
                 branches.push((b, bcx));
             }
-            if key == "oneOf" {
+            // llama_compat: oneOf is anyOf, as llama.cpp reads it (warned in llama_view)
+            if key == "oneOf" && !self.opts.llama_compat {
                 // `false` never matches; a branch matching everything twice leaves nothing
                 branches.retain(|(b, _)| b != &Value::Bool(false));
                 let trivially_true = |b: &Value| {

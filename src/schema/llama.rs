@@ -73,7 +73,8 @@ pub(crate) fn view(map: &Map<String, Value>, root: bool) -> Result<(Value, Vec<I
         .map(|a| ("oneOf", a))
         .or_else(|| map.get("anyOf").map(|a| ("anyOf", a)))
     {
-        out.insert("anyOf".into(), alts.clone());
+        // the converter reads oneOf as anyOf in this mode
+        out.insert(key.into(), alts.clone());
         kind = format!("{key} (llama.cpp reads nothing else beside it)");
     } else if map.contains_key("const") {
         copy(&mut out, "const");

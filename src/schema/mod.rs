@@ -36,10 +36,12 @@
 //!   bounds; `multipleOf`; `uniqueItems`; `not`; `if`; formats it does not know; ...) is dropped
 //!   with a [`Warning`] instead of an error, whatever [`ConvertOptions::lenient`] says.
 //!
-//! What this converter otherwise does stays the same in this mode: `allOf` is merged by JSON
-//! Schema semantics (llama.cpp merges only object properties and enum values, with a
-//! [`Warning`] saying so), integers accept a zero fraction, formats use this module's rules,
-//! and what llama.cpp supports but this converter cannot express is still an error unless
+//! What this converter otherwise does stays the same in this mode, so the grammar can still
+//! differ from llama.cpp's in details: `allOf` is merged by JSON Schema semantics (llama.cpp
+//! merges only object properties and enum values; a [`Warning`] says so); the primitives are
+//! this module's (string characters, number syntax, integers with a zero fraction such as
+//! `2.0`, integer ranges, `format` rules), and so are whitespace and member-order handling
+//! beyond the order above; what this converter cannot express is still an error unless
 //! lenient.
 //!
 //! Whitespace: [`Whitespace::Spaced`] accepts compact JSON, single spaces after `:`, `,`, `{`
