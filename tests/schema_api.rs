@@ -625,6 +625,21 @@ fn llama_compat_ignored_keywords_are_warnings() {
         &[r#""$a$A-a""#],
         &[r#""x""#, r#""$a$A-""#],
     );
+    // allOf as llama.cpp reads it: members' properties, all required, closed
+    let s = json!({"allOf": [
+        {"properties": {"a": {"type": "integer"}}},
+        {"properties": {"b": {"type": "integer"}}, "required": ["b"]},
+        {"anyOf": [{"properties": {"c": {"type": "integer"}}}, {"type": "string"}]},
+        {"minProperties": 1}
+    ]});
+    let w = check_texts(
+        &s,
+        &[r#"{"a": 1, "b": 2}"#, r#"{"a": 1, "b": 2, "c": 3}"#],
+        &[r#"{"b": 2}"#, r#"{"a": 1, "b": 2, "x": 3}"#, r#""s""#],
+    );
+    assert_eq!(w, vec!["allOf@#/allOf/3", "allOf@#"]);
+    let s = json!({"allOf": [{"enum": [1, 2, 3]}, {"enum": [2, 3, 4]}]});
+    check_texts(&s, &["2", "3"], &["1", "4"]);
     // what the default mode does stays as it was
     let s = json!({"type": "integer", "minimum": 1, "maximum": 3});
     check_texts(&s, &["1", "3", "2.0"], &["0", "4"]);

@@ -223,14 +223,147 @@ impl Converter {
         for (k, m) in ignored {
             self.ignored(&k, cx, m);
         }
-        if view.get("allOf").is_some() {
+        match view.get("allOf") {
+            Some(Value::Array(list)) => {
+                let list = list.clone();
+                self.llama_all_of(&list, cx)
+            }
+            Some(_) => Err(Self::invalid("allOf", cx, "must be an array")),
+            None => Ok(view),
+        }
+    }
+
+    /// llama_compat: `allOf` as llama.cpp reads it ([`llama`]): the enum values common to all
+    /// members if there are any, else a closed object with the members' properties, all
+    /// required except those of `anyOf` members; whatever else the members say is ignored.
+    fn llama_all_of(&mut self, list: &[Value], cx: &Ctx) -> Result<Value, SchemaError> {
+        #[derive(Default)]
+        struct Acc {
+            props: Vec<(String, Value)>,
+            required: Vec<String>,
+            enums: Vec<(Value, usize)>,
+        }
+        // one member: follows $refs, reads an object's properties or an enum's values
+        fn component(
+            conv: &mut Converter,
+            schema: &Value,
+            required: bool,
+            mcx: &Ctx,
+            acc: &mut Acc,
+            guard: usize,
+        ) -> Result<bool, SchemaError> {
+            let Some(m) = schema.as_object() else {
+                return Ok(false);
+            };
+            if let Some(r) = m.get("$ref") {
+                let r = r
+                    .as_str()
+                    .ok_or_else(|| Converter::invalid("$ref", mcx, "must be a string"))?;
+                if guard > 32 {
+                    return Ok(false);
+                }
+                let (_, _, target) = conv.resolve(mcx, r)?;
+                return component(conv, &target, required, mcx, acc, guard + 1);
+            }
+            if ["oneOf", "anyOf", "const"]
+                .iter()
+                .any(|k| m.contains_key(*k))
+                || m.get("type").is_some_and(Value::is_array)
+            {
+                return Ok(false);
+            }
+            if let Some(Value::Array(vals)) = m.get("enum") {
+                for v in vals {
+                    match acc.enums.iter_mut().find(|(x, _)| x == v) {
+                        Some((_, n)) => *n += 1,
+                        None => acc.enums.push((v.clone(), 1)),
+                    }
+                }
+                return Ok(true);
+            }
+            let (view, _) =
+                llama::view(m, false).map_err(|(k, msg)| Converter::invalid(&k, mcx, msg))?;
+            let is_object = view.get("type") == Some(&Value::String("object".into()))
+                && view.get("allOf").is_none();
+            if !is_object {
+                return Ok(false);
+            }
+            if let Some(Value::Object(props)) = view.get("properties") {
+                for (k, v) in props {
+                    acc.props.push((k.clone(), v.clone()));
+                    if required && !acc.required.contains(k) {
+                        acc.required.push(k.clone());
+                    }
+                }
+            }
+            Ok(true)
+        }
+        let mut acc = Acc::default();
+        for (i, member) in list.iter().enumerate() {
+            let mcx = cx.child("allOf", "").child(&i.to_string(), "");
+            let alts = member.as_object().and_then(|m| {
+                if m.contains_key("$ref") {
+                    None
+                } else if let Some(Value::Array(a)) = m.get("oneOf").or_else(|| m.get("anyOf")) {
+                    Some(a.clone())
+                } else if let Some(Value::Array(ts)) = m.get("type") {
+                    Some(
+                        ts.iter()
+                            .map(|t| {
+                                let mut b = m.clone();
+                                b.insert("type".into(), t.clone());
+                                Value::Object(b)
+                            })
+                            .collect(),
+                    )
+                } else {
+                    None
+                }
+            });
+            let read = match alts {
+                Some(alts) => {
+                    let mut any = false;
+                    for a in &alts {
+                        any |= component(self, a, false, &mcx, &mut acc, 0)?;
+                    }
+                    any
+                }
+                None => component(self, member, true, &mcx, &mut acc, 0)?,
+            };
+            if !read {
+                self.ignored(
+                    "allOf",
+                    &mcx,
+                    "ignored by llama.cpp: of allOf members it reads only object properties and enum values",
+                );
+            }
+        }
+        let common: Vec<Value> = acc
+            .enums
+            .iter()
+            .filter(|(_, n)| *n == list.len())
+            .map(|(v, _)| v.clone())
+            .collect();
+        if !common.is_empty() {
+            return Ok(serde_json::json!({ "enum": common }));
+        }
+        if !acc.props.is_empty() {
             self.ignored(
                 "allOf",
                 cx,
-                "merged by JSON Schema semantics; llama.cpp merges only the members' object properties and enum values, so its grammar may differ",
+                "read as llama.cpp reads it: one closed object with the members' properties, all required except those of anyOf members",
             );
         }
-        Ok(view)
+        let mut props = Map::new();
+        for (k, v) in acc.props {
+            props.insert(k, v);
+        }
+        Ok(serde_json::json!({
+            "type": "object",
+            "properties": props,
+            "required": acc.required,
+            "additionalProperties": false,
+        }))
     }
 
     fn invalid(keyword: &str, cx: &Ctx, message: impl Into<String>) -> SchemaError {

@@ -28,7 +28,9 @@
 //!    - `number`, `boolean`, `null`: nothing but the type (number bounds are ignored).
 //!
 //! Objects with `properties` and no `additionalProperties` are closed (the converter does that
-//! part, see `close_objects`). Annotations are kept.
+//! part, see `close_objects`), and so is an `allOf`, which the converter reads as llama.cpp
+//! does (the enum values common to all members, else the members' object properties, all
+//! required except those of `anyOf` members). Annotations are kept.
 
 use serde_json::{Map, Value};
 

@@ -36,13 +36,17 @@
 //!   bounds; `multipleOf`; `uniqueItems`; `not`; `if`; formats it does not know; ...) is dropped
 //!   with a [`Warning`] instead of an error, whatever [`ConvertOptions::lenient`] says.
 //!
+//! - `allOf` is read as llama.cpp reads it: the enum values common to all members, else one
+//!   closed object with the members' properties, all required except those of `anyOf`
+//!   members (a [`Warning`] says so, and names the members it ignores).
+//!
 //! What this converter otherwise does stays the same in this mode, so the grammar can still
-//! differ from llama.cpp's in details: `allOf` is merged by JSON Schema semantics (llama.cpp
-//! merges only object properties and enum values; a [`Warning`] says so); the primitives are
-//! this module's (string characters, number syntax, integers with a zero fraction such as
-//! `2.0`, integer ranges, `format` rules), and so are whitespace and member-order handling
-//! beyond the order above; what this converter cannot express is still an error unless
-//! lenient.
+//! differ from llama.cpp's in details: the primitives are this module's (string characters,
+//! number syntax, integers with a zero fraction such as `2.0`, integer ranges, `format`
+//! rules); what this converter cannot express is still an error unless lenient. Two llama.cpp
+//! bugs are not copied: a property named `""` (llama.cpp names its rule `root`, so the whole
+//! grammar becomes that property's value) and additional property names that are a proper
+//! prefix of a declared one (llama.cpp refuses them: with `ab` declared, `a` is refused).
 //!
 //! Whitespace: [`Whitespace::Spaced`] accepts compact JSON, single spaces after `:`, `,`, `{`
 //! and `[`, and pretty-printed JSON (llama.cpp's `space` rule); [`Whitespace::Compact`] none.
