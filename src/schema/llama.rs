@@ -3,7 +3,7 @@
 //!
 //! llama.cpp (`common/json-schema.cpp`, llama-cpp-sys-2 0.1.161) first sorts each schema
 //! object into one kind and then reads only that kind's keywords; everything else is silently
-//! ignored. [`view`] rewrites one schema object into the schema llama.cpp effectively
+//! ignored. `view` rewrites one schema object into the schema llama.cpp effectively
 //! enforces and lists the keywords it ignores (the converter turns them into warnings):
 //!
 //! 1. `$ref`: only the reference (siblings ignored);
