@@ -378,3 +378,272 @@ fn uri_reference_format() {
         assert!(!engine::check(&g, bad.as_bytes()).is_accepted(), "{bad}");
     }
 }
+
+/// `llama_compat` options (optionally lenient).
+fn compat() -> ConvertOptions {
+    ConvertOptions {
+        llama_compat: true,
+        ..ConvertOptions::default()
+    }
+}
+
+/// Converts in llama_compat mode; returns the grammar and the ignored keywords as
+/// `keyword@pointer`.
+fn compat_grammar(schema: &Value) -> (Arc<Grammar>, Vec<String>, String) {
+    let c = schema_to_gbnf(schema, &compat()).unwrap_or_else(|e| panic!("{e}\n{schema}"));
+    let warnings = c
+        .warnings
+        .iter()
+        .map(|w| format!("{}@{}", w.keyword, w.pointer))
+        .collect();
+    (grammar(&c.gbnf), warnings, c.gbnf)
+}
+
+fn check_texts(schema: &Value, ok: &[&str], bad: &[&str]) -> Vec<String> {
+    let (g, warnings, text) = compat_grammar(schema);
+    for s in ok {
+        assert!(
+            engine::check(&g, s.as_bytes()).is_accepted(),
+            "{schema}: {s} should be accepted\n{text}"
+        );
+    }
+    for s in bad {
+        assert!(
+            !engine::check(&g, s.as_bytes()).is_accepted(),
+            "{schema}: {s} should be rejected\n{text}"
+        );
+    }
+    warnings
+}
+
+#[test]
+fn llama_compat_infers_types_as_llama_cpp() {
+    // items → array (the default mode accepts any non-array)
+    let s = json!({"items": {"type": "integer"}, "minItems": 1, "maxItems": 2});
+    assert!(accepts(&s, &ConvertOptions::default(), "1"));
+    check_texts(
+        &s,
+        &["[1]", "[1, 2]"],
+        &["1", "\"a\"", "[]", "[1,2,3]", "null"],
+    );
+    // prefixItems → array, a tuple of exactly that length
+    let s = json!({"prefixItems": [{"type": "integer"}, {"type": "string"}]});
+    assert!(accepts(&s, &ConvertOptions::default(), "[1]"));
+    check_texts(&s, &["[1, \"a\"]"], &["[1]", "[]", "[1, \"a\", 2]", "1"]);
+    // properties → a closed object
+    let s = json!({"properties": {"a": {"type": "integer"}}});
+    check_texts(
+        &s,
+        &["{}", "{\"a\": 1}"],
+        &["1", "[]", "{\"a\": 1, \"b\": 2}"],
+    );
+    // additionalProperties other than true → object
+    let s = json!({"additionalProperties": {"type": "integer"}});
+    check_texts(&s, &["{}", "{\"k\": 1}"], &["\"x\"", "{\"k\": \"v\"}"]);
+    let s = json!({"additionalProperties": true});
+    check_texts(&s, &["1", "\"x\"", "{\"k\": \"v\"}"], &[]);
+    // string keywords → string
+    for s in [
+        json!({"pattern": "^a+$"}),
+        json!({"minLength": 1}),
+        json!({"maxLength": 3}),
+        json!({"format": "date"}),
+    ] {
+        check_texts(&s, &[], &["1", "null", "[]"]);
+    }
+    check_texts(&json!({"pattern": "^a+$"}), &["\"aa\""], &["\"b\""]);
+    // keywords llama.cpp infers nothing from: any value, and the keyword is ignored
+    for (s, kw) in [
+        (json!({"minItems": 2}), "minItems"),
+        (json!({"minimum": 3}), "minimum"),
+        (json!({"format": "email"}), "format"),
+        (json!({"required": ["a"]}), "required"),
+    ] {
+        let w = check_texts(&s, &["1", "[]", "\"x\"", "{}", "null"], &[]);
+        assert_eq!(w, vec![format!("{kw}@#")], "{s}");
+    }
+    // a type list: each type reads its own keywords
+    let s = json!({"type": ["integer", "null"], "minimum": 1, "multipleOf": 2});
+    let w = check_texts(&s, &["3", "null"], &["0", "\"3\""]);
+    assert_eq!(w, vec!["multipleOf@#"]);
+}
+
+#[test]
+fn llama_compat_closes_objects_in_llama_cpp_order() {
+    let props = json!({"a": {"type": "integer"}, "b": {"type": "integer"}});
+    // closed unless additionalProperties says otherwise
+    let s = json!({"type": "object", "properties": props});
+    assert!(accepts(
+        &s,
+        &ConvertOptions::default(),
+        r#"{"a": 1, "x": 2}"#
+    ));
+    check_texts(&s, &["{}", r#"{"a": 1, "b": 2}"#], &[r#"{"a": 1, "x": 2}"#]);
+    // free-form without properties
+    check_texts(&json!({"type": "object"}), &[r#"{"x": [1]}"#], &["1"]);
+    // additional members: allowed when said so, after the declared ones (as llama.cpp writes)
+    let s = json!({"type": "object", "properties": props, "additionalProperties": true});
+    check_texts(
+        &s,
+        &[
+            r#"{"a": 1, "x": 2}"#,
+            r#"{"x": 2}"#,
+            r#"{"b": 1, "x": 2, "y": 3}"#,
+        ],
+        &[r#"{"x": 2, "a": 1}"#, r#"{"a": "s"}"#],
+    );
+    // required members first, then the optional ones, each in schema order
+    let s = json!({"type": "object", "properties": props, "required": ["b"]});
+    check_texts(
+        &s,
+        &[r#"{"b": 1, "a": 2}"#, r#"{"b": 1}"#],
+        &[r#"{"a": 2, "b": 1}"#, "{}"],
+    );
+    // a required name missing from properties is neither required nor admitted
+    let s =
+        json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a", "z"]});
+    let w = check_texts(&s, &[r#"{"a": 1}"#], &[r#"{"a": 1, "z": 2}"#]);
+    assert_eq!(w, vec!["required@#"]);
+}
+
+#[test]
+fn llama_compat_ignored_keywords_are_warnings() {
+    // refused by the default mode, converted with a warning naming keyword and pointer
+    for (s, ok, kw) in [
+        (
+            json!({"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}}}),
+            r#"{"tags": ["a", "a"]}"#,
+            "uniqueItems@#/properties/tags",
+        ),
+        (
+            json!({"oneOf": [{"type": "integer"}, {"type": "number"}]}),
+            "1",
+            "oneOf@#",
+        ),
+        (
+            json!({"type": "integer", "not": {"enum": [3, 4]}}),
+            "3",
+            "not@#",
+        ),
+        (
+            json!({"type": "string", "format": "date", "maxLength": 3}),
+            r#""2024-01-01""#,
+            "maxLength@#",
+        ),
+        (
+            json!({"type": "object", "patternProperties": {"^x": {"type": "integer"}}}),
+            r#"{"x": "s"}"#,
+            "patternProperties@#",
+        ),
+        (
+            json!({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 1}),
+            "{}",
+            "minProperties@#",
+        ),
+        (
+            json!({"type": "string", "pattern": "^a+$", "minLength": 3}),
+            r#""a""#,
+            "minLength@#",
+        ),
+        (
+            json!({"if": {"type": "integer"}, "then": {"minimum": 3}}),
+            "1",
+            "if@#",
+        ),
+    ] {
+        assert!(
+            schema_to_gbnf(&s, &ConvertOptions::default()).is_err(),
+            "{s}"
+        );
+        let w = check_texts(&s, &[ok], &[]);
+        assert!(w.contains(&kw.to_string()), "{s}: {w:?}");
+    }
+    // enforced by the default mode, ignored by llama.cpp
+    for (s, ok, kws) in [
+        (
+            json!({"type": "number", "minimum": 0}),
+            "-1",
+            vec!["minimum@#"],
+        ),
+        (
+            json!({"type": "integer", "minimum": 0, "exclusiveMinimum": 5}),
+            "1",
+            vec!["exclusiveMinimum@#"],
+        ),
+        (
+            json!({"type": "integer", "multipleOf": 2}),
+            "3",
+            vec!["multipleOf@#"],
+        ),
+        (
+            json!({"type": "string", "format": "email"}),
+            r#""x""#,
+            vec!["format@#"],
+        ),
+        (
+            json!({"$ref": "#/$defs/s", "maxLength": 2, "$defs": {"s": {"type": "string"}}}),
+            r#""abc""#,
+            vec!["maxLength@#"],
+        ),
+        (
+            json!({"type": "string", "enum": ["a", 1]}),
+            "1",
+            vec!["type@#"],
+        ),
+        (
+            json!({"anyOf": [{"type": "string"}, {"type": "integer"}], "minLength": 2}),
+            r#""a""#,
+            vec!["minLength@#"],
+        ),
+    ] {
+        assert!(!accepts(&s, &ConvertOptions::default(), ok), "{s}");
+        let w = check_texts(&s, &[ok], &[]);
+        assert_eq!(w, kws, "{s}");
+    }
+    // oneOf is anyOf; each ignored keyword is reported once, at its own pointer
+    let s = json!({"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 0}]});
+    let w = check_texts(&s, &["1", "-1.5"], &["\"1\""]);
+    assert_eq!(w, vec!["minimum@#/oneOf/1", "oneOf@#"]);
+    let s = json!({"oneOf": [{"type": "string"}, {}]});
+    assert!(!accepts(&s, &ConvertOptions::default(), "\"x\""));
+    check_texts(&s, &["\"x\"", "1"], &[]);
+    // a tuple: its length is exact, whatever minItems and additionalItems say
+    let s = json!({"items": [{"type": "integer"}], "minItems": 0, "additionalItems": true});
+    assert!(accepts(&s, &ConvertOptions::default(), "[1, 2]"));
+    let w = check_texts(&s, &["[1]"], &["[]", "[1, 2]"]);
+    assert_eq!(w, vec!["minItems@#", "additionalItems@#"]);
+    // patterns llama.cpp does not translate: any string
+    for p in [
+        "ab", "^a$b$", "^(?=a)a$", "^\\d+$", "^[\\w]$", "^a{,x}$", "^\\/$",
+    ] {
+        let s = json!({"pattern": p, "minLength": 5});
+        let w = check_texts(&s, &[r#""x""#], &["1"]);
+        assert_eq!(w, vec!["pattern@#", "minLength@#"], "{s}");
+    }
+    check_texts(
+        &json!({"pattern": "^[$^]a\\$\\x41[\\-a]{2,}$"}),
+        &[r#""$a$A-a""#],
+        &[r#""x""#, r#""$a$A-""#],
+    );
+    // allOf as llama.cpp reads it: members' properties, all required, closed
+    let s = json!({"allOf": [
+        {"properties": {"a": {"type": "integer"}}},
+        {"properties": {"b": {"type": "integer"}}, "required": ["b"]},
+        {"anyOf": [{"properties": {"c": {"type": "integer"}}}, {"type": "string"}]},
+        {"minProperties": 1}
+    ]});
+    let w = check_texts(
+        &s,
+        &[r#"{"a": 1, "b": 2}"#, r#"{"a": 1, "b": 2, "c": 3}"#],
+        &[r#"{"b": 2}"#, r#"{"a": 1, "b": 2, "x": 3}"#, r#""s""#],
+    );
+    assert_eq!(w, vec!["allOf@#/allOf/3", "allOf@#"]);
+    let s = json!({"allOf": [{"enum": [1, 2, 3]}, {"enum": [2, 3, 4]}]});
+    check_texts(&s, &["2", "3"], &["1", "4"]);
+    // what the default mode does stays as it was
+    let s = json!({"type": "integer", "minimum": 1, "maximum": 3});
+    check_texts(&s, &["1", "3", "2.0"], &["0", "4"]);
+    // what llama.cpp refuses too is still an error
+    let s = json!({"type": "string", "pattern": "^(a$"});
+    assert!(schema_to_gbnf(&s, &compat()).is_err());
+}

@@ -1,8 +1,10 @@
 //! llama.cpp's own schema test vectors (../shared/corpus/llama-cpp-tests/).
 //!
-//! - grammar-integration.json, `kind == "schema"`: our grammar accepts every passing string and
-//!   rejects every failing one, except where the folder's README says the linked llama.cpp itself
-//!   disagrees with the vector (there JSON Schema semantics decide).
+//! - grammar-integration.json, `kind == "schema"`: converted in `llama_compat` mode (as the
+//!   linked llama.cpp converts them), our grammar accepts every passing string and rejects every
+//!   failing one. The only exception is the one the folder's README lists, where the linked
+//!   llama.cpp itself disagrees with the vector ("empty schema (object)"): JSON Schema semantics
+//!   decide there, so that case runs in the default (standard JSON Schema) mode.
 //! - json-schema-to-grammar.json: every SUCCESS schema converts into a grammar that parses, every
 //!   FAILURE schema is an error; exceptions are listed by name with the reason.
 
@@ -25,30 +27,11 @@ fn corpus(file: &str) -> Value {
 }
 
 /// Where the vendored llama.cpp disagrees with the vector (README, "Check against the vendored
-/// build"): JSON Schema semantics decide. (description, string, what JSON Schema says)
-const README_EXCEPTIONS: &[(&str, &str, bool)] = &[
-    ("empty schema (object)", "[]", true),
-    ("empty schema (object)", "null", true),
-    ("empty schema (object)", "\"\"", true),
-    ("empty schema (object)", "true", true),
-];
-
-/// Where the vector follows llama.cpp's own choices rather than JSON Schema, which decides here
-/// (toolrail's default is standard JSON Schema semantics): (description, string, verdict, why).
-const JSON_SCHEMA_SEMANTICS: &[(&str, &str, bool, &str)] = &[
-    (
-        "min+max items",
-        "1",
-        true,
-        "no `type`: minItems/maxItems only constrain arrays, so 1 is valid (llama.cpp infers type array)",
-    ),
-    (
-        "object properties",
-        "{ \"number\": 1600, \"street_name\": \"Pennsylvania\", \"street_type\":\"Avenue\", \"direction\":\"NW\"}",
-        true,
-        "additionalProperties defaults to true, so an extra member is valid (llama.cpp closes the object)",
-    ),
-];
+/// build"; the only such case): JSON Schema semantics decide, so the case is converted in the
+/// default mode and these strings are judged by JSON Schema: (description, string, valid).
+const README_EXCEPTION: &str = "empty schema (object)";
+const README_VERDICTS: &[(&str, bool)] =
+    &[("[]", true), ("null", true), ("\"\"", true), ("true", true)];
 
 /// Whether serde_json keeps object members in document order (feature `preserve_order`).
 fn preserves_order() -> bool {
@@ -98,7 +81,11 @@ fn has_unsorted_properties(text: &str) -> bool {
 fn grammar_integration_schema_cases() {
     let entries = corpus("grammar-integration.json");
     let ordered = preserves_order();
-    let mut checked = 0;
+    let compat = ConvertOptions {
+        llama_compat: true,
+        ..ConvertOptions::default()
+    };
+    let (mut cases, mut checked, mut agree, mut by_readme, mut skipped) = (0, 0, 0, 0, 0);
     let mut failures = Vec::new();
     for e in entries
         .as_array()
@@ -113,30 +100,30 @@ fn grammar_integration_schema_cases() {
             println!(
                 "skip {desc:?}: property order is lost without serde_json's preserve_order feature"
             );
+            skipped += 1;
             continue;
         }
-        let conv = match schema_to_gbnf(&schema, &ConvertOptions::default()) {
+        cases += 1;
+        let readme = desc == README_EXCEPTION;
+        let opts = if readme {
+            println!(
+                "{desc:?}: the README's one disagreement (llama.cpp accepts any JSON value); \
+                 judged by JSON Schema semantics, converted in the default mode"
+            );
+            ConvertOptions::default()
+        } else {
+            compat.clone()
+        };
+        let conv = match schema_to_gbnf(&schema, &opts) {
             Ok(c) => c,
             Err(err) => {
-                // exact or an error: check the rest of the schema in lenient mode, and say so
-                let lenient = ConvertOptions {
-                    lenient: true,
-                    ..ConvertOptions::default()
-                };
-                match schema_to_gbnf(&schema, &lenient) {
-                    Ok(c) => {
-                        println!(
-                            "note {desc:?}: strict conversion refuses ({err}); strings checked with lenient mode"
-                        );
-                        c
-                    }
-                    Err(err) => {
-                        failures.push(format!("{desc}: does not convert: {err}"));
-                        continue;
-                    }
-                }
+                failures.push(format!("{desc}: does not convert: {err}"));
+                continue;
             }
         };
+        for w in &conv.warnings {
+            println!("{desc:?}: {w}");
+        }
         let grammar = match Grammar::parse(&conv.gbnf) {
             Ok(g) => Arc::new(g),
             Err(err) => {
@@ -151,22 +138,15 @@ fn grammar_integration_schema_cases() {
             for s in e[list].as_array().unwrap() {
                 let s = s.as_str().unwrap();
                 let mut expected = expected;
-                if let Some((_, _, v)) = README_EXCEPTIONS
-                    .iter()
-                    .find(|(d, x, _)| *d == desc && *x == s)
-                {
+                if readme && let Some((_, v)) = README_VERDICTS.iter().find(|(x, _)| *x == s) {
                     expected = *v;
-                }
-                if let Some((_, _, v, why)) = JSON_SCHEMA_SEMANTICS
-                    .iter()
-                    .find(|(d, x, _, _)| *d == desc && *x == s)
-                {
-                    println!("exception {desc:?} {s:?}: expected {v} — {why}");
-                    expected = *v;
+                    by_readme += 1;
                 }
                 checked += 1;
                 let got = engine::check(&grammar, s.as_bytes()).is_accepted();
-                if got != expected {
+                if got == expected {
+                    agree += 1;
+                } else {
                     failures.push(format!(
                         "{desc}: {s:?} should be {}\n{}",
                         if expected { "accepted" } else { "rejected" },
@@ -177,7 +157,9 @@ fn grammar_integration_schema_cases() {
         }
     }
     println!(
-        "grammar-integration schema cases: {checked} strings checked, {} failures",
+        "grammar-integration schema cases (llama_compat): {cases} cases, {skipped} skipped, \
+         {checked} strings checked, {agree} agree ({by_readme} judged by JSON Schema per the \
+         README), {} failures",
         failures.len()
     );
     for f in &failures {

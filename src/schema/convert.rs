@@ -21,13 +21,13 @@ use super::regex::{pattern_to_gbnf, repeat};
 use super::rules::RuleTable;
 use super::strings::{encoded_char_set, gbnf_literal, json_encode_char};
 use super::validate::{check, json_eq, value_types};
-use super::{ConvertOptions, SchemaError, Warning, formats, merge};
+use super::{ConvertOptions, SchemaError, Warning, formats, llama, merge};
 
 /// A grammar expression, or None when nothing matches.
 pub(crate) type Frag = Option<String>;
 
 /// Keywords that never constrain.
-const ANNOTATIONS: &[&str] = &[
+pub(crate) const ANNOTATIONS: &[&str] = &[
     "title",
     "description",
     "$comment",
@@ -184,6 +184,186 @@ impl Converter {
                 message,
             })
         }
+    }
+
+    /// A keyword llama.cpp ignores ([`ConvertOptions::llama_compat`]): always a warning (once).
+    fn ignored(&mut self, keyword: &str, cx: &Ctx, message: impl Into<String>) {
+        let w = Warning {
+            keyword: keyword.to_string(),
+            pointer: cx.ptr.clone(),
+            message: message.into(),
+        };
+        if !self.warnings.contains(&w) {
+            self.warnings.push(w);
+        }
+    }
+
+    /// llama_compat: the schema llama.cpp reads of `map` ([`llama::view`]), with a warning for
+    /// each keyword it ignores.
+    fn llama_view(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Value, SchemaError> {
+        if !map.contains_key("$ref")
+            && let Some(Value::Array(list)) = map.get("oneOf")
+            && list.len() > 1
+        {
+            let branches: Vec<(Value, Ctx)> = list
+                .iter()
+                .enumerate()
+                .map(|(i, b)| (b.clone(), cx.child("oneOf", "").child(&i.to_string(), "")))
+                .collect();
+            if let Some((i, j)) = self.overlapping(&branches) {
+                self.ignored(
+                    "oneOf",
+                    cx,
+                    format!("llama.cpp reads oneOf as anyOf: branches {i} and {j} may overlap, and a value matching both is accepted"),
+                );
+            }
+        }
+        let (view, ignored) =
+            llama::view(map, cx.ptr == "#").map_err(|(k, m)| Self::invalid(&k, cx, m))?;
+        for (k, m) in ignored {
+            self.ignored(&k, cx, m);
+        }
+        match view.get("allOf") {
+            Some(Value::Array(list)) => {
+                let list = list.clone();
+                self.llama_all_of(&list, cx)
+            }
+            Some(_) => Err(Self::invalid("allOf", cx, "must be an array")),
+            None => Ok(view),
+        }
+    }
+
+    /// llama_compat: `allOf` as llama.cpp reads it ([`llama`]): the enum values common to all
+    /// members if there are any, else a closed object with the members' properties, all
+    /// required except those of `anyOf` members; whatever else the members say is ignored.
+    fn llama_all_of(&mut self, list: &[Value], cx: &Ctx) -> Result<Value, SchemaError> {
+        #[derive(Default)]
+        struct Acc {
+            props: Vec<(String, Value)>,
+            required: Vec<String>,
+            enums: Vec<(Value, usize)>,
+        }
+        // one member: follows $refs, reads an object's properties or an enum's values
+        fn component(
+            conv: &mut Converter,
+            schema: &Value,
+            required: bool,
+            mcx: &Ctx,
+            acc: &mut Acc,
+            guard: usize,
+        ) -> Result<bool, SchemaError> {
+            let Some(m) = schema.as_object() else {
+                return Ok(false);
+            };
+            if let Some(r) = m.get("$ref") {
+                let r = r
+                    .as_str()
+                    .ok_or_else(|| Converter::invalid("$ref", mcx, "must be a string"))?;
+                if guard > 32 {
+                    return Ok(false);
+                }
+                let (_, _, target) = conv.resolve(mcx, r)?;
+                return component(conv, &target, required, mcx, acc, guard + 1);
+            }
+            if ["oneOf", "anyOf", "const"]
+                .iter()
+                .any(|k| m.contains_key(*k))
+                || m.get("type").is_some_and(Value::is_array)
+            {
+                return Ok(false);
+            }
+            if let Some(Value::Array(vals)) = m.get("enum") {
+                for v in vals {
+                    match acc.enums.iter_mut().find(|(x, _)| x == v) {
+                        Some((_, n)) => *n += 1,
+                        None => acc.enums.push((v.clone(), 1)),
+                    }
+                }
+                return Ok(true);
+            }
+            let (view, _) =
+                llama::view(m, false).map_err(|(k, msg)| Converter::invalid(&k, mcx, msg))?;
+            let is_object = view.get("type") == Some(&Value::String("object".into()))
+                && view.get("allOf").is_none();
+            if !is_object {
+                return Ok(false);
+            }
+            if let Some(Value::Object(props)) = view.get("properties") {
+                for (k, v) in props {
+                    acc.props.push((k.clone(), v.clone()));
+                    if required && !acc.required.contains(k) {
+                        acc.required.push(k.clone());
+                    }
+                }
+            }
+            Ok(true)
+        }
+        let mut acc = Acc::default();
+        for (i, member) in list.iter().enumerate() {
+            let mcx = cx.child("allOf", "").child(&i.to_string(), "");
+            let alts = member.as_object().and_then(|m| {
+                if m.contains_key("$ref") {
+                    None
+                } else if let Some(Value::Array(a)) = m.get("oneOf").or_else(|| m.get("anyOf")) {
+                    Some(a.clone())
+                } else if let Some(Value::Array(ts)) = m.get("type") {
+                    Some(
+                        ts.iter()
+                            .map(|t| {
+                                let mut b = m.clone();
+                                b.insert("type".into(), t.clone());
+                                Value::Object(b)
+                            })
+                            .collect(),
+                    )
+                } else {
+                    None
+                }
+            });
+            let read = match alts {
+                Some(alts) => {
+                    let mut any = false;
+                    for a in &alts {
+                        any |= component(self, a, false, &mcx, &mut acc, 0)?;
+                    }
+                    any
+                }
+                None => component(self, member, true, &mcx, &mut acc, 0)?,
+            };
+            if !read {
+                self.ignored(
+                    "allOf",
+                    &mcx,
+                    "ignored by llama.cpp: of allOf members it reads only object properties and enum values",
+                );
+            }
+        }
+        let common: Vec<Value> = acc
+            .enums
+            .iter()
+            .filter(|(_, n)| *n == list.len())
+            .map(|(v, _)| v.clone())
+            .collect();
+        if !common.is_empty() {
+            return Ok(serde_json::json!({ "enum": common }));
+        }
+        if !acc.props.is_empty() {
+            self.ignored(
+                "allOf",
+                cx,
+                "read as llama.cpp reads it: one closed object with the members' properties, all required except those of anyOf members",
+            );
+        }
+        let mut props = Map::new();
+        for (k, v) in acc.props {
+            props.insert(k, v);
+        }
+        Ok(serde_json::json!({
+            "type": "object",
+            "properties": props,
+            "required": acc.required,
+            "additionalProperties": false,
+        }))
     }
 
     fn invalid(keyword: &str, cx: &Ctx, message: impl Into<String>) -> SchemaError {
@@ -397,6 +577,16 @@ impl Converter {
         let Value::Object(map) = schema else {
             return Ok(schema.clone());
         };
+        let viewed;
+        let map = if self.opts.llama_compat {
+            viewed = self.llama_view(map, cx)?;
+            match &viewed {
+                Value::Object(m) => m,
+                other => return Ok(other.clone()),
+            }
+        } else {
+            map
+        };
         let map = self.drop_unsupported(map, cx)?;
         let mut rest = map.clone();
         let mut acc = Value::Bool(true);
@@ -471,6 +661,18 @@ impl Converter {
     }
 
     fn visit_map(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
+        if self.opts.llama_compat {
+            let view = self.llama_view(map, cx)?;
+            return match &view {
+                Value::Object(m) => self.visit_exact(m, cx),
+                other => self.visit(other, cx, false),
+            };
+        }
+        self.visit_exact(map, cx)
+    }
+
+    /// [`Self::visit_map`] after the llama_compat view, if any.
+    fn visit_exact(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
         if let Some(n) = map.get("not")
             && let Some(positive) = negate(n)
         {
@@ -530,7 +732,8 @@ impl Converter {
                 };
                 branches.push((b, bcx));
             }
-            if key == "oneOf" {
+            // llama_compat: oneOf is anyOf, as llama.cpp reads it (warned in llama_view)
+            if key == "oneOf" && !self.opts.llama_compat {
                 // `false` never matches; a branch matching everything twice leaves nothing
                 branches.retain(|(b, _)| b != &Value::Bool(false));
                 let trivially_true = |b: &Value| {
@@ -568,6 +771,18 @@ impl Converter {
     }
 
     fn check_disjoint(&mut self, branches: &[(Value, Ctx)], cx: &Ctx) -> Result<(), SchemaError> {
+        match self.overlapping(branches) {
+            Some((i, j)) => self.unsupported(
+                "oneOf",
+                cx,
+                format!("branches {} and {} may overlap (oneOf is only expressible when branches are provably disjoint)", i, j),
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// The first two branches not provably disjoint, if any.
+    fn overlapping(&mut self, branches: &[(Value, Ctx)]) -> Option<(usize, usize)> {
         let mut flat = Vec::new();
         for (b, bcx) in branches {
             flat.push(self.flatten(b, bcx, 0).ok());
@@ -579,15 +794,11 @@ impl Converter {
                     _ => false,
                 };
                 if !ok {
-                    return self.unsupported(
-                        "oneOf",
-                        cx,
-                        format!("branches {} and {} may overlap (oneOf is only expressible when branches are provably disjoint)", i, j),
-                    );
+                    return Some((i, j));
                 }
             }
         }
-        Ok(())
+        None
     }
 
     fn visit_typed(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
@@ -1379,7 +1590,7 @@ impl Converter {
         };
         // close_objects closes objects that declare their properties; a schema without
         // `properties` is a free-form object
-        let closed_by_default = self.opts.close_objects
+        let closed_by_default = (self.opts.close_objects || self.opts.llama_compat)
             && !map.contains_key("additionalProperties")
             && map.contains_key("properties");
         let additional = match map.get("additionalProperties") {
@@ -1449,6 +1660,10 @@ impl Converter {
             }
             if props.windows(2).all(|w| w[0].0 <= w[1].0) {
                 declared.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+            if self.opts.llama_compat {
+                // llama.cpp writes the required members first (stable: in declared order)
+                declared.sort_by_key(|(_, _, req)| !*req);
             }
             let names: Vec<String> = declared.iter().map(|(k, _, _)| k.clone()).collect();
             if names.is_empty()
@@ -1551,13 +1766,21 @@ impl Converter {
                 .map(|x| format!("( {sep} {x} )*"))
                 .unwrap_or_default();
             // T_i: what may follow once at least one member is written, from declared index i.
-            // Extra members attach to the member before them (unambiguous: one parse per text).
+            // Extra members attach to the member before them (unambiguous: one parse per text);
+            // llama_compat: they all come last, as llama.cpp writes them.
+            let compat = self.opts.llama_compat;
+            let (after_each, at_end) = if compat {
+                (String::new(), xs.clone())
+            } else {
+                (xs.clone(), String::new())
+            };
             let member = |kv: &str, req: bool| -> String {
-                let m = format!("{sep} {kv} {xs}").trim_end().to_string();
+                let m = format!("{sep} {kv} {after_each}").trim_end().to_string();
                 if req { m } else { format!("( {m} )?") }
             };
             let n = declared.len();
             let mut tails: Vec<String> = vec![String::new(); n + 1];
+            tails[n] = at_end;
             let named = n > 4;
             for i in (0..n).rev() {
                 let (kv, req) = &declared[i];
@@ -1583,11 +1806,15 @@ impl Converter {
             let first_req = declared.iter().position(|(_, r)| *r);
             let mut heads = Vec::new();
             if let Some(x) = &extra {
-                heads.push(format!("{x} {xs} {}", tail(0)).trim_end().to_string());
+                if !compat {
+                    heads.push(format!("{x} {xs} {}", tail(0)).trim_end().to_string());
+                } else if first_req.is_none() {
+                    heads.push(format!("{x} {xs}"));
+                }
             }
             let last = first_req.unwrap_or(declared.len() - 1);
             for (i, (kv, _)) in declared.iter().enumerate().take(last + 1) {
-                let parts = [kv.as_str(), xs.as_str(), &tail(i + 1)];
+                let parts = [kv.as_str(), after_each.as_str(), &tail(i + 1)];
                 heads.push(
                     parts
                         .iter()

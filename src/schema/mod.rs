@@ -20,6 +20,34 @@
 //!   is itself sorted, which it always is unless serde_json's `preserve_order` is enabled);
 //! - leap seconds (`format: time`) are written in UTC (see [`formats`]).
 //!
+//! # llama.cpp compatibility
+//! With [`ConvertOptions::llama_compat`] a schema is read the way llama.cpp's own converter
+//! (`json_schema_to_grammar`, as vendored by llama-cpp-sys-2 0.1.161) reads it, so the grammar
+//! is the one llama-server would enforce; the default stays standard JSON Schema semantics.
+//! llama.cpp sorts each schema object into one kind and reads only that kind's keywords
+//! ([`llama`] lists the rules), so in this mode:
+//! - a schema without `type` gets the type llama.cpp infers: `{"items": {...}, "minItems": 3}`
+//!   is an array (so `1` is rejected), `{"minItems": 3}` alone any value;
+//! - an object with `properties` and no `additionalProperties` is closed; its members are
+//!   written required first, then optional, then additional ones (llama.cpp's order), and
+//!   `required` names missing from `properties` are not required;
+//! - a list under `items`/`prefixItems` is a tuple of exactly that length; `oneOf` is `anyOf`;
+//! - every keyword llama.cpp ignores (siblings of `$ref`, `anyOf`, `const`, `enum`; number
+//!   bounds; `multipleOf`; `uniqueItems`; `not`; `if`; formats it does not know; ...) is dropped
+//!   with a [`Warning`] instead of an error, whatever [`ConvertOptions::lenient`] says.
+//!
+//! - `allOf` is read as llama.cpp reads it: the enum values common to all members, else one
+//!   closed object with the members' properties, all required except those of `anyOf`
+//!   members (a [`Warning`] says so, and names the members it ignores).
+//!
+//! What this converter otherwise does stays the same in this mode, so the grammar can still
+//! differ from llama.cpp's in details: the primitives are this module's (string characters,
+//! number syntax, integers with a zero fraction such as `2.0`, integer ranges, `format`
+//! rules); what this converter cannot express is still an error unless lenient. Two llama.cpp
+//! bugs are not copied: a property named `""` (llama.cpp names its rule `root`, so the whole
+//! grammar becomes that property's value) and additional property names that are a proper
+//! prefix of a declared one (llama.cpp refuses them: with `ab` declared, `a` is refused).
+//!
 //! Whitespace: [`Whitespace::Spaced`] accepts compact JSON, single spaces after `:`, `,`, `{`
 //! and `[`, and pretty-printed JSON (llama.cpp's `space` rule); [`Whitespace::Compact`] none.
 //!
@@ -28,10 +56,12 @@
 //! - [`merge`]: `allOf` as one schema; [`validate`]: checks known values (enum, oneOf);
 //! - [`numbers`]: integer and decimal ranges; [`regex`]: `pattern` via `regex-syntax` HIR;
 //! - [`formats`]: `format` rules; [`strings`]: JSON string encoding as GBNF;
+//! - [`llama`]: what llama.cpp reads of a schema ([`ConvertOptions::llama_compat`]);
 //! - [`rules`]: the rule table (naming, deduplication, output order).
 
 pub mod convert;
 pub mod formats;
+pub mod llama;
 pub mod merge;
 pub mod numbers;
 pub mod regex;
@@ -64,6 +94,17 @@ pub struct ConvertOptions {
     /// they declare or require (tool arguments), instead of open. Objects without `properties`
     /// stay free-form.
     pub close_objects: bool,
+    /// Convert as llama.cpp's `json_schema_to_grammar` does (the one vendored by
+    /// llama-cpp-sys-2 0.1.161), so that the grammar is the one llama-server would enforce for
+    /// the schema, instead of standard JSON Schema semantics (see "llama.cpp compatibility" in
+    /// the module docs and [`llama`]):
+    /// - without `type`, the type is inferred from the keywords as llama.cpp does
+    ///   (`properties` or a non-`true` `additionalProperties` → object, `items`/`prefixItems` →
+    ///   array, `pattern`/`minLength`/`maxLength`/known `format` → string, else any value);
+    /// - objects with `properties` are closed unless `additionalProperties` says otherwise;
+    ///   required members come first, then optional ones, then additional ones;
+    /// - keywords llama.cpp ignores are dropped with a [`Warning`] instead of an error.
+    pub llama_compat: bool,
 }
 
 /// A schema the converter cannot express exactly (or that is malformed).
@@ -78,7 +119,8 @@ pub struct SchemaError {
     pub message: String,
 }
 
-/// A constraint dropped in lenient mode.
+/// A constraint dropped in lenient mode, or a keyword llama.cpp ignores in
+/// [`ConvertOptions::llama_compat`] mode.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Warning {
     /// The keyword that was dropped.
@@ -131,7 +173,7 @@ impl SchemaConverter {
         self.inner.rules.primitive("space").to_string()
     }
 
-    /// Constraints dropped so far (lenient mode).
+    /// Constraints dropped so far (lenient and llama_compat modes).
     pub fn warnings(&self) -> &[Warning] {
         &self.inner.warnings
     }
@@ -148,7 +190,7 @@ impl SchemaConverter {
 pub struct Conversion {
     /// The grammar; its `root` matches the valid JSON texts.
     pub gbnf: String,
-    /// Constraints dropped (lenient mode only).
+    /// Constraints dropped (lenient and llama_compat modes only).
     pub warnings: Vec<Warning>,
 }
 
