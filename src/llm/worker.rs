@@ -74,7 +74,8 @@ pub enum Command {
     Continue,
     /// Pause after the current token.
     Pause,
-    /// Take this token at the next step instead of the sampled one (it must be allowed).
+    /// Take this token now, as one step, instead of the sampled one (it must be allowed; if it
+    /// is not, a `Refused` event says why and the run pauses where it was).
     Force(u32),
     /// Stop the run (honoured before the next token).
     Cancel,
@@ -281,9 +282,9 @@ impl WorkerState {
 
     /// Waits for or polls commands before a token.
     fn next_flow(&self, paused: &mut bool, index: u32) -> Flow {
-        let mut forced = None;
+        let forced = None;
         loop {
-            let command = if *paused && forced.is_none() {
+            let command = if *paused {
                 self.emit(Event::Paused { next_index: index });
                 match self.commands.recv() {
                     Ok(c) => c,
@@ -310,7 +311,12 @@ impl WorkerState {
                     return Flow::Go { forced, pause_after: false };
                 }
                 Command::Step => return Flow::Go { forced, pause_after: true },
-                Command::Force(token) => forced = Some(token),
+                Command::Force(token) => {
+                    return Flow::Go {
+                        forced: Some(token),
+                        pause_after: *paused,
+                    };
+                }
                 Command::Load(_) | Command::Start(_) => self.emit(Event::Error(
                     "a run is in progress: cancel it first".into(),
                 )),

@@ -149,6 +149,7 @@ fn convert_options(opts: &GrammarOptions, close_objects: bool) -> ConvertOptions
         },
         lenient: opts.lenient,
         close_objects,
+        llama_compat: false,
     }
 }
 
