@@ -10,8 +10,10 @@ use clap::{Parser, Subcommand};
 
 pub mod check;
 pub mod extract;
+pub mod grammar;
 pub mod lint;
 pub mod sample;
+pub mod validate;
 
 /// toolrail: a playground and debugger for grammar-constrained tool calling with llama.cpp.
 #[derive(Debug, Parser)]
@@ -35,6 +37,10 @@ pub enum Command {
     Compile(lint::CompileArgs),
     /// Find tool calls in free text (model output without a grammar): exit 0 if any, 1 if none.
     Extract(extract::ExtractArgs),
+    /// Print the tool-call grammar of a tool set (or, with --schema, of a JSON Schema).
+    Grammar(grammar::GrammarArgs),
+    /// Check a model output against a tool set: exit 0 valid call, 1 not, 2 errors.
+    Validate(validate::ValidateArgs),
 }
 
 /// Entry point of the `toolrail` binary.
@@ -56,6 +62,8 @@ pub fn main() -> ExitCode {
         Command::Sample(args) => sample::run(args),
         Command::Compile(args) => lint::run_compile(args),
         Command::Extract(args) => extract::run(args),
+        Command::Grammar(args) => grammar::run(args),
+        Command::Validate(args) => validate::run(args),
     };
     match result {
         Ok(code) => code,

@@ -3,3 +3,8 @@ pub mod call;
 pub mod extract;
 pub mod pool;
 pub mod prompt;
+
+pub mod envelope;
+pub mod grammar;
+pub mod toolset;
+pub mod validate;
