@@ -52,7 +52,8 @@ fn compare(model: &Model, name: &str, grammar: &str, prompt: &str, steps: usize)
     let mut session = model
         .session(SessionOptions {
             context: Some(512),
-            threads: None,
+            // One thread: ggml's spinning thread pool collapses when the cores are shared.
+            threads: Some(1),
         })
         .unwrap();
     session.decode(&model.tokenize(prompt, true, true)).unwrap();

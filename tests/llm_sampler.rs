@@ -222,7 +222,8 @@ fn greedy_decode_under_the_llama_sampler_says_yes_or_no() {
     let mut session = model
         .session(SessionOptions {
             context: Some(256),
-            threads: None,
+            // One thread: ggml's spinning thread pool collapses when the cores are shared.
+            threads: Some(1),
         })
         .unwrap();
     let prompt = "Question: Is the sky blue on a clear day? Answer yes or no.\nAnswer:";

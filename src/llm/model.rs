@@ -70,15 +70,17 @@ impl std::fmt::Debug for Model {
 impl Model {
     /// Loads the GGUF at `path` with default settings.
     pub fn open(path: impl AsRef<Path>) -> Result<Model, LlmError> {
-        Self::load(&ModelSpec::from_path(path.as_ref()), |_| true)
+        Self::load(path.as_ref(), |_| true)
     }
 
-    /// Loads the model `spec` describes. `progress` is called with the fraction loaded
-    /// (0.0..=1.0); returning `false` cancels the load ([`LlmError::LoadCancelled`]).
+    /// Loads a model: a [`ModelSpec`] (e.g. a `models.toml` entry) or a bare path (default
+    /// settings). `progress` is called with the fraction loaded (0.0..=1.0); returning `false`
+    /// cancels the load ([`LlmError::LoadCancelled`]).
     pub fn load(
-        spec: &ModelSpec,
+        spec: impl Into<ModelSpec>,
         mut progress: impl FnMut(f32) -> bool + 'static,
     ) -> Result<Model, LlmError> {
+        let spec: ModelSpec = spec.into();
         let path = spec.path.clone();
         let header = GgufHeader::read(&path)?;
         let backend = backend()?;
@@ -149,7 +151,7 @@ impl Model {
         Ok(Model {
             llama: Arc::new(llama),
             info: Arc::new(info),
-            spec: Arc::new(spec.clone()),
+            spec: Arc::new(spec),
             eog,
             table: Arc::new(OnceLock::new()),
         })

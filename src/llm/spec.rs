@@ -181,6 +181,30 @@ impl ModelSpec {
     }
 }
 
+impl From<&ModelSpec> for ModelSpec {
+    fn from(spec: &ModelSpec) -> ModelSpec {
+        spec.clone()
+    }
+}
+
+impl From<&Path> for ModelSpec {
+    fn from(path: &Path) -> ModelSpec {
+        ModelSpec::from_path(path)
+    }
+}
+
+impl From<PathBuf> for ModelSpec {
+    fn from(path: PathBuf) -> ModelSpec {
+        ModelSpec::from_path(path)
+    }
+}
+
+impl From<&PathBuf> for ModelSpec {
+    fn from(path: &PathBuf) -> ModelSpec {
+        ModelSpec::from_path(path.clone())
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFile {
