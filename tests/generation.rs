@@ -25,7 +25,10 @@ fn model() -> Option<Model> {
                     "test model missing at {} (CI=true): run scripts/fetch-model.sh",
                     path.display()
                 );
-                eprintln!("skipped: no test model at {}; run scripts/fetch-model.sh", path.display());
+                eprintln!(
+                    "skipped: no test model at {}; run scripts/fetch-model.sh",
+                    path.display()
+                );
                 return None;
             }
             Some(Model::open(&path).expect("the test model loads"))
@@ -38,15 +41,23 @@ fn request(prompt: &str, grammar: Option<&str>, engine: EngineKind, max_tokens: 
         prompt: prompt.into(),
         grammar: grammar.map(str::to_string),
         engine,
-        sampling: Sampling { max_tokens, ..Sampling::default() },
+        sampling: Sampling {
+            max_tokens,
+            ..Sampling::default()
+        },
         start_paused: false,
         show: 5,
         context: Some(1024),
+        // Tests run in parallel on 2 cores: one decoding thread each avoids ggml's spin-waits.
+        threads: Some(1),
     }
 }
 
 fn next(worker: &Worker) -> Event {
-    worker.events().recv_timeout(Duration::from_secs(120)).expect("an event within 2 minutes")
+    worker
+        .events()
+        .recv_timeout(Duration::from_secs(120))
+        .expect("an event within 2 minutes")
 }
 
 /// Runs to the end; returns the tokens, the stop and the output.
@@ -67,12 +78,27 @@ fn end_of_generation_only_where_the_grammar_is_complete() {
     let Some(model) = model() else { return };
     let grammar = "root ::= \"yes\" | \"no\" | \"maybe, \" [a-z]{1,12} \".\"";
     let worker = Worker::spawn_with(Some(model), Arc::new(|| {}));
-    let (tokens, stop, output) = run_to_end(&worker, request("Question: is the sky blue? Answer:", Some(grammar), EngineKind::Toolrail, 40));
+    let (tokens, stop, output) = run_to_end(
+        &worker,
+        request(
+            "Question: is the sky blue? Answer:",
+            Some(grammar),
+            EngineKind::Toolrail,
+            40,
+        ),
+    );
     assert_eq!(stop, Stop::EndOfGeneration, "output {output:?}");
     let g = Arc::new(Grammar::parse(grammar).unwrap());
-    assert!(check(&g, output.as_bytes()).is_accepted(), "{output:?} is complete when EOG comes");
+    assert!(
+        check(&g, output.as_bytes()).is_accepted(),
+        "{output:?} is complete when EOG comes"
+    );
     // Before the last token, EOG was never allowed: no prefix was complete.
-    for (i, _) in tokens.iter().enumerate().take(tokens.len().saturating_sub(1)) {
+    for (i, _) in tokens
+        .iter()
+        .enumerate()
+        .take(tokens.len().saturating_sub(1))
+    {
         let prefix: String = tokens[..=i].iter().map(|t| t.piece.as_str()).collect();
         if !check(&g, prefix.as_bytes()).is_accepted() {
             assert!(
@@ -91,7 +117,12 @@ fn model_is_eog(id: u32) -> bool {
 fn cancel_stops_within_one_token() {
     let Some(model) = model() else { return };
     let worker = Worker::spawn_with(Some(model), Arc::new(|| {}));
-    worker.send(Command::Start(Box::new(request("Write a long story:", Some("root ::= [a-zA-Z ,.]{1,2000}"), EngineKind::Toolrail, 400))));
+    worker.send(Command::Start(Box::new(request(
+        "Write a long story:",
+        Some("root ::= [a-zA-Z ,.]{1,2000}"),
+        EngineKind::Toolrail,
+        400,
+    ))));
     let mut seen = 0;
     let mut after_cancel = 0;
     let mut cancelled = false;
@@ -122,7 +153,12 @@ fn forcing_a_masked_token_is_refused_with_a_reason() {
     let yes = model.tokenize("yes", false, false)[0];
     let zzz = model.tokenize("zzz", false, false)[0];
     let worker = Worker::spawn_with(Some(model), Arc::new(|| {}));
-    let mut req = request("Answer:", Some("root ::= \"yes\" | \"no\""), EngineKind::Toolrail, 10);
+    let mut req = request(
+        "Answer:",
+        Some("root ::= \"yes\" | \"no\""),
+        EngineKind::Toolrail,
+        10,
+    );
     req.start_paused = true;
     worker.send(Command::Start(Box::new(req)));
     let mut refusals = Vec::new();
@@ -140,7 +176,10 @@ fn forcing_a_masked_token_is_refused_with_a_reason() {
         }
     }
     assert_eq!(refusals.len(), 2, "{refusals:?}");
-    assert!(refusals[0].1.contains("end of generation is not allowed"), "{refusals:?}");
+    assert!(
+        refusals[0].1.contains("end of generation is not allowed"),
+        "{refusals:?}"
+    );
     assert!(refusals[1].1.contains("does not allow"), "{refusals:?}");
     let first = forced_token.expect("the allowed forced token is taken");
     assert!(first.forced && first.id == yes);
@@ -152,7 +191,15 @@ fn a_continuation_no_token_can_spell_ends_with_the_diagnostic() {
     // llama.cpp decodes 4-byte sequences up to 0x3FFFFF (lead bytes F5-FF included), and byte
     // tokens can spell any of those; 0x400000 no sequence of pieces can.
     let worker = Worker::spawn_with(Some(model), Arc::new(|| {}));
-    let (tokens, stop, _) = run_to_end(&worker, request("a", Some("root ::= \"a\" \"\\U00400000\""), EngineKind::Toolrail, 10));
+    let (tokens, stop, _) = run_to_end(
+        &worker,
+        request(
+            "a",
+            Some("root ::= \"a\" \"\\U00400000\""),
+            EngineKind::Toolrail,
+            10,
+        ),
+    );
     assert_eq!(tokens.len(), 1);
     match stop {
         Stop::DeadEnd { offset, expected } => {
@@ -168,19 +215,40 @@ fn toolrail_and_llama_engines_generate_the_same_tokens() {
     let Some(model) = model() else { return };
     let text = std::fs::read_to_string("sample_schemas/weather.json").unwrap();
     let tools = ToolSet::from_json_str(&text).unwrap();
-    let grammar = tool_call_grammar(&tools, &GrammarOptions::default()).unwrap().text;
+    let grammar = tool_call_grammar(&tools, &GrammarOptions::default())
+        .unwrap()
+        .text;
     let values: Vec<serde_json::Value> = tools
         .tools()
         .iter()
         .map(|t| serde_json::json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
         .collect();
-    let prompt = build_prompt(PromptFamily::Generic, &values, "What is the weather in Oslo tomorrow?", None).unwrap();
+    let prompt = build_prompt(
+        PromptFamily::Generic,
+        &values,
+        "What is the weather in Oslo tomorrow?",
+        None,
+    )
+    .unwrap();
     let worker = Worker::spawn_with(Some(model), Arc::new(|| {}));
-    let (ours, stop_ours, out_ours) = run_to_end(&worker, request(&prompt, Some(&grammar), EngineKind::Toolrail, 80));
-    let (theirs, stop_theirs, out_theirs) = run_to_end(&worker, request(&prompt, Some(&grammar), EngineKind::Llama, 80));
+    let (ours, stop_ours, out_ours) = run_to_end(
+        &worker,
+        request(&prompt, Some(&grammar), EngineKind::Toolrail, 80),
+    );
+    let (theirs, stop_theirs, out_theirs) = run_to_end(
+        &worker,
+        request(&prompt, Some(&grammar), EngineKind::Llama, 80),
+    );
     assert_eq!(out_ours, out_theirs);
     assert_eq!(stop_ours, stop_theirs);
     let ids = |v: &[TokenRecord]| v.iter().map(|t| (t.id, t.allowed)).collect::<Vec<_>>();
-    assert_eq!(ids(&ours), ids(&theirs), "same tokens and same allowed counts at every step");
-    assert!(ours.iter().all(|t| t.stacks.is_some()), "every token carries the stacks after it");
+    assert_eq!(
+        ids(&ours),
+        ids(&theirs),
+        "same tokens and same allowed counts at every step"
+    );
+    assert!(
+        ours.iter().all(|t| t.stacks.is_some()),
+        "every token carries the stacks after it"
+    );
 }

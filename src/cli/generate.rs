@@ -90,7 +90,10 @@ pub fn resolve_model(model: &str, models: &Path) -> anyhow::Result<ModelSpec> {
         return Ok(ModelSpec::from_path(model));
     }
     if !models.is_file() {
-        bail!("no file '{model}', and no models file {} to look the name up in", models.display());
+        bail!(
+            "no file '{model}', and no models file {} to look the name up in",
+            models.display()
+        );
     }
     Ok(ModelSpec::find(models, model)?)
 }
@@ -103,7 +106,8 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     let model = Model::load(&spec, |_| true)?;
     let tools = match &args.tools {
         Some(path) => {
-            let text = String::from_utf8(super::read_input(path)?).with_context(|| format!("{path}: not UTF-8"))?;
+            let text = String::from_utf8(super::read_input(path)?)
+                .with_context(|| format!("{path}: not UTF-8"))?;
             Some(ToolSet::from_json_str(&text).with_context(|| path.clone())?)
         }
         None => None,
@@ -152,9 +156,12 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         start_paused: false,
         show: 5,
         context: None,
+        threads: None,
     };
     worker.send(Command::Start(Box::new(request)));
-    let created_unix = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let created_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let mut tokens = Vec::new();
     let (stop, totals, output) = loop {
         match worker.events().recv() {
@@ -163,7 +170,11 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
                 let _ = std::io::stdout().flush();
                 tokens.push(*record);
             }
-            Ok(Event::Done { stop, totals, output }) => break (stop, totals, output),
+            Ok(Event::Done {
+                stop,
+                totals,
+                output,
+            }) => break (stop, totals, output),
             Ok(Event::Error(message)) => eprintln!("toolrail: {message}"),
             Ok(_) => {}
             Err(_) => bail!("the generation worker stopped unexpectedly"),
@@ -175,7 +186,10 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         Stop::MaxTokens => format!("token limit ({})", args.max_tokens),
         Stop::Cancelled => "cancelled".to_string(),
         Stop::DeadEnd { offset, expected } => {
-            format!("dead end at byte {offset}: no token can continue; expected {}", expected.join(", "))
+            format!(
+                "dead end at byte {offset}: no token can continue; expected {}",
+                expected.join(", ")
+            )
         }
         Stop::Error { message } => format!("error: {message}"),
     };
@@ -186,13 +200,19 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     let mut valid = true;
     let validation = match &tools {
         Some(tools) => {
-            let report = Validator::new(tools)?.validate_output(args.format.into(), &output, ValidateOptions::default());
+            let report = Validator::new(tools)?.validate_output(
+                args.format.into(),
+                &output,
+                ValidateOptions::default(),
+            );
             valid = report.is_valid();
             match report.feedback() {
                 Some(feedback) => eprintln!("validation: invalid: {feedback}"),
                 None => eprintln!("validation: valid call"),
             }
-            Some(json!({"valid": valid, "messages": report.messages(), "feedback": report.feedback()}))
+            Some(
+                json!({"valid": valid, "messages": report.messages(), "feedback": report.feedback()}),
+            )
         }
         None => None,
     };
@@ -209,7 +229,9 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         },
         prompt,
         tools: tools.as_ref().map(|_| Value::Array(tool_values.clone())),
-        format: tools.as_ref().map(|_| format!("{:?}", args.format).to_lowercase()),
+        format: tools
+            .as_ref()
+            .map(|_| format!("{:?}", args.format).to_lowercase()),
         grammar,
         engine: args.engine.name().into(),
         sampling,

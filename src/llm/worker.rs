@@ -20,7 +20,9 @@ use crate::gbnf::{Grammar, TokenVocabulary};
 use crate::transcript::{Candidate, Sampling, Stop, TokenRecord, Totals};
 
 /// Which engine masks the tokens.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum EngineKind {
     /// toolrail's own masks (token trie + memoized recognizer).
@@ -59,6 +61,8 @@ pub struct RunRequest {
     pub show: usize,
     /// Context size (None: the model's default).
     pub context: Option<u32>,
+    /// Decoding threads (None: the model spec's, else the number of cores).
+    pub threads: Option<u32>,
 }
 
 /// What the worker is told.
@@ -204,7 +208,10 @@ struct WorkerState {
 
 /// What the run loop should do next.
 enum Flow {
-    Go { forced: Option<u32>, pause_after: bool },
+    Go {
+        forced: Option<u32>,
+        pause_after: bool,
+    },
     Stop(Stop),
     Shutdown,
 }
@@ -225,7 +232,11 @@ impl WorkerState {
                         return;
                     }
                 }
-                Command::Step | Command::Continue | Command::Pause | Command::Force(_) | Command::Cancel => {}
+                Command::Step
+                | Command::Continue
+                | Command::Pause
+                | Command::Force(_)
+                | Command::Cancel => {}
             }
         }
     }
@@ -263,10 +274,13 @@ impl WorkerState {
         };
         masks.clear_cache();
         let mut shutdown = false;
-        let (stop, totals, output) = match self.generate(&model, &mut masks, request, &mut shutdown) {
+        let (stop, totals, output) = match self.generate(&model, &mut masks, request, &mut shutdown)
+        {
             Ok(done) => done,
             Err(e) => (
-                Stop::Error { message: e.to_string() },
+                Stop::Error {
+                    message: e.to_string(),
+                },
                 Totals::default(),
                 Vec::new(),
             ),
@@ -308,18 +322,26 @@ impl WorkerState {
                 Command::Pause => *paused = true,
                 Command::Continue => {
                     *paused = false;
-                    return Flow::Go { forced, pause_after: false };
+                    return Flow::Go {
+                        forced,
+                        pause_after: false,
+                    };
                 }
-                Command::Step => return Flow::Go { forced, pause_after: true },
+                Command::Step => {
+                    return Flow::Go {
+                        forced,
+                        pause_after: true,
+                    };
+                }
                 Command::Force(token) => {
                     return Flow::Go {
                         forced: Some(token),
                         pause_after: *paused,
                     };
                 }
-                Command::Load(_) | Command::Start(_) => self.emit(Event::Error(
-                    "a run is in progress: cancel it first".into(),
-                )),
+                Command::Load(_) | Command::Start(_) => {
+                    self.emit(Event::Error("a run is in progress: cancel it first".into()))
+                }
             }
         }
     }
@@ -331,11 +353,15 @@ impl WorkerState {
         request: &RunRequest,
         shutdown: &mut bool,
     ) -> Result<(Stop, Totals, Vec<u8>), LlmError> {
-        let grammar_text = request.grammar.as_deref().filter(|_| request.engine != EngineKind::None);
+        let grammar_text = request
+            .grammar
+            .as_deref()
+            .filter(|_| request.engine != EngineKind::None);
         // toolrail's recognizer follows the grammar for every constrained engine.
         let mut track: Option<(Engine, State)> = match grammar_text {
             Some(text) => {
-                let grammar = Grammar::parse_with(text, "root", Some(model as &dyn TokenVocabulary))?;
+                let grammar =
+                    Grammar::parse_with(text, "root", Some(model as &dyn TokenVocabulary))?;
                 let engine = Engine::new(Arc::new(grammar));
                 let state = engine.initial();
                 Some((engine, state))
@@ -348,7 +374,7 @@ impl WorkerState {
         };
         let mut session = model.session(SessionOptions {
             context: request.context,
-            threads: None,
+            threads: request.threads,
         })?;
         let prompt = model.tokenize(&request.prompt, true, true);
         let started = Instant::now();
@@ -370,7 +396,10 @@ impl WorkerState {
                 break Stop::MaxTokens;
             }
             let (forced, pause_after) = match self.next_flow(&mut paused, index) {
-                Flow::Go { forced, pause_after } => (forced, pause_after),
+                Flow::Go {
+                    forced,
+                    pause_after,
+                } => (forced, pause_after),
                 Flow::Stop(stop) => break stop,
                 Flow::Shutdown => {
                     *shutdown = true;
@@ -381,9 +410,11 @@ impl WorkerState {
             let mask_started = Instant::now();
             let mask: Option<TokenMask> = match (request.engine, &mut track, &mut llama) {
                 (EngineKind::Llama, _, Some(llama)) => Some(llama.token_mask()?),
-                (EngineKind::Toolrail, Some((engine, state)), _) => {
-                    Some(masks.mask(engine, *state).map_err(|e| LlmError::Generation(e.to_string()))?)
-                }
+                (EngineKind::Toolrail, Some((engine, state)), _) => Some(
+                    masks
+                        .mask(engine, *state)
+                        .map_err(|e| LlmError::Generation(e.to_string()))?,
+                ),
                 _ => None,
             };
             let mask_ms = ms(mask_started);
@@ -396,7 +427,13 @@ impl WorkerState {
                 };
             }
             let logits = session.logits()?;
-            let choice = choose(logits, mask.as_ref(), &request.sampling, &mut rng, request.show);
+            let choice = choose(
+                logits,
+                mask.as_ref(),
+                &request.sampling,
+                &mut rng,
+                request.show,
+            );
             let token = match forced {
                 Some(token) => {
                     if let Some(reason) = refusal(model, mask.as_ref(), token) {
@@ -443,7 +480,9 @@ impl WorkerState {
                 before: candidates(model, &choice.before, mask.as_ref()),
                 after: candidates(model, &choice.after, mask.as_ref()),
                 allowed: choice.allowed,
-                stacks: track.as_ref().map(|(engine, state)| engine.snapshot(*state)),
+                stacks: track
+                    .as_ref()
+                    .map(|(engine, state)| engine.snapshot(*state)),
                 decode_ms,
                 mask_ms,
             };
@@ -461,7 +500,11 @@ impl WorkerState {
             }
         };
         let seconds = run_started.elapsed().as_secs_f64();
-        totals.tokens_per_s = if seconds > 0.0 { f64::from(totals.tokens) / seconds } else { 0.0 };
+        totals.tokens_per_s = if seconds > 0.0 {
+            f64::from(totals.tokens) / seconds
+        } else {
+            0.0
+        };
         Ok((stop, totals, output))
     }
 }
@@ -469,7 +512,10 @@ impl WorkerState {
 /// Why a forced token cannot be taken, if it cannot.
 fn refusal(model: &Model, mask: Option<&TokenMask>, token: u32) -> Option<String> {
     if !model.contains(token) {
-        return Some(format!("token {token} is not in the vocabulary ({} tokens)", model.n_vocab()));
+        return Some(format!(
+            "token {token} is not in the vocabulary ({} tokens)",
+            model.n_vocab()
+        ));
     }
     match mask {
         Some(mask) if !mask.contains(token) => Some(if model.is_eog(token) {
