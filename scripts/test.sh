@@ -32,4 +32,4 @@ cargo fmt --all --check
 cargo clippy --locked --all-targets -- -D warnings
 cargo test --locked --all-targets
 # The fuzz target must keep compiling (running it is scripts/fuzz.sh).
-cargo check --locked --manifest-path fuzz/Cargo.toml
+CARGO_TARGET_DIR=target cargo check --locked --manifest-path fuzz/Cargo.toml
