@@ -3,7 +3,6 @@
 //! grammar of a plain JSON Schema. Warnings go to standard error. `-o` writes atomically (a
 //! temporary file in the same directory, then a rename). Exit 0 on success, 2 on errors.
 
-use std::io::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -103,32 +102,10 @@ pub fn run(args: &GrammarArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Writes `data` to `path` through a temporary file in the same directory and a rename, so that
-/// readers never see a half-written grammar.
+/// Writes `data` to `path` atomically (see [`crate::fsutil::write_atomic`]).
 pub fn write_atomically(path: &Path, data: &[u8]) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .with_context(|| format!("{}: not a file name", path.display()))?
-        .to_string_lossy()
-        .into_owned();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| -> anyhow::Result<()> {
-        let mut f = std::fs::File::create(&tmp)
-            .with_context(|| format!("cannot create {}", tmp.display()))?;
-        f.write_all(data)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-            .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))?;
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    crate::fsutil::write_atomic(path, data)
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]
