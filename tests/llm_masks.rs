@@ -7,38 +7,16 @@
 //! is absent, these tests fail when `CI=true` and are skipped (with a message) otherwise.
 
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Instant;
 
 use toolrail::engine::Engine;
 use toolrail::engine::mask::MaskEngine;
 use toolrail::gbnf::{Grammar, TokenVocabulary};
-use toolrail::llm::{LlamaGrammarSampler, Model, SessionOptions, test_model_path};
+use toolrail::llm::{LlamaGrammarSampler, Model, SessionOptions};
 
-/// The test model, loaded once per test binary; `None` (after saying so) when it is absent
-/// outside CI.
-fn model() -> Option<&'static Model> {
-    static MODEL: OnceLock<Option<Model>> = OnceLock::new();
-    MODEL
-        .get_or_init(|| {
-            let path = test_model_path();
-            if !path.is_file() {
-                if std::env::var("CI").is_ok_and(|v| v == "true") {
-                    panic!(
-                        "test model missing at {} (CI=true): run scripts/fetch-model.sh",
-                        path.display()
-                    );
-                }
-                eprintln!(
-                    "skipped: test model not found at {}; run scripts/fetch-model.sh",
-                    path.display()
-                );
-                return None;
-            }
-            Some(Model::open(&path).expect("the test model loads"))
-        })
-        .as_ref()
-}
+mod common;
+use common::model;
 
 /// Walks `steps` tokens greedily under llama.cpp's sampler for `grammar`, comparing masks at
 /// every step; returns the number of differing tokens summed over the steps.

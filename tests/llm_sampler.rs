@@ -5,36 +5,13 @@
 //! The model is found at `$TOOLRAIL_MODEL` or in the cache `scripts/fetch-model.sh` fills. If it
 //! is absent, these tests fail when `CI=true` and are skipped (with a message) otherwise.
 
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use toolrail::gbnf::TokenVocabulary;
-use toolrail::llm::{LlamaGrammarSampler, LlmError, Model, SessionOptions, test_model_path};
+use toolrail::llm::{LlamaGrammarSampler, LlmError, Model, SessionOptions};
 
-/// The test model, loaded once per test binary; `None` (after saying so) when it is absent
-/// outside CI.
-fn model() -> Option<&'static Model> {
-    static MODEL: OnceLock<Option<Model>> = OnceLock::new();
-    MODEL
-        .get_or_init(|| {
-            let path = test_model_path();
-            if !path.is_file() {
-                if std::env::var("CI").is_ok_and(|v| v == "true") {
-                    panic!(
-                        "test model missing at {} (CI=true): run scripts/fetch-model.sh",
-                        path.display()
-                    );
-                }
-                eprintln!(
-                    "skipped: test model not found at {}; run scripts/fetch-model.sh",
-                    path.display()
-                );
-                return None;
-            }
-            Some(Model::open(&path).expect("the test model loads"))
-        })
-        .as_ref()
-}
+mod common;
+use common::model;
 
 const YES_NO: &str = "root ::= \"yes\" | \"no\"";
 
