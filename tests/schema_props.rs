@@ -1,5 +1,7 @@
-//! Property test: random schemas (from the supported keywords) and random instances; whenever a
+//! Property tests: random schemas (from the supported keywords) and random instances; whenever a
 //! schema converts, the grammar accepts an instance iff the `jsonschema` crate says it is valid.
+//! Formats: leap seconds against the `jsonschema` crate, `email` against
+//! `toolrail::schema::formats::is_valid_email` (the validator's email check).
 
 use std::sync::Arc;
 
@@ -178,6 +180,143 @@ proptest! {
                 let got = engine::check(&grammar, t.as_bytes()).is_accepted();
                 prop_assert_eq!(got, want, "schema {}\ninstance {}\n{}", s, t, conv.gbnf);
             }
+        }
+    }
+}
+
+/// A grammar for one schema, parsed once per test binary.
+fn format_grammar(format: &str) -> Arc<Grammar> {
+    let schema = json!({"type": "string", "format": format});
+    let conv = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+    Arc::new(Grammar::parse(&conv.gbnf).unwrap())
+}
+
+static TIME: std::sync::LazyLock<Arc<Grammar>> =
+    std::sync::LazyLock::new(|| format_grammar("time"));
+static DATE_TIME: std::sync::LazyLock<Arc<Grammar>> =
+    std::sync::LazyLock::new(|| format_grammar("date-time"));
+static EMAIL: std::sync::LazyLock<Arc<Grammar>> =
+    std::sync::LazyLock::new(|| format_grammar("email"));
+
+fn grammar_accepts_string(g: &Arc<Grammar>, s: &str) -> bool {
+    engine::check(g, serde_json::to_string(s).unwrap().as_bytes()).is_accepted()
+}
+
+/// Leap seconds and offsets: half the times are 23:59 UTC written with the offset (the valid
+/// leap seconds), the others nearby; the grammar agrees with the `jsonschema` crate's `time`
+/// and `date-time` checks.
+fn leap_time() -> impl Strategy<Value = String> {
+    (
+        0u32..1440,
+        any::<bool>(),
+        prop_oneof![
+            Just(0i32),
+            Just(0),
+            Just(1),
+            Just(-1),
+            Just(60),
+            Just(-60),
+            -1440i32..1440
+        ],
+        prop_oneof![Just(60u32), Just(60), Just(59)],
+        prop_oneof![Just(""), Just(".5"), Just(".123")],
+        prop::sample::select(vec!["", "Z", "z"]),
+    )
+        .prop_map(|(off, plus, shift, sec, frac, z)| {
+            // the local time that is 23:59 UTC under this offset, shifted by `shift` minutes
+            let utc = 1439i32;
+            let signed = if plus { off as i32 } else { -(off as i32) };
+            let local = (utc + signed + shift).rem_euclid(1440);
+            let (h, m) = (local / 60, local % 60);
+            if z.is_empty() {
+                let sign = if plus { '+' } else { '-' };
+                format!(
+                    "{h:02}:{m:02}:{sec:02}{frac}{sign}{:02}:{:02}",
+                    off / 60,
+                    off % 60
+                )
+            } else {
+                format!("{h:02}:{m:02}:{sec:02}{frac}{z}")
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
+
+    #[test]
+    fn leap_seconds_agree_with_jsonschema(t in leap_time()) {
+        let check = |format: &str, s: &str| {
+            jsonschema::options()
+                .should_validate_formats(true)
+                .build(&json!({"format": format}))
+                .unwrap()
+                .is_valid(&json!(s))
+        };
+        prop_assert_eq!(grammar_accepts_string(&TIME, &t), check("time", &t), "time {}", t);
+        let dt = format!("2016-12-31T{t}");
+        prop_assert_eq!(grammar_accepts_string(&DATE_TIME, &dt), check("date-time", &dt), "date-time {}", dt);
+    }
+
+    /// The email rule and `formats::is_valid_email` (what the tool-call validator checks) accept
+    /// the same strings: random strings near the edges of RFC 5321's `Mailbox`.
+    #[test]
+    fn email_grammar_agrees_with_checker(
+        s in prop_oneof![
+            "(\"([a-z @.,\\[\\]\t]|\\\\[ -~\t])*\"|[a-z.~!]{0,4}|[a-z]+( [a-z<]+)?)@([a-z0-9.-]{0,8}|\\[[0-9a-fA-F:.IiPpVv6]{0,14}\\]|[a-z0-9.-]{0,3}>)",
+            "[ -~]{0,12}",
+            "[a-z]{1,3}@\\[(IPv6|ipv6|IPV6):[0-9a-f:.]{2,12}\\]",
+            "[a-z]{1,3}@\\[[0-9.]{7,15}\\]",
+            "[a-z]{1,3}@[a-z0-9-]{60,66}(\\.[a-z]{1,3})?",
+        ]
+    ) {
+        prop_assert_eq!(
+            grammar_accepts_string(&EMAIL, &s),
+            toolrail::schema::formats::is_valid_email(&s),
+            "{:?}", s
+        );
+    }
+}
+
+/// Known email cases, checked against both the grammar and `formats::is_valid_email`
+/// (`"\ "@host` is RFC 5321's quoted-pair with a space; display names are not a mailbox).
+#[test]
+fn email_cases() {
+    let valid = [
+        "joe.bloggs@example.com",
+        "\"\\ \"@host",
+        "\"\"@host",
+        "\"joe bloggs\"@example.com",
+        "\"a\\\"b\\\\c@d\"@x.org",
+        "a@[127.0.0.1]",
+        "a@[IPv6:::1]",
+        "a@[ipv6:1:2:3:4:5:6:1.2.3.4]",
+        "a@localhost",
+    ];
+    let invalid = [
+        "Joe <a@b.c>",
+        " <a@b.c>",
+        "\"a\tb\"@host",
+        "\"\\\t\"@host",
+        "\"a\"b\"@host",
+        "a..b@host",
+        "a@-host",
+        "a@host-",
+        "a@[127.0.0.01]",
+        "a@[IPv6:1:2:3:4:5:6:7::1.2.3.4]",
+        "a@[IPv6:1.2.3.4::]",
+        "a@",
+        "@b",
+        "a@b@c",
+    ];
+    for (cases, want) in [(&valid[..], true), (&invalid[..], false)] {
+        for s in cases {
+            assert_eq!(grammar_accepts_string(&EMAIL, s), want, "grammar: {s:?}");
+            assert_eq!(
+                toolrail::schema::formats::is_valid_email(s),
+                want,
+                "checker: {s:?}"
+            );
         }
     }
 }

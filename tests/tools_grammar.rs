@@ -491,13 +491,12 @@ fn pythonic_open_objects_exclude_declared_keys() {
 }
 
 /// The converter's `format` rules and the validator's format assertions agree on sampled values
-/// (pythonic and JSON envelopes alike). `email` is left out: the converter accepts quoted local
-/// parts with quoted pairs such as `"\\ "@host` (RFC 5321), which the `jsonschema` crate rejects.
+/// (pythonic and JSON envelopes alike).
 #[test]
 fn sampled_formats_validate() {
     use toolrail::engine::sample::{Sampler, SplitMix64};
     let mut props = serde_json::Map::new();
-    for f in ["date", "time", "date-time", "uuid", "ipv4", "ipv6"] {
+    for f in ["date", "time", "date-time", "uuid", "ipv4", "ipv6", "email"] {
         props.insert(f.replace('-', "_"), json!({"type": "string", "format": f}));
     }
     let names: Vec<String> = props.keys().cloned().collect();
@@ -514,5 +513,28 @@ fn sampled_formats_validate() {
             let r = validator.validate_output(format, &s, ValidateOptions::default());
             assert!(r.is_valid_call(), "{format}: {s}\n{:?}", r.feedback());
         }
+    }
+}
+
+/// Email: grammar and validator agree on RFC 5321 quoted pairs (`"\ "@host`, which the
+/// `jsonschema` crate's own check rejects) and on display names (which it accepts).
+#[test]
+fn email_grammar_and_validator_agree() {
+    let tools = ToolSet::from_value(&json!([{"name": "f", "parameters": {"type": "object",
+        "properties": {"to": {"type": "string", "format": "email"}}, "required": ["to"]}}]))
+    .unwrap();
+    let validator = Validator::new(&tools).unwrap();
+    let (text, g) = compile(&tools, &opts(Format::OpenAi));
+    for (to, ok) in [
+        ("\"\\ \"@host", true),
+        ("\"\\\"\"@host", true),
+        ("a.b@example.com", true),
+        ("Joe <a@b.c>", false),
+        ("a b@c", false),
+    ] {
+        let call = format!(r#"{{"name": "f", "arguments": {{"to": {}}}}}"#, json!(to));
+        assert_eq!(accepts(&g, &call), ok, "{call}\n{text}");
+        let r = validator.validate_output(Format::OpenAi, &call, ValidateOptions::default());
+        assert_eq!(r.is_valid_call(), ok, "{call}: {:?}", r.feedback());
     }
 }

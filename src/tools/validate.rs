@@ -3,7 +3,8 @@
 //! crate), and produces the one-line feedback that goes back to the model (seed 001).
 //!
 //! Arguments are checked against [`Tool::arguments_schema`] (objects closed, as in the grammar),
-//! with format assertions on (`date`, `email`, … are checked, as the grammar constrains them).
+//! with format assertions on (`date`, `email`, … are checked, as the grammar constrains them;
+//! `email` with [`crate::schema::formats::is_valid_email`], the grammar's own language).
 //! The validator accepts arguments in any order and any JSON/Python whitespace: it judges meaning,
 //! the grammar judges text. Everything the grammar accepts, the validator accepts.
 //!
@@ -372,6 +373,8 @@ impl Validator {
 fn compile(tool: &Tool) -> Result<jsonschema::Validator, SchemaCompileError> {
     jsonschema::options()
         .should_validate_formats(true)
+        // the grammar's email language (the crate's own check differs; see schema::formats)
+        .with_format("email", crate::schema::formats::is_valid_email)
         .build(&tool.arguments_schema())
         .map_err(|e| SchemaCompileError {
             tool: tool.name.clone(),
