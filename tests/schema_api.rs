@@ -6,7 +6,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolrail::engine;
 use toolrail::gbnf::Grammar;
-use toolrail::schema::{ConvertOptions, SchemaConverter, Whitespace, gbnf_literal, schema_to_gbnf};
+use toolrail::schema::{
+    ANY_ORDER_MAX_MEMBERS, ConvertOptions, MemberOrder, SchemaConverter, Whitespace, gbnf_literal,
+    schema_to_gbnf,
+};
 
 fn grammar(gbnf: &str) -> Arc<Grammar> {
     Arc::new(Grammar::parse(gbnf).unwrap_or_else(|e| panic!("{e}\n{gbnf}")))
@@ -40,6 +43,8 @@ fn show_tool_grammar() {
         r#"{"city":"Paris"}"#,
         r#"{"city": "Paris", "days": 14, "unit": "celsius"}"#,
         "{\n  \"city\": \"Paris\",\n  \"days\": 3\n}",
+        r#"{"days":3,"city":"Paris"}"#,
+        r#"{"unit": "celsius", "city": "Paris", "days": 1}"#,
     ] {
         assert!(engine::check(&gr, ok.as_bytes()).is_accepted(), "{ok}\n{g}");
     }
@@ -47,12 +52,80 @@ fn show_tool_grammar() {
         r#"{}"#,
         r#"{"city":"Paris","days":15}"#,
         r#"{"city":"Paris","x":1}"#,
-        r#"{"days":3,"city":"Paris"}"#,
+        r#"{"days":3}"#,
+        r#"{"days":3,"unit":"celsius"}"#,
+        r#"{"days":3,"city":"Paris","days":3}"#,
+        r#"{"city":"Paris","city":"Paris"}"#,
     ] {
         assert!(
             !engine::check(&gr, bad.as_bytes()).is_accepted(),
             "{bad}\n{g}"
         );
+    }
+    // declared order on request: a smaller grammar, one order
+    let declared = ConvertOptions {
+        member_order: MemberOrder::Declared,
+        ..opts
+    };
+    let d = schema_to_gbnf(&schema, &declared).unwrap().gbnf;
+    assert!(!d.contains("-rest-"), "{d}");
+    assert!(accepts(&schema, &declared, r#"{"city":"Paris","days":3}"#));
+    assert!(!accepts(&schema, &declared, r#"{"days":3,"city":"Paris"}"#));
+}
+
+/// Member order is free up to the limit, declared beyond it; the grammar stays small.
+#[test]
+fn any_member_order_up_to_the_limit() {
+    for n in 2..=ANY_ORDER_MAX_MEMBERS + 1 {
+        let names: Vec<String> = (0..n).map(|i| format!("p{i}")).collect();
+        let props: serde_json::Map<String, Value> = names
+            .iter()
+            .map(|k| (k.clone(), json!({"type": "integer"})))
+            .collect();
+        // the first and the last are required
+        let schema = json!({"type": "object", "properties": props,
+            "required": [names[0].clone(), names[n - 1].clone()], "additionalProperties": false});
+        let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+        let g = grammar(&c.gbnf);
+        assert!(
+            c.gbnf.len() < 20_000,
+            "{} bytes for {n} members",
+            c.gbnf.len()
+        );
+        let text = |order: &[usize]| {
+            let members: Vec<String> = order.iter().map(|i| format!("\"p{i}\": {i}")).collect();
+            format!("{{{}}}", members.join(", "))
+        };
+        let forward: Vec<usize> = (0..n).collect();
+        let backward: Vec<usize> = (0..n).rev().collect();
+        assert!(engine::check(&g, text(&forward).as_bytes()).is_accepted());
+        assert_eq!(
+            engine::check(&g, text(&backward).as_bytes()).is_accepted(),
+            n <= ANY_ORDER_MAX_MEMBERS,
+            "{n} members\n{}",
+            c.gbnf
+        );
+        // required ones in any order, optional ones left out
+        assert_eq!(
+            engine::check(&g, text(&[n - 1, 0]).as_bytes()).is_accepted(),
+            n <= ANY_ORDER_MAX_MEMBERS
+        );
+        assert!(!engine::check(&g, text(&[0]).as_bytes()).is_accepted());
+        assert!(!engine::check(&g, text(&[0, 0, n - 1]).as_bytes()).is_accepted());
+    }
+    // const objects: any order too
+    let schema = json!({"const": {"a": 1, "b": [true], "c": {"d": null, "e": "x"}}});
+    for ok in [
+        r#"{"a":1,"b":[true],"c":{"d":null,"e":"x"}}"#,
+        r#"{"c": {"e": "x", "d": null}, "a": 1.0, "b": [true]}"#,
+    ] {
+        assert!(accepts(&schema, &ConvertOptions::default(), ok), "{ok}");
+    }
+    for bad in [
+        r#"{"a":1,"b":[true]}"#,
+        r#"{"a":1,"b":[true],"c":{"d":null,"e":"x"},"a":1}"#,
+    ] {
+        assert!(!accepts(&schema, &ConvertOptions::default(), bad), "{bad}");
     }
 }
 
@@ -230,6 +303,8 @@ fn many_optional_properties_with_extras() {
         r#"{"x":1,"d":"x"}"#,
         r#"{"a":"1","x":2,"c":"3","d":"","y":5,"f":"z"}"#,
         r#"{"d":"","aa":3}"#,
+        r#"{"c":"1","a":"2","d":""}"#,
+        r#"{"f":"1","x":7,"e":"2","d":"","c":"","b":"","a":"","y":8}"#,
     ] {
         assert!(
             engine::check(&g, ok.as_bytes()).is_accepted(),
@@ -240,7 +315,8 @@ fn many_optional_properties_with_extras() {
     for bad in [
         r#"{}"#,
         r#"{"x":1}"#,
-        r#"{"c":"1","a":"2","d":""}"#,
+        r#"{"c":"1","a":"2"}"#,
+        r#"{"c":"1","d":"","c":"2"}"#,
         r#"{"a":1,"d":""}"#,
         r#"{"x":"s","d":""}"#,
         r#"{"d":"","d":""}"#,

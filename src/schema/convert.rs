@@ -21,7 +21,10 @@ use super::regex::{pattern_to_gbnf, repeat};
 use super::rules::RuleTable;
 use super::strings::{encoded_char_set, gbnf_literal, json_encode_char};
 use super::validate::{check, json_eq, value_types};
-use super::{ConvertOptions, SchemaError, Warning, formats, llama, merge};
+use super::{
+    ANY_ORDER_MAX_MEMBERS, ConvertOptions, MemberOrder, SchemaError, Warning, formats, llama,
+    merge, rules,
+};
 
 /// A grammar expression, or None when nothing matches.
 pub(crate) type Frag = Option<String>;
@@ -860,7 +863,7 @@ impl Converter {
                     Some(d) if d.is_integer() && d.int != "0" => {
                         ints.push(format!("\"{}{}\"", if d.neg { "-" } else { "" }, d.int));
                     }
-                    _ => parts.push(self.literal(v)),
+                    _ => parts.push(self.literal(v, cx)),
                 }
             }
             if let Some(group) = alts(ints) {
@@ -914,7 +917,9 @@ impl Converter {
     }
 
     /// The grammar of one JSON value (enum/const member): structural, with optional space.
-    fn literal(&mut self, v: &Value) -> String {
+    /// Exactly the JSON texts of `v` (objects: members in any order when small enough, see
+    /// [`Self::any_order`]).
+    fn literal(&mut self, v: &Value, cx: &Ctx) -> String {
         match v {
             Value::Null | Value::Bool(_) => gbnf_literal(&v.to_string()),
             Value::Number(n) => match Decimal::parse(&n.to_string()) {
@@ -942,7 +947,7 @@ impl Converter {
             }
             Value::Array(a) => {
                 let sp = self.space();
-                let items: Vec<String> = a.iter().map(|x| self.literal(x)).collect();
+                let items: Vec<String> = a.iter().map(|x| self.literal(x, cx)).collect();
                 if items.is_empty() {
                     format!("\"[\" {sp} \"]\"")
                 } else {
@@ -960,11 +965,33 @@ impl Converter {
                         format!(
                             "{} \":\" {sp} {}",
                             gbnf_literal(&Value::String(k.clone()).to_string()),
-                            self.literal(x)
+                            self.literal(x, cx)
                         )
                     })
                     .collect();
-                if items.is_empty() {
+                if self.any_order(items.len()) {
+                    let hint = if cx.hint.is_empty() {
+                        "const".to_string()
+                    } else {
+                        format!("{}-const", cx.hint)
+                    };
+                    let members: Vec<Member> = m
+                        .keys()
+                        .zip(items)
+                        .map(|(k, kv)| Member {
+                            name: k.clone(),
+                            kv: self.rules.add(
+                                &format!("{hint}-{}-kv", rules::sanitize(k)),
+                                kv,
+                                None,
+                            ),
+                            required: true,
+                        })
+                        .collect();
+                    let lcx = Ctx { hint, ..cx.clone() };
+                    let body = self.any_order_members(&lcx, &members, None, &format!("\",\" {sp}"));
+                    format!("( \"{{\" {sp} {body} {sp} \"}}\" )")
+                } else if items.is_empty() {
                     format!("\"{{\" {sp} \"}}\"")
                 } else {
                     format!(
@@ -1547,7 +1574,7 @@ impl Converter {
         arrays.sort_by_key(|a| a.len());
         let parts: Vec<String> = arrays
             .into_iter()
-            .map(|a| self.literal(&Value::Array(a)))
+            .map(|a| self.literal(&Value::Array(a), cx))
             .collect();
         Ok(Some(alts(parts)))
     }
@@ -1674,9 +1701,9 @@ impl Converter {
             {
                 return Ok(Some(self.rules.primitive("object").to_string()));
             }
-            let declared: Vec<(String, bool)> = declared
+            let members: Vec<Member> = declared
                 .into_iter()
-                .filter_map(|(_, kv, req)| kv.map(|kv| (kv, req)))
+                .filter_map(|(name, kv, required)| kv.map(|kv| Member { name, kv, required }))
                 .collect();
             let key = match &property_names {
                 _ if add_value.is_none() => None,
@@ -1711,12 +1738,12 @@ impl Converter {
                 }
                 _ => None,
             };
-            let n_req = declared.iter().filter(|(_, r)| *r).count() as u64;
+            let n_req = members.iter().filter(|m| m.required).count() as u64;
             if max_p.is_some_and(|m| m < n_req) || max_p.is_some_and(|m| m < min_p) {
                 return Ok(None);
             }
             let sep = format!("\",\" {sp}");
-            if declared.is_empty() {
+            if members.is_empty() {
                 let Some(x) = extra else {
                     return Ok(if min_p == 0 {
                         Some(format!("\"{{\" {sp} \"}}\""))
@@ -1753,7 +1780,7 @@ impl Converter {
                 )?;
             }
             if let Some(m) = max_p
-                && (extra.is_some() || (declared.len() as u64) > m)
+                && (extra.is_some() || (members.len() as u64) > m)
             {
                 self.unsupported(
                     "maxProperties",
@@ -1761,6 +1788,12 @@ impl Converter {
                     "maxProperties with optional or additional properties",
                 )?;
             }
+            if self.any_order(members.len()) {
+                let body = self.any_order_members(cx, &members, extra.as_deref(), &sep);
+                return Ok(Some(format!("\"{{\" {sp} {body} {sp} \"}}\"")));
+            }
+            let declared: Vec<(String, bool)> =
+                members.into_iter().map(|m| (m.kv, m.required)).collect();
             let xs = extra
                 .as_ref()
                 .map(|x| format!("( {sep} {x} )*"))
@@ -1838,6 +1871,126 @@ impl Converter {
         Ok(self.name(cx, e, true))
     }
 
+    /// Whether an object with `n` declared members takes them in any order ([`MemberOrder`];
+    /// with one member or none, every order is the declared one).
+    fn any_order(&self, n: usize) -> bool {
+        !self.opts.llama_compat
+            && self.opts.member_order == MemberOrder::Any
+            && (2..=ANY_ORDER_MAX_MEMBERS).contains(&n)
+    }
+
+    /// An object's members in any order (what follows `"{" space`, up to the closing space):
+    /// one rule per set of declared members still to come, each written at most once, the
+    /// required ones before the object may end; undeclared members (`extra`) anywhere.
+    ///
+    /// `rest(S)` is what may follow once a member is written, with `S` the declared members
+    /// left: `( sep extra )* ( sep ( m rest(S - m) | ... ) )?` over the members `m` of `S`
+    /// (the `?` only when `S` holds no required member). Keys are distinct literals and
+    /// `extra` excludes every declared name, so each text has one parse.
+    fn any_order_members(
+        &mut self,
+        cx: &Ctx,
+        members: &[Member],
+        extra: Option<&str>,
+        sep: &str,
+    ) -> String {
+        let n = members.len();
+        let full = (1usize << n) - 1;
+        let xs = extra
+            .map(|x| format!("( {sep} {x} )* "))
+            .unwrap_or_default();
+        let hint = if cx.hint.is_empty() {
+            "object"
+        } else {
+            cx.hint.as_str()
+        };
+        // the members of a set, in declared order
+        let of = |set: usize| (0..n).filter(move |i| set & (1 << i) != 0);
+        // choices(S): each member of S followed by rest(S - member)
+        let choices = |set: usize, rest: &[String]| -> Vec<String> {
+            of(set)
+                .map(|i| {
+                    format!("{} {}", members[i].kv, rest[set & !(1 << i)])
+                        .trim_end()
+                        .to_string()
+                })
+                .collect()
+        };
+        let group = |alts: Vec<String>| -> String {
+            if alts.len() == 1 {
+                alts.concat()
+            } else {
+                format!("( {} )", alts.join(" | "))
+            }
+        };
+        // rest(S), built from the smallest sets up so that each one's successors exist
+        let mut rest: Vec<String> = vec![String::new(); full + 1];
+        let mut sets: Vec<usize> = (0..full).collect();
+        if extra.is_some() {
+            sets.push(full);
+        }
+        sets.sort_by_key(|s| (s.count_ones(), *s));
+        for set in sets {
+            let more = if set == 0 {
+                String::new()
+            } else {
+                let next = format!("{sep} {}", group(choices(set, &rest)));
+                if of(set).any(|i| members[i].required) {
+                    next
+                } else {
+                    format!("( {next} )?")
+                }
+            };
+            let body = format!("{xs}{more}").trim_end().to_string();
+            rest[set] = if body.is_empty() || (extra.is_none() && set.count_ones() == 1) {
+                body
+            } else {
+                let keys: Vec<String> =
+                    of(set).map(|i| rules::sanitize(&members[i].name)).collect();
+                let left: Vec<String> = of(set)
+                    .map(|i| {
+                        let key = Value::String(members[i].name.clone()).to_string();
+                        if members[i].required {
+                            format!("{key} (required)")
+                        } else {
+                            key
+                        }
+                    })
+                    .collect();
+                let comment = format!(
+                    "{}: members still to come, in any order: {}{}",
+                    self.comment(cx).unwrap_or_default(),
+                    if left.is_empty() {
+                        "none".to_string()
+                    } else {
+                        left.join(", ")
+                    },
+                    if extra.is_some() {
+                        ", and additional ones"
+                    } else {
+                        ""
+                    },
+                );
+                let name = if keys.is_empty() {
+                    format!("{hint}-rest-none")
+                } else {
+                    format!("{hint}-rest-{}", keys.join("-"))
+                };
+                self.rules.add(&name, body, Some(comment))
+            };
+        }
+        let mut heads = Vec::new();
+        if let Some(x) = extra {
+            heads.push(format!("{x} {}", rest[full]));
+        }
+        heads.extend(choices(full, &rest));
+        if !members.iter().any(|m| m.required) {
+            format!("( {} )?", heads.join(" | "))
+        } else {
+            group(heads)
+        }
+    }
+
     fn kv_rule(&mut self, cx: &Ctx, key: &str, value: &str, sp: &str) -> String {
         let key_lit = gbnf_literal(&Value::String(key.to_string()).to_string());
         let body = format!("{key_lit} \":\" {sp} {value}");
@@ -1900,6 +2053,13 @@ impl Converter {
         let comment = self.comment(cx);
         self.rules.add(&format!("{}-key", cx.hint), body, comment)
     }
+}
+
+/// A declared object member: its name, its `key: value` rule, whether it is required.
+struct Member {
+    name: String,
+    kv: String,
+    required: bool,
 }
 
 /// A non-negative integer keyword (`2` or `2.0`).

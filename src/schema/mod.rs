@@ -15,10 +15,12 @@
 //!   may carry a zero fraction (`3.0` is an integer in JSON Schema);
 //! - integer parts have at most 16 digits unless a bound says otherwise (as llama.cpp; larger
 //!   numbers can use an exponent where exponents are allowed);
-//! - object members appear in the order of `properties` (undeclared members may appear
-//!   anywhere; required names missing from `properties` are sorted in by name when `properties`
-//!   is itself sorted, which it always is unless serde_json's `preserve_order` is enabled);
-//! - leap seconds (`format: time`) are written in UTC (see [`formats`]).
+//! - object members may come in any order (JSON objects are unordered) when the object has at
+//!   most [`ANY_ORDER_MAX_MEMBERS`] declared members (properties, and required names missing
+//!   from `properties`); beyond that, or with [`MemberOrder::Declared`], declared members appear
+//!   in the order of `properties` (required names missing from `properties` after them), and
+//!   undeclared members anywhere. No case of the JSON-Schema-Test-Suite lists more declared
+//!   members than the limit.
 //!
 //! # llama.cpp compatibility
 //! With [`ConvertOptions::llama_compat`] a schema is read the way llama.cpp's own converter
@@ -83,11 +85,30 @@ pub enum Whitespace {
     Compact,
 }
 
+/// Objects with at most this many declared members accept them in any order (one rule per set
+/// of members still to come: 2^n - 1 rules at most, 63 for 6 members); larger objects keep the
+/// declared order, so that a grammar stays small.
+pub const ANY_ORDER_MAX_MEMBERS: usize = 6;
+
+/// The order in which an object's declared members may appear.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MemberOrder {
+    /// Any order, for objects with at most [`ANY_ORDER_MAX_MEMBERS`] declared members (larger
+    /// objects: declared order).
+    #[default]
+    Any,
+    /// The order of `properties` (a smaller grammar; the model writes one canonical order).
+    Declared,
+}
+
 /// Options for a conversion.
 #[derive(Clone, Debug, Default)]
 pub struct ConvertOptions {
     /// Whitespace between tokens.
     pub whitespace: Whitespace,
+    /// Order of declared object members ([`ConvertOptions::llama_compat`] always uses llama.cpp's
+    /// fixed order).
+    pub member_order: MemberOrder,
     /// Turn "unsupported" errors into warnings and drop the constraint.
     pub lenient: bool,
     /// Objects that declare `properties` but no `additionalProperties` are closed to the names

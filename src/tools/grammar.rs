@@ -29,7 +29,9 @@
 //! by `"\n"`), `auto` (plain text not starting like a call, or the calls), whitespace style
 //! (`compact`), `lenient`.
 
-use crate::schema::{ConvertOptions, SchemaConverter, SchemaError, Whitespace, gbnf_literal};
+use crate::schema::{
+    ConvertOptions, MemberOrder, SchemaConverter, SchemaError, Whitespace, gbnf_literal,
+};
 use crate::tools::envelope::{Format, Spacing, is_name_char, write_python};
 use crate::tools::toolset::{Tool, ToolSet, escape_pointer};
 use serde_json::{Map, Value};
@@ -147,6 +149,7 @@ fn convert_options(opts: &GrammarOptions, close_objects: bool) -> ConvertOptions
         } else {
             Whitespace::Spaced
         },
+        member_order: MemberOrder::Any,
         lenient: opts.lenient,
         close_objects,
         llama_compat: false,
