@@ -723,3 +723,15 @@ fn llama_compat_ignored_keywords_are_warnings() {
     let s = json!({"type": "string", "pattern": "^(a$"});
     assert!(schema_to_gbnf(&s, &compat()).is_err());
 }
+
+/// Comments name schema pointers; a property name with a line break stays on the comment line.
+#[test]
+fn property_names_with_line_breaks_keep_the_grammar_valid() {
+    let schema = json!({"type": "object", "properties": {"a\nb": {"type": "object",
+        "properties": {"x": {"type": "integer"}, "y\r": {"type": "string"}}}}});
+    let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+    let g = grammar(&c.gbnf);
+    for ok in [r#"{"a\nb": {"y\r": "s", "x": 1}}"#, r#"{"a\nb": {}}"#] {
+        assert!(engine::check(&g, ok.as_bytes()).is_accepted(), "{ok}\n{}", c.gbnf);
+    }
+}

@@ -18,9 +18,13 @@
 //! - object members may come in any order (JSON objects are unordered) when the object has at
 //!   most [`ANY_ORDER_MAX_MEMBERS`] declared members (properties, and required names missing
 //!   from `properties`); beyond that, or with [`MemberOrder::Declared`], declared members appear
-//!   in the order of `properties` (required names missing from `properties` after them), and
-//!   undeclared members anywhere. No case of the JSON-Schema-Test-Suite lists more declared
-//!   members than the limit.
+//!   in the order of `properties` (required names missing from `properties` after them, or
+//!   sorted in by name when `properties` is sorted by name), and undeclared members anywhere.
+//!   The same holds for object values of `const` and `enum`. No case of the
+//!   JSON-Schema-Test-Suite depends on the declared order (`tests/schema_suite.rs` checks every
+//!   member order of every instance);
+//! - leap seconds (`format: time`, `date-time`) are accepted with any offset, exactly when they
+//!   fall on 23:59:60 UTC (see [`formats`]).
 //!
 //! # llama.cpp compatibility
 //! With [`ConvertOptions::llama_compat`] a schema is read the way llama.cpp's own converter

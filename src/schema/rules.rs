@@ -254,8 +254,13 @@ impl RuleTable {
         for rule in &self.rules {
             let Some(body) = &rule.body else { continue };
             if let Some(comment) = &rule.comment {
+                // one line: a property name may hold line breaks
                 out.push_str("# ");
-                out.push_str(comment);
+                out.extend(
+                    comment
+                        .chars()
+                        .map(|c| if c.is_control() { ' ' } else { c }),
+                );
                 out.push('\n');
             }
             push_rule(&mut out, &rule.name, body);
