@@ -732,6 +732,10 @@ fn property_names_with_line_breaks_keep_the_grammar_valid() {
     let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
     let g = grammar(&c.gbnf);
     for ok in [r#"{"a\nb": {"y\r": "s", "x": 1}}"#, r#"{"a\nb": {}}"#] {
-        assert!(engine::check(&g, ok.as_bytes()).is_accepted(), "{ok}\n{}", c.gbnf);
+        assert!(
+            engine::check(&g, ok.as_bytes()).is_accepted(),
+            "{ok}\n{}",
+            c.gbnf
+        );
     }
 }
