@@ -34,6 +34,9 @@ pub struct BenchCallsArgs {
     /// Tokens per answer at most.
     #[arg(long, default_value_t = 128)]
     pub max_tokens: u32,
+    /// Repetition penalty over the last 64 generated tokens, both runs (1.0: off, plain greedy).
+    #[arg(long, default_value_t = 1.0)]
+    pub repeat_penalty: f32,
     /// Decoding threads (1 keeps ggml's thread pool from spinning on busy cores).
     #[arg(long, default_value_t = 1)]
     pub threads: u32,
@@ -57,6 +60,7 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
         family: family_for(args.format),
         max_tokens: args.max_tokens,
         threads: Some(args.threads),
+        repeat_penalty: args.repeat_penalty,
     };
     let mut results = Vec::with_capacity(cases.len());
     if !args.json {
@@ -93,6 +97,8 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
                 "model": spec.name,
                 "cases_file": args.cases.display().to_string(),
                 "format": format!("{:?}", args.format).to_lowercase(),
+                "max_tokens": args.max_tokens,
+                "repeat_penalty": args.repeat_penalty,
                 "summary": summary,
                 "results": results,
             })

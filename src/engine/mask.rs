@@ -26,16 +26,16 @@
 //!   lookup and a 32 KB copy (p50 0.01–0.2 ms).
 //! - **Absorbing subtrees.** A cache miss used to walk every node the grammar allows: inside
 //!   a JSON string that is 177k nodes and ~15 ms (a cold first mask, 40 ms). Now, for each
-//!   stack set met, [`Absorb`] records the code points that leave the set unchanged
+//!   stack set met, `Absorb` records the code points that leave the set unchanged
 //!   (`[^"\\]*` absorbs everything but `"` and `\`), and each trie node carries a summary of
-//!   the bytes below it ([`Below`]: the ASCII bytes, whether any byte is high, and whether
+//!   the bytes below it (`Below`: the ASCII bytes, whether any byte is high, and whether
 //!   every path below is clean UTF-8 from the decoder state at the node). Where the set
 //!   absorbs every byte below, every token below ends in that same set and is allowed: its
 //!   ids are one contiguous run of `token_ids`, set without walking. The same string state
 //!   now visits ~3,200 nodes and takes 0.3–0.8 ms; masks are unchanged (the subtree test is
 //!   exactly the per-token rule: same end set, nothing pending, the set not empty).
 //! - The high-byte test is exact only for decoder states that cannot produce an overlong form
-//!   or a value above U+10FFFF (tracked per state, [`AFTER_E0`] and friends), and a class is
+//!   or a value above U+10FFFF (tracked per state, `AFTER_E0` and friends), and a class is
 //!   "uniform" on U+0080..=U+10FFFF only if it matches all of it or none; anything else falls
 //!   back to the walk.
 //! - Set-up (trie + summaries + piece facts) is 75–230 ms for Gemma's vocabulary, depending on
@@ -164,13 +164,13 @@ struct Below {
     ascii: u128,
     /// Some byte is 0x80 or above.
     high: bool,
-    /// Bit s: entered in decoder state s (see [`AFTER_E0`]), every path below is well-formed
+    /// Bit s: entered in decoder state s (see `AFTER_E0`), every path below is well-formed
     /// UTF-8 (no overlong form, nothing above U+10FFFF) and no token below ends inside a
     /// sequence.
     utf8_ok: u8,
 }
 
-/// The decoder states the cleanliness bits track (bit index into [`Below::utf8_ok`]): 0 at a
+/// The decoder states the cleanliness bits track (bit index into `Below::utf8_ok`): 0 at a
 /// character boundary, 1..=3 with that many continuation bytes of any value to read, and three
 /// states whose next byte is restricted so that the code point is neither overlong nor above
 /// U+10FFFF.
@@ -204,7 +204,7 @@ fn continuation_next(state: u8, byte: u8) -> Option<u8> {
     }
 }
 
-/// The cleanliness state of a walk's pending sequence (see [`AFTER_E0`]).
+/// The cleanliness state of a walk's pending sequence (see `AFTER_E0`).
 fn partial_state(partial: PartialUtf8) -> Option<u8> {
     match (partial.n_remain, partial.value) {
         (0, _) => Some(0),

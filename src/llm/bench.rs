@@ -48,7 +48,14 @@ pub struct GreedyRun<'m> {
     mask_ms: Vec<f64>,
     step_ms: f64,
     last_mask: Option<TokenMask>,
+    /// llama.cpp-style repetition penalty over the last [`PENALTY_WINDOW`] generated tokens
+    /// (1.0: off).
+    repeat_penalty: f32,
 }
+
+/// How many of the last generated tokens a repetition penalty looks at (llama.cpp's
+/// `penalty_last_n` default).
+pub const PENALTY_WINDOW: usize = 64;
 
 impl std::fmt::Debug for GreedyRun<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -108,7 +115,55 @@ impl<'m> GreedyRun<'m> {
             mask_ms: Vec::new(),
             step_ms: 0.0,
             last_mask: None,
+            repeat_penalty: 1.0,
         })
+    }
+
+    /// Applies llama.cpp's repetition penalty to the tokens among the last
+    /// [`PENALTY_WINDOW`] generated ones before each greedy choice: a positive logit is divided
+    /// by `penalty`, a negative one multiplied (1.0 turns it off).
+    pub fn with_repeat_penalty(mut self, penalty: f32) -> Self {
+        self.repeat_penalty = penalty;
+        self
+    }
+
+    /// The most likely allowed token, after the repetition penalty.
+    fn choose(&self, mask: Option<&TokenMask>) -> Result<Option<u32>, LlmError> {
+        let allowed = |id: u32| mask.is_none_or(|m| m.contains(id));
+        if self.repeat_penalty == 1.0 {
+            return self.session.argmax(allowed);
+        }
+        // The penalty only lowers logits, and at most PENALTY_WINDOW distinct tokens get it:
+        // the winner is among the PENALTY_WINDOW + 1 highest raw logits.
+        let logits = self.session.logits()?;
+        let recent = &self.tokens[self.tokens.len().saturating_sub(PENALTY_WINDOW)..];
+        let keep = PENALTY_WINDOW + 1;
+        let mut top: Vec<(f32, u32)> = Vec::with_capacity(keep + 1);
+        for (id, &logit) in logits.iter().enumerate() {
+            let id = id as u32;
+            if logit.is_nan() || !allowed(id) {
+                continue;
+            }
+            if top.len() < keep || top.last().is_some_and(|&(l, _)| logit > l) {
+                let at = top.partition_point(|&(l, _)| l >= logit);
+                top.insert(at, (logit, id));
+                top.truncate(keep);
+            }
+        }
+        let mut best: Option<(u32, f32)> = None;
+        for (logit, id) in top {
+            let logit = if !recent.contains(&id) {
+                logit
+            } else if logit > 0.0 {
+                logit / self.repeat_penalty
+            } else {
+                logit * self.repeat_penalty
+            };
+            if best.is_none_or(|(_, b)| logit > b) {
+                best = Some((id, logit));
+            }
+        }
+        Ok(best.map(|(id, _)| id))
     }
 
     /// The engine.
@@ -175,10 +230,7 @@ impl<'m> GreedyRun<'m> {
         if mask.is_some() {
             self.mask_ms.push(ms(started));
         }
-        let choice = match &mask {
-            Some(mask) => self.session.argmax(|id| mask.contains(id))?,
-            None => self.session.argmax(|_| true)?,
-        };
+        let choice = self.choose(mask.as_ref())?;
         self.last_mask = mask;
         let Some(token) = choice else {
             self.end = Some(RunEnd::DeadEnd);

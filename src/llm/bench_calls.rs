@@ -186,7 +186,7 @@ pub struct CaseResult {
 }
 
 /// Options of [`run_case`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CallsOptions {
     /// The envelope of the grammar and of the validation with the grammar.
     pub format: Format,
@@ -196,6 +196,8 @@ pub struct CallsOptions {
     pub max_tokens: u32,
     /// Decoding threads.
     pub threads: Option<u32>,
+    /// Repetition penalty for both runs (1.0: off; see [`GreedyRun::with_repeat_penalty`]).
+    pub repeat_penalty: f32,
 }
 
 /// Runs one question with and without the grammar.
@@ -240,7 +242,8 @@ pub fn run_case(
         &prompt,
         options.max_tokens,
         session,
-    )?;
+    )?
+    .with_repeat_penalty(options.repeat_penalty);
     let end = run.run_to_end(masks)?;
     let output = String::from_utf8_lossy(run.output()).into_owned();
     let report = validator.validate_output(options.format, &output, ValidateOptions::default());
@@ -261,7 +264,8 @@ pub fn run_case(
         &prompt,
         options.max_tokens,
         session,
-    )?;
+    )?
+    .with_repeat_penalty(options.repeat_penalty);
     let end = run.run_to_end(masks)?;
     let output = String::from_utf8_lossy(run.output()).into_owned();
     let first = extract_calls(&output).calls.into_iter().next();
