@@ -425,11 +425,13 @@ pub fn bench(
         // same history.
         let (ours, theirs) = (&runs[0], &runs[1]);
         let ((ours_ran, n), (theirs_ran, m)) = (before[0], before[1]);
-        if ours_ran && theirs_ran && ours.tokens()[..n] == theirs.tokens()[..m] {
-            if let (Some(a), Some(b)) = (ours.last_mask(), theirs.last_mask()) {
-                mask_differences += a.difference_count(b);
-                compared_steps += 1;
-            }
+        if ours_ran
+            && theirs_ran
+            && ours.tokens()[..n] == theirs.tokens()[..m]
+            && let (Some(a), Some(b)) = (ours.last_mask(), theirs.last_mask())
+        {
+            mask_differences += a.difference_count(b);
+            compared_steps += 1;
         }
     }
     Ok(BenchReport {
