@@ -10,8 +10,9 @@ use serde_json::json;
 use super::generate::{family_for, resolve_model};
 use super::grammar::FormatArg;
 use crate::engine::MaskEngine;
-use crate::llm::Model;
 use crate::llm::bench_calls::{CallsOptions, CallsSummary, load_cases, run_case};
+use crate::llm::{ChatFormat, Model};
+use crate::tools::prompt::PromptFamily;
 
 /// Arguments of `toolrail bench-calls`.
 #[derive(Debug, clap::Args)]
@@ -28,9 +29,10 @@ pub struct BenchCallsArgs {
     /// How many questions (the file's first N).
     #[arg(short = 'n', long, default_value_t = 50)]
     pub n: usize,
-    /// The envelope of the grammar (the prompt asks for the same shape).
-    #[arg(long, value_enum, default_value_t = FormatArg::Openai)]
-    pub format: FormatArg,
+    /// The envelope of the grammar; the prompt builder is the envelope's family (default: the
+    /// model's `chat_format` in models.toml — gemma, llama3, hermes — else openai).
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
     /// Tokens per answer at most.
     #[arg(long, default_value_t = 128)]
     pub max_tokens: u32,
@@ -49,6 +51,12 @@ pub struct BenchCallsArgs {
 /// otherwise.
 pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
     let spec = resolve_model(&args.model, &args.models)?;
+    let format = args.format.unwrap_or(match spec.chat_format {
+        ChatFormat::Family(PromptFamily::Gemma) => FormatArg::Gemma,
+        ChatFormat::Family(PromptFamily::Llama31) => FormatArg::Llama3,
+        ChatFormat::Family(PromptFamily::Hermes) => FormatArg::Hermes,
+        ChatFormat::Family(PromptFamily::Generic) | ChatFormat::Auto => FormatArg::Openai,
+    });
     let cases = load_cases(&args.cases, args.n)?;
     if !args.json {
         eprintln!("loading {} ...", spec.path.display());
@@ -56,14 +64,22 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
     let model = Model::load(&spec, |_| true)?;
     let mut masks = MaskEngine::new(model.shared_token_table());
     let options = CallsOptions {
-        format: args.format.into(),
-        family: family_for(args.format),
+        format: format.into(),
+        family: family_for(format),
         max_tokens: args.max_tokens,
         threads: Some(args.threads),
         repeat_penalty: args.repeat_penalty,
     };
     let mut results = Vec::with_capacity(cases.len());
     if !args.json {
+        println!(
+            "{} questions of {}, {} envelope and prompt, {} tokens at most, repetition penalty {}",
+            cases.len(),
+            args.cases.display(),
+            format!("{format:?}").to_lowercase(),
+            args.max_tokens,
+            args.repeat_penalty
+        );
         println!(
             "{:<18} {:<28} {:<34} {:<34}",
             "case", "expected tool", "with grammar", "without grammar"
@@ -96,7 +112,7 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
             json!({
                 "model": spec.name,
                 "cases_file": args.cases.display().to_string(),
-                "format": format!("{:?}", args.format).to_lowercase(),
+                "format": format!("{format:?}").to_lowercase(),
                 "max_tokens": args.max_tokens,
                 "repeat_penalty": args.repeat_penalty,
                 "summary": summary,
