@@ -75,7 +75,7 @@ pub struct GenerateArgs {
 }
 
 /// The prompt family that matches an envelope, for models without their own.
-fn family_for(format: FormatArg) -> PromptFamily {
+pub fn family_for(format: FormatArg) -> PromptFamily {
     match format {
         FormatArg::Llama3 => PromptFamily::Llama31,
         FormatArg::Hermes => PromptFamily::Hermes,

@@ -8,6 +8,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub mod bench;
+pub mod bench_calls;
 pub mod check;
 pub mod extract;
 pub mod generate;
@@ -44,6 +46,10 @@ pub enum Command {
     Validate(validate::ValidateArgs),
     /// Run a GGUF model under a grammar or tool set, token by token; print the text and its validation.
     Generate(generate::GenerateArgs),
+    /// Measure the engines on one prompt: mask times, tokens/s, toolrail vs llama.cpp masks.
+    Bench(bench::BenchArgs),
+    /// Seed 001's bench on BFCL questions: valid calls and first-tool match, with and without grammar.
+    BenchCalls(bench_calls::BenchCallsArgs),
 }
 
 /// Entry point of the `toolrail` binary.
@@ -68,6 +74,8 @@ pub fn main() -> ExitCode {
         Command::Grammar(args) => grammar::run(args),
         Command::Validate(args) => validate::run(args),
         Command::Generate(args) => generate::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::BenchCalls(args) => bench_calls::run(args),
     };
     match result {
         Ok(code) => code,

@@ -27,6 +27,8 @@
 //! thread pool spins while waiting: with 2 threads on 2 cores that something else is using, a
 //! one-token decode went from ~50 ms to 0.1–2 s. Prefer 1 thread on a busy machine.
 
+pub mod bench;
+pub mod bench_calls;
 mod chat;
 mod error;
 pub mod gguf;
