@@ -230,3 +230,27 @@ fn snapshot_test_input_pane() {
 fn snapshot_grammar_pane_light() {
     pane_snapshot(PaneKind::Grammar, "grammar_pane_light", egui::Theme::Light);
 }
+
+#[test]
+fn an_exported_grammar_reopens_as_the_hand_edited_grammar() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = app(dir.path());
+    let generated = harness.state().shared.analysis.grammar_text.clone();
+    let out = dir.path().join("weather.gbnf");
+    toolrail::app::panes::grammar::export_grammar_to(&mut harness.state_mut().shared, &out);
+    harness.run();
+    harness.get_by_label_contains("exported");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), generated);
+
+    // Change the schema so the generated grammar differs, then import the file back.
+    harness.get_by_label("Envelope").click();
+    harness.run();
+    harness.get_by_label("pythonic").click();
+    harness.run();
+    assert_ne!(grammar_view(&harness), generated);
+    toolrail::app::panes::grammar::import_grammar(&mut harness.state_mut().shared, out.clone());
+    harness.run();
+    assert!(harness.state().shared.workspace.grammar.hand_edited);
+    assert_eq!(grammar_view(&harness), generated);
+    assert_eq!(harness.state().shared.analysis.grammar_text, generated);
+}

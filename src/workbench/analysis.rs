@@ -551,6 +551,57 @@ mod tests {
     }
 
     #[test]
+    fn the_pool_filter_drops_escape_hatches_the_prompt_does_not_ask_for() {
+        let tool = |name: &str| serde_json::json!({"name": name, "description": "", "parameters": {"type": "object", "properties": {}}});
+        let mut i = input();
+        i.schema.text =
+            serde_json::json!([tool("search"), tool("request_location_from_user")]).to_string();
+        i.schema.pool_filter = true;
+        i.prompt = "find a good pizza".into();
+        let a = Computer::default().compute(&i);
+        let hatch = a
+            .tools
+            .iter()
+            .find(|t| t.name == "request_location_from_user")
+            .unwrap();
+        assert!(!hatch.in_grammar);
+        assert!(!hatch.pool.as_ref().unwrap().kept);
+        assert!(!a.grammar_text.contains("request_location_from_user"));
+        i.prompt = "find a good pizza near me".into();
+        let a = Computer::default().compute(&i);
+        assert!(a.grammar_text.contains("request_location_from_user"));
+    }
+
+    #[test]
+    fn a_bad_tool_is_located_by_its_pointer() {
+        let mut i = input();
+        i.schema.text = "[\n  {\"name\": \"ok\"},\n  {\"description\": \"no name\"}\n]".into();
+        let a = Computer::default().compute(&i);
+        let issue = a.schema_issue.unwrap();
+        assert!(issue.message.contains("/1"), "{}", issue.message);
+        assert_eq!(issue.position.map(|p| p.line), Some(3), "{}", issue.message);
+    }
+
+    #[test]
+    fn plain_schema_mode_and_hand_edited_grammars() {
+        let mut i = input();
+        i.schema.mode = SchemaMode::PlainSchema;
+        i.schema.text = r#"{"type": "object", "properties": {"n": {"type": "integer"}}}"#.into();
+        i.test_input = r#"{"n": 12}"#.into();
+        let a = Computer::default().compute(&i);
+        assert!(a.test.unwrap().verdict.is_accepted());
+        i.grammar.hand_edited = true;
+        i.grammar.text = "root ::= \"x\" undefined-rule\n".into();
+        let a = Computer::default().compute(&i);
+        assert!(a.grammar.is_none());
+        assert!(
+            a.findings
+                .iter()
+                .any(|f| f.message.contains("undefined-rule"))
+        );
+    }
+
+    #[test]
     fn the_analyzer_thread_answers() {
         let mut an = Analyzer::start(Duration::from_millis(10), crate::workbench::no_repaint());
         assert!(an.submit(input()));

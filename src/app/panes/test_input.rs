@@ -111,8 +111,11 @@ impl TestInputPane {
                                 .grammar_text
                                 .get(frame.span.start as usize..frame.span.end as usize)
                                 .unwrap_or("");
-                            let short: String = source.chars().take(24).collect();
-                            let text = format!("{} {}", frame.rule_name, short);
+                            let mut short: String = source.chars().take(24).collect();
+                            if source.chars().count() > 24 {
+                                short.push_str("...");
+                            }
+                            let text = format!("{}: {}", frame.rule_name, short);
                             let response = ui
                                 .add(
                                     egui::Button::new(egui::RichText::new(text).monospace())

@@ -232,7 +232,15 @@ fn tool_list(ui: &mut egui::Ui, shared: &mut Shared) {
     if tools.is_empty() {
         return;
     }
-    ui.label(egui::RichText::new(format!("{} tools", tools.len())).strong());
+    let in_grammar = tools.iter().filter(|t| t.in_grammar).count();
+    let noun = if tools.len() == 1 { "tool" } else { "tools" };
+    ui.label(
+        egui::RichText::new(format!(
+            "{} {noun}, {in_grammar} in the grammar",
+            tools.len()
+        ))
+        .strong(),
+    );
     for tool in &tools {
         ui.horizontal(|ui| {
             let mut enabled = tool.enabled;
