@@ -254,3 +254,40 @@ fn an_exported_grammar_reopens_as_the_hand_edited_grammar() {
     assert_eq!(grammar_view(&harness), generated);
     assert_eq!(harness.state().shared.analysis.grammar_text, generated);
 }
+
+#[test]
+fn the_stacks_follow_the_cursor_and_are_highlighted_in_the_grammar() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = app(dir.path());
+    // The default input is rejected at "kelvin": the stacks are those before the bad byte.
+    let text = harness.state().shared.workspace.test_input.clone();
+    let bad = text.find("kelvin").unwrap();
+    harness.get_by_label_contains(&format!("stack(s) at 1:{} (byte {bad})", bad + 1));
+
+    // Move the cursor to the start: the stacks are the grammar's initial ones.
+    harness.get_by_label("Text to check").focus();
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::A);
+    harness.key_press(Key::ArrowLeft);
+    harness.run();
+    assert_eq!(harness.state().shared.test_cursor, 0);
+    harness.get_by_label_contains("stack(s) at 1:1 (byte 0)");
+
+    let shared = &harness.state().shared;
+    let report = shared.analysis.test.as_ref().unwrap();
+    assert_eq!(report.stacks_at, 0);
+    let grammar = &shared.analysis.grammar_text;
+    let spans: Vec<_> = report
+        .stacks
+        .stacks
+        .iter()
+        .flat_map(|s| &s.frames)
+        .map(|f| f.span.start as usize..f.span.end as usize)
+        .collect();
+    assert!(!spans.is_empty());
+    assert_eq!(shared.grammar_focus.highlights, spans);
+    assert_eq!(&*shared.grammar_focus.grammar_text, grammar.as_str());
+    // The top of the stack is the opening brace of the call's literal "{".
+    let top = spans.last().unwrap();
+    assert_eq!(&grammar[top.clone()], "{");
+    assert_eq!(&grammar[top.start - 1..top.end + 1], "\"{\"");
+}
