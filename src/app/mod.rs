@@ -236,7 +236,11 @@ pub struct ToolrailApp {
     options: AppOptions,
     screenshot: Option<screenshot::Screenshot>,
     applied_theme: Option<Theme>,
+    autosave_checked: Instant,
 }
+
+/// How often autosave compares the workspace with what is on disk.
+const AUTOSAVE_CHECK: Duration = Duration::from_millis(250);
 
 impl ToolrailApp {
     /// Creates the app: loads the workspace (or defaults, with a message if the file was bad) and
@@ -284,6 +288,7 @@ impl ToolrailApp {
             options,
             screenshot,
             applied_theme: None,
+            autosave_checked: Instant::now(),
         }
     }
 
@@ -359,13 +364,21 @@ impl ToolrailApp {
         // Actions nobody handled this frame are dropped, so they do not fire later by surprise.
         self.shared.actions.clear();
         self.analyse();
+        // Autosave looks at the workspace at most every 250 ms (serialising a large schema on
+        // every frame would cost frame time); a change is written once it has settled for 1 s.
+        let now = Instant::now();
         if let Some(auto) = &mut self.autosave {
-            self.shared.workspace.layout = serde_json::to_value(&self.tree).ok();
-            if let Err(e) = auto.tick(&self.shared.workspace, Instant::now()) {
-                self.shared.message(e.to_string());
-            }
-            if auto.pending() {
-                ctx.request_repaint_after(Duration::from_millis(500));
+            if now.duration_since(self.autosave_checked) >= AUTOSAVE_CHECK {
+                self.autosave_checked = now;
+                self.shared.workspace.layout = serde_json::to_value(&self.tree).ok();
+                if let Err(e) = auto.tick(&self.shared.workspace, now) {
+                    self.shared.message(e.to_string());
+                }
+                if auto.pending() {
+                    ctx.request_repaint_after(Duration::from_millis(500));
+                }
+            } else {
+                ctx.request_repaint_after(AUTOSAVE_CHECK);
             }
         }
         if let Some(shot) = &mut self.screenshot {

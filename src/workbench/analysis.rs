@@ -12,7 +12,7 @@ use crate::engine::Engine;
 use crate::engine::check::{Verdict, check_with};
 use crate::engine::snapshot::Snapshot;
 use crate::gbnf::{Diagnostic, Grammar, LineCol};
-use crate::tools::grammar::{ToolGrammar, schema_grammar, tool_call_grammar};
+use crate::tools::grammar::{GrammarError, ToolGrammar, schema_grammar, tool_call_grammar};
 use crate::tools::pool::{PoolDecision, PoolRules, filter_pool};
 use crate::tools::toolset::{ToolSet, ToolSetError};
 use crate::workbench::Repaint;
@@ -295,13 +295,89 @@ fn tool_set_grammar(input: &AnalysisInput, part: &mut GrammarPart) -> Option<Too
     match result {
         Ok(g) => Some(g),
         Err(e) => {
-            part.schema_issue = Some(SchemaIssue {
-                message: e.to_string(),
-                position: None,
-                span: None,
+            let place = match &e {
+                GrammarError::Schema { tool, error } => Some((
+                    tool.as_str(),
+                    error.pointer.as_str(),
+                    error.keyword.as_str(),
+                )),
+                GrammarError::Unsupported {
+                    tool,
+                    pointer,
+                    keyword,
+                    ..
+                } => Some((tool.as_str(), pointer.as_str(), keyword.as_str())),
+                _ => None,
+            };
+            let span = place.and_then(|(tool, pointer, keyword)| {
+                locate_in_tool(&settings.text, &doc, tool, pointer, keyword)
             });
+            part.schema_issue = Some(located_issue(&settings.text, e.to_string(), span));
             None
         }
+    }
+}
+
+/// The text span of `keyword` at `pointer` (relative to the tool's parameters schema) inside
+/// the definition of tool `name`; the nearest enclosing value when the exact place is not in the
+/// text (loaders normalise some shapes).
+fn locate_in_tool(
+    text: &str,
+    doc: &serde_json::Value,
+    name: &str,
+    pointer: &str,
+    keyword: &str,
+) -> Option<Range<usize>> {
+    let (list, base) = match doc {
+        serde_json::Value::Array(items) => (items, String::new()),
+        serde_json::Value::Object(obj) => match obj.get("tools") {
+            Some(serde_json::Value::Array(items)) => (items, "/tools".to_owned()),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let (index, item) = list.iter().enumerate().find(|(_, t)| {
+        let f = t.get("function").unwrap_or(t);
+        f.get("name").and_then(serde_json::Value::as_str) == Some(name)
+    })?;
+    let function = if item.get("function").is_some() {
+        format!("{base}/{index}/function")
+    } else {
+        format!("{base}/{index}")
+    };
+    let inner = pointer.trim_start_matches('#');
+    let mut candidates = vec![
+        format!(
+            "{function}/parameters{inner}/{}",
+            crate::tools::toolset::escape_pointer(keyword)
+        ),
+        format!("{function}/parameters{inner}"),
+    ];
+    let mut cut = format!("{function}/parameters{inner}");
+    while let Some(at) = cut.rfind('/') {
+        cut.truncate(at);
+        if cut.len() < function.len() {
+            break;
+        }
+        candidates.push(cut.clone());
+    }
+    candidates
+        .iter()
+        .find_map(|p| crate::workbench::jsonpos::locate(text, p))
+}
+
+fn located_issue(text: &str, message: String, span: Option<Range<usize>>) -> SchemaIssue {
+    let position = span
+        .as_ref()
+        .map(|s| crate::gbnf::source::line_col(text.as_bytes(), s.start));
+    let message = match &position {
+        Some(at) => format!("{at}: {message}"),
+        None => message,
+    };
+    SchemaIssue {
+        message,
+        position,
+        span,
     }
 }
 
@@ -327,18 +403,7 @@ fn issue_at_pointer(text: &str, e: &ToolSetError) -> SchemaIssue {
         ToolSetError::Json(_) => None,
     };
     let span = pointer.and_then(|p| crate::workbench::jsonpos::locate(text, p));
-    let position = span
-        .as_ref()
-        .map(|s| crate::gbnf::source::line_col(text.as_bytes(), s.start));
-    let message = match &position {
-        Some(at) => format!("{at}: {e}"),
-        None => e.to_string(),
-    };
-    SchemaIssue {
-        message,
-        position,
-        span,
-    }
+    located_issue(text, e.to_string(), span)
 }
 
 /// Byte offset of a 1-based line:column (columns in chars), if inside the text.
@@ -580,6 +645,27 @@ mod tests {
         let issue = a.schema_issue.unwrap();
         assert!(issue.message.contains("/1"), "{}", issue.message);
         assert_eq!(issue.position.map(|p| p.line), Some(3), "{}", issue.message);
+    }
+
+    #[test]
+    fn an_unsupported_keyword_is_located_in_its_tool() {
+        let mut i = input();
+        i.schema.text = r#"{"tools": [
+  {"name": "a", "parameters": {"type": "object", "properties": {}}},
+  {"type": "function", "function": {"name": "b", "parameters": {"type": "object",
+    "properties": {"x": {"type": "string", "not": {"const": "y"}}}}}}
+]}"#
+        .into();
+        let a = Computer::default().compute(&i);
+        let issue = a.schema_issue.unwrap();
+        let span = issue.span.clone().expect("located");
+        assert!(
+            i.schema.text[span].starts_with("\"not\""),
+            "{}",
+            issue.message
+        );
+        assert_eq!(issue.position.map(|p| p.line), Some(4), "{}", issue.message);
+        assert!(issue.message.contains("tool 'b'"), "{}", issue.message);
     }
 
     #[test]
