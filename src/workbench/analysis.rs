@@ -509,10 +509,14 @@ impl Analyzer {
 
 impl Drop for Analyzer {
     fn drop(&mut self) {
-        // Closing the job channel ends the worker loop.
+        // Closing the job channel ends the worker loop once it has finished its current job;
+        // results are drained meanwhile so that it never waits on a full result channel.
         let (closed, _) = crossbeam_channel::bounded(0);
         self.jobs = closed;
         if let Some(handle) = self.handle.take() {
+            while !handle.is_finished() {
+                let _ = self.results.recv_timeout(Duration::from_millis(10));
+            }
             let _ = handle.join();
         }
     }
