@@ -31,7 +31,7 @@ use egui::Color32;
 use egui::text::{ByteIndex, LayoutJob, LayoutSection};
 
 /// How a marked range is shown on top of the syntax colours.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MarkKind {
     /// An error: red background and underline.
     Error,
@@ -42,7 +42,7 @@ pub enum MarkKind {
 }
 
 /// A byte range of the text with how to mark it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Mark {
     /// Bytes of the text.
     pub range: Range<usize>,
@@ -75,6 +75,54 @@ pub fn layout_job(ui: &egui::Ui, text: &str, language: &str, marks: &[Mark]) -> 
         settings(),
     );
     apply_marks(job, marks, ui.visuals().dark_mode)
+}
+
+/// The last highlighted layout of one text view, reused while the text, marks, width and style
+/// are unchanged (building the layout job of a large grammar every frame costs frame time).
+#[derive(Default)]
+pub struct GalleyCache {
+    key: u64,
+    galley: Option<std::sync::Arc<egui::Galley>>,
+}
+
+impl GalleyCache {
+    /// The galley of `text` highlighted as `language` with `marks`, wrapped at `wrap`.
+    pub fn layout(
+        &mut self,
+        ui: &egui::Ui,
+        text: &str,
+        language: &str,
+        marks: &[Mark],
+        wrap: f32,
+    ) -> std::sync::Arc<egui::Galley> {
+        use std::hash::{Hash as _, Hasher as _};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (
+            text,
+            language,
+            marks,
+            wrap.to_bits(),
+            ui.visuals().dark_mode,
+        )
+            .hash(&mut h);
+        egui::TextStyle::Monospace
+            .resolve(ui.style())
+            .size
+            .to_bits()
+            .hash(&mut h);
+        let key = h.finish();
+        if self.key == key
+            && let Some(galley) = &self.galley
+        {
+            return std::sync::Arc::clone(galley);
+        }
+        let mut job = layout_job(ui, text, language, marks);
+        job.wrap.max_width = wrap;
+        let galley = ui.fonts_mut(|f| f.layout_job(job));
+        self.key = key;
+        self.galley = Some(std::sync::Arc::clone(&galley));
+        galley
+    }
 }
 
 /// Splits the job's sections at the marks' edges and sets their backgrounds.

@@ -13,6 +13,8 @@ use crate::gbnf::Severity;
 pub struct GrammarPane {
     /// The last selection request applied (so it is applied once).
     applied: Option<(std::ops::Range<usize>, std::sync::Arc<str>)>,
+    /// The highlighted grammar's layout.
+    galleys: highlight::GalleyCache,
 }
 
 /// The id of the grammar text view (tests find it by its label "Grammar text").
@@ -64,10 +66,9 @@ impl GrammarPane {
                 self.applied.as_ref()
                     != Some(&(r.clone(), std::sync::Arc::clone(&focus.grammar_text)))
             });
+        let galleys = &mut self.galleys;
         let mut layouter = |ui: &egui::Ui, buf: &dyn egui::TextBuffer, wrap: f32| {
-            let mut job = highlight::layout_job(ui, buf.as_str(), "GBNF", &marks);
-            job.wrap.max_width = wrap;
-            ui.fonts_mut(|f| f.layout_job(job))
+            galleys.layout(ui, buf.as_str(), "GBNF", &marks, wrap)
         };
         let id = egui::Id::unique(GRAMMAR_VIEW_ID);
         egui::ScrollArea::both()

@@ -14,6 +14,8 @@ use crate::workbench::workspace::SchemaMode;
 pub struct ToolsPane {
     /// A cursor position (char index) to move the editor to on the next frame.
     goto: Option<usize>,
+    /// The highlighted editor text's layout.
+    galleys: highlight::GalleyCache,
 }
 
 impl ToolsPane {
@@ -83,10 +85,9 @@ impl ToolsPane {
             }
             _ => Vec::new(),
         };
+        let galleys = &mut self.galleys;
         let mut layouter = |ui: &egui::Ui, buf: &dyn egui::TextBuffer, wrap: f32| {
-            let mut job = highlight::layout_job(ui, buf.as_str(), "JSON", &marks);
-            job.wrap.max_width = wrap;
-            ui.fonts_mut(|f| f.layout_job(job))
+            galleys.layout(ui, buf.as_str(), "JSON", &marks, wrap)
         };
         let label = ui.label("Schema JSON");
         let id = egui::Id::unique("tools-schema-editor");
