@@ -291,3 +291,22 @@ fn the_stacks_follow_the_cursor_and_are_highlighted_in_the_grammar() {
     assert_eq!(&grammar[top.clone()], "{");
     assert_eq!(&grammar[top.start - 1..top.end + 1], "\"{\"");
 }
+
+#[test]
+fn snapshot_whole_app_light() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace {
+        theme: Theme::Light,
+        ..Workspace::default()
+    };
+    workspace::save(&dir.path().join("workspace.json"), &ws).unwrap();
+    let mut options = options(dir.path());
+    options.autosave = false;
+    let mut harness = Harness::builder()
+        .with_size(SIZE)
+        .with_theme(egui::Theme::Light)
+        .wgpu()
+        .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
+    harness.run();
+    harness.snapshot("whole_app_light");
+}
