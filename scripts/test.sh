@@ -6,8 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # System packages the build and tests need (Debian names): a C/C++ toolchain, cmake and
-# libclang for llama.cpp (llama-cpp-sys-2 runs cmake and bindgen).
-APT_PACKAGES=(build-essential pkg-config cmake clang libclang-dev)
+# libclang for llama.cpp (llama-cpp-sys-2 runs cmake and bindgen); for the app, Mesa's CPU
+# Vulkan driver (lavapipe: headless kittest snapshots) and GL, the X11/Wayland client libraries
+# winit loads, and Xvfb for the whole-app screenshot.
+APT_PACKAGES=(build-essential pkg-config cmake clang libclang-dev
+  xvfb xauth mesa-vulkan-drivers libvulkan1 libgl1-mesa-dri libegl1 libxkbcommon-x11-0
+  libx11-xcb1 libxcursor1 libxrandr2 libxi6 libwayland-client0)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -31,5 +35,12 @@ rustup component add rustfmt clippy >/dev/null 2>&1 || true
 cargo fmt --all --check
 cargo clippy --locked --all-targets -- -D warnings
 cargo test --locked --all-targets
+# The whole app under Xvfb: opens with a fresh default workspace, renders, saves a screenshot.
+shot_ws="$(mktemp -d)"
+xvfb-run -a -s "-screen 0 1600x1000x24" \
+  "${CARGO_TARGET_DIR:-target}/debug/toolrail" gui --workspace "$shot_ws/workspace.json" \
+  --screenshot docs/screenshot.png
+rm -rf "$shot_ws"
+test -s docs/screenshot.png || { echo "error: docs/screenshot.png was not written" >&2; exit 1; }
 # The fuzz target must keep compiling (running it is scripts/fuzz.sh).
 CARGO_TARGET_DIR=target cargo check --locked --manifest-path fuzz/Cargo.toml

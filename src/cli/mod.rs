@@ -14,6 +14,7 @@ pub mod check;
 pub mod extract;
 pub mod generate;
 pub mod grammar;
+pub mod gui;
 pub mod lint;
 pub mod sample;
 pub mod validate;
@@ -22,9 +23,9 @@ pub mod validate;
 #[derive(Debug, Parser)]
 #[command(name = "toolrail", version, about, long_about = None)]
 pub struct Cli {
-    /// What to do.
+    /// What to do (the desktop app when omitted).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// The subcommands.
@@ -50,6 +51,8 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Seed 001's bench on BFCL questions: valid calls and first-tool match, with and without grammar.
     BenchCalls(bench_calls::BenchCallsArgs),
+    /// Open the desktop app (also what `toolrail` with no arguments does).
+    Gui(gui::GuiArgs),
 }
 
 /// Entry point of the `toolrail` binary.
@@ -65,7 +68,8 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    let result = match &cli.command {
+    let default_gui = Command::Gui(gui::GuiArgs::default());
+    let result = match cli.command.as_ref().unwrap_or(&default_gui) {
         Command::Check(args) => check::run(args),
         Command::Lint(args) => lint::run(args),
         Command::Sample(args) => sample::run(args),
@@ -76,6 +80,7 @@ pub fn main() -> ExitCode {
         Command::Generate(args) => generate::run(args),
         Command::Bench(args) => bench::run(args),
         Command::BenchCalls(args) => bench_calls::run(args),
+        Command::Gui(args) => gui::run(args),
     };
     match result {
         Ok(code) => code,
