@@ -7,82 +7,44 @@
 //! is absent, these tests fail when `CI=true` and are skipped (with a message) otherwise.
 
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Instant;
 
-use toolrail::engine::Engine;
-use toolrail::engine::mask::MaskEngine;
-use toolrail::gbnf::{Grammar, TokenVocabulary};
-use toolrail::llm::{LlamaGrammarSampler, Model, SessionOptions};
+use toolrail::llm::Model;
 
 mod common;
+use common::masks::{MaskPair, differing_tokens};
 use common::model;
 
 /// Walks `steps` tokens greedily under llama.cpp's sampler for `grammar`, comparing masks at
 /// every step; returns the number of differing tokens summed over the steps.
 fn compare(model: &Model, name: &str, grammar: &str, prompt: &str, steps: usize) -> usize {
-    let compiled =
-        Grammar::parse_with(grammar, "root", Some(model as &dyn TokenVocabulary)).unwrap();
-    let mut engine = Engine::new(Arc::new(compiled));
-    let mut state = engine.initial();
-    let mut masks = MaskEngine::new(model.shared_token_table());
-    let mut llama = LlamaGrammarSampler::new(model, grammar, "root").unwrap();
-    let mut session = model
-        .session(SessionOptions {
-            context: Some(512),
-            // One thread: ggml's spinning thread pool collapses when the cores are shared.
-            threads: Some(1),
-        })
-        .unwrap();
-    session.decode(&model.tokenize(prompt, true, true)).unwrap();
-
+    let mut pair = MaskPair::new(model, grammar, prompt, 512);
     let mut differences = 0;
     let mut text = Vec::new();
-    let (mut ours_ms, mut theirs_ms) = (0.0, 0.0);
     let mut taken = 0;
     for step in 0..steps {
-        let started = Instant::now();
-        let ours = masks.mask(&mut engine, state).unwrap();
-        ours_ms += started.elapsed().as_secs_f64() * 1e3;
-        let started = Instant::now();
-        let theirs = llama.token_mask().unwrap();
-        theirs_ms += started.elapsed().as_secs_f64() * 1e3;
-        let diff = ours.difference_count(&theirs);
-        if diff > 0 {
-            let only_ours: Vec<u32> = ours
-                .iter()
-                .filter(|&id| !theirs.contains(id))
-                .take(10)
-                .collect();
-            let only_theirs: Vec<u32> = theirs
-                .iter()
-                .filter(|&id| !ours.contains(id))
-                .take(10)
-                .collect();
-            eprintln!(
-                "{name} step {step}: {diff} differ; toolrail only {only_ours:?}, llama.cpp only {only_theirs:?}"
-            );
-        }
+        let (ours, theirs) = pair.masks();
+        let diff = differing_tokens(&ours, &theirs, &format!("{name} step {step}"));
         differences += diff;
-        let Some(next) = session.argmax(|id| theirs.contains(id)).unwrap() else {
+        let Some(next) = pair.session.argmax(|id| theirs.contains(id)).unwrap() else {
             break;
         };
-        llama.accept(next).unwrap();
+        pair.llama.accept(next).unwrap();
         taken += 1;
         if model.is_eog(next) {
             break;
         }
         let piece = model.piece(next);
-        state = engine
-            .accept_token(state, next, &piece)
+        pair.state = pair
+            .engine
+            .accept_token(pair.state, next, &piece)
             .expect("toolrail accepts what llama.cpp allowed");
         text.extend(piece);
-        session.feed(next).unwrap();
+        pair.session.feed(next).unwrap();
     }
     eprintln!(
         "{name}: {taken} tokens, {differences} differing; mask ms/token toolrail {:.2}, llama.cpp {:.1}; text {:?}",
-        ours_ms / taken.max(1) as f64,
-        theirs_ms / taken.max(1) as f64,
+        pair.toolrail_ms / taken.max(1) as f64,
+        pair.llama_ms / taken.max(1) as f64,
         String::from_utf8_lossy(&text)
     );
     differences

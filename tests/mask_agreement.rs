@@ -10,19 +10,17 @@
 //! The tool grammars allow parallel calls, so a walk can go on past the first call.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Instant;
 
 use serde_json::{Value, json};
-use toolrail::engine::{Engine, MaskEngine, State};
-use toolrail::gbnf::{Grammar, TokenVocabulary};
-use toolrail::llm::{LlamaGrammarSampler, Model, Session, SessionOptions};
+use toolrail::engine::{Engine, State};
+use toolrail::llm::{Model, Session};
 use toolrail::tools::envelope::Format;
 use toolrail::tools::grammar::{GrammarOptions, tool_call_grammar};
 use toolrail::tools::prompt::{PromptFamily, build_prompt};
 use toolrail::tools::toolset::ToolSet;
 
 mod common;
+use common::masks::{MaskPair, differing_tokens};
 use common::model;
 
 /// Steps every walk must take.
@@ -76,21 +74,7 @@ fn choose(
 }
 
 fn walk(model: &Model, grammar: &str, prompt: &str) -> Walk {
-    let compiled =
-        Grammar::parse_with(grammar, "root", Some(model as &dyn TokenVocabulary)).unwrap();
-    let mut engine = Engine::new(Arc::new(compiled));
-    let mut state = engine.initial();
-    let mut masks = MaskEngine::new(model.shared_token_table());
-    let mut llama = LlamaGrammarSampler::new(model, grammar, "root").unwrap();
-    let mut session = model
-        .session(SessionOptions {
-            context: Some(2048),
-            // One thread: ggml's spinning thread pool collapses when the cores are shared.
-            threads: Some(1),
-        })
-        .unwrap();
-    session.decode(&model.tokenize(prompt, true, true)).unwrap();
-
+    let mut pair = MaskPair::new(model, grammar, prompt, 2048);
     let mut out = Walk {
         steps: 0,
         differing: 0,
@@ -102,42 +86,28 @@ fn walk(model: &Model, grammar: &str, prompt: &str) -> Walk {
     let mut text = Vec::new();
     let mut allowed_sum = 0usize;
     while out.steps < STEPS + 8 {
-        let started = Instant::now();
-        let ours = masks.mask(&mut engine, state).unwrap();
-        out.toolrail_ms += started.elapsed().as_secs_f64() * 1e3;
-        let started = Instant::now();
-        let theirs = llama.token_mask().unwrap();
-        out.llama_ms += started.elapsed().as_secs_f64() * 1e3;
-        let diff = ours.difference_count(&theirs);
-        if diff > 0 {
-            let only_ours: Vec<u32> = ours
-                .iter()
-                .filter(|&id| !theirs.contains(id))
-                .take(8)
-                .collect();
-            let only_theirs: Vec<u32> = theirs
-                .iter()
-                .filter(|&id| !ours.contains(id))
-                .take(8)
-                .collect();
-            eprintln!(
-                "step {}: {diff} differ; toolrail only {only_ours:?}, llama.cpp only {only_theirs:?}",
-                out.steps
-            );
-        }
+        let (ours, theirs) = pair.masks();
+        let diff = differing_tokens(&ours, &theirs, &format!("step {}", out.steps));
         out.differing += diff;
         allowed_sum += theirs.count();
         out.steps += 1;
-        let ranked = ranked(&session, theirs.iter());
-        let Some((token, next)) = choose(model, &mut engine, state, &ranked, out.steps < STEPS)
-        else {
+        let ranked = ranked(&pair.session, theirs.iter());
+        let Some((token, next)) = choose(
+            model,
+            &mut pair.engine,
+            pair.state,
+            &ranked,
+            out.steps < STEPS,
+        ) else {
             break;
         };
-        llama.accept(token).unwrap();
-        state = next;
+        pair.llama.accept(token).unwrap();
+        pair.state = next;
         text.extend(model.piece(token));
-        session.feed(token).unwrap();
+        pair.session.feed(token).unwrap();
     }
+    out.toolrail_ms = pair.toolrail_ms;
+    out.llama_ms = pair.llama_ms;
     out.mean_allowed = allowed_sum as f64 / out.steps.max(1) as f64;
     out.text = String::from_utf8_lossy(&text).into_owned();
     out

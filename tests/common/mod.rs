@@ -2,6 +2,10 @@
 
 use std::sync::OnceLock;
 
+/// Mask comparison helpers (not every test binary uses them).
+#[allow(dead_code)]
+pub mod masks;
+
 use toolrail::llm::{Model, test_model_path};
 
 /// The test model, loaded once per test binary. Absent: a failure when `CI=true`, otherwise
