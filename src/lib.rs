@@ -13,3 +13,4 @@ pub mod llm;
 pub mod schema;
 pub mod tools;
 pub mod transcript;
+pub mod workbench;
