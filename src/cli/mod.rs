@@ -12,6 +12,7 @@ pub mod check;
 pub mod extract;
 pub mod generate;
 pub mod grammar;
+pub mod gui;
 pub mod lint;
 pub mod sample;
 pub mod validate;
@@ -20,9 +21,9 @@ pub mod validate;
 #[derive(Debug, Parser)]
 #[command(name = "toolrail", version, about, long_about = None)]
 pub struct Cli {
-    /// What to do.
+    /// What to do (the desktop app when omitted).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// The subcommands.
@@ -44,6 +45,8 @@ pub enum Command {
     Validate(validate::ValidateArgs),
     /// Run a GGUF model under a grammar or tool set, token by token; print the text and its validation.
     Generate(generate::GenerateArgs),
+    /// Open the desktop app (also what `toolrail` with no arguments does).
+    Gui(gui::GuiArgs),
 }
 
 /// Entry point of the `toolrail` binary.
@@ -59,7 +62,8 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    let result = match &cli.command {
+    let default_gui = Command::Gui(gui::GuiArgs::default());
+    let result = match cli.command.as_ref().unwrap_or(&default_gui) {
         Command::Check(args) => check::run(args),
         Command::Lint(args) => lint::run(args),
         Command::Sample(args) => sample::run(args),
@@ -68,6 +72,7 @@ pub fn main() -> ExitCode {
         Command::Grammar(args) => grammar::run(args),
         Command::Validate(args) => validate::run(args),
         Command::Generate(args) => generate::run(args),
+        Command::Gui(args) => gui::run(args),
     };
     match result {
         Ok(code) => code,

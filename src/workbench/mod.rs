@@ -1,8 +1,21 @@
-//! The desktop app's state and logic, free of any UI code: what the panes show and edit lives
-//! here as plain structs, so it can be tested without a window and driven from the CLI.
-//!
-//! | module | what |
-//! | --- | --- |
-//! | [`run`] | the run controller: model loading, generation on the worker, branches, validation, transcripts, replay |
+//! The app's UI-free state and logic: the persisted workspace, the analysis job (tool set or
+//! schema → grammar → lint findings → test-input verdict and stacks), the actions keyboard
+//! shortcuts and buttons queue, and the run controller. Nothing here depends on egui, so it can be
+//! tested and reused without a window.
 
+use std::sync::Arc;
+
+pub mod actions;
+pub mod analysis;
+pub mod jsonpos;
 pub mod run;
+pub mod samples;
+pub mod workspace;
+
+/// A callback that asks the UI for a new frame; background jobs call it when they have a result.
+pub type Repaint = Arc<dyn Fn() + Send + Sync>;
+
+/// A [`Repaint`] that does nothing (tests and headless use).
+pub fn no_repaint() -> Repaint {
+    Arc::new(|| {})
+}

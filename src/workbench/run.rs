@@ -20,6 +20,7 @@
 mod outcome;
 mod replay;
 mod setup;
+mod state;
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -43,6 +44,7 @@ pub use setup::{
     PromptPreview, PromptStyle, RunInputs, RunSetup, build_prompt_preview, build_request,
     family_for, sampling_with_defaults,
 };
+pub use state::{RunSettings, RunState};
 
 /// Identifies a run within one controller (1, 2, ...).
 pub type RunId = u64;

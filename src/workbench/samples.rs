@@ -1,0 +1,79 @@
+//! The sample tool sets of `sample_schemas/`, built into the binary so the app offers them
+//! wherever it runs (no source tree needed).
+
+/// One sample tool set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    /// The file name in `sample_schemas/`.
+    pub file: &'static str,
+    /// The envelope the sample is meant for (`openai` unless its README says otherwise).
+    pub format: crate::tools::envelope::Format,
+    /// The JSON text.
+    pub text: &'static str,
+}
+
+impl Sample {
+    /// The sample's `description` field, or "" when it has none or the text is not JSON.
+    pub fn description(&self) -> String {
+        serde_json::from_str::<serde_json::Value>(self.text)
+            .ok()
+            .and_then(|v| v.get("description")?.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+}
+
+use crate::tools::envelope::Format;
+
+/// Every sample, the default one (`weather.json`) first.
+pub const SAMPLES: [Sample; 6] = [
+    Sample {
+        file: "weather.json",
+        format: Format::OpenAi,
+        text: include_str!("../../sample_schemas/weather.json"),
+    },
+    Sample {
+        file: "planner_get_inputs.json",
+        format: Format::OpenAi,
+        text: include_str!("../../sample_schemas/planner_get_inputs.json"),
+    },
+    Sample {
+        file: "calculator.json",
+        format: Format::OpenAi,
+        text: include_str!("../../sample_schemas/calculator.json"),
+    },
+    Sample {
+        file: "memory_llama31.json",
+        format: Format::Llama3,
+        text: include_str!("../../sample_schemas/memory_llama31.json"),
+    },
+    Sample {
+        file: "bfcl_excerpt.json",
+        format: Format::OpenAi,
+        text: include_str!("../../sample_schemas/bfcl_excerpt.json"),
+    },
+    Sample {
+        file: "outline_recursive.json",
+        format: Format::OpenAi,
+        text: include_str!("../../sample_schemas/outline_recursive.json"),
+    },
+];
+
+/// The sample with this file name.
+pub fn find(file: &str) -> Option<&'static Sample> {
+    SAMPLES.iter().find(|s| s.file == file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_sample_loads_and_has_a_description() {
+        for s in &SAMPLES {
+            let doc: serde_json::Value = serde_json::from_str(s.text).unwrap();
+            crate::tools::toolset::ToolSet::from_value(&doc)
+                .unwrap_or_else(|e| panic!("{}: {e}", s.file));
+            assert!(!s.description().is_empty(), "{} has no description", s.file);
+        }
+    }
+}
