@@ -340,8 +340,11 @@ impl ToolrailApp {
     }
 }
 
-impl eframe::App for ToolrailApp {
-    fn logic(&mut self, ctx: &egui::Context, _frame: &mut eframe::Frame) {
+impl ToolrailApp {
+    /// One frame's logic, before any pane draws: theme, shortcuts, actions, the run controller,
+    /// the analysis job, autosave and the screenshot. (eframe calls it through
+    /// [`eframe::App::logic`]; tests that draw single panes call it directly.)
+    pub fn tick(&mut self, ctx: &egui::Context) {
         self.apply_theme(ctx);
         shortcuts::collect(ctx, &mut self.shared.actions);
         self.handle_actions();
@@ -368,6 +371,22 @@ impl eframe::App for ToolrailApp {
         if let Some(shot) = &mut self.screenshot {
             shot.logic(ctx);
         }
+    }
+
+    /// Draws one pane (tests snapshot panes one by one).
+    pub fn pane_ui(&mut self, kind: PaneKind, ui: &mut egui::Ui) {
+        self.panes.ui(kind, ui, &mut self.shared);
+    }
+
+    /// Saves the workspace now (what closing the app does).
+    pub fn save(&mut self) {
+        self.save_now();
+    }
+}
+
+impl eframe::App for ToolrailApp {
+    fn logic(&mut self, ctx: &egui::Context, _frame: &mut eframe::Frame) {
+        self.tick(ctx);
     }
 
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
@@ -435,10 +454,8 @@ fn status_bar(ui: &mut egui::Ui, shared: &Shared) {
         } else {
             "grammar: none".to_owned()
         };
-        ui.label(grammar);
-        ui.separator();
-        ui.label(format!(
-            "analysis {:.1} ms + {:.1} ms",
+        ui.label(grammar).on_hover_text(format!(
+            "last analysis: grammar {:.1} ms, test input {:.1} ms",
             a.grammar_time.as_secs_f64() * 1e3,
             a.test_time.as_secs_f64() * 1e3
         ));

@@ -348,8 +348,10 @@ mod tests {
     fn round_trips_through_a_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub").join(WORKSPACE_FILE);
-        let mut ws = Workspace::default();
-        ws.test_input = "hello".into();
+        let mut ws = Workspace {
+            test_input: "hello".into(),
+            ..Workspace::default()
+        };
         ws.schema.envelope = "hermes".into();
         ws.theme = Theme::Light;
         save(&path, &ws).unwrap();

@@ -103,6 +103,7 @@ impl GrammarPane {
                         .cursor
                         .set_char_range(Some(egui::text::CCursorRange::two(a, b)));
                     output.state.store(ui.ctx(), id);
+                    ui.memory_mut(|m| m.request_focus(id));
                     let rect = output
                         .galley
                         .pos_from_cursor(a)
@@ -146,7 +147,7 @@ fn toolbar(ui: &mut egui::Ui, shared: &mut Shared) {
 fn findings(ui: &mut egui::Ui, shared: &mut Shared) {
     let analysis = std::sync::Arc::clone(&shared.analysis);
     for w in &analysis.warnings {
-        ui.label(egui::RichText::new(format!("⚠ {w}")).color(ui.visuals().warn_fg_color));
+        ui.label(egui::RichText::new(format!("warning: {w}")).color(ui.visuals().warn_fg_color));
     }
     if analysis.findings.is_empty() {
         return;

@@ -44,7 +44,7 @@ impl TestInputPane {
             let job = highlight::apply_marks(job, &marks, ui.visuals().dark_mode);
             ui.fonts_mut(|f| f.layout_job(job))
         };
-        let label = ui.label("Test input");
+        let label = ui.label("Text to check");
         let output = egui::TextEdit::multiline(&mut shared.workspace.test_input)
             .id(egui::Id::unique("test-input-editor"))
             .code_editor()
@@ -105,7 +105,7 @@ impl TestInputPane {
                         }
                         for (j, frame) in stack.frames.iter().enumerate() {
                             if j > 0 {
-                                ui.label("›");
+                                ui.label(">");
                             }
                             let source = analysis
                                 .grammar_text
@@ -147,16 +147,16 @@ fn verdict(ui: &mut egui::Ui, shared: &Shared) {
     let expected = report.expected.join(", ");
     let (text, color) = match v.kind {
         VerdictKind::Accepted => (
-            "✔ accepted".to_owned(),
+            "accepted: the whole text matches".to_owned(),
             egui::Color32::from_rgb(80, 180, 90),
         ),
         VerdictKind::Incomplete => (
-            format!("… incomplete at {}: next may be {expected}", v.position),
+            format!("incomplete at {}: next may be {expected}", v.position),
             ui.visuals().warn_fg_color,
         ),
         VerdictKind::Rejected => (
             format!(
-                "✖ rejected at {} (byte {}): expected {expected}",
+                "rejected at {} (byte {}): expected {expected}",
                 v.position,
                 v.offset.unwrap_or(0)
             ),
@@ -164,7 +164,7 @@ fn verdict(ui: &mut egui::Ui, shared: &Shared) {
         ),
         VerdictKind::TooAmbiguous => (
             format!(
-                "✖ too ambiguous at {}: more than 65,536 stacks (llama.cpp would run out of memory)",
+                "too ambiguous at {}: more than 65,536 stacks (llama.cpp would run out of memory)",
                 v.position
             ),
             ui.visuals().error_fg_color,

@@ -45,7 +45,7 @@ impl ToolsPane {
             return;
         }
         if let Some(issue) = &analysis.schema_issue {
-            let text = egui::RichText::new(format!("⚠ {}", issue.message))
+            let text = egui::RichText::new(format!("error: {}", issue.message))
                 .color(ui.visuals().error_fg_color);
             let clicked = ui
                 .add(egui::Label::new(text).wrap().sense(egui::Sense::click()))
@@ -61,7 +61,8 @@ impl ToolsPane {
         for warning in &analysis.warnings {
             ui.add(
                 egui::Label::new(
-                    egui::RichText::new(format!("⚠ {warning}")).color(ui.visuals().warn_fg_color),
+                    egui::RichText::new(format!("warning: {warning}"))
+                        .color(ui.visuals().warn_fg_color),
                 )
                 .wrap(),
             );
