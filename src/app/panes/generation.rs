@@ -167,11 +167,16 @@ impl GenerationPane {
                         .weak(),
                     );
                     let tokens = replay.shown();
-                    if let Some(i) = self.strip.ui(ui, tokens, self.selected, "generation") {
+                    let selected = self
+                        .selected
+                        .filter(|&i| i < tokens.len())
+                        .or(tokens.len().checked_sub(1));
+                    if let Some(i) = self.strip.ui(ui, tokens, selected, "generation") {
                         self.selected = Some(i);
                     }
-                    if let Some(t) = self.selected.and_then(|i| tokens.get(i)) {
-                        token_details(ui, t, None, false);
+                    if let Some(t) = selected.and_then(|i| tokens.get(i)) {
+                        let grammar = replay.transcript.grammar.as_deref();
+                        token_details(ui, t, grammar, false);
                     }
                     mask_plot(ui, tokens, "generation-replay-plot");
                 }
@@ -345,7 +350,7 @@ fn controls(ui: &mut egui::Ui, shared: &mut Shared) {
     let mut pause = false;
     ui.horizontal_wrapped(|ui| {
         if ui
-            .add_enabled(ready && active.is_none(), egui::Button::new("Run"))
+            .add_enabled(ready && active.is_none(), egui::Button::new("Start run"))
             .clicked()
         {
             queue.push(Action::Run);
@@ -476,7 +481,7 @@ pub(crate) fn chip_text(piece: &str) -> String {
         }
     }
     if out.is_empty() {
-        out.push('∅');
+        out.push_str("(empty)");
     }
     out
 }
@@ -624,8 +629,8 @@ pub(crate) fn token_details(
                 } else {
                     format!(
                         "{i}: {}{}",
-                        chain.join(" › "),
-                        top.map(|s| format!("  ⟶ {s}")).unwrap_or_default()
+                        chain.join(" > "),
+                        top.map(|s| format!("  -> {s}")).unwrap_or_default()
                     )
                 };
                 ui.label(RichText::new(text).monospace());

@@ -118,10 +118,10 @@ impl TranscriptPane {
             ui.label(RichText::new(path.display().to_string()).weak());
         }
         ui.horizontal(|ui| {
-            if ui.button("◀ Back").clicked() {
+            if ui.button("Back").clicked() {
                 replay.back();
             }
-            if ui.button("Forward ▶").clicked() {
+            if ui.button("Forward").clicked() {
                 replay.forward();
             }
             let mut position = replay.position();

@@ -83,6 +83,7 @@ impl RunSettings {
 }
 
 /// The run panes' state: the controller, the settings, what the user selected.
+#[derive(Default)]
 pub struct RunState {
     /// The run controller.
     pub controller: RunController,
@@ -99,23 +100,10 @@ pub struct RunState {
     notify_set: bool,
 }
 
-impl Default for RunState {
-    fn default() -> Self {
-        RunState {
-            controller: RunController::default(),
-            settings: RunSettings::default(),
-            settings_loaded: false,
-            shown: None,
-            messages: Vec::new(),
-            export_requested: false,
-            notify_set: false,
-        }
-    }
-}
-
 impl RunState {
     /// Reads the settings from the workspace's `run` value (defaults when absent or unreadable)
-    /// and reopens the last exported transcript for replay, if it still exists.
+    /// and, unless a replay is already open, reopens the last transcript for replay if it still
+    /// exists (so `toolrail gui --screenshot` shows it).
     pub fn load_settings(&mut self, value: &serde_json::Value) {
         self.settings_loaded = true;
         if !value.is_null() {
@@ -126,7 +114,8 @@ impl RunState {
                     .push(format!("run settings in the workspace ignored: {e}")),
             }
         }
-        if let Some(path) = self.settings.last_transcript.clone()
+        if self.controller.replay().is_none()
+            && let Some(path) = self.settings.last_transcript.clone()
             && path.is_file()
             && let Err(e) = self.controller.open_transcript(&path)
         {
