@@ -33,9 +33,17 @@ fn step_until(
     what: &str,
     done: impl Fn(&ToolrailApp) -> bool,
 ) {
-    let deadline = Instant::now() + Duration::from_secs(300);
+    let deadline = Instant::now() + Duration::from_secs(120);
     while !done(harness.state()) {
-        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        let c = &harness.state().shared.run.controller;
+        assert!(
+            Instant::now() < deadline,
+            "gave up waiting for {what}: {} runs, latest {:?}, messages {:?}",
+            c.runs().len(),
+            c.latest()
+                .map(|r| (r.phase, r.tokens.len(), r.is_replaying(), &r.refusals)),
+            harness.state().shared.messages
+        );
         harness.step();
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -116,6 +124,51 @@ fn a_run_on_the_test_model_streams_tokens_that_show_candidates_and_stacks() {
         .next()
         .unwrap();
     harness.get_by_label("Mask time per token (ms)");
+    harness.check_accessibility();
+
+    // Force another allowed candidate: a branch replays the earlier tokens, then takes it.
+    let alternative = token
+        .after
+        .iter()
+        .find(|c| c.id != token.id)
+        .expect("another allowed candidate")
+        .id;
+    let forces: Vec<_> = harness.get_all_by_label("Force").collect();
+    assert!(!forces.is_empty());
+    // The details may sit below the pane's scrolled view: click through accesskit.
+    forces[0].click_accesskit();
+    step_until(&mut harness, "the branch to pause", |app| {
+        app.shared.run.controller.runs().len() == 2
+            && app
+                .shared
+                .run
+                .controller
+                .latest()
+                .is_some_and(|r| !r.is_replaying() && matches!(r.phase, RunPhase::Paused { .. }))
+    });
+    let branch = harness
+        .state()
+        .shared
+        .run
+        .controller
+        .latest()
+        .unwrap()
+        .clone();
+    assert_eq!(harness.state().shared.run.shown, Some(branch.id));
+    assert!(branch.refusals.is_empty(), "{:?}", branch.refusals);
+    assert_eq!(branch.tokens.len(), index + 1);
+    assert_eq!(branch.tokens[index].id, alternative);
+    assert!(branch.tokens.iter().all(|t| t.forced));
+    harness.get_by_label("Cancel").click();
+    step_until(&mut harness, "the branch to end", |app| {
+        app.shared
+            .run
+            .controller
+            .latest()
+            .is_some_and(|r| r.phase == RunPhase::Finished)
+    });
+    // Export the first run (the one shown before the branch).
+    harness.state_mut().shared.run.shown = Some(run.id);
 
     // Export: both files exist and reopen for replay.
     let json = dir.path().join("run.json");
