@@ -1,15 +1,704 @@
-//! Generation: the model picker, prompt, sampling controls, Run / Step / Cancel and the token stream.
+//! Generation: the model picker and load progress, the prompt (with its builder and a preview),
+//! sampling and engine, Run / Step / Continue / Pause / Cancel, the token stream as chips, the
+//! selected token's candidates before and after the mask, its timings and the grammar stacks after
+//! it, Force (a branch from that step), and a plot of mask time per token.
+//!
+//! Everything here draws [`crate::workbench::run`] state and calls its actions; no model or
+//! grammar logic lives in this file. The token strip and the token details are also used by the
+//! Transcript pane for replays.
+
+use std::ops::Range;
+
+use egui::{Color32, RichText};
 
 use crate::app::Shared;
+use crate::llm::ModelSpec;
+use crate::llm::worker::EngineKind;
+use crate::tools::prompt::PromptFamily;
+use crate::transcript::{Candidate, Stop, TokenRecord};
+use crate::workbench::run::{LoadState, Run, RunPhase, RunSettings, RunState};
 
 /// The generation pane's own UI state.
 #[derive(Default)]
-pub struct GenerationPane {}
+pub struct GenerationPane {
+    strip: TokenStrip,
+    selected: Option<usize>,
+    models: Option<Result<Vec<ModelSpec>, String>>,
+    saved_settings: Option<RunSettings>,
+}
+
+/// Reads the run settings from the workspace once, and writes them back when they change.
+pub(crate) fn sync_settings(shared: &mut Shared, saved: &mut Option<RunSettings>) {
+    if !shared.run.settings_loaded {
+        shared.run.load_settings(&shared.workspace.run);
+    }
+    if saved.as_ref() != Some(&shared.run.settings) {
+        shared.workspace.run = shared.run.settings_value();
+        *saved = Some(shared.run.settings.clone());
+    }
+    for message in std::mem::take(&mut shared.run.messages) {
+        shared.message(message);
+    }
+}
 
 impl GenerationPane {
     /// Draws the pane.
     pub fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
-        let _ = shared;
-        ui.label("Not built yet.");
+        sync_settings(shared, &mut self.saved_settings);
+        egui::ScrollArea::vertical()
+            .id_salt("generation-scroll")
+            .show(ui, |ui| {
+                self.model_row(ui, shared);
+                ui.separator();
+                prompt_section(ui, shared);
+                sampling_section(ui, &mut shared.run);
+                ui.separator();
+                controls(ui, shared);
+                ui.separator();
+                self.tokens_section(ui, shared);
+            });
+        sync_settings(shared, &mut self.saved_settings);
     }
+
+    fn model_row(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        let run = &mut shared.run;
+        let models = self.models.get_or_insert_with(|| {
+            ModelSpec::load_file(&run.settings.models_file).map_err(|e| e.to_string())
+        });
+        ui.horizontal(|ui| {
+            let label = ui.label("Model");
+            let selected = match &run.settings.gguf {
+                Some(path) => path.display().to_string(),
+                None => run.settings.model.clone(),
+            };
+            egui::ComboBox::from_id_salt("generation-model")
+                .selected_text(selected)
+                .show_ui(ui, |ui| {
+                    if let Ok(specs) = models {
+                        for spec in specs.iter() {
+                            let chosen =
+                                run.settings.gguf.is_none() && run.settings.model == spec.name;
+                            if ui.selectable_label(chosen, &spec.name).clicked() {
+                                run.settings.model = spec.name.clone();
+                                run.settings.gguf = None;
+                            }
+                        }
+                    }
+                })
+                .response
+                .labelled_by(label.id);
+            let loading = matches!(run.controller.load_state(), LoadState::Loading { .. });
+            let busy = run.controller.is_busy();
+            if ui
+                .add_enabled(!loading && !busy, egui::Button::new("Load model"))
+                .clicked()
+            {
+                match run.settings.model_spec() {
+                    Ok(spec) => {
+                        if let Err(e) = run.controller.load(spec) {
+                            run.messages.push(e.to_string());
+                        }
+                    }
+                    Err(e) => run.messages.push(e),
+                }
+            }
+            if ui
+                .add_enabled(!loading && !busy, egui::Button::new("Open GGUF…"))
+                .clicked()
+                && let Some(path) = rfd::FileDialog::new()
+                    .add_filter("GGUF model", &["gguf"])
+                    .pick_file()
+            {
+                run.settings.gguf = Some(path.clone());
+                if let Err(e) = run.controller.load(ModelSpec::from_path(path)) {
+                    run.messages.push(e.to_string());
+                }
+            }
+            if loading && ui.button("Cancel load").clicked() {
+                run.controller.cancel_load();
+            }
+        });
+        if let Err(e) = models {
+            ui.label(RichText::new(format!("models file: {e}")).color(error_color(ui)));
+        }
+        match run.controller.load_state() {
+            LoadState::Empty => {
+                ui.label(RichText::new("No model loaded.").weak());
+            }
+            LoadState::Loading { name, fraction } => {
+                ui.add(
+                    egui::ProgressBar::new(*fraction)
+                        .show_percentage()
+                        .text(format!("loading {name}: {:.0}%", fraction * 100.0)),
+                );
+            }
+            LoadState::Ready { name } => {
+                if let Some(model) = run.controller.model() {
+                    let info = model.info();
+                    ui.label(format!(
+                        "{name}: {}, {} tokens, {:.0} MB",
+                        info.architecture,
+                        info.vocab_size,
+                        info.file_size as f64 / 1e6
+                    ));
+                }
+            }
+            LoadState::Failed { name, message } => {
+                ui.label(RichText::new(format!("{name}: {message}")).color(error_color(ui)));
+            }
+        }
+    }
+
+    fn tokens_section(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        let shown = shared
+            .run
+            .shown
+            .and_then(|id| shared.run.controller.run(id))
+            .or_else(|| shared.run.controller.latest());
+        let Some(run) = shown else {
+            match shared.run.controller.replay() {
+                Some(replay) => {
+                    ui.label(
+                        RichText::new(format!(
+                            "Replay: {} of {} tokens (Transcript pane)",
+                            replay.position(),
+                            replay.len()
+                        ))
+                        .weak(),
+                    );
+                    let tokens = replay.shown();
+                    let selected = self
+                        .selected
+                        .filter(|&i| i < tokens.len())
+                        .or(tokens.len().checked_sub(1));
+                    if let Some(i) = self.strip.ui(ui, tokens, selected, "generation") {
+                        self.selected = Some(i);
+                    }
+                    if let Some(t) = selected.and_then(|i| tokens.get(i)) {
+                        let grammar = replay.transcript.grammar.as_deref();
+                        token_details(ui, t, grammar, false);
+                    }
+                    mask_plot(ui, tokens, "generation-replay-plot");
+                }
+                None => {
+                    ui.label(RichText::new("No run yet: load a model and press Run.").weak());
+                }
+            }
+            return;
+        };
+        run_status(ui, run);
+        if self.selected.is_some_and(|i| i >= run.tokens.len()) {
+            self.selected = None;
+        }
+        let run_id = run.id;
+        if let Some(i) = self.strip.ui(ui, &run.tokens, self.selected, "generation") {
+            self.selected = Some(i);
+            if let Some(t) = run.tokens.get(i).cloned() {
+                let grammar = run.request.grammar.clone();
+                focus_stacks(shared, &t, grammar.as_deref());
+            }
+        }
+        // Borrow the run again after the focus change.
+        let Some(run) = shared.run.controller.run(run_id) else {
+            return;
+        };
+        let mut force = None;
+        if let Some(i) = self.selected
+            && let Some(t) = run.tokens.get(i)
+        {
+            force = token_details(ui, t, run.request.grammar.as_deref(), true);
+        }
+        mask_plot(ui, &run.tokens, "generation-mask-plot");
+        if let (Some(step), Some(token)) = (self.selected, force) {
+            match shared.run.controller.branch(run_id, step, token, false) {
+                Ok(id) => {
+                    shared.run.shown = Some(id);
+                    self.selected = Some(step);
+                }
+                Err(e) => shared.message(e.to_string()),
+            }
+        }
+    }
+}
+
+/// Highlights the top frames of `token`'s stacks in the grammar pane, if the run's grammar is the
+/// one on display.
+fn focus_stacks(shared: &mut Shared, token: &TokenRecord, grammar: Option<&str>) {
+    let (Some(stacks), Some(grammar)) = (&token.stacks, grammar) else {
+        return;
+    };
+    if grammar != shared.analysis.grammar_text {
+        return;
+    }
+    let highlights: Vec<Range<usize>> = stacks
+        .stacks
+        .iter()
+        .filter_map(|s| s.frames.last())
+        .map(|f| f.span.start as usize..f.span.end as usize)
+        .collect();
+    let select = highlights.first().cloned();
+    shared.focus_grammar(highlights, select);
+}
+
+fn error_color(ui: &egui::Ui) -> Color32 {
+    ui.visuals().error_fg_color
+}
+
+fn prompt_section(ui: &mut egui::Ui, shared: &mut Shared) {
+    let label = ui.label("Prompt");
+    ui.add(
+        egui::TextEdit::multiline(&mut shared.workspace.prompt)
+            .desired_rows(2)
+            .desired_width(f32::INFINITY),
+    )
+    .labelled_by(label.id);
+    let settings = &mut shared.run.settings;
+    ui.horizontal(|ui| {
+        let label = ui.label("Prompt format");
+        egui::ComboBox::from_id_salt("generation-prompt-style")
+            .selected_text(settings.prompt_style.clone())
+            .show_ui(ui, |ui| {
+                let mut names = vec!["model", "raw"];
+                names.extend(PromptFamily::ALL.iter().map(|f| f.name()));
+                for name in names {
+                    ui.selectable_value(&mut settings.prompt_style, name.to_owned(), name);
+                }
+            })
+            .response
+            .labelled_by(label.id);
+    });
+    egui::CollapsingHeader::new("System text")
+        .id_salt("generation-system")
+        .show(ui, |ui| {
+            let label = ui.label("System");
+            ui.add(
+                egui::TextEdit::multiline(&mut settings.system)
+                    .desired_rows(2)
+                    .desired_width(f32::INFINITY),
+            )
+            .labelled_by(label.id);
+        });
+    egui::CollapsingHeader::new("Prompt preview")
+        .id_salt("generation-preview")
+        .show(ui, |ui| {
+            let run = &shared.run;
+            let setup = run.setup(&shared.analysis);
+            let inputs = RunState::inputs(&shared.analysis);
+            match run.controller.prompt_preview(&setup, &inputs) {
+                Ok(preview) => {
+                    ui.label(RichText::new(format!("from the {}", preview.source)).weak());
+                    let mut text = preview.text.as_str();
+                    let label = ui.label("Prompt text");
+                    ui.add(
+                        egui::TextEdit::multiline(&mut text)
+                            .code_editor()
+                            .desired_width(f32::INFINITY),
+                    )
+                    .labelled_by(label.id);
+                }
+                Err(e) => {
+                    ui.label(RichText::new(e.to_string()).color(error_color(ui)));
+                }
+            }
+        });
+}
+
+fn sampling_section(ui: &mut egui::Ui, run: &mut RunState) {
+    let settings = &mut run.settings;
+    ui.horizontal(|ui| {
+        let label = ui.label("Engine");
+        egui::ComboBox::from_id_salt("generation-engine")
+            .selected_text(settings.engine.name())
+            .show_ui(ui, |ui| {
+                for engine in [EngineKind::Toolrail, EngineKind::Llama, EngineKind::None] {
+                    ui.selectable_value(&mut settings.engine, engine, engine.name());
+                }
+            })
+            .response
+            .labelled_by(label.id);
+    });
+    egui::CollapsingHeader::new("Sampling")
+        .id_salt("generation-sampling")
+        .show(ui, |ui| {
+            let s = &mut settings.sampling;
+            ui.add(egui::Slider::new(&mut s.temperature, 0.0..=2.0).text("temperature"));
+            ui.add(egui::Slider::new(&mut s.top_k, 0..=200).text("top-k"));
+            ui.add(egui::Slider::new(&mut s.top_p, 0.0..=1.0).text("top-p"));
+            ui.add(egui::Slider::new(&mut s.min_p, 0.0..=1.0).text("min-p"));
+            ui.add(
+                egui::Slider::new(&mut s.max_tokens, 1..=4096)
+                    .logarithmic(true)
+                    .text("max tokens"),
+            );
+            ui.horizontal(|ui| {
+                let label = ui.label("seed");
+                ui.add(egui::DragValue::new(&mut s.seed))
+                    .labelled_by(label.id);
+            });
+        });
+}
+
+fn controls(ui: &mut egui::Ui, shared: &mut Shared) {
+    use crate::workbench::actions::Action;
+    let controller = &shared.run.controller;
+    let ready = controller.model().is_some();
+    let active = controller.active().map(|r| r.phase);
+    let paused = matches!(active, Some(RunPhase::Paused { .. }));
+    let running = matches!(active, Some(RunPhase::Running | RunPhase::Queued));
+    let mut queue = Vec::new();
+    let mut pair = false;
+    let mut pause = false;
+    ui.horizontal_wrapped(|ui| {
+        if ui
+            .add_enabled(ready && active.is_none(), egui::Button::new("Start run"))
+            .clicked()
+        {
+            queue.push(Action::Run);
+        }
+        if ui
+            .add_enabled(
+                ready && (active.is_none() || paused),
+                egui::Button::new("Step"),
+            )
+            .clicked()
+        {
+            queue.push(Action::Step);
+        }
+        if ui
+            .add_enabled(paused, egui::Button::new("Continue"))
+            .clicked()
+        {
+            queue.push(Action::Continue);
+        }
+        if ui
+            .add_enabled(running, egui::Button::new("Pause"))
+            .clicked()
+        {
+            pause = true;
+        }
+        if ui
+            .add_enabled(active.is_some(), egui::Button::new("Cancel"))
+            .clicked()
+        {
+            queue.push(Action::Cancel);
+        }
+        if ui
+            .add_enabled(
+                ready && active.is_none(),
+                egui::Button::new("Run with and without grammar"),
+            )
+            .on_hover_text(
+                "The same prompt constrained and unconstrained; compare in the Validator pane",
+            )
+            .clicked()
+        {
+            pair = true;
+        }
+    });
+    // Button actions go through the same path as the shortcuts: handled next frame by RunState.
+    for action in queue {
+        shared.queue(action);
+        shared.request_repaint();
+    }
+    if pause {
+        shared.run.controller.pause();
+    }
+    if pair {
+        let setup = shared.run.setup(&shared.analysis);
+        let inputs = RunState::inputs(&shared.analysis);
+        match shared.run.controller.start_pair(&setup, &inputs) {
+            Ok(p) => shared.run.shown = Some(p.constrained),
+            Err(e) => shared.message(e.to_string()),
+        }
+    }
+}
+
+fn run_status(ui: &mut egui::Ui, run: &Run) {
+    let phase = match run.phase {
+        RunPhase::Queued => "queued".to_owned(),
+        RunPhase::Running if run.is_replaying() => "replaying forced tokens".to_owned(),
+        RunPhase::Running => "running".to_owned(),
+        RunPhase::Paused { next_index } => format!("paused before token {next_index}"),
+        RunPhase::Finished => match &run.finish {
+            Some(f) => stop_text(&f.stop),
+            None => "ended".to_owned(),
+        },
+    };
+    ui.horizontal_wrapped(|ui| {
+        ui.label(RichText::new(format!("Run {}", run.id)).strong());
+        ui.label(format!("{} · {}", run.request.engine.name(), phase));
+        if let Some((n, ms)) = run.prompt_decode {
+            ui.label(format!("prompt {n} tokens in {ms:.0} ms"));
+        }
+        if let Some(f) = &run.finish {
+            ui.label(format!(
+                "{} tokens, {:.1} tokens/s, mask {:.1} ms total",
+                f.totals.tokens, f.totals.tokens_per_s, f.totals.mask_ms
+            ));
+        }
+    });
+    for r in &run.refusals {
+        ui.label(
+            RichText::new(format!(
+                "step {}: token {} refused: {}",
+                r.step, r.token, r.reason
+            ))
+            .color(error_color(ui)),
+        );
+    }
+    for e in &run.errors {
+        ui.label(RichText::new(e).color(error_color(ui)));
+    }
+}
+
+/// Why a run stopped, in words.
+pub(crate) fn stop_text(stop: &Stop) -> String {
+    match stop {
+        Stop::EndOfGeneration => "end of generation".to_owned(),
+        Stop::MaxTokens => "token limit".to_owned(),
+        Stop::Cancelled => "cancelled".to_owned(),
+        Stop::DeadEnd { offset, expected } => {
+            format!(
+                "dead end at byte {offset}: expected {}",
+                expected.join(", ")
+            )
+        }
+        Stop::Error { message } => format!("error: {message}"),
+    }
+}
+
+/// A token's piece as shown on a chip: control characters escaped, spaces visible.
+pub(crate) fn chip_text(piece: &str) -> String {
+    let mut out = String::with_capacity(piece.len());
+    for c in piece.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            ' ' => out.push('·'),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    if out.is_empty() {
+        out.push_str("(empty)");
+    }
+    out
+}
+
+/// The token stream as wrapped chips, virtualized by rows: only the visible rows are laid out,
+/// so thousands of tokens stay cheap.
+#[derive(Default)]
+pub struct TokenStrip {
+    rows: Vec<Range<usize>>,
+    key: (usize, u32, usize),
+    char_width: f32,
+}
+
+impl TokenStrip {
+    fn layout(&mut self, ui: &egui::Ui, tokens: &[TokenRecord], width: f32) {
+        let key = (
+            tokens.len(),
+            width as u32,
+            tokens.first().map_or(0, |t| t.id as usize),
+        );
+        if key == self.key && !self.rows.is_empty() {
+            return;
+        }
+        if self.char_width <= 0.0 {
+            let font = egui::TextStyle::Monospace.resolve(ui.style());
+            self.char_width = ui.fonts_mut(|f| f.glyph_width(&font, 'x'));
+        }
+        let pad = ui.spacing().button_padding.x * 2.0 + ui.spacing().item_spacing.x;
+        self.rows.clear();
+        let mut start = 0;
+        let mut used = 0.0;
+        for (i, t) in tokens.iter().enumerate() {
+            let w = chip_text(&t.piece).chars().count() as f32 * self.char_width + pad;
+            if used + w > width && i > start {
+                self.rows.push(start..i);
+                start = i;
+                used = 0.0;
+            }
+            used += w;
+        }
+        if start < tokens.len() {
+            self.rows.push(start..tokens.len());
+        }
+        self.key = key;
+    }
+
+    /// Draws the chips; returns the index of a clicked chip.
+    pub fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        tokens: &[TokenRecord],
+        selected: Option<usize>,
+        salt: &str,
+    ) -> Option<usize> {
+        if tokens.is_empty() {
+            return None;
+        }
+        let width = ui.available_width().max(60.0);
+        self.layout(ui, tokens, width);
+        let row_height = ui.spacing().interact_size.y + ui.spacing().item_spacing.y;
+        let mut clicked = None;
+        let rows = &self.rows;
+        egui::ScrollArea::vertical()
+            .id_salt(("token-strip", salt))
+            .max_height(180.0)
+            .stick_to_bottom(true)
+            .auto_shrink([false, true])
+            .show_rows(ui, row_height, rows.len(), |ui, visible| {
+                for row in &rows[visible] {
+                    ui.horizontal(|ui| {
+                        for i in row.clone() {
+                            let t = &tokens[i];
+                            let mut text = RichText::new(chip_text(&t.piece)).monospace();
+                            if t.forced {
+                                text = text.color(ui.visuals().warn_fg_color);
+                            }
+                            let response = ui
+                                .selectable_label(selected == Some(i), text)
+                                .on_hover_text(format!("token {} (id {})", t.index, t.id));
+                            if response.clicked() {
+                                clicked = Some(i);
+                            }
+                        }
+                    });
+                }
+            });
+        clicked
+    }
+}
+
+/// The selected token: timings, candidates before and after the mask, the stacks after it.
+/// `grammar` (the run's) gives the stacks' source snippets; with `can_force` (live runs) each
+/// other allowed candidate has a Force button, and the one clicked is returned.
+pub(crate) fn token_details(
+    ui: &mut egui::Ui,
+    t: &TokenRecord,
+    grammar: Option<&str>,
+    can_force: bool,
+) -> Option<u32> {
+    let mut force = None;
+    ui.separator();
+    ui.horizontal_wrapped(|ui| {
+        ui.label(
+            RichText::new(format!("Token {}: {:?}", t.index, t.piece))
+                .strong()
+                .monospace(),
+        );
+        ui.label(format!("id {}", t.id));
+        if t.forced {
+            ui.label(RichText::new("forced").color(ui.visuals().warn_fg_color));
+        }
+        ui.label(format!("{} allowed", t.allowed));
+        ui.label(format!(
+            "decode {:.2} ms · mask {:.3} ms",
+            t.decode_ms, t.mask_ms
+        ));
+    });
+    ui.columns(2, |cols| {
+        cols[0].label(RichText::new("Before the mask").strong());
+        candidate_bars(&mut cols[0], &t.before, t.id, None);
+        cols[1].label(RichText::new("After the mask").strong());
+        let chosen = candidate_bars(&mut cols[1], &t.after, t.id, can_force.then_some(()));
+        if chosen.is_some() {
+            force = chosen;
+        }
+    });
+    if let Some(snapshot) = &t.stacks {
+        egui::CollapsingHeader::new(format!(
+            "Stacks after this token ({})",
+            snapshot.stacks.len()
+        ))
+        .id_salt("token-stacks")
+        .default_open(true)
+        .show(ui, |ui| {
+            if snapshot.partial_utf8 {
+                ui.label(RichText::new("inside a UTF-8 sequence").weak());
+            }
+            for (i, stack) in snapshot.stacks.iter().enumerate().take(32) {
+                let chain: Vec<&str> = stack.frames.iter().map(|f| f.rule_name.as_str()).collect();
+                let top = stack.frames.last().and_then(|f| {
+                    grammar.and_then(|g| g.get(f.span.start as usize..f.span.end as usize))
+                });
+                let text = if chain.is_empty() {
+                    format!("{i}: (empty: the grammar may end here)")
+                } else {
+                    format!(
+                        "{i}: {}{}",
+                        chain.join(" > "),
+                        top.map(|s| format!("  -> {s}")).unwrap_or_default()
+                    )
+                };
+                ui.label(RichText::new(text).monospace());
+            }
+            if snapshot.stacks.len() > 32 {
+                ui.label(format!("… {} more", snapshot.stacks.len() - 32));
+            }
+        });
+    }
+    force
+}
+
+/// Candidate rows: the piece, a probability bar, masked ones struck through; with `force`, a
+/// Force button on each other allowed candidate. Returns the candidate to force.
+fn candidate_bars(
+    ui: &mut egui::Ui,
+    candidates: &[Candidate],
+    taken: u32,
+    force: Option<()>,
+) -> Option<u32> {
+    let mut chosen = None;
+    for c in candidates {
+        ui.horizontal(|ui| {
+            let mut text = RichText::new(chip_text(&c.piece)).monospace();
+            if c.masked {
+                text = text.strikethrough().weak();
+            }
+            if c.id == taken {
+                text = text.strong();
+            }
+            ui.label(text).on_hover_text(format!("id {}", c.id));
+            ui.add(
+                egui::ProgressBar::new(c.probability.clamp(0.0, 1.0))
+                    .desired_width(90.0)
+                    .text(format!("{:.3}", c.probability)),
+            );
+            if force.is_some()
+                && !c.masked
+                && c.id != taken
+                && ui
+                    .small_button("Force")
+                    .on_hover_text("Branch: replay the tokens before this step, then take this one")
+                    .clicked()
+            {
+                chosen = Some(c.id);
+            }
+        });
+    }
+    chosen
+}
+
+/// Mask time per token.
+pub(crate) fn mask_plot(ui: &mut egui::Ui, tokens: &[TokenRecord], id: &str) {
+    if tokens.is_empty() {
+        return;
+    }
+    ui.label(RichText::new("Mask time per token (ms)").strong());
+    let points: Vec<[f64; 2]> = tokens
+        .iter()
+        .map(|t| [f64::from(t.index), t.mask_ms])
+        .collect();
+    egui_plot::Plot::new(id.to_owned())
+        .height(110.0)
+        .allow_scroll(false)
+        .allow_zoom(false)
+        .allow_drag(false)
+        .x_axis_label("token")
+        .show(ui, |plot| {
+            plot.line(egui_plot::Line::new("mask ms", points));
+        });
 }
