@@ -43,4 +43,4 @@ xvfb-run -a -s "-screen 0 1600x1000x24" \
 rm -rf "$shot_ws"
 test -s docs/screenshot.png || { echo "error: docs/screenshot.png was not written" >&2; exit 1; }
 # The fuzz target must keep compiling (running it is scripts/fuzz.sh).
-CARGO_TARGET_DIR=target cargo check --locked --manifest-path fuzz/Cargo.toml
+CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}" cargo check --locked --manifest-path fuzz/Cargo.toml
