@@ -26,9 +26,12 @@ pub struct BenchCallsArgs {
     /// A BFCL v4 cases file (its `.answers.json` beside it gives the expected tools).
     #[arg(long, default_value = "../shared/corpus/bfcl/BFCL_v4_multiple.json")]
     pub cases: PathBuf,
-    /// How many questions (the file's first N).
+    /// How many questions (the first N after the skipped ones).
     #[arg(short = 'n', long, default_value_t = 50)]
     pub n: usize,
+    /// Questions to pass over first (e.g. `--skip 50` for held-out questions 51-100).
+    #[arg(long, default_value_t = 0)]
+    pub skip: usize,
     /// The envelope of the grammar; the prompt builder is the envelope's family (default: the
     /// model's `chat_format` in models.toml — gemma, llama3, hermes — else openai).
     #[arg(long, value_enum)]
@@ -57,7 +60,7 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
         ChatFormat::Family(PromptFamily::Hermes) => FormatArg::Hermes,
         ChatFormat::Family(PromptFamily::Generic) | ChatFormat::Auto => FormatArg::Openai,
     });
-    let cases = load_cases(&args.cases, args.n)?;
+    let cases = load_cases(&args.cases, args.skip, args.n)?;
     if !args.json {
         eprintln!("loading {} ...", spec.path.display());
     }
@@ -73,9 +76,10 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
     let mut results = Vec::with_capacity(cases.len());
     if !args.json {
         println!(
-            "{} questions of {}, {} envelope and prompt, {} tokens at most, repetition penalty {}",
+            "{} questions of {} (after the first {}), {} envelope and prompt, {} tokens at most, repetition penalty {}",
             cases.len(),
             args.cases.display(),
+            args.skip,
             format!("{format:?}").to_lowercase(),
             args.max_tokens,
             args.repeat_penalty
@@ -112,6 +116,7 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
             json!({
                 "model": spec.name,
                 "cases_file": args.cases.display().to_string(),
+                "skip": args.skip,
                 "format": format!("{format:?}").to_lowercase(),
                 "max_tokens": args.max_tokens,
                 "repeat_penalty": args.repeat_penalty,

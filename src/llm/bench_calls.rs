@@ -101,9 +101,10 @@ fn read_lines(path: &Path) -> Result<Vec<(usize, Value)>, BenchCallsError> {
     Ok(out)
 }
 
-/// Reads the first `n` cases of a BFCL file, with the ground truth's first tool when the
-/// answers file exists beside it.
-pub fn load_cases(path: &Path, n: usize) -> Result<Vec<BfclCase>, BenchCallsError> {
+/// Reads `n` cases of a BFCL file after its first `skip` ones (so questions tuned on can be
+/// kept apart from held-out ones), with the ground truth's first tool when the answers file
+/// exists beside it.
+pub fn load_cases(path: &Path, skip: usize, n: usize) -> Result<Vec<BfclCase>, BenchCallsError> {
     let answers_file = answers_path(path);
     let mut expected = std::collections::HashMap::new();
     if answers_file.is_file() {
@@ -117,7 +118,7 @@ pub fn load_cases(path: &Path, n: usize) -> Result<Vec<BfclCase>, BenchCallsErro
         }
     }
     let mut cases = Vec::new();
-    for (line, value) in read_lines(path)?.into_iter().take(n) {
+    for (line, value) in read_lines(path)?.into_iter().skip(skip).take(n) {
         let bad = |message: &str| BenchCallsError::Case {
             path: path.to_owned(),
             line,
@@ -350,13 +351,18 @@ mod tests {
             "{\"id\": \"a\", \"question\": [[{\"role\": \"user\", \"content\": \"hi\"}]], \"function\": []}\n{\"id\": \"b\"}\n",
         )
         .unwrap();
-        let err = load_cases(&path, 10).unwrap_err().to_string();
+        let err = load_cases(&path, 0, 10).unwrap_err().to_string();
         assert!(
             err.ends_with("cases.json:2: `question` is not a list of conversations"),
             "{err}"
         );
-        let ok = load_cases(&path, 1).unwrap();
+        let ok = load_cases(&path, 0, 1).unwrap();
         assert_eq!(ok[0].question, "hi");
         assert_eq!(ok[0].expected_tool, None);
+        let err = load_cases(&path, 1, 1).unwrap_err().to_string();
+        assert!(
+            err.ends_with("cases.json:2: `question` is not a list of conversations"),
+            "{err}"
+        );
     }
 }
