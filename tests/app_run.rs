@@ -274,3 +274,39 @@ fn the_replay_moves_with_the_transcript_pane_buttons() {
     harness.get_by_label_contains("Token 1: ");
     harness.check_accessibility();
 }
+
+#[test]
+fn start_run_with_no_model_loaded_loads_the_selected_model_then_runs() {
+    if common::model().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let options = options(dir.path());
+    let mut harness = Harness::builder()
+        .with_size([1440.0, 1000.0])
+        .with_theme(egui::Theme::Dark)
+        .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
+    harness.step();
+    {
+        let settings = &mut harness.state_mut().shared.run.settings;
+        settings.threads = Some(1);
+        settings.sampling.max_tokens = 6;
+    }
+    assert!(harness.state().shared.run.controller.model().is_none());
+    harness.get_by_label("Start run").click();
+    step_until(&mut harness, "the load and the run to end", |app| {
+        let c = &app.shared.run.controller;
+        matches!(c.load_state(), LoadState::Failed { .. })
+            || c.latest().is_some_and(|r| r.phase == RunPhase::Finished)
+    });
+    let state = harness.state();
+    let controller = &state.shared.run.controller;
+    assert!(
+        matches!(controller.load_state(), LoadState::Ready { .. }),
+        "{:?}",
+        controller.load_state()
+    );
+    assert!(state.shared.run.pending_start.is_none());
+    let run = controller.latest().unwrap();
+    assert!(!run.tokens.is_empty(), "the run generated no token");
+}

@@ -59,6 +59,9 @@ pub enum RunError {
     /// No model is loaded.
     #[error("no model is loaded: pick one in the model list or open a GGUF file")]
     NoModel,
+    /// The selected model cannot be found (models.toml entry or GGUF path).
+    #[error("cannot load the model: {0}")]
+    ModelSpec(String),
     /// A model is loading.
     #[error("a model is loading: wait for it or cancel the load")]
     Loading,

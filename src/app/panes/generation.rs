@@ -342,6 +342,8 @@ fn controls(ui: &mut egui::Ui, shared: &mut Shared) {
     use crate::workbench::actions::Action;
     let controller = &shared.run.controller;
     let ready = controller.model().is_some();
+    // With no model loaded, Start run and Step load the selected one first, then start.
+    let can_start = !matches!(controller.load_state(), LoadState::Loading { .. });
     let active = controller.active().map(|r| r.phase);
     let paused = matches!(active, Some(RunPhase::Paused { .. }));
     let running = matches!(active, Some(RunPhase::Running | RunPhase::Queued));
@@ -350,14 +352,17 @@ fn controls(ui: &mut egui::Ui, shared: &mut Shared) {
     let mut pause = false;
     ui.horizontal_wrapped(|ui| {
         if ui
-            .add_enabled(ready && active.is_none(), egui::Button::new("Start run"))
+            .add_enabled(
+                can_start && active.is_none(),
+                egui::Button::new("Start run"),
+            )
             .clicked()
         {
             queue.push(Action::Run);
         }
         if ui
             .add_enabled(
-                ready && (active.is_none() || paused),
+                can_start && (active.is_none() || paused),
                 egui::Button::new("Step"),
             )
             .clicked()

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    PromptStyle, RunController, RunError, RunId, RunInputs, RunPhase, RunSetup, StartMode,
+    LoadState, PromptStyle, RunController, RunError, RunId, RunInputs, RunPhase, RunSetup,
+    StartMode,
 };
 use crate::llm::ModelSpec;
 use crate::llm::worker::EngineKind;
@@ -97,6 +98,9 @@ pub struct RunState {
     pub messages: Vec<String>,
     /// The Export transcript action was given: the Transcript pane asks where to save.
     pub export_requested: bool,
+    /// A Run or Step asked for while no model was loaded: the selected model is loading and
+    /// the run starts as soon as it is ready (dropped if the load fails).
+    pub pending_start: Option<StartMode>,
     notify_set: bool,
 }
 
@@ -179,11 +183,11 @@ impl RunState {
         let mut rest = Vec::with_capacity(actions.len());
         for action in actions.drain(..) {
             let result = match action {
-                Action::Run => self.start(analysis, StartMode::Run).map(|_| ()),
+                Action::Run => self.start_or_load(analysis, StartMode::Run),
                 Action::Step => match self.controller.active().map(|r| r.phase) {
                     Some(RunPhase::Paused { .. }) => self.controller.step(),
                     Some(_) => Ok(()),
-                    None => self.start(analysis, StartMode::Step).map(|_| ()),
+                    None => self.start_or_load(analysis, StartMode::Step),
                 },
                 Action::Continue => self.controller.resume(),
                 Action::Cancel => {
@@ -206,9 +210,43 @@ impl RunState {
         *actions = rest;
         self.controller.poll();
         self.messages.extend(self.controller.take_messages());
+        self.start_pending(analysis);
         if self.controller.is_busy() {
             // The worker notifies on each event; this keeps the load bar and timings moving.
             repaint();
+        }
+    }
+
+    /// Starts a run; with no model loaded, first loads the selected one (the run then starts
+    /// when it is ready), so that Run works on a fresh start without a separate Load.
+    pub fn start_or_load(&mut self, analysis: &Analysis, mode: StartMode) -> Result<(), RunError> {
+        match self.start(analysis, mode) {
+            Err(RunError::NoModel) => match self.settings.model_spec() {
+                Ok(spec) => {
+                    self.controller.load(spec)?;
+                    self.pending_start = Some(mode);
+                    Ok(())
+                }
+                Err(e) => Err(RunError::ModelSpec(e)),
+            },
+            other => other.map(|_| ()),
+        }
+    }
+
+    /// Starts the run a Run or Step asked for while the model was loading, once it is loaded.
+    fn start_pending(&mut self, analysis: &Analysis) {
+        let Some(mode) = self.pending_start else {
+            return;
+        };
+        match self.controller.load_state() {
+            LoadState::Ready { .. } => {
+                self.pending_start = None;
+                if let Err(e) = self.start(analysis, mode) {
+                    self.messages.push(e.to_string());
+                }
+            }
+            LoadState::Loading { .. } => {}
+            LoadState::Empty | LoadState::Failed { .. } => self.pending_start = None,
         }
     }
 
