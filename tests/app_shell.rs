@@ -154,9 +154,16 @@ fn a_corrupt_workspace_is_kept_aside_and_the_app_says_so() {
     std::fs::write(dir.path().join("workspace.json"), "{ not json").unwrap();
     let harness = app(dir.path());
     harness.get_by_label_contains("could not be read");
+    // Defaults everywhere, but for what the app writes back on its first frame: the pane
+    // layout and the run settings (themselves defaults: see the next assertion).
     let mut loaded = harness.state().shared.workspace.clone();
     loaded.layout = None;
+    let run = std::mem::take(&mut loaded.run);
     assert_eq!(loaded, Workspace::default());
+    assert_eq!(
+        serde_json::from_value::<toolrail::workbench::run::RunSettings>(run).unwrap(),
+        toolrail::workbench::run::RunSettings::default()
+    );
     let kept = std::fs::read_dir(dir.path())
         .unwrap()
         .filter_map(|e| e.ok())
