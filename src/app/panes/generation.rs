@@ -558,9 +558,12 @@ impl TokenStrip {
                             if t.forced {
                                 text = text.color(ui.visuals().warn_fg_color);
                             }
+                            // The hover text is built only while hovered, not for every chip each frame.
                             let response = ui
                                 .selectable_label(selected == Some(i), text)
-                                .on_hover_text(format!("token {} (id {})", t.index, t.id));
+                                .on_hover_ui(|ui| {
+                                    ui.label(format!("token {} (id {})", t.index, t.id));
+                                });
                             if response.clicked() {
                                 clicked = Some(i);
                             }

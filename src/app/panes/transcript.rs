@@ -153,14 +153,14 @@ impl TranscriptPane {
         }
         let shown = replay.shown();
         let current = shown.len().checked_sub(1);
-        if let Some(i) = self.strip.ui(ui, shown, current, "transcript") {
-            replay.seek(i + 1);
-        }
-        let grammar = replay.transcript.grammar.clone();
+        let clicked = self.strip.ui(ui, shown, current, "transcript");
         if let Some(token) = replay.current() {
             // Replays cannot branch: there is no model behind them.
-            let _ = token_details(ui, token, grammar.as_deref(), false);
+            let _ = token_details(ui, token, replay.transcript.grammar.as_deref(), false);
         }
         mask_plot(ui, replay.shown(), "transcript-mask-plot");
+        if let Some(i) = clicked {
+            replay.seek(i + 1);
+        }
     }
 }
