@@ -72,6 +72,7 @@ fn main() {
         autosave: false,
         screenshot: None,
         settle: true,
+        demo_run: false,
     };
     let mut harness = Harness::builder()
         .with_size([1440.0, 900.0])

@@ -18,6 +18,7 @@ fn options(dir: &Path) -> AppOptions {
         autosave: true,
         screenshot: None,
         settle: true,
+        demo_run: false,
     }
 }
 

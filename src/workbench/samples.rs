@@ -77,3 +77,18 @@ mod tests {
         }
     }
 }
+
+/// The recorded demo run shipped with the app (`assets/demo/weather_run.json`: the test model,
+/// Gemma 3 270M, calling `get_weather` under the default sample's grammar), replayed in a fresh
+/// workspace so the Generation and Transcript panes show tokens, candidates and stacks before any
+/// model is loaded.
+pub const DEMO_RUN: &str = include_str!("../../assets/demo/weather_run.json");
+
+/// How many tokens of the demo run are shown when it opens: up to `"unit":`, a step whose
+/// candidates include masked ones and whose four stacks lead to the unit's enum.
+pub const DEMO_POSITION: usize = 30;
+
+/// The demo run as a transcript.
+pub fn demo_run() -> Result<crate::transcript::Transcript, crate::transcript::TranscriptError> {
+    crate::transcript::Transcript::from_json(DEMO_RUN, "the bundled demo run")
+}

@@ -158,6 +158,13 @@ impl GenerationPane {
         let Some(run) = shown else {
             match shared.run.controller.replay() {
                 Some(replay) => {
+                    if replay.demo {
+                        ui.label(
+                            RichText::new(super::transcript::DEMO_LABEL)
+                                .strong()
+                                .color(ui.visuals().warn_fg_color),
+                        );
+                    }
                     ui.label(
                         RichText::new(format!(
                             "Replay: {} of {} tokens (Transcript pane)",
