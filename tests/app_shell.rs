@@ -157,6 +157,10 @@ fn a_corrupt_workspace_is_kept_aside_and_the_app_says_so() {
     harness.get_by_label_contains("could not be read");
     let mut loaded = harness.state().shared.workspace.clone();
     loaded.layout = None;
+    // The Generation pane writes its (default) run settings back into the workspace.
+    let run: toolrail::workbench::run::RunSettings =
+        serde_json::from_value(std::mem::take(&mut loaded.run)).unwrap();
+    assert_eq!(run, toolrail::workbench::run::RunSettings::default());
     assert_eq!(loaded, Workspace::default());
     let kept = std::fs::read_dir(dir.path())
         .unwrap()
