@@ -315,3 +315,55 @@ fn snapshot_whole_app_light() {
     harness.run();
     harness.snapshot("whole_app_light");
 }
+
+/// The app as a user first opens it: the recorded demo run is offered.
+fn demo_app(dir: &Path) -> Harness<'static, ToolrailApp> {
+    let options = AppOptions {
+        demo_run: true,
+        ..options(dir)
+    };
+    let mut harness = Harness::builder()
+        .with_size(SIZE)
+        .with_theme(egui::Theme::Dark)
+        .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
+    harness.run();
+    harness
+}
+
+#[test]
+fn a_fresh_workspace_replays_the_recorded_demo_run_until_it_is_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = demo_app(dir.path());
+    let replay = harness.state().shared.run.controller.replay().unwrap();
+    assert!(replay.demo);
+    assert!(replay.path.is_none());
+    assert_eq!(
+        replay.position(),
+        toolrail::workbench::samples::DEMO_POSITION
+    );
+    // Labelled as a recorded run in the Generation pane and in the Transcript pane, whose tab is
+    // in front (its Back button is drawn), with the selected token's stacks.
+    assert_eq!(
+        harness
+            .get_all_by_label_contains("Recorded demo run")
+            .count(),
+        2
+    );
+    harness.get_by_label("Back");
+    assert!(
+        harness
+            .get_all_by_label_contains("Stacks after this token (4)")
+            .count()
+            >= 1
+    );
+
+    harness.get_by_label("Close replay").click();
+    harness.run();
+    assert!(harness.state().shared.run.controller.replay().is_none());
+    harness.state_mut().save();
+    drop(harness);
+
+    let again = demo_app(dir.path());
+    assert!(again.state().shared.run.controller.replay().is_none());
+    assert!(again.query_by_label_contains("Recorded demo run").is_none());
+}
