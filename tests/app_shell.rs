@@ -367,3 +367,24 @@ fn a_fresh_workspace_replays_the_recorded_demo_run_until_it_is_closed() {
     assert!(again.state().shared.run.controller.replay().is_none());
     assert!(again.query_by_label_contains("Recorded demo run").is_none());
 }
+
+#[test]
+fn a_remembered_transcript_reopens_whole_instead_of_the_demo_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/weather_run.json");
+    let mut ws = Workspace::default();
+    ws.run = serde_json::json!({ "last_transcript": fixture });
+    workspace::save(&dir.path().join("workspace.json"), &ws).unwrap();
+    let harness = demo_app(dir.path());
+    let replay = harness.state().shared.run.controller.replay().unwrap();
+    assert!(!replay.demo);
+    assert_eq!(replay.path.as_deref(), Some(fixture.as_path()));
+    assert!(replay.position() > 0);
+    assert_eq!(replay.position(), replay.len());
+    assert!(
+        harness
+            .query_by_label_contains("Recorded demo run")
+            .is_none()
+    );
+    harness.get_by_label("Back");
+}

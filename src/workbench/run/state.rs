@@ -109,7 +109,7 @@ pub struct RunState {
 impl RunState {
     /// Reads the settings from the workspace's `run` value (defaults when absent or unreadable)
     /// and, unless a replay is already open, reopens the last transcript for replay if it still
-    /// exists (so `toolrail gui --screenshot` shows it); with [`RunState::demo`] and no transcript
+    /// exists, shown to its end (so `toolrail gui --screenshot` shows it); with [`RunState::demo`] and no transcript
     /// remembered, opens the recorded demo run instead (until the user closes it).
     pub fn load_settings(&mut self, value: &serde_json::Value) {
         self.settings_loaded = true;
@@ -124,9 +124,16 @@ impl RunState {
         if self.controller.replay().is_none()
             && let Some(path) = self.settings.last_transcript.clone()
             && path.is_file()
-            && let Err(e) = self.controller.open_transcript(&path)
         {
-            self.messages.push(e.to_string());
+            match self.controller.open_transcript(&path) {
+                // Shown whole, its last token selected, as when the run ended.
+                Ok(()) => {
+                    if let Some(replay) = self.controller.replay_mut() {
+                        replay.seek(replay.len());
+                    }
+                }
+                Err(e) => self.messages.push(e.to_string()),
+            }
         }
         if self.demo
             && !self.settings.demo_closed
