@@ -372,8 +372,10 @@ fn a_fresh_workspace_replays_the_recorded_demo_run_until_it_is_closed() {
 fn a_remembered_transcript_reopens_whole_instead_of_the_demo_run() {
     let dir = tempfile::tempdir().unwrap();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/weather_run.json");
-    let mut ws = Workspace::default();
-    ws.run = serde_json::json!({ "last_transcript": fixture });
+    let ws = Workspace {
+        run: serde_json::json!({ "last_transcript": fixture }),
+        ..Workspace::default()
+    };
     workspace::save(&dir.path().join("workspace.json"), &ws).unwrap();
     let harness = demo_app(dir.path());
     let replay = harness.state().shared.run.controller.replay().unwrap();
