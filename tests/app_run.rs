@@ -23,6 +23,7 @@ fn options(dir: &Path) -> AppOptions {
         autosave: false,
         screenshot: None,
         settle: true,
+        demo_run: false,
     }
 }
 

@@ -18,6 +18,7 @@ fn options(dir: &Path) -> AppOptions {
         autosave: true,
         screenshot: None,
         settle: true,
+        demo_run: false,
     }
 }
 
@@ -154,16 +155,13 @@ fn a_corrupt_workspace_is_kept_aside_and_the_app_says_so() {
     std::fs::write(dir.path().join("workspace.json"), "{ not json").unwrap();
     let harness = app(dir.path());
     harness.get_by_label_contains("could not be read");
-    // Defaults everywhere, but for what the app writes back on its first frame: the pane
-    // layout and the run settings (themselves defaults: see the next assertion).
     let mut loaded = harness.state().shared.workspace.clone();
     loaded.layout = None;
-    let run = std::mem::take(&mut loaded.run);
+    // The Generation pane writes its (default) run settings back into the workspace.
+    let run: toolrail::workbench::run::RunSettings =
+        serde_json::from_value(std::mem::take(&mut loaded.run)).unwrap();
+    assert_eq!(run, toolrail::workbench::run::RunSettings::default());
     assert_eq!(loaded, Workspace::default());
-    assert_eq!(
-        serde_json::from_value::<toolrail::workbench::run::RunSettings>(run).unwrap(),
-        toolrail::workbench::run::RunSettings::default()
-    );
     let kept = std::fs::read_dir(dir.path())
         .unwrap()
         .filter_map(|e| e.ok())
@@ -316,4 +314,79 @@ fn snapshot_whole_app_light() {
         .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
     harness.run();
     harness.snapshot("whole_app_light");
+}
+
+/// The app as a user first opens it: the recorded demo run is offered.
+fn demo_app(dir: &Path) -> Harness<'static, ToolrailApp> {
+    let options = AppOptions {
+        demo_run: true,
+        ..options(dir)
+    };
+    let mut harness = Harness::builder()
+        .with_size(SIZE)
+        .with_theme(egui::Theme::Dark)
+        .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
+    harness.run();
+    harness
+}
+
+#[test]
+fn a_fresh_workspace_replays_the_recorded_demo_run_until_it_is_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = demo_app(dir.path());
+    let replay = harness.state().shared.run.controller.replay().unwrap();
+    assert!(replay.demo);
+    assert!(replay.path.is_none());
+    assert_eq!(
+        replay.position(),
+        toolrail::workbench::samples::DEMO_POSITION
+    );
+    // Labelled as a recorded run in the Generation pane and in the Transcript pane, whose tab is
+    // in front (its Back button is drawn), with the selected token's stacks.
+    assert_eq!(
+        harness
+            .get_all_by_label_contains("Recorded demo run")
+            .count(),
+        2
+    );
+    harness.get_by_label("Back");
+    assert!(
+        harness
+            .get_all_by_label_contains("Stacks after this token (4)")
+            .count()
+            >= 1
+    );
+
+    harness.get_by_label("Close replay").click();
+    harness.run();
+    assert!(harness.state().shared.run.controller.replay().is_none());
+    harness.state_mut().save();
+    drop(harness);
+
+    let again = demo_app(dir.path());
+    assert!(again.state().shared.run.controller.replay().is_none());
+    assert!(again.query_by_label_contains("Recorded demo run").is_none());
+}
+
+#[test]
+fn a_remembered_transcript_reopens_whole_instead_of_the_demo_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/weather_run.json");
+    let ws = Workspace {
+        run: serde_json::json!({ "last_transcript": fixture }),
+        ..Workspace::default()
+    };
+    workspace::save(&dir.path().join("workspace.json"), &ws).unwrap();
+    let harness = demo_app(dir.path());
+    let replay = harness.state().shared.run.controller.replay().unwrap();
+    assert!(!replay.demo);
+    assert_eq!(replay.path.as_deref(), Some(fixture.as_path()));
+    assert!(replay.position() > 0);
+    assert_eq!(replay.position(), replay.len());
+    assert!(
+        harness
+            .query_by_label_contains("Recorded demo run")
+            .is_none()
+    );
+    harness.get_by_label("Back");
 }

@@ -210,6 +210,8 @@ pub struct AppOptions {
     pub screenshot: Option<(PathBuf, screenshot::Outcome)>,
     /// Wait for each analysis on the UI thread (deterministic frames for tests and screenshots).
     pub settle: bool,
+    /// Replay the recorded demo run in a workspace that remembers no transcript.
+    pub demo_run: bool,
 }
 
 impl AppOptions {
@@ -220,6 +222,7 @@ impl AppOptions {
             autosave: true,
             screenshot: None,
             settle: false,
+            demo_run: true,
         }
     }
 }
@@ -249,12 +252,13 @@ impl ToolrailApp {
         let loaded = workspace::load(&options.workspace_path);
         let repaint_ctx = ctx.clone();
         let repaint: Repaint = Arc::new(move || repaint_ctx.request_repaint());
-        let tree = loaded
+        let saved_layout = loaded
             .workspace
             .layout
             .as_ref()
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-            .unwrap_or_else(default_layout);
+            .and_then(|v| serde_json::from_value(v.clone()).ok());
+        let fresh_layout = saved_layout.is_none();
+        let mut tree = saved_layout.unwrap_or_else(default_layout);
         let autosave = options.autosave.then(|| {
             Autosave::new(
                 options.workspace_path.clone(),
@@ -272,6 +276,15 @@ impl ToolrailApp {
             messages: Vec::new(),
             repaint: Arc::clone(&repaint),
         };
+        shared.run.demo = options.demo_run;
+        // Reopen the last transcript (or the demo run) now, so the first frame shows it; with
+        // the default layout, its Transcript tab is brought to the front.
+        shared.run.load_settings(&shared.workspace.run);
+        if fresh_layout && shared.run.controller.replay().is_some() {
+            tree.make_active(|_, tile| {
+                matches!(tile, egui_tiles::Tile::Pane(PaneKind::Transcript))
+            });
+        }
         if let Some(notice) = loaded.notice {
             shared.message(notice);
         }

@@ -979,6 +979,16 @@ impl RunController {
         Ok(())
     }
 
+    /// Opens the recorded demo run bundled with the app, shown up to
+    /// [`samples::DEMO_POSITION`](crate::workbench::samples::DEMO_POSITION).
+    pub fn open_demo(&mut self) -> Result<(), RunError> {
+        let mut replay = Replay::new(crate::workbench::samples::demo_run()?, None);
+        replay.demo = true;
+        replay.seek(crate::workbench::samples::DEMO_POSITION);
+        self.replay = Some(replay);
+        Ok(())
+    }
+
     /// Replays run `id` (ended) without a file.
     pub fn replay_run(&mut self, id: RunId) -> Result<(), RunError> {
         let run = self.run(id).ok_or(RunError::UnknownRun(id))?;

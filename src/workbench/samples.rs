@@ -63,6 +63,21 @@ pub fn find(file: &str) -> Option<&'static Sample> {
     SAMPLES.iter().find(|s| s.file == file)
 }
 
+/// The recorded demo run shipped with the app (`assets/demo/weather_run.json`: the test model,
+/// Gemma 3 270M, calling `get_weather` under the default sample's grammar), replayed in a fresh
+/// workspace so the Generation and Transcript panes show tokens, candidates and stacks before any
+/// model is loaded.
+pub const DEMO_RUN: &str = include_str!("../../assets/demo/weather_run.json");
+
+/// How many tokens of the demo run are shown when it opens: up to `"unit":`, a step whose
+/// candidates include masked ones and whose four stacks lead to the unit's enum.
+pub const DEMO_POSITION: usize = 30;
+
+/// The demo run as a transcript.
+pub fn demo_run() -> Result<crate::transcript::Transcript, crate::transcript::TranscriptError> {
+    crate::transcript::Transcript::from_json(DEMO_RUN, "the bundled demo run")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +90,14 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{}: {e}", s.file));
             assert!(!s.description().is_empty(), "{} has no description", s.file);
         }
+    }
+
+    #[test]
+    fn the_demo_run_loads_and_its_shown_token_has_stacks() {
+        let demo = demo_run().unwrap();
+        assert!(DEMO_POSITION > 0 && DEMO_POSITION <= demo.tokens.len());
+        let shown = &demo.tokens[DEMO_POSITION - 1];
+        assert!(shown.stacks.as_ref().is_some_and(|s| !s.stacks.is_empty()));
+        assert!(shown.before.iter().any(|c| c.masked));
     }
 }

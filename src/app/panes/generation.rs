@@ -158,6 +158,13 @@ impl GenerationPane {
         let Some(run) = shown else {
             match shared.run.controller.replay() {
                 Some(replay) => {
+                    if replay.demo {
+                        ui.label(
+                            RichText::new(super::transcript::DEMO_LABEL)
+                                .strong()
+                                .color(ui.visuals().warn_fg_color),
+                        );
+                    }
                     ui.label(
                         RichText::new(format!(
                             "Replay: {} of {} tokens (Transcript pane)",
@@ -563,9 +570,12 @@ impl TokenStrip {
                             if t.forced {
                                 text = text.color(ui.visuals().warn_fg_color);
                             }
+                            // The hover text is built only while hovered, not for every chip each frame.
                             let response = ui
                                 .selectable_label(selected == Some(i), text)
-                                .on_hover_text(format!("token {} (id {})", t.index, t.id));
+                                .on_hover_ui(|ui| {
+                                    ui.label(format!("token {} (id {})", t.index, t.id));
+                                });
                             if response.clicked() {
                                 clicked = Some(i);
                             }

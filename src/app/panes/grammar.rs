@@ -32,12 +32,14 @@ impl GrammarPane {
         let analysis = std::sync::Arc::clone(&shared.analysis);
         let hand = shared.workspace.grammar.hand_edited;
         // The text shown: the hand-edited text as typed, else the generated grammar in force.
-        let current_text = if hand {
-            shared.workspace.grammar.text.clone()
+        // Borrowed when generated (no copy of a large grammar each frame); copied only when hand
+        // edited, because the editor below borrows the workspace text mutably.
+        let current_text: std::borrow::Cow<'_, str> = if hand {
+            std::borrow::Cow::Owned(shared.workspace.grammar.text.clone())
         } else {
-            analysis.grammar_text.clone()
+            std::borrow::Cow::Borrowed(analysis.grammar_text.as_str())
         };
-        let up_to_date = analysis.grammar_text == current_text;
+        let up_to_date = analysis.grammar_text == *current_text;
         let mut marks = Vec::new();
         if up_to_date {
             for f in &analysis.findings {

@@ -58,6 +58,10 @@ pub fn open_from(shared: &mut Shared, path: &Path) {
     }
 }
 
+/// How the recorded demo run is labelled in the Transcript and Generation panes.
+pub(crate) const DEMO_LABEL: &str = "Recorded demo run (bundled with toolrail, made with the test model): \
+     load a model and press Run to make your own";
+
 impl TranscriptPane {
     /// Draws the pane.
     pub fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
@@ -83,7 +87,12 @@ impl TranscriptPane {
             {
                 open_from(shared, &path);
             }
-            if shared.run.controller.replay().is_some() && ui.button("Close replay").clicked() {
+            if let Some(replay) = shared.run.controller.replay()
+                && ui.button("Close replay").clicked()
+            {
+                if replay.demo {
+                    shared.run.settings.demo_closed = true;
+                }
                 shared.run.controller.close_replay();
             }
         });
@@ -104,6 +113,13 @@ impl TranscriptPane {
             return;
         };
         let t = &replay.transcript;
+        if replay.demo {
+            ui.label(
+                RichText::new(DEMO_LABEL)
+                    .strong()
+                    .color(ui.visuals().warn_fg_color),
+            );
+        }
         ui.label(
             RichText::new(format!(
                 "{} · engine {} · {} tokens · {}",
@@ -153,14 +169,14 @@ impl TranscriptPane {
         }
         let shown = replay.shown();
         let current = shown.len().checked_sub(1);
-        if let Some(i) = self.strip.ui(ui, shown, current, "transcript") {
-            replay.seek(i + 1);
-        }
-        let grammar = replay.transcript.grammar.clone();
+        let clicked = self.strip.ui(ui, shown, current, "transcript");
         if let Some(token) = replay.current() {
             // Replays cannot branch: there is no model behind them.
-            let _ = token_details(ui, token, grammar.as_deref(), false);
+            let _ = token_details(ui, token, replay.transcript.grammar.as_deref(), false);
         }
         mask_plot(ui, replay.shown(), "transcript-mask-plot");
+        if let Some(i) = clicked {
+            replay.seek(i + 1);
+        }
     }
 }

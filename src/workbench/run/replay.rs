@@ -11,6 +11,8 @@ pub struct Replay {
     pub transcript: Transcript,
     /// The file it came from, if any.
     pub path: Option<PathBuf>,
+    /// True for the recorded demo run bundled with the app (labelled as such in the panes).
+    pub demo: bool,
     position: usize,
 }
 
@@ -20,6 +22,7 @@ impl Replay {
         Replay {
             transcript,
             path,
+            demo: false,
             position: 0,
         }
     }

@@ -43,6 +43,8 @@ pub struct RunSettings {
     pub show: usize,
     /// The transcript exported last (reopened for replay when the app starts).
     pub last_transcript: Option<PathBuf>,
+    /// The user closed the recorded demo run: do not reopen it.
+    pub demo_closed: bool,
 }
 
 impl Default for RunSettings {
@@ -58,6 +60,7 @@ impl Default for RunSettings {
             threads: None,
             show: 8,
             last_transcript: None,
+            demo_closed: false,
         }
     }
 }
@@ -96,6 +99,9 @@ pub struct RunState {
     pub shown: Option<RunId>,
     /// Messages for the status bar, taken by the panes.
     pub messages: Vec<String>,
+    /// Offer the recorded demo run when the workspace remembers no transcript (interactive use
+    /// and screenshots; tests start without it).
+    pub demo: bool,
     /// The Export transcript action was given: the Transcript pane asks where to save.
     pub export_requested: bool,
     /// A Run or Step asked for while no model was loaded: the selected model is loading and
@@ -107,7 +113,8 @@ pub struct RunState {
 impl RunState {
     /// Reads the settings from the workspace's `run` value (defaults when absent or unreadable)
     /// and, unless a replay is already open, reopens the last transcript for replay if it still
-    /// exists (so `toolrail gui --screenshot` shows it).
+    /// exists, shown to its end (so `toolrail gui --screenshot` shows it); with [`RunState::demo`] and no transcript
+    /// remembered, opens the recorded demo run instead (until the user closes it).
     pub fn load_settings(&mut self, value: &serde_json::Value) {
         self.settings_loaded = true;
         if !value.is_null() {
@@ -121,7 +128,22 @@ impl RunState {
         if self.controller.replay().is_none()
             && let Some(path) = self.settings.last_transcript.clone()
             && path.is_file()
-            && let Err(e) = self.controller.open_transcript(&path)
+        {
+            match self.controller.open_transcript(&path) {
+                // Shown whole, its last token selected, as when the run ended.
+                Ok(()) => {
+                    if let Some(replay) = self.controller.replay_mut() {
+                        replay.seek(replay.len());
+                    }
+                }
+                Err(e) => self.messages.push(e.to_string()),
+            }
+        }
+        if self.demo
+            && !self.settings.demo_closed
+            && self.settings.last_transcript.is_none()
+            && self.controller.replay().is_none()
+            && let Err(e) = self.controller.open_demo()
         {
             self.messages.push(e.to_string());
         }
