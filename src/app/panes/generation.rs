@@ -188,7 +188,12 @@ impl GenerationPane {
                     mask_plot(ui, tokens, "generation-replay-plot");
                 }
                 None => {
-                    ui.label(RichText::new("No run yet: load a model and press Run.").weak());
+                    ui.label(
+                        RichText::new(
+                            "No run yet: press Start run (it loads the selected model first).",
+                        )
+                        .weak(),
+                    );
                 }
             }
             return;
