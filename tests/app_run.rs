@@ -51,23 +51,27 @@ fn step_until(
     harness.step();
 }
 
+/// The real app on a workspace in `dir`, set up for a short live run on one decoding thread.
+fn live_app(dir: &Path, max_tokens: u32) -> Harness<'static, ToolrailApp> {
+    let options = options(dir);
+    let mut harness = Harness::builder()
+        .with_size([1440.0, 1000.0])
+        .with_theme(egui::Theme::Dark)
+        .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
+    harness.step();
+    let settings = &mut harness.state_mut().shared.run.settings;
+    settings.threads = Some(1);
+    settings.sampling.max_tokens = max_tokens;
+    harness
+}
+
 #[test]
 fn a_run_on_the_test_model_streams_tokens_that_show_candidates_and_stacks() {
     if common::model().is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let options = options(dir.path());
-    let mut harness = Harness::builder()
-        .with_size([1440.0, 1000.0])
-        .with_theme(egui::Theme::Dark)
-        .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
-    harness.step();
-    {
-        let settings = &mut harness.state_mut().shared.run.settings;
-        settings.threads = Some(1);
-        settings.sampling.max_tokens = 24;
-    }
+    let mut harness = live_app(dir.path(), 24);
     harness.get_by_label("Load model").click();
     step_until(&mut harness, "the model to load", |app| {
         matches!(
@@ -282,17 +286,7 @@ fn start_run_with_no_model_loaded_loads_the_selected_model_then_runs() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let options = options(dir.path());
-    let mut harness = Harness::builder()
-        .with_size([1440.0, 1000.0])
-        .with_theme(egui::Theme::Dark)
-        .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
-    harness.step();
-    {
-        let settings = &mut harness.state_mut().shared.run.settings;
-        settings.threads = Some(1);
-        settings.sampling.max_tokens = 6;
-    }
+    let mut harness = live_app(dir.path(), 6);
     assert!(harness.state().shared.run.controller.model().is_none());
     harness.get_by_label("Start run").click();
     step_until(&mut harness, "the load and the run to end", |app| {

@@ -236,39 +236,26 @@ pub fn run_case(
     };
 
     masks.clear_cache();
-    let mut run = GreedyRun::new(
-        model,
-        EngineKind::Toolrail,
-        Some(&grammar.text),
-        &prompt,
-        options.max_tokens,
-        session,
-    )?
-    .with_repeat_penalty(options.repeat_penalty);
-    let end = run.run_to_end(masks)?;
-    let output = String::from_utf8_lossy(run.output()).into_owned();
+    let mut greedy = |kind: EngineKind, grammar: Option<&str>| {
+        let mut run = GreedyRun::new(model, kind, grammar, &prompt, options.max_tokens, session)?
+            .with_repeat_penalty(options.repeat_penalty);
+        let end = run.run_to_end(masks)?;
+        let output = String::from_utf8_lossy(run.output()).into_owned();
+        Ok::<_, LlmError>((end, run.tokens().len() as u32, output))
+    };
+    let (end, tokens, output) = greedy(EngineKind::Toolrail, Some(&grammar.text))?;
     let report = validator.validate_output(options.format, &output, ValidateOptions::default());
     let tool = report.calls.first().map(|c| c.name.clone());
     let with_grammar = Attempt {
         valid: report.is_valid_call(),
         tool_match: tool.is_some() && tool == case.expected_tool,
         tool,
-        tokens: run.tokens().len() as u32,
+        tokens,
         end: Some(end),
         output,
     };
 
-    let mut run = GreedyRun::new(
-        model,
-        EngineKind::None,
-        None,
-        &prompt,
-        options.max_tokens,
-        session,
-    )?
-    .with_repeat_penalty(options.repeat_penalty);
-    let end = run.run_to_end(masks)?;
-    let output = String::from_utf8_lossy(run.output()).into_owned();
+    let (end, tokens, output) = greedy(EngineKind::None, None)?;
     let first = extract_calls(&output).calls.into_iter().next();
     let valid = first.as_ref().is_some_and(|c| {
         validator
@@ -280,7 +267,7 @@ pub fn run_case(
         valid,
         tool_match: tool.is_some() && tool == case.expected_tool,
         tool,
-        tokens: run.tokens().len() as u32,
+        tokens,
         end: Some(end),
         output,
     };
