@@ -60,7 +60,7 @@ pub fn open_from(shared: &mut Shared, path: &Path) {
 
 /// How the recorded demo run is labelled in the Transcript and Generation panes.
 pub(crate) const DEMO_LABEL: &str = "Recorded demo run (bundled with toolrail, made with the test model): \
-     load a model and press Run to make your own";
+     press Start run to make your own (it loads the selected model)";
 
 impl TranscriptPane {
     /// Draws the pane.
