@@ -78,24 +78,20 @@ impl GrammarPane {
             .auto_shrink([false, false])
             .show(ui, |ui| {
                 let label = ui.label("Grammar text");
-                let mut output = if hand {
-                    egui::TextEdit::multiline(&mut shared.workspace.grammar.text)
-                        .id(id)
-                        .code_editor()
-                        .desired_width(f32::INFINITY)
-                        .desired_rows(24)
-                        .layouter(&mut layouter)
-                        .show(ui)
+                // Hand-edited: the workspace's text, editable; generated: a read-only view.
+                let mut view: &str = &current_text;
+                let buffer: &mut dyn egui::TextBuffer = if hand {
+                    &mut shared.workspace.grammar.text
                 } else {
-                    let mut view: &str = &current_text;
-                    egui::TextEdit::multiline(&mut view)
-                        .id(id)
-                        .code_editor()
-                        .desired_width(f32::INFINITY)
-                        .desired_rows(24)
-                        .layouter(&mut layouter)
-                        .show(ui)
+                    &mut view
                 };
+                let mut output = egui::TextEdit::multiline(buffer)
+                    .id(id)
+                    .code_editor()
+                    .desired_width(f32::INFINITY)
+                    .desired_rows(24)
+                    .layouter(&mut layouter)
+                    .show(ui);
                 output.response.response = output.response.response.labelled_by(label.id);
                 if let Some(range) = select {
                     let text = &current_text;
