@@ -31,6 +31,9 @@ fi
 # The test model (Gemma 3 270M, 253 MB), cached under ~/.cache/toolrail/models; skipped when present.
 scripts/fetch-model.sh >/dev/null
 
+# A fresh CI checkout gains nothing from incremental compilation, which only costs disk.
+if [ "${CI:-}" = "true" ]; then export CARGO_INCREMENTAL=0; fi
+
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 cargo fmt --all --check
 cargo clippy --locked --all-targets -- -D warnings
@@ -44,3 +47,5 @@ rm -rf "$shot_ws"
 test -s docs/screenshot.png || { echo "error: docs/screenshot.png was not written" >&2; exit 1; }
 # The fuzz target must keep compiling (running it is scripts/fuzz.sh).
 CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}" cargo check --locked --manifest-path fuzz/Cargo.toml
+# How much disk the build took (CI machines have little to spare).
+du -sh "${CARGO_TARGET_DIR:-target}" 2>/dev/null || true
