@@ -252,3 +252,47 @@ fn toolrail_and_llama_engines_generate_the_same_tokens() {
         "every token carries the stacks after it"
     );
 }
+
+#[test]
+fn the_budget_guard_closes_the_grammar_before_max_tokens() {
+    let Some(model) = model() else { return };
+    // A number with unbounded fraction digits: the model keeps writing digits of pi.
+    let grammar = r#"root ::= "{\"pi\": " [0-9] "." [0-9]+ "}""#;
+    let prompt = "The first hundred digits of pi, as JSON:";
+    let g = Arc::new(Grammar::parse(grammar).unwrap());
+    let worker = Worker::spawn_with(Some(model), Arc::new(|| {}));
+    for engine in [EngineKind::Toolrail, EngineKind::Llama] {
+        let (tokens, stop, output) =
+            run_to_end(&worker, request(prompt, Some(grammar), engine, 16));
+        assert!(
+            check(&g, output.as_bytes()).is_accepted(),
+            "{engine:?}: unfinished {output:?} ({stop:?})"
+        );
+        assert!(tokens.len() <= 16);
+        let replaced: Vec<&TokenRecord> = tokens
+            .iter()
+            .filter(|t| t.budget_replaced.is_some())
+            .collect();
+        assert!(
+            !replaced.is_empty(),
+            "{engine:?}: the model closed {output:?} unaided: lengthen the digits it is asked for"
+        );
+        for t in replaced {
+            assert_ne!(
+                t.budget_replaced,
+                Some(t.id),
+                "a replacement differs from the choice"
+            );
+        }
+    }
+    // Without the guard the same run is cut off inside the digits.
+    let mut req = request(prompt, Some(grammar), EngineKind::Toolrail, 16);
+    req.sampling.finish_in_budget = false;
+    let (tokens, stop, output) = run_to_end(&worker, req);
+    assert_eq!(stop, Stop::MaxTokens, "{output:?}");
+    assert!(tokens.iter().all(|t| t.budget_replaced.is_none()));
+    assert!(
+        !check(&g, output.as_bytes()).is_accepted(),
+        "{output:?} finished without the guard"
+    );
+}

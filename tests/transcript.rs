@@ -23,6 +23,7 @@ fn sample_transcript() -> Transcript {
             id: 100 + i as u32,
             piece: piece.to_string(),
             piece_hex: None,
+            budget_replaced: None,
             forced: i == 2,
             before: vec![Candidate {
                 id: 7,

@@ -42,6 +42,10 @@ pub struct BenchCallsArgs {
     /// Repetition penalty over the last 64 generated tokens, both runs (1.0: off, plain greedy).
     #[arg(long, default_value_t = 1.0)]
     pub repeat_penalty: f32,
+    /// Let the greedy choice stand even when it leaves too few tokens to finish the grammar
+    /// (by default, near --max-tokens the most likely token that can still finish is taken).
+    #[arg(long)]
+    pub no_budget_guard: bool,
     /// Decoding threads (1 keeps ggml's thread pool from spinning on busy cores).
     #[arg(long, default_value_t = 1)]
     pub threads: u32,
@@ -72,17 +76,19 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
         max_tokens: args.max_tokens,
         threads: Some(args.threads),
         repeat_penalty: args.repeat_penalty,
+        budget_guard: !args.no_budget_guard,
     };
     let mut results = Vec::with_capacity(cases.len());
     if !args.json {
         println!(
-            "{} questions of {} (after the first {}), {} envelope and prompt, {} tokens at most, repetition penalty {}",
+            "{} questions of {} (after the first {}), {} envelope and prompt, {} tokens at most, repetition penalty {}, budget guard {}",
             cases.len(),
             args.cases.display(),
             args.skip,
             format!("{format:?}").to_lowercase(),
             args.max_tokens,
-            args.repeat_penalty
+            args.repeat_penalty,
+            if args.no_budget_guard { "off" } else { "on" }
         );
         println!(
             "{:<18} {:<28} {:<34} {:<34}",
@@ -94,9 +100,14 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
         if !args.json {
             let show = |a: &crate::llm::bench_calls::Attempt| {
                 format!(
-                    "{} {}",
+                    "{} {}{}",
                     if a.valid { "valid  " } else { "INVALID" },
-                    a.tool.as_deref().unwrap_or("-")
+                    a.tool.as_deref().unwrap_or("-"),
+                    if a.budget_replaced > 0 {
+                        " (guard)"
+                    } else {
+                        ""
+                    }
                 )
             };
             println!(
@@ -120,6 +131,7 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
                 "format": format!("{format:?}").to_lowercase(),
                 "max_tokens": args.max_tokens,
                 "repeat_penalty": args.repeat_penalty,
+                "budget_guard": !args.no_budget_guard,
                 "summary": summary,
                 "results": results,
             })

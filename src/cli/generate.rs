@@ -66,6 +66,10 @@ pub struct GenerateArgs {
     /// Random seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Let the sampled token stand even when it leaves too few tokens to finish the grammar
+    /// (by default, near --max-tokens the most likely token that can still finish is taken).
+    #[arg(long)]
+    pub no_budget_guard: bool,
     /// Write the transcript (JSON) here.
     #[arg(long)]
     pub transcript: Option<PathBuf>,
@@ -145,6 +149,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         min_p: args.min_p,
         seed: args.seed,
         max_tokens: args.max_tokens,
+        finish_in_budget: !args.no_budget_guard,
     };
     let info = model.info().clone();
     let worker = Worker::spawn_with(Some(model), Arc::new(|| {}));

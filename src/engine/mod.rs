@@ -3,6 +3,8 @@
 
 pub mod charset;
 pub mod check;
+pub mod finish;
+mod lengths;
 pub mod mask;
 pub mod recognizer;
 pub mod sample;
@@ -13,6 +15,7 @@ pub mod vocab;
 
 pub use charset::CharSet;
 pub use check::{Verdict, VerdictKind, check, check_with};
+pub use finish::BudgetGuard;
 pub use mask::{MaskEngine, MaskError, TokenMask, TokenTrie};
 pub use recognizer::{Engine, Expected, State};
 pub use snapshot::{Frame, Snapshot, StackView};

@@ -4,6 +4,7 @@
 //! cannot overflow). Each choice of alternative keeps the string within `max_len` when the
 //! grammar allows it: minimal completion lengths are computed once per grammar.
 
+use super::lengths::{INFINITE, MinLengths, next_element};
 use super::recognizer::class_chars;
 use crate::gbnf::{ElementKind, Grammar};
 
@@ -43,8 +44,6 @@ pub enum SampleError {
     NoTextString,
 }
 
-const INFINITE: u64 = u64::MAX / 4;
-
 /// Samples strings of one grammar.
 #[derive(Clone, Debug)]
 pub struct Sampler<'g> {
@@ -58,38 +57,8 @@ pub struct Sampler<'g> {
 impl<'g> Sampler<'g> {
     /// Prepares minimal lengths for `grammar`.
     pub fn new(grammar: &'g Grammar) -> Self {
-        let n = grammar.rule_count();
-        let elements = grammar.elements();
-        let mut rule_min = vec![INFINITE; n];
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for r in 0..n as u32 {
-                let best = grammar
-                    .alternatives(r)
-                    .into_iter()
-                    .map(|start| alt_min(grammar, &rule_min, start))
-                    .min()
-                    .unwrap_or(INFINITE);
-                if best < rule_min[r as usize] {
-                    rule_min[r as usize] = best;
-                    changed = true;
-                }
-            }
-        }
-        let mut rest_min = vec![0; elements.len()];
-        for pos in (0..elements.len()).rev() {
-            let e = elements[pos];
-            rest_min[pos] = match e.kind {
-                ElementKind::End | ElementKind::Alt => 0,
-                _ => {
-                    let after = next_element(grammar, pos as u32);
-                    element_min(grammar, &rule_min, pos as u32)
-                        .saturating_add(rest_min[after as usize])
-                        .min(INFINITE)
-                }
-            };
-        }
+        let MinLengths { rule_min, rest_min } =
+            MinLengths::new(grammar, |pos| char_cost(grammar, pos));
         Sampler {
             grammar,
             rule_min,
@@ -207,29 +176,10 @@ fn intersect_printable(set: &super::CharSet) -> super::CharSet {
     out
 }
 
-/// The position after the element at `pos` (after a whole class for class starts).
-fn next_element(grammar: &Grammar, pos: u32) -> u32 {
-    let elements = grammar.elements();
-    let kind = elements[pos as usize].kind;
-    if !kind.starts_char_class() {
-        return pos + 1;
-    }
-    let mut p = pos as usize + 1;
-    while matches!(
-        elements[p].kind,
-        ElementKind::CharAlt | ElementKind::CharRngUpper
-    ) {
-        p += 1;
-    }
-    p as u32
-}
-
-fn element_min(grammar: &Grammar, rule_min: &[u64], pos: u32) -> u64 {
-    let e = grammar.element(pos);
-    match e.kind {
-        ElementKind::RuleRef => rule_min[e.value as usize],
+/// One character for a class that holds a character; token elements have no text.
+fn char_cost(grammar: &Grammar, pos: u32) -> u64 {
+    match grammar.element(pos).kind {
         ElementKind::Token | ElementKind::TokenNot => INFINITE,
-        ElementKind::End | ElementKind::Alt => 0,
         _ => {
             if class_chars(grammar, pos)
                 .ranges()
@@ -242,18 +192,6 @@ fn element_min(grammar: &Grammar, rule_min: &[u64], pos: u32) -> u64 {
             }
         }
     }
-}
-
-fn alt_min(grammar: &Grammar, rule_min: &[u64], start: u32) -> u64 {
-    let mut total: u64 = 0;
-    let mut pos = start;
-    while !grammar.is_end_of_sequence(pos) {
-        total = total
-            .saturating_add(element_min(grammar, rule_min, pos))
-            .min(INFINITE);
-        pos = next_element(grammar, pos);
-    }
-    total
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use super::worker::EngineKind;
 use super::{LlamaGrammarSampler, LlmError, Model, Session, SessionOptions};
-use crate::engine::{Engine, MaskEngine, State, TokenMask};
+use crate::engine::{BudgetGuard, Engine, MaskEngine, State, TokenMask};
 use crate::gbnf::{Grammar, TokenVocabulary};
 
 /// Why a greedy run ended.
@@ -51,6 +51,10 @@ pub struct GreedyRun<'m> {
     /// llama.cpp-style repetition penalty over the last [`PENALTY_WINDOW`] generated tokens
     /// (1.0: off).
     repeat_penalty: f32,
+    /// Keeps the run able to finish its grammar within `max_tokens` (`toolrail` engine only).
+    guard: Option<BudgetGuard>,
+    /// Steps where the guard replaced the greedy choice.
+    budget_replaced: u32,
 }
 
 /// How many of the last generated tokens a repetition penalty looks at (llama.cpp's
@@ -116,6 +120,8 @@ impl<'m> GreedyRun<'m> {
             step_ms: 0.0,
             last_mask: None,
             repeat_penalty: 1.0,
+            guard: None,
+            budget_replaced: 0,
         })
     }
 
@@ -125,6 +131,24 @@ impl<'m> GreedyRun<'m> {
     pub fn with_repeat_penalty(mut self, penalty: f32) -> Self {
         self.repeat_penalty = penalty;
         self
+    }
+
+    /// Turns on the budget guard ([`BudgetGuard`]) for a `toolrail` run: near `max_tokens`, a
+    /// greedy choice that would leave the grammar unable to finish in the tokens left is
+    /// replaced by the most likely token that can. Off by default: `toolrail bench` compares
+    /// the engines on the model's own choices.
+    pub fn with_budget_guard(mut self) -> Self {
+        let table = self.model.shared_token_table();
+        self.guard = self
+            .track
+            .as_ref()
+            .map(|(engine, _)| BudgetGuard::new(engine.grammar(), table));
+        self
+    }
+
+    /// How many steps the budget guard replaced the greedy choice.
+    pub fn budget_replaced(&self) -> u32 {
+        self.budget_replaced
     }
 
     /// The most likely allowed token, after the repetition penalty.
@@ -230,7 +254,17 @@ impl<'m> GreedyRun<'m> {
         if mask.is_some() {
             self.mask_ms.push(ms(started));
         }
-        let choice = self.choose(mask.as_ref())?;
+        let mut choice = self.choose(mask.as_ref())?;
+        if let (Some(guard), Some((engine, state)), Some(mask), Some(token)) =
+            (&self.guard, &mut self.track, &mask, choice)
+        {
+            let remaining = self.max_tokens - self.tokens.len() as u32;
+            let logits = self.session.logits()?;
+            if let Some(instead) = guard.steer(engine, *state, mask, logits, token, remaining) {
+                choice = Some(instead);
+                self.budget_replaced += 1;
+            }
+        }
         self.last_mask = mask;
         let Some(token) = choice else {
             self.end = Some(RunEnd::DeadEnd);

@@ -169,6 +169,8 @@ pub struct Attempt {
     pub tokens: u32,
     /// Why generation stopped.
     pub end: Option<RunEnd>,
+    /// Steps where the budget guard replaced the model's choice.
+    pub budget_replaced: u32,
     /// The text generated.
     pub output: String,
 }
@@ -199,6 +201,9 @@ pub struct CallsOptions {
     pub threads: Option<u32>,
     /// Repetition penalty for both runs (1.0: off; see [`GreedyRun::with_repeat_penalty`]).
     pub repeat_penalty: f32,
+    /// Keep the run under the grammar able to finish within `max_tokens`
+    /// (see [`GreedyRun::with_budget_guard`]).
+    pub budget_guard: bool,
 }
 
 /// Runs one question with and without the grammar.
@@ -239,11 +244,19 @@ pub fn run_case(
     let mut greedy = |kind: EngineKind, grammar: Option<&str>| {
         let mut run = GreedyRun::new(model, kind, grammar, &prompt, options.max_tokens, session)?
             .with_repeat_penalty(options.repeat_penalty);
+        if options.budget_guard {
+            run = run.with_budget_guard();
+        }
         let end = run.run_to_end(masks)?;
         let output = String::from_utf8_lossy(run.output()).into_owned();
-        Ok::<_, LlmError>((end, run.tokens().len() as u32, output))
+        Ok::<_, LlmError>((
+            end,
+            run.tokens().len() as u32,
+            run.budget_replaced(),
+            output,
+        ))
     };
-    let (end, tokens, output) = greedy(EngineKind::Toolrail, Some(&grammar.text))?;
+    let (end, tokens, budget_replaced, output) = greedy(EngineKind::Toolrail, Some(&grammar.text))?;
     let report = validator.validate_output(options.format, &output, ValidateOptions::default());
     let tool = report.calls.first().map(|c| c.name.clone());
     let with_grammar = Attempt {
@@ -252,10 +265,11 @@ pub fn run_case(
         tool,
         tokens,
         end: Some(end),
+        budget_replaced,
         output,
     };
 
-    let (end, tokens, output) = greedy(EngineKind::None, None)?;
+    let (end, tokens, budget_replaced, output) = greedy(EngineKind::None, None)?;
     let first = extract_calls(&output).calls.into_iter().next();
     let valid = first.as_ref().is_some_and(|c| {
         validator
@@ -269,6 +283,7 @@ pub fn run_case(
         tool,
         tokens,
         end: Some(end),
+        budget_replaced,
         output,
     };
     Ok(CaseResult {

@@ -15,7 +15,7 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded};
 use super::sampling::{Scored, choose};
 use super::{LlamaGrammarSampler, LlmError, Model, ModelInfo, ModelSpec, SessionOptions};
 use crate::engine::sample::SplitMix64;
-use crate::engine::{Engine, MaskEngine, State, TokenMask};
+use crate::engine::{BudgetGuard, Engine, MaskEngine, State, TokenMask};
 use crate::gbnf::{Grammar, TokenVocabulary};
 use crate::transcript::{Candidate, Sampling, Stop, TokenRecord, Totals};
 
@@ -368,6 +368,11 @@ impl WorkerState {
             }
             None => None,
         };
+        // Keeps the run able to finish its grammar within max_tokens.
+        let guard = track
+            .as_ref()
+            .filter(|_| request.sampling.finish_in_budget)
+            .map(|(engine, _)| BudgetGuard::new(engine.grammar(), masks.table().clone()));
         let mut llama = match (request.engine, grammar_text) {
             (EngineKind::Llama, Some(text)) => Some(LlamaGrammarSampler::new(model, text, "root")?),
             _ => None,
@@ -434,6 +439,7 @@ impl WorkerState {
                 &mut rng,
                 request.show,
             );
+            let mut budget_replaced = None;
             let token = match forced {
                 Some(token) => {
                     if let Some(reason) = refusal(model, mask.as_ref(), token) {
@@ -444,7 +450,19 @@ impl WorkerState {
                     token
                 }
                 None => match choice.token {
-                    Some(token) => token,
+                    Some(token) => match (&guard, &mut track, &mask) {
+                        (Some(guard), Some((engine, state)), Some(mask)) => {
+                            let remaining = request.sampling.max_tokens - index;
+                            match guard.steer(engine, *state, mask, logits, token, remaining) {
+                                Some(instead) => {
+                                    budget_replaced = Some(token);
+                                    instead
+                                }
+                                None => token,
+                            }
+                        }
+                        _ => token,
+                    },
                     None => {
                         break Stop::Error {
                             message: "no token could be chosen".into(),
@@ -477,6 +495,7 @@ impl WorkerState {
                 piece: String::from_utf8_lossy(&piece).into_owned(),
                 piece_hex: std::str::from_utf8(&piece).is_err().then(|| hex(&piece)),
                 forced: forced.is_some(),
+                budget_replaced,
                 before: candidates(model, &choice.before, mask.as_ref()),
                 after: candidates(model, &choice.after, mask.as_ref()),
                 allowed: choice.allowed,

@@ -80,7 +80,11 @@ pub fn to_markdown(t: &Transcript) -> String {
                 "| {} | `{}`{} | {:.2} | {} | {} | {:.3} |\n",
                 r.index,
                 cell(&r.piece),
-                if r.forced { " (forced)" } else { "" },
+                match (r.forced, r.budget_replaced) {
+                    (true, _) => " (forced)".to_owned(),
+                    (false, Some(id)) => format!(" (budget guard, not {id})"),
+                    (false, None) => String::new(),
+                },
                 p,
                 r.allowed,
                 alts.join(", "),

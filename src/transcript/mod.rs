@@ -85,6 +85,12 @@ pub struct Sampling {
     pub seed: u64,
     /// Stop after this many tokens.
     pub max_tokens: u32,
+    /// Near the token limit, replace a sampled token that would leave the grammar unable to
+    /// finish in the tokens left by the most likely one that can (see
+    /// [`crate::engine::BudgetGuard`]); constrained runs only. Absent in older transcripts
+    /// (their runs had no guard).
+    #[serde(default)]
+    pub finish_in_budget: bool,
 }
 
 impl Default for Sampling {
@@ -96,6 +102,7 @@ impl Default for Sampling {
             min_p: 0.05,
             seed: 0,
             max_tokens: 256,
+            finish_in_budget: true,
         }
     }
 }
@@ -128,6 +135,10 @@ pub struct TokenRecord {
     /// True if the user forced this token instead of the sampled one.
     #[serde(default)]
     pub forced: bool,
+    /// The token the sampler chose, when the budget guard took this one instead (the sampled
+    /// one would have left too few tokens to finish the grammar).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_replaced: Option<u32>,
     /// The most likely candidates before the mask.
     pub before: Vec<Candidate>,
     /// The most likely candidates after the mask.

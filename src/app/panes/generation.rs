@@ -342,6 +342,11 @@ fn sampling_section(ui: &mut egui::Ui, run: &mut RunState) {
                     .logarithmic(true)
                     .text("max tokens"),
             );
+            ui.checkbox(&mut s.finish_in_budget, "Finish within max tokens")
+                .on_hover_text(
+                    "Near the limit, take the most likely token that still lets the grammar \
+                     finish in the tokens left (constrained runs)",
+                );
             ui.horizontal(|ui| {
                 let label = ui.label("seed");
                 ui.add(egui::DragValue::new(&mut s.seed))
@@ -572,7 +577,7 @@ impl TokenStrip {
                         for i in row.clone() {
                             let t = &tokens[i];
                             let mut text = RichText::new(chip_text(&t.piece)).monospace();
-                            if t.forced {
+                            if t.forced || t.budget_replaced.is_some() {
                                 text = text.color(ui.visuals().warn_fg_color);
                             }
                             // The hover text is built only while hovered, not for every chip each frame.
@@ -612,6 +617,13 @@ pub(crate) fn token_details(
         ui.label(format!("id {}", t.id));
         if t.forced {
             ui.label(RichText::new("forced").color(ui.visuals().warn_fg_color));
+        }
+        if let Some(sampled) = t.budget_replaced {
+            ui.label(RichText::new("budget guard").color(ui.visuals().warn_fg_color))
+                .on_hover_text(format!(
+                    "The sampler chose token {sampled}, which would have left too few tokens \
+                     to finish the grammar before max tokens"
+                ));
         }
         ui.label(format!("{} allowed", t.allowed));
         ui.label(format!(

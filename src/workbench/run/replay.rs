@@ -115,6 +115,7 @@ mod tests {
             piece: piece.into(),
             piece_hex: None,
             forced: false,
+            budget_replaced: None,
             before: Vec::new(),
             after: Vec::new(),
             allowed: 1,

@@ -129,6 +129,7 @@ pub fn sampling_with_defaults(base: &Sampling, spec: &ModelSpec) -> Sampling {
         min_p: d.min_p.unwrap_or(base.min_p),
         seed: d.seed.map_or(base.seed, u64::from),
         max_tokens: d.max_tokens.unwrap_or(base.max_tokens),
+        finish_in_budget: base.finish_in_budget,
     }
 }
 
