@@ -216,19 +216,7 @@ fn pane_snapshot(kind: PaneKind, name: &str) {
     open_from(&mut app.shared, Path::new(FIXTURE));
     let replay = app.shared.run.controller.replay_mut().unwrap();
     replay.seek(12);
-    let mut harness = Harness::builder()
-        .with_size([720.0, 760.0])
-        .with_theme(egui::Theme::Dark)
-        .wgpu()
-        .build_ui_state(
-            |ui, app: &mut ToolrailApp| {
-                app.tick(ui.ctx());
-                app.pane_ui(kind, ui);
-            },
-            app,
-        );
-    harness.run();
-    harness.snapshot(name);
+    common::app::snapshot_pane(app, kind, name, [720.0, 760.0], egui::Theme::Dark);
 }
 
 #[test]

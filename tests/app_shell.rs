@@ -2,6 +2,8 @@
 //! real grammar generation, lint and recognizer), a fixed window size and the dark theme, and a
 //! workspace file in a temporary folder (never the user's own).
 
+mod common;
+
 use std::path::Path;
 
 use egui::{Key, Modifiers};
@@ -201,19 +203,7 @@ fn pane_snapshot(kind: PaneKind, name: &str, theme: egui::Theme) {
         egui::Theme::Dark => Theme::Dark,
         egui::Theme::Light => Theme::Light,
     };
-    let mut harness = Harness::builder()
-        .with_size([720.0, 520.0])
-        .with_theme(theme)
-        .wgpu()
-        .build_ui_state(
-            |ui, app: &mut ToolrailApp| {
-                app.tick(ui.ctx());
-                app.pane_ui(kind, ui);
-            },
-            app,
-        );
-    harness.run();
-    harness.snapshot(name);
+    common::app::snapshot_pane(app, kind, name, [720.0, 520.0], theme);
 }
 
 #[test]

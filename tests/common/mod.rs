@@ -6,10 +6,15 @@ use std::sync::OnceLock;
 #[allow(dead_code)]
 pub mod masks;
 
+/// App snapshot helpers (not every test binary uses them).
+#[allow(dead_code)]
+pub mod app;
+
 use toolrail::llm::{Model, test_model_path};
 
 /// The test model, loaded once per test binary. Absent: a failure when `CI=true`, otherwise
-/// `None` after saying how to fetch it.
+/// `None` after saying how to fetch it. (The app shell tests share this module but not the model.)
+#[allow(dead_code)]
 pub fn model() -> Option<&'static Model> {
     static MODEL: OnceLock<Option<Model>> = OnceLock::new();
     MODEL
