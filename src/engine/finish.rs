@@ -98,6 +98,11 @@ impl BudgetGuard {
     /// left (`remaining` counts this step): None when `chosen` fits, or when no allowed token
     /// does (the budget was too small from the start). The replacement is the allowed token
     /// with the highest logit that fits.
+    ///
+    /// Cost: one token advanced when `chosen` fits. Otherwise the most likely allowed tokens
+    /// are tried in order, and the whole allowed set only while the run is still within
+    /// budget (then a fitting token exists, a byte of a shortest completion); a grammar that
+    /// cannot be completed at all is left alone.
     pub fn steer(
         &self,
         engine: &mut Engine,
@@ -110,6 +115,7 @@ impl BudgetGuard {
         if self.fits(engine, state, chosen, remaining) {
             return None;
         }
+        let needed = self.tokens_needed(engine, state)?;
         let logit = |id: u32| {
             logits
                 .get(id as usize)
@@ -131,6 +137,10 @@ impl BudgetGuard {
             .find(|&&id| self.fits(engine, state, id, remaining))
         {
             return Some(id);
+        }
+        if needed > u64::from(remaining) {
+            // Already over budget: only a long token could catch up, and those are likely ones.
+            return None;
         }
         tail.sort_unstable_by(by_logit);
         tail.iter()
@@ -280,5 +290,18 @@ mod tests {
             Some(eog)
         );
         assert_eq!(guard.steer(&mut engine, after, &mask, &logits, b, 2), None);
+    }
+
+    #[test]
+    fn a_grammar_that_never_ends_is_left_alone() {
+        let (mut engine, guard) = engine(&table(), r#"root ::= "x" root"#);
+        let table = table();
+        let mut masks = super::super::MaskEngine::new(Arc::new(table.clone()));
+        let state = engine.initial();
+        assert_eq!(guard.tokens_needed(&engine, state), None);
+        let mask = masks.mask(&mut engine, state).expect("mask");
+        let x = id(&table, "x");
+        let logits = vec![0.0f32; table.len()];
+        assert_eq!(guard.steer(&mut engine, state, &mask, &logits, x, 3), None);
     }
 }
