@@ -9,6 +9,7 @@ use std::path::Path;
 use egui::{Key, Modifiers};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
+use toolrail::app::dialogs::FileRequest;
 use toolrail::app::{AppOptions, PaneKind, ToolrailApp};
 use toolrail::workbench::workspace::{self, Theme, Workspace};
 
@@ -228,11 +229,15 @@ fn snapshot_grammar_pane_light() {
 
 #[test]
 fn an_exported_grammar_reopens_as_the_hand_edited_grammar() {
+    // The files come in as the file dialogs' answers do (the dialogs themselves are native).
     let dir = tempfile::tempdir().unwrap();
     let mut harness = app(dir.path());
     let generated = harness.state().shared.analysis.grammar_text.clone();
     let out = dir.path().join("weather.gbnf");
-    toolrail::app::panes::grammar::export_grammar_to(&mut harness.state_mut().shared, &out);
+    harness
+        .state_mut()
+        .shared
+        .file_chosen(FileRequest::ExportGrammar, out.clone());
     harness.run();
     harness.get_by_label_contains("exported");
     assert_eq!(std::fs::read_to_string(&out).unwrap(), generated);
@@ -243,7 +248,10 @@ fn an_exported_grammar_reopens_as_the_hand_edited_grammar() {
     harness.get_by_label("pythonic").click();
     harness.run();
     assert_ne!(grammar_view(&harness), generated);
-    toolrail::app::panes::grammar::import_grammar(&mut harness.state_mut().shared, out.clone());
+    harness
+        .state_mut()
+        .shared
+        .file_chosen(FileRequest::ImportGrammar, out.clone());
     harness.run();
     assert!(harness.state().shared.workspace.grammar.hand_edited);
     assert_eq!(grammar_view(&harness), generated);
@@ -379,4 +387,28 @@ fn a_remembered_transcript_reopens_whole_instead_of_the_demo_run() {
             .is_none()
     );
     harness.get_by_label("Back");
+}
+
+#[test]
+fn a_saved_schema_reopens_in_the_editor() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = app(dir.path());
+    let original = harness.state().shared.workspace.schema.text.clone();
+    let out = dir.path().join("tools.json");
+    harness
+        .state_mut()
+        .shared
+        .file_chosen(FileRequest::SaveSchema, out.clone());
+    harness.run();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), original);
+    harness.state_mut().shared.workspace.schema.text = "[]".into();
+    harness.run();
+    harness
+        .state_mut()
+        .shared
+        .file_chosen(FileRequest::OpenSchema, out);
+    harness.run();
+    assert_eq!(harness.state().shared.workspace.schema.text, original);
+    // No dialog was opened by any of this.
+    assert!(!harness.state().shared.dialogs.is_open());
 }

@@ -14,7 +14,9 @@ use crate::workbench::actions::Action;
 use crate::workbench::analysis::{Analysis, AnalysisInput, Analyzer};
 use crate::workbench::run::RunState;
 use crate::workbench::workspace::{self, Autosave, Theme, Workspace};
+use dialogs::{FileDialogs, FileRequest};
 
+pub mod dialogs;
 pub mod highlight;
 pub mod panes;
 pub mod screenshot;
@@ -47,6 +49,8 @@ pub struct Shared {
     pub grammar_focus: GrammarFocus,
     /// Messages for the status bar (errors of saves, loads, exports), newest last.
     pub messages: Vec<String>,
+    /// The file dialog that may be open (answers arrive on a later frame).
+    pub dialogs: FileDialogs,
     repaint: Repaint,
 }
 
@@ -65,6 +69,38 @@ impl Shared {
     pub fn queue(&mut self, action: Action) {
         if !self.actions.contains(&action) {
             self.actions.push(action);
+        }
+    }
+
+    /// Opens a dialog to pick an existing file for `request`, off the UI thread; the answer is
+    /// handled on the frame it arrives.
+    pub fn pick_file(&mut self, request: FileRequest, dialog: rfd::AsyncFileDialog) {
+        let repaint = self.repaint_handle();
+        if !self.dialogs.pick(request, dialog, move || repaint()) {
+            self.message("a file dialog is already open");
+        }
+    }
+
+    /// Opens a dialog to choose where to save for `request` (see [`Shared::pick_file`]).
+    pub fn save_file(&mut self, request: FileRequest, dialog: rfd::AsyncFileDialog) {
+        let repaint = self.repaint_handle();
+        if !self.dialogs.save(request, dialog, move || repaint()) {
+            self.message("a file dialog is already open");
+        }
+    }
+
+    /// Does what the chosen file was asked for.
+    pub fn file_chosen(&mut self, request: FileRequest, path: PathBuf) {
+        match request {
+            FileRequest::OpenGguf => panes::generation::open_gguf(self, path),
+            FileRequest::OpenSchema => panes::tools::open_schema(self, path),
+            FileRequest::SaveSchema => panes::tools::save_schema(self, path),
+            FileRequest::OpenTranscript => panes::transcript::open_from(self, &path),
+            FileRequest::ExportTranscript => {
+                panes::transcript::export_to(self, &path);
+            }
+            FileRequest::ImportGrammar => panes::grammar::import_grammar(self, path),
+            FileRequest::ExportGrammar => panes::grammar::export_grammar_to(self, &path),
         }
     }
 
@@ -274,6 +310,7 @@ impl ToolrailApp {
             test_cursor: usize::MAX,
             grammar_focus: GrammarFocus::default(),
             messages: Vec::new(),
+            dialogs: FileDialogs::default(),
             repaint: Arc::clone(&repaint),
         };
         shared.run.demo = options.demo_run;
@@ -366,6 +403,9 @@ impl ToolrailApp {
         self.apply_theme(ctx);
         shortcuts::collect(ctx, &mut self.shared.actions);
         self.handle_actions();
+        if let Some((request, path)) = self.shared.dialogs.poll() {
+            self.shared.file_chosen(request, path);
+        }
         let repaint = self.shared.repaint_handle();
         let Shared {
             run,

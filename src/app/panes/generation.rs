@@ -7,6 +7,7 @@
 //! grammar logic lives in this file. The token strip and the token details are also used by the
 //! Transcript pane for replays.
 
+use crate::app::dialogs::FileRequest;
 use std::ops::Range;
 
 use egui::{Color32, RichText};
@@ -61,6 +62,7 @@ impl GenerationPane {
     }
 
     fn model_row(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        let mut open_gguf = false;
         let run = &mut shared.run;
         let models = self.models.get_or_insert_with(|| {
             ModelSpec::load_file(&run.settings.models_file).map_err(|e| e.to_string())
@@ -102,18 +104,9 @@ impl GenerationPane {
                     Err(e) => run.messages.push(e),
                 }
             }
-            if ui
+            open_gguf = ui
                 .add_enabled(!loading && !busy, egui::Button::new("Open GGUF…"))
-                .clicked()
-                && let Some(path) = rfd::FileDialog::new()
-                    .add_filter("GGUF model", &["gguf"])
-                    .pick_file()
-            {
-                run.settings.gguf = Some(path.clone());
-                if let Err(e) = run.controller.load(ModelSpec::from_path(path)) {
-                    run.messages.push(e.to_string());
-                }
-            }
+                .clicked();
             if loading && ui.button("Cancel load").clicked() {
                 run.controller.cancel_load();
             }
@@ -146,6 +139,12 @@ impl GenerationPane {
             LoadState::Failed { name, message } => {
                 ui.label(RichText::new(format!("{name}: {message}")).color(error_color(ui)));
             }
+        }
+        if open_gguf {
+            shared.pick_file(
+                FileRequest::OpenGguf,
+                rfd::AsyncFileDialog::new().add_filter("GGUF model", &["gguf"]),
+            );
         }
     }
 
@@ -733,4 +732,13 @@ pub(crate) fn mask_plot(ui: &mut egui::Ui, tokens: &[TokenRecord], id: &str) {
         .show(ui, |plot| {
             plot.line(egui_plot::Line::new("mask ms", points));
         });
+}
+
+/// Loads the GGUF the user picked (the answer of the Open GGUF… dialog).
+pub fn open_gguf(shared: &mut Shared, path: std::path::PathBuf) {
+    let run = &mut shared.run;
+    run.settings.gguf = Some(path.clone());
+    if let Err(e) = run.controller.load(ModelSpec::from_path(path)) {
+        run.messages.push(e.to_string());
+    }
 }

@@ -2,6 +2,7 @@
 //! syntect, with its lint findings listed (click one to select its span) and `.gbnf` import and
 //! export.
 
+use crate::app::dialogs::FileRequest;
 use std::path::PathBuf;
 
 use crate::app::Shared;
@@ -127,12 +128,11 @@ fn toolbar(ui: &mut egui::Ui, shared: &mut Shared) {
         if grammar.hand_edited && !was && grammar.text.trim().is_empty() {
             grammar.text = shared.analysis.grammar_text.clone();
         }
-        if ui.button("Import .gbnf…").clicked()
-            && let Some(path) = rfd::FileDialog::new()
-                .add_filter("GBNF", &["gbnf"])
-                .pick_file()
-        {
-            import_grammar(shared, path);
+        if ui.button("Import .gbnf…").clicked() {
+            shared.pick_file(
+                FileRequest::ImportGrammar,
+                rfd::AsyncFileDialog::new().add_filter("GBNF", &["gbnf"]),
+            );
         }
         if ui.button("Export .gbnf…").clicked() {
             export_grammar(shared);
@@ -191,15 +191,14 @@ pub fn import_grammar(shared: &mut Shared, path: PathBuf) {
     }
 }
 
-/// Asks for a file name and writes the grammar in force there (atomically).
+/// Asks for a file name (the answer goes to [`export_grammar_to`]).
 pub fn export_grammar(shared: &mut Shared) {
-    if let Some(path) = rfd::FileDialog::new()
-        .add_filter("GBNF", &["gbnf"])
-        .set_file_name("grammar.gbnf")
-        .save_file()
-    {
-        export_grammar_to(shared, &path);
-    }
+    shared.save_file(
+        FileRequest::ExportGrammar,
+        rfd::AsyncFileDialog::new()
+            .add_filter("GBNF", &["gbnf"])
+            .set_file_name("grammar.gbnf"),
+    );
 }
 
 /// Writes the grammar in force to `path` atomically; the outcome goes to the status bar.

@@ -1,6 +1,7 @@
 //! Tools / Schema: the JSON editor with inline errors, the sample picker, open and save, the tool
 //! list (per-tool enable, pool-filter markers) and the envelope options.
 
+use crate::app::dialogs::FileRequest;
 use std::path::PathBuf;
 
 use crate::app::Shared;
@@ -149,22 +150,23 @@ fn source_row(ui: &mut egui::Ui, shared: &mut Shared) {
             .button("Open…")
             .on_hover_text("Open a tool set or JSON Schema file")
             .clicked()
-            && let Some(path) = rfd::FileDialog::new()
-                .add_filter("JSON", &["json"])
-                .pick_file()
         {
-            open_schema(shared, path);
+            shared.pick_file(
+                FileRequest::OpenSchema,
+                rfd::AsyncFileDialog::new().add_filter("JSON", &["json"]),
+            );
         }
         if ui
             .button("Save…")
             .on_hover_text("Save the editor's JSON to a file")
             .clicked()
-            && let Some(path) = rfd::FileDialog::new()
-                .add_filter("JSON", &["json"])
-                .set_file_name("tools.json")
-                .save_file()
         {
-            save_schema(shared, path);
+            shared.save_file(
+                FileRequest::SaveSchema,
+                rfd::AsyncFileDialog::new()
+                    .add_filter("JSON", &["json"])
+                    .set_file_name("tools.json"),
+            );
         }
     });
 }

@@ -1,6 +1,7 @@
 //! Transcript: export the shown run as JSON and Markdown; open a transcript and replay it step by
 //! step (back, forward, a slider), with the same token strip and details as the Generation pane.
 
+use crate::app::dialogs::FileRequest;
 use std::path::{Path, PathBuf};
 
 use egui::RichText;
@@ -80,12 +81,11 @@ impl TranscriptPane {
             {
                 export = true;
             }
-            if ui.button("Open transcript…").clicked()
-                && let Some(path) = rfd::FileDialog::new()
-                    .add_filter("toolrail transcript", &["json"])
-                    .pick_file()
-            {
-                open_from(shared, &path);
+            if ui.button("Open transcript…").clicked() {
+                shared.pick_file(
+                    FileRequest::OpenTranscript,
+                    rfd::AsyncFileDialog::new().add_filter("toolrail transcript", &["json"]),
+                );
             }
             if let Some(replay) = shared.run.controller.replay()
                 && ui.button("Close replay").clicked()
@@ -96,13 +96,13 @@ impl TranscriptPane {
                 shared.run.controller.close_replay();
             }
         });
-        if export
-            && let Some(path) = rfd::FileDialog::new()
-                .add_filter("toolrail transcript", &["json"])
-                .set_file_name("transcript.json")
-                .save_file()
-        {
-            export_to(shared, &path);
+        if export {
+            shared.save_file(
+                FileRequest::ExportTranscript,
+                rfd::AsyncFileDialog::new()
+                    .add_filter("toolrail transcript", &["json"])
+                    .set_file_name("transcript.json"),
+            );
         }
         if let Some(path) = &shared.run.settings.last_transcript {
             ui.label(RichText::new(format!("last transcript: {}", path.display())).weak());
