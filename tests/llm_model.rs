@@ -15,6 +15,7 @@ use toolrail::llm::{
     ChatFormat, ChatMessage, LlmError, Model, ModelSpec, PromptSource, test_model_path,
 };
 use toolrail::tools::prompt::PromptFamily;
+use toolrail::workbench::run::{RunInputs, RunSetup, build_prompt_preview};
 
 /// The test model's path, or `None` (after saying so) when it is absent outside CI.
 fn model_path() -> Option<PathBuf> {
@@ -464,4 +465,121 @@ fn unsupported_architecture() {
             .contains("architecture 'zorg42' is not supported"),
         "{err}"
     );
+}
+
+/// A copy of the GGUF at `from` with one more string metadata entry, written to `to`: the
+/// metadata is walked to its end, the tensor infos follow unchanged and the tensor data moves
+/// to the next aligned offset (tensor offsets are relative to the data, so they stay valid).
+fn with_string_metadata(from: &Path, to: &Path, key: &str, value: &str) {
+    let bytes = std::fs::read(from).unwrap();
+    let mut at = 24usize;
+    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+    fn scalar_size(kind: u32) -> usize {
+        match kind {
+            0 | 1 | 7 => 1,
+            2 | 3 => 2,
+            4..=6 => 4,
+            10..=12 => 8,
+            other => panic!("not a scalar GGUF type: {other}"),
+        }
+    }
+    let n_tensors = u64_at(8);
+    let n_kv = u64_at(16);
+    let mut alignment = 32usize;
+    for _ in 0..n_kv {
+        let key_len = u64_at(at);
+        let name = std::str::from_utf8(&bytes[at + 8..at + 8 + key_len]).unwrap();
+        assert_ne!(name, key, "the model already has {key}");
+        let is_alignment = name == "general.alignment";
+        at += 8 + key_len;
+        let kind = u32_at(at);
+        at += 4;
+        match kind {
+            8 => at += 8 + u64_at(at),
+            9 => {
+                let (item, n) = (u32_at(at), u64_at(at + 4));
+                at += 12;
+                for _ in 0..n {
+                    at += if item == 8 {
+                        8 + u64_at(at)
+                    } else {
+                        scalar_size(item)
+                    };
+                }
+            }
+            scalar => {
+                if is_alignment {
+                    alignment = u32_at(at) as usize;
+                }
+                at += scalar_size(scalar);
+            }
+        }
+    }
+    let metadata_end = at;
+    for _ in 0..n_tensors {
+        at += 8 + u64_at(at);
+        let dims = u32_at(at) as usize;
+        at += 4 + 8 * dims + 4 + 8;
+    }
+    let infos_end = at;
+    let data_start = infos_end.next_multiple_of(alignment);
+
+    let mut out = Vec::with_capacity(bytes.len() + key.len() + value.len() + 64);
+    out.extend_from_slice(&bytes[..16]);
+    out.extend_from_slice(&(n_kv as u64 + 1).to_le_bytes());
+    out.extend_from_slice(&bytes[24..metadata_end]);
+    out.extend_from_slice(&(key.len() as u64).to_le_bytes());
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(&8u32.to_le_bytes());
+    out.extend_from_slice(&(value.len() as u64).to_le_bytes());
+    out.extend_from_slice(value.as_bytes());
+    out.extend_from_slice(&bytes[metadata_end..infos_end]);
+    out.resize(out.len().next_multiple_of(alignment), 0);
+    out.extend_from_slice(&bytes[data_start..]);
+    std::fs::write(to, out).unwrap();
+}
+
+#[test]
+fn a_gguf_chat_template_builds_the_prompt_when_there_is_one() {
+    let Some(path) = model_path() else { return };
+    let dir = scratch();
+    let copy = dir.path().join("templated.gguf");
+    let template = "{% for message in messages %}<start_of_turn>{{ message['role'] }}\n\
+                    {{ message['content'] }}<end_of_turn>\n{% endfor %}<start_of_turn>model\n";
+    with_string_metadata(&path, &copy, "tokenizer.chat_template", template);
+    let model = Model::open(&copy).unwrap();
+    assert_eq!(model.info().chat_template.as_deref(), Some(template));
+
+    let messages = [
+        ChatMessage::system("Be brief."),
+        ChatMessage::user("What is the weather in Paris?"),
+    ];
+    let prompt = model.chat_prompt(&messages, &[]).unwrap();
+    assert_eq!(prompt.source, PromptSource::GgufTemplate);
+    // llama.cpp recognises the Gemma template: the system text joins the user's turn.
+    assert_eq!(
+        prompt.text,
+        "<start_of_turn>user\nBe brief.\n\nWhat is the weather in Paris?<end_of_turn>\n\
+         <start_of_turn>model\n"
+    );
+    // Tools need a builder that shows them: the template is not used then.
+    let tools = [serde_json::json!({"name": "get_weather", "parameters": {"type": "object"}})];
+    let with_tools = model.chat_prompt(&messages, &tools).unwrap();
+    assert_eq!(
+        with_tools.source,
+        PromptSource::Builder(PromptFamily::Generic)
+    );
+
+    // The Generation pane's preview says where its prompt came from.
+    let setup = RunSetup {
+        system: "Be brief.".into(),
+        ..RunSetup::default()
+    };
+    let preview = build_prompt_preview(&setup, &RunInputs::default(), Some(&model), None).unwrap();
+    assert_eq!(preview.source, "GGUF chat template");
+    assert_eq!(preview.text, prompt.text);
+    // And the generation model still runs on the copy.
+    let tokens = model.tokenize(&preview.text, true, true);
+    assert_eq!(tokens[1], model.tokenize_special(b"<start_of_turn>")[0]);
 }
