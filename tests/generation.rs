@@ -296,3 +296,29 @@ fn the_budget_guard_closes_the_grammar_before_max_tokens() {
         "{output:?} finished without the guard"
     );
 }
+
+#[test]
+fn the_repetition_penalty_breaks_a_loop() {
+    let Some(model) = model() else { return };
+    let grammar = "root ::= [a-z ]{1,200}";
+    let prompt = "Say it forty times: la la la la la la la la la la";
+    let worker = Worker::spawn_with(Some(model), Arc::new(|| {}));
+    let repeats = |tokens: &[TokenRecord]| {
+        let ids: Vec<u32> = tokens.iter().map(|t| t.id).collect();
+        ids.iter()
+            .enumerate()
+            .filter(|&(i, id)| ids[..i].contains(id))
+            .count()
+    };
+    let (plain, _, plain_text) = run_to_end(
+        &worker,
+        request(prompt, Some(grammar), EngineKind::Toolrail, 24),
+    );
+    let mut req = request(prompt, Some(grammar), EngineKind::Toolrail, 24);
+    req.sampling.repeat_penalty = 3.0;
+    let (penalized, _, penalized_text) = run_to_end(&worker, req);
+    assert!(
+        repeats(&penalized) < repeats(&plain),
+        "penalty 3: {penalized_text:?}; none: {plain_text:?}"
+    );
+}

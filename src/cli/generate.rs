@@ -20,6 +20,7 @@ use crate::tools::prompt::{PromptFamily, build_prompt};
 use crate::tools::toolset::ToolSet;
 use crate::tools::validate::{ValidateOptions, Validator};
 use crate::transcript::{ModelInfo, Sampling, Stop, TRANSCRIPT_VERSION, Transcript};
+use crate::workbench::run::sampling_with_defaults;
 
 /// Arguments of `toolrail generate`.
 #[derive(Debug, clap::Args)]
@@ -48,24 +49,28 @@ pub struct GenerateArgs {
     /// Which engine masks the tokens.
     #[arg(long, value_enum, default_value_t = EngineKind::Toolrail)]
     pub engine: EngineKind,
-    /// Stop after this many tokens.
-    #[arg(long, default_value_t = 256)]
-    pub max_tokens: u32,
-    /// Temperature (0: greedy).
-    #[arg(long, default_value_t = 0.0)]
-    pub temperature: f32,
-    /// Top-k (0: off).
-    #[arg(long, default_value_t = 40)]
-    pub top_k: u32,
-    /// Top-p (1: off).
-    #[arg(long, default_value_t = 0.95)]
-    pub top_p: f32,
-    /// Min-p (0: off).
-    #[arg(long, default_value_t = 0.05)]
-    pub min_p: f32,
-    /// Random seed.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    /// Stop after this many tokens (default: the models.toml entry's, else 256).
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// Temperature, 0 for greedy (default: the entry's, else 0).
+    #[arg(long)]
+    pub temperature: Option<f32>,
+    /// Top-k, 0 for off (default: the entry's, else 40).
+    #[arg(long)]
+    pub top_k: Option<u32>,
+    /// Top-p, 1 for off (default: the entry's, else 0.95).
+    #[arg(long)]
+    pub top_p: Option<f32>,
+    /// Min-p, 0 for off (default: the entry's, else 0.05).
+    #[arg(long)]
+    pub min_p: Option<f32>,
+    /// Random seed (default: the entry's, else 0).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Repetition penalty over the last 64 generated tokens, 1 for off (default: the entry's,
+    /// else 1).
+    #[arg(long)]
+    pub repeat_penalty: Option<f32>,
     /// Let the sampled token stand even when it leaves too few tokens to finish the grammar
     /// (by default, near --max-tokens the most likely token that can still finish is taken).
     #[arg(long)]
@@ -142,14 +147,17 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         };
         build_prompt(family, &tool_values, &args.prompt, None)?
     };
+    // The command line over the models.toml entry's defaults over toolrail's.
+    let defaults = sampling_with_defaults(&Sampling::default(), &spec);
     let sampling = Sampling {
-        temperature: args.temperature,
-        top_k: args.top_k,
-        top_p: args.top_p,
-        min_p: args.min_p,
-        seed: args.seed,
-        max_tokens: args.max_tokens,
+        temperature: args.temperature.unwrap_or(defaults.temperature),
+        top_k: args.top_k.unwrap_or(defaults.top_k),
+        top_p: args.top_p.unwrap_or(defaults.top_p),
+        min_p: args.min_p.unwrap_or(defaults.min_p),
+        seed: args.seed.unwrap_or(defaults.seed),
+        max_tokens: args.max_tokens.unwrap_or(defaults.max_tokens),
         finish_in_budget: !args.no_budget_guard,
+        repeat_penalty: args.repeat_penalty.unwrap_or(defaults.repeat_penalty),
     };
     let info = model.info().clone();
     let worker = Worker::spawn_with(Some(model), Arc::new(|| {}));
@@ -188,7 +196,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     println!();
     let stop_text = match &stop {
         Stop::EndOfGeneration => "end of generation".to_string(),
-        Stop::MaxTokens => format!("token limit ({})", args.max_tokens),
+        Stop::MaxTokens => format!("token limit ({})", sampling.max_tokens),
         Stop::Cancelled => "cancelled".to_string(),
         Stop::DeadEnd { offset, expected } => {
             format!(

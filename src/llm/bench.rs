@@ -15,10 +15,12 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::sampling::penalize;
 use super::worker::EngineKind;
 use super::{LlamaGrammarSampler, LlmError, Model, Session, SessionOptions};
 use crate::engine::{BudgetGuard, Engine, MaskEngine, State, TokenMask};
 use crate::gbnf::{Grammar, TokenVocabulary};
+use crate::transcript::PENALTY_WINDOW;
 
 /// Why a greedy run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -56,10 +58,6 @@ pub struct GreedyRun<'m> {
     /// Steps where the guard replaced the greedy choice.
     budget_replaced: u32,
 }
-
-/// How many of the last generated tokens a repetition penalty looks at (llama.cpp's
-/// `penalty_last_n` default).
-pub const PENALTY_WINDOW: usize = 64;
 
 impl std::fmt::Debug for GreedyRun<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -176,12 +174,10 @@ impl<'m> GreedyRun<'m> {
         }
         let mut best: Option<(u32, f32)> = None;
         for (logit, id) in top {
-            let logit = if !recent.contains(&id) {
-                logit
-            } else if logit > 0.0 {
-                logit / self.repeat_penalty
+            let logit = if recent.contains(&id) {
+                penalize(logit, self.repeat_penalty)
             } else {
-                logit * self.repeat_penalty
+                logit
             };
             if best.is_none_or(|(_, b)| logit > b) {
                 best = Some((id, logit));

@@ -4,6 +4,8 @@
 //! The chain mirrors llama.cpp's common order: mask, then top-k, softmax with temperature,
 //! top-p, min-p, then a seeded draw (or the most likely allowed token at temperature 0).
 
+use std::borrow::Cow;
+
 use crate::engine::TokenMask;
 use crate::engine::sample::SplitMix64;
 use crate::transcript::Sampling;
@@ -62,6 +64,34 @@ pub fn choose(
         after,
         allowed,
     }
+}
+
+/// One logit under llama.cpp's repetition penalty: a positive logit is divided by `penalty`,
+/// a negative one multiplied (so the token always becomes less likely for a penalty above 1).
+pub fn penalize(logit: f32, penalty: f32) -> f32 {
+    if logit > 0.0 {
+        logit / penalty
+    } else {
+        logit * penalty
+    }
+}
+
+/// `logits` with the repetition penalty applied to every token in `recent` (each once, however
+/// often it occurs, as llama.cpp's penalty does); borrowed unchanged when the penalty is off.
+pub fn penalized<'a>(logits: &'a [f32], recent: &[u32], penalty: f32) -> Cow<'a, [f32]> {
+    if penalty == 1.0 || recent.is_empty() {
+        return Cow::Borrowed(logits);
+    }
+    let mut out = logits.to_vec();
+    let mut seen = rustc_hash::FxHashSet::default();
+    for &id in recent {
+        if seen.insert(id)
+            && let Some(logit) = out.get_mut(id as usize)
+        {
+            *logit = penalize(*logit, penalty);
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// The `n` highest-logit tokens among those `keep` accepts, with softmax probabilities over
@@ -225,5 +255,15 @@ mod tests {
         };
         assert_eq!(draws(9), draws(9));
         assert!(draws(9).iter().all(|t| [3, 10, 17, 50].contains(t)));
+    }
+
+    #[test]
+    fn the_repetition_penalty_lowers_recent_tokens_once() {
+        let logits = [2.0f32, -2.0, 3.0, 1.0];
+        assert!(matches!(penalized(&logits, &[0, 1], 1.0), Cow::Borrowed(_)));
+        let out = penalized(&logits, &[0, 1, 0, 0], 2.0);
+        assert_eq!(out.as_ref(), &[1.0, -4.0, 3.0, 1.0]);
+        // An id outside the vocabulary is ignored.
+        assert_eq!(penalized(&logits, &[9], 2.0).as_ref(), &logits);
     }
 }

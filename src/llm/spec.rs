@@ -9,7 +9,7 @@
 //! threads = 2
 //! chat_format = "gemma"      # a prompt family, or "auto": the GGUF's template, else generic
 //! temperature = 0.0          # default sampling: temperature, top_k, top_p, min_p, seed,
-//! ```                        # max_tokens
+//! ```                        # max_tokens, repeat_penalty
 
 use std::path::{Path, PathBuf};
 
@@ -81,6 +81,8 @@ pub struct SamplingDefaults {
     pub seed: Option<u32>,
     /// Most tokens to generate.
     pub max_tokens: Option<u32>,
+    /// Repetition penalty over the last generated tokens (1 = off).
+    pub repeat_penalty: Option<f32>,
 }
 
 /// A model and how to run it.
@@ -230,6 +232,7 @@ struct RawEntry {
     min_p: Option<f32>,
     seed: Option<u32>,
     max_tokens: Option<u32>,
+    repeat_penalty: Option<f32>,
 }
 
 impl RawEntry {
@@ -273,6 +276,13 @@ impl RawEntry {
         {
             return Err(format!("`min_p` must be in [0, 1], not {p}"));
         }
+        if let Some(p) = self.repeat_penalty
+            && !(p.is_finite() && p > 0.0)
+        {
+            return Err(format!(
+                "`repeat_penalty` must be more than 0 (1 is off), not {p}"
+            ));
+        }
         Ok(ModelSpec {
             name: self.name,
             path,
@@ -287,6 +297,7 @@ impl RawEntry {
                 min_p: self.min_p,
                 seed: self.seed,
                 max_tokens: self.max_tokens,
+                repeat_penalty: self.repeat_penalty,
             },
         })
     }
@@ -322,6 +333,16 @@ mod tests {
             err,
             "/etc/toolrail/models.toml: model 'a': `threads` must be at least 1"
         );
+
+        let text = "[[model]]\nname = \"a\"\npath = \"a.gguf\"\nrepeat_penalty = 0.0\n";
+        let err = ModelSpec::parse(text, file).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "/etc/toolrail/models.toml: model 'a': `repeat_penalty` must be more than 0 (1 is off), not 0"
+        );
+        let text = "[[model]]\nname = \"a\"\npath = \"a.gguf\"\nrepeat_penalty = 1.3\n";
+        let specs = ModelSpec::parse(text, file).unwrap();
+        assert_eq!(specs[0].sampling.repeat_penalty, Some(1.3));
 
         let text = "[[model]]\nname = \"a\"\npath = \"a.gguf\"\nchat_format = \"klingon\"\n";
         let err = ModelSpec::parse(text, file).unwrap_err().to_string();

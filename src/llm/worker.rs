@@ -12,12 +12,12 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded};
 
-use super::sampling::{Scored, choose};
+use super::sampling::{Scored, choose, penalized};
 use super::{LlamaGrammarSampler, LlmError, Model, ModelInfo, ModelSpec, SessionOptions};
 use crate::engine::sample::SplitMix64;
 use crate::engine::{BudgetGuard, Engine, MaskEngine, State, TokenMask};
 use crate::gbnf::{Grammar, TokenVocabulary};
-use crate::transcript::{Candidate, Sampling, Stop, TokenRecord, Totals};
+use crate::transcript::{Candidate, PENALTY_WINDOW, Sampling, Stop, TokenRecord, Totals};
 
 /// Which engine masks the tokens.
 #[derive(
@@ -394,6 +394,8 @@ impl WorkerState {
         let mut rng = SplitMix64::new(request.sampling.seed);
         let mut totals = Totals::default();
         let mut output: Vec<u8> = Vec::new();
+        // The tokens taken so far (the repetition penalty looks at the last ones).
+        let mut generated: Vec<u32> = Vec::new();
         let mut paused = request.start_paused;
         let mut index: u32 = 0;
         let stop = loop {
@@ -431,7 +433,9 @@ impl WorkerState {
                     expected: engine.expected(*state).describe(),
                 };
             }
-            let logits = session.logits()?;
+            let recent = &generated[generated.len().saturating_sub(PENALTY_WINDOW)..];
+            let logits = penalized(session.logits()?, recent, request.sampling.repeat_penalty);
+            let logits = logits.as_ref();
             let choice = choose(
                 logits,
                 mask.as_ref(),
@@ -509,6 +513,7 @@ impl WorkerState {
             totals.decode_ms += decode_ms;
             totals.mask_ms += mask_ms;
             output.extend_from_slice(&piece);
+            generated.push(token);
             self.emit(Event::Token(Box::new(record)));
             index += 1;
             let decode_started = Instant::now();

@@ -91,6 +91,19 @@ pub struct Sampling {
     /// (their runs had no guard).
     #[serde(default)]
     pub finish_in_budget: bool,
+    /// llama.cpp's repetition penalty over the last [`PENALTY_WINDOW`] generated tokens,
+    /// applied to the logits before the mask and the choice (1: off; absent in older
+    /// transcripts).
+    #[serde(default = "no_penalty")]
+    pub repeat_penalty: f32,
+}
+
+/// How many of the last generated tokens a repetition penalty looks at (llama.cpp's
+/// `penalty_last_n` default).
+pub const PENALTY_WINDOW: usize = 64;
+
+fn no_penalty() -> f32 {
+    1.0
 }
 
 impl Default for Sampling {
@@ -103,6 +116,7 @@ impl Default for Sampling {
             seed: 0,
             max_tokens: 256,
             finish_in_budget: true,
+            repeat_penalty: 1.0,
         }
     }
 }

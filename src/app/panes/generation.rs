@@ -336,6 +336,8 @@ fn sampling_section(ui: &mut egui::Ui, run: &mut RunState) {
             ui.add(egui::Slider::new(&mut s.top_k, 0..=200).text("top-k"));
             ui.add(egui::Slider::new(&mut s.top_p, 0.0..=1.0).text("top-p"));
             ui.add(egui::Slider::new(&mut s.min_p, 0.0..=1.0).text("min-p"));
+            ui.add(egui::Slider::new(&mut s.repeat_penalty, 1.0..=2.0).text("repeat penalty"))
+                .on_hover_text("Lowers the tokens among the last 64 generated (1: off)");
             ui.add(
                 egui::Slider::new(&mut s.max_tokens, 1..=4096)
                     .logarithmic(true)

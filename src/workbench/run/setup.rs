@@ -130,6 +130,7 @@ pub fn sampling_with_defaults(base: &Sampling, spec: &ModelSpec) -> Sampling {
         seed: d.seed.map_or(base.seed, u64::from),
         max_tokens: d.max_tokens.unwrap_or(base.max_tokens),
         finish_in_budget: base.finish_in_budget,
+        repeat_penalty: d.repeat_penalty.unwrap_or(base.repeat_penalty),
     }
 }
 
