@@ -15,7 +15,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::sampling::penalize;
+use super::sampling::{argmax, penalized};
 use super::worker::EngineKind;
 use super::{LlamaGrammarSampler, LlmError, Model, Session, SessionOptions};
 use crate::engine::{BudgetGuard, Engine, MaskEngine, State, TokenMask};
@@ -149,43 +149,6 @@ impl<'m> GreedyRun<'m> {
         self.budget_replaced
     }
 
-    /// The most likely allowed token, after the repetition penalty.
-    fn choose(&self, mask: Option<&TokenMask>) -> Result<Option<u32>, LlmError> {
-        let allowed = |id: u32| mask.is_none_or(|m| m.contains(id));
-        if self.repeat_penalty == 1.0 {
-            return self.session.argmax(allowed);
-        }
-        // The penalty only lowers logits, and at most PENALTY_WINDOW distinct tokens get it:
-        // the winner is among the PENALTY_WINDOW + 1 highest raw logits.
-        let logits = self.session.logits()?;
-        let recent = &self.tokens[self.tokens.len().saturating_sub(PENALTY_WINDOW)..];
-        let keep = PENALTY_WINDOW + 1;
-        let mut top: Vec<(f32, u32)> = Vec::with_capacity(keep + 1);
-        for (id, &logit) in logits.iter().enumerate() {
-            let id = id as u32;
-            if logit.is_nan() || !allowed(id) {
-                continue;
-            }
-            if top.len() < keep || top.last().is_some_and(|&(l, _)| logit > l) {
-                let at = top.partition_point(|&(l, _)| l >= logit);
-                top.insert(at, (logit, id));
-                top.truncate(keep);
-            }
-        }
-        let mut best: Option<(u32, f32)> = None;
-        for (logit, id) in top {
-            let logit = if recent.contains(&id) {
-                penalize(logit, self.repeat_penalty)
-            } else {
-                logit
-            };
-            if best.is_none_or(|(_, b)| logit > b) {
-                best = Some((id, logit));
-            }
-        }
-        Ok(best.map(|(id, _)| id))
-    }
-
     /// The engine.
     pub fn kind(&self) -> EngineKind {
         self.kind
@@ -250,13 +213,16 @@ impl<'m> GreedyRun<'m> {
         if mask.is_some() {
             self.mask_ms.push(ms(started));
         }
-        let mut choice = self.choose(mask.as_ref())?;
+        // The most likely allowed token after the repetition penalty (the guard sees the same
+        // logits).
+        let recent = &self.tokens[self.tokens.len().saturating_sub(PENALTY_WINDOW)..];
+        let logits = penalized(self.session.logits()?, recent, self.repeat_penalty);
+        let mut choice = argmax(&logits, |id| mask.as_ref().is_none_or(|m| m.contains(id)));
         if let (Some(guard), Some((engine, state)), Some(mask), Some(token)) =
             (&self.guard, &mut self.track, &mask, choice)
         {
             let remaining = self.max_tokens - self.tokens.len() as u32;
-            let logits = self.session.logits()?;
-            if let Some(instead) = guard.steer(engine, *state, mask, logits, token, remaining) {
+            if let Some(instead) = guard.steer(engine, *state, mask, &logits, token, remaining) {
                 choice = Some(instead);
                 self.budget_replaced += 1;
             }

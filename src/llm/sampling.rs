@@ -66,6 +66,22 @@ pub fn choose(
     }
 }
 
+/// The highest-logit token among those `allowed` says yes to (ties: the lowest id), or `None`
+/// if it allows none.
+pub fn argmax(logits: &[f32], allowed: impl Fn(u32) -> bool) -> Option<u32> {
+    let mut best: Option<(u32, f32)> = None;
+    for (id, &logit) in logits.iter().enumerate() {
+        let id = id as u32;
+        if logit.is_nan() || !allowed(id) {
+            continue;
+        }
+        if best.is_none_or(|(_, b)| logit > b) {
+            best = Some((id, logit));
+        }
+    }
+    best.map(|(id, _)| id)
+}
+
 /// One logit under llama.cpp's repetition penalty: a positive logit is divided by `penalty`,
 /// a negative one multiplied (so the token always becomes less likely for a penalty above 1).
 pub fn penalize(logit: f32, penalty: f32) -> f32 {

@@ -189,17 +189,6 @@ impl<'m> Session<'m> {
     /// The highest-logit token among those `allowed` says yes to (ties: the lowest id), or
     /// `None` if it allows none.
     pub fn argmax(&self, allowed: impl Fn(u32) -> bool) -> Result<Option<u32>, LlmError> {
-        let logits = self.logits()?;
-        let mut best: Option<(u32, f32)> = None;
-        for (id, &logit) in logits.iter().enumerate() {
-            let id = id as u32;
-            if logit.is_nan() || !allowed(id) {
-                continue;
-            }
-            if best.is_none_or(|(_, b)| logit > b) {
-                best = Some((id, logit));
-            }
-        }
-        Ok(best.map(|(id, _)| id))
+        Ok(super::sampling::argmax(self.logits()?, allowed))
     }
 }
