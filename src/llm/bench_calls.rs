@@ -241,7 +241,10 @@ pub fn run_case(
     };
 
     masks.clear_cache();
-    let mut greedy = |kind: EngineKind, grammar: Option<&str>| {
+    // One greedy answer, scored by `score` (valid, and the tool of the first call found).
+    let mut attempt = |kind: EngineKind,
+                       grammar: Option<&str>,
+                       score: &dyn Fn(&str) -> (bool, Option<String>)| {
         let mut run = GreedyRun::new(model, kind, grammar, &prompt, options.max_tokens, session)?
             .with_repeat_penalty(options.repeat_penalty);
         if options.budget_guard {
@@ -249,43 +252,33 @@ pub fn run_case(
         }
         let end = run.run_to_end(masks)?;
         let output = String::from_utf8_lossy(run.output()).into_owned();
-        Ok::<_, LlmError>((
-            end,
-            run.tokens().len() as u32,
-            run.budget_replaced(),
+        let (valid, tool) = score(&output);
+        Ok::<_, LlmError>(Attempt {
+            valid,
+            tool_match: tool.is_some() && tool == case.expected_tool,
+            tool,
+            tokens: run.tokens().len() as u32,
+            end: Some(end),
+            budget_replaced: run.budget_replaced(),
             output,
-        ))
+        })
     };
-    let (end, tokens, budget_replaced, output) = greedy(EngineKind::Toolrail, Some(&grammar.text))?;
-    let report = validator.validate_output(options.format, &output, ValidateOptions::default());
-    let tool = report.calls.first().map(|c| c.name.clone());
-    let with_grammar = Attempt {
-        valid: report.is_valid_call(),
-        tool_match: tool.is_some() && tool == case.expected_tool,
-        tool,
-        tokens,
-        end: Some(end),
-        budget_replaced,
-        output,
-    };
-
-    let (end, tokens, budget_replaced, output) = greedy(EngineKind::None, None)?;
-    let first = extract_calls(&output).calls.into_iter().next();
-    let valid = first.as_ref().is_some_and(|c| {
-        validator
-            .check_call(&c.call.name, &Value::Object(c.call.arguments.clone()))
-            .is_valid()
-    });
-    let tool = first.map(|c| c.call.name);
-    let without_grammar = Attempt {
-        valid,
-        tool_match: tool.is_some() && tool == case.expected_tool,
-        tool,
-        tokens,
-        end: Some(end),
-        budget_replaced,
-        output,
-    };
+    let with_grammar = attempt(EngineKind::Toolrail, Some(&grammar.text), &|output| {
+        let report = validator.validate_output(options.format, output, ValidateOptions::default());
+        (
+            report.is_valid_call(),
+            report.calls.first().map(|c| c.name.clone()),
+        )
+    })?;
+    let without_grammar = attempt(EngineKind::None, None, &|output| {
+        let first = extract_calls(output).calls.into_iter().next();
+        let valid = first.as_ref().is_some_and(|c| {
+            validator
+                .check_call(&c.call.name, &Value::Object(c.call.arguments.clone()))
+                .is_valid()
+        });
+        (valid, first.map(|c| c.call.name))
+    })?;
     Ok(CaseResult {
         id: case.id.clone(),
         expected_tool: case.expected_tool.clone(),
