@@ -3,13 +3,12 @@
 //! [`crate::llm::bench`]); prints mask times, tokens/s, the ratios, and the mask differences
 //! between toolrail and llama.cpp.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
-use super::generate::{family_for, resolve_model};
+use super::generate::ModelArgs;
 use super::grammar::FormatArg;
 use crate::llm::Model;
 use crate::llm::bench::{BenchOptions, BenchReport, bench};
@@ -17,16 +16,14 @@ use crate::llm::worker::EngineKind;
 use crate::tools::grammar::{GrammarOptions, tool_call_grammar};
 use crate::tools::prompt::build_prompt;
 use crate::tools::toolset::ToolSet;
+use crate::workbench::run::family_for;
 
 /// Arguments of `toolrail bench`.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
-    /// A GGUF file, or the name of a `models.toml` entry.
-    #[arg(long)]
-    pub model: String,
-    /// The models file to look names up in.
-    #[arg(long, default_value = "models.toml")]
-    pub models: PathBuf,
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
     /// A tool set: the grammar is its tool-call grammar, the prompt offers the tools.
     #[arg(long, conflicts_with = "grammar", required_unless_present = "grammar")]
     pub tools: Option<String>,
@@ -57,7 +54,7 @@ const DEFAULT_GRAMMAR_PROMPT: &str = "Here is a long, detailed example:\n";
 
 /// Runs `toolrail bench`: exit 0 when toolrail's and llama.cpp's masks agree, 1 when they differ.
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
-    let spec = resolve_model(&args.model, &args.models)?;
+    let spec = args.model.resolve()?;
     let (grammar, prompt, what) = match (&args.tools, &args.grammar) {
         (Some(path), _) => {
             let text = String::from_utf8(super::read_input(path)?)
@@ -74,7 +71,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
                 .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
                 .collect();
             let query = args.prompt.as_deref().unwrap_or(DEFAULT_TOOLS_PROMPT);
-            let prompt = build_prompt(family_for(args.format), &values, query, None)?;
+            let prompt = build_prompt(family_for(args.format.into()), &values, query, None)?;
             (grammar, prompt, path.clone())
         }
         (None, Some(path)) => (

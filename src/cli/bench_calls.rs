@@ -7,22 +7,20 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use super::generate::{family_for, resolve_model};
+use super::generate::ModelArgs;
 use super::grammar::FormatArg;
 use crate::engine::MaskEngine;
 use crate::llm::bench_calls::{CallsOptions, CallsSummary, load_cases, run_case};
 use crate::llm::{ChatFormat, Model};
 use crate::tools::prompt::PromptFamily;
+use crate::workbench::run::family_for;
 
 /// Arguments of `toolrail bench-calls`.
 #[derive(Debug, clap::Args)]
 pub struct BenchCallsArgs {
-    /// A GGUF file, or the name of a `models.toml` entry.
-    #[arg(long)]
-    pub model: String,
-    /// The models file to look names up in.
-    #[arg(long, default_value = "models.toml")]
-    pub models: PathBuf,
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
     /// A BFCL v4 cases file (its `.answers.json` beside it gives the expected tools).
     #[arg(long, default_value = "../shared/corpus/bfcl/BFCL_v4_multiple.json")]
     pub cases: PathBuf,
@@ -57,7 +55,7 @@ pub struct BenchCallsArgs {
 /// Runs `toolrail bench-calls`: exit 0 when every answer under the grammar is a valid call, 1
 /// otherwise.
 pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
-    let spec = resolve_model(&args.model, &args.models)?;
+    let spec = args.model.resolve()?;
     let format = args.format.unwrap_or(match spec.chat_format {
         ChatFormat::Family(PromptFamily::Gemma) => FormatArg::Gemma,
         ChatFormat::Family(PromptFamily::Llama31) => FormatArg::Llama3,
@@ -72,7 +70,7 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
     let mut masks = MaskEngine::new(model.shared_token_table());
     let options = CallsOptions {
         format: format.into(),
-        family: family_for(format),
+        family: family_for(format.into()),
         max_tokens: args.max_tokens,
         threads: Some(args.threads),
         repeat_penalty: args.repeat_penalty,

@@ -16,21 +16,18 @@ use super::grammar::FormatArg;
 use crate::llm::worker::{Command, EngineKind, Event, RunRequest, Worker};
 use crate::llm::{ChatFormat, Model, ModelSpec};
 use crate::tools::grammar::{GrammarOptions, tool_call_grammar};
-use crate::tools::prompt::{PromptFamily, build_prompt};
+use crate::tools::prompt::build_prompt;
 use crate::tools::toolset::ToolSet;
 use crate::tools::validate::{ValidateOptions, Validator};
 use crate::transcript::{ModelInfo, Sampling, Stop, TRANSCRIPT_VERSION, Transcript};
-use crate::workbench::run::sampling_with_defaults;
+use crate::workbench::run::{family_for, sampling_with_defaults};
 
 /// Arguments of `toolrail generate`.
 #[derive(Debug, clap::Args)]
 pub struct GenerateArgs {
-    /// A GGUF file, or the name of a `models.toml` entry.
-    #[arg(long)]
-    pub model: String,
-    /// The models file to look names up in.
-    #[arg(long, default_value = "models.toml")]
-    pub models: PathBuf,
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
     /// A tool set: the grammar is its tool-call grammar, the prompt offers the tools.
     #[arg(long, conflicts_with = "grammar")]
     pub tools: Option<String>,
@@ -83,34 +80,38 @@ pub struct GenerateArgs {
     pub markdown: Option<PathBuf>,
 }
 
-/// The prompt family that matches an envelope, for models without their own.
-pub fn family_for(format: FormatArg) -> PromptFamily {
-    match format {
-        FormatArg::Llama3 => PromptFamily::Llama31,
-        FormatArg::Hermes => PromptFamily::Hermes,
-        FormatArg::Gemma => PromptFamily::Gemma,
-        FormatArg::Openai | FormatArg::Pythonic => PromptFamily::Generic,
-    }
+/// `--model` and `--models`: the commands that run a model find it the same way.
+#[derive(Debug, clap::Args)]
+pub struct ModelArgs {
+    /// A GGUF file, or the name of a `models.toml` entry.
+    #[arg(long)]
+    pub model: String,
+    /// The models file to look names up in.
+    #[arg(long, default_value = "models.toml")]
+    pub models: PathBuf,
 }
 
-/// Finds the model: an existing file, else a `models.toml` entry.
-pub fn resolve_model(model: &str, models: &Path) -> anyhow::Result<ModelSpec> {
-    if Path::new(model).is_file() {
-        return Ok(ModelSpec::from_path(model));
+impl ModelArgs {
+    /// Finds the model: an existing file, else a `models.toml` entry.
+    pub fn resolve(&self) -> anyhow::Result<ModelSpec> {
+        let (model, models) = (&self.model, &self.models);
+        if Path::new(model).is_file() {
+            return Ok(ModelSpec::from_path(model));
+        }
+        if !models.is_file() {
+            bail!(
+                "no file '{model}', and no models file {} to look the name up in",
+                models.display()
+            );
+        }
+        Ok(ModelSpec::find(models, model)?)
     }
-    if !models.is_file() {
-        bail!(
-            "no file '{model}', and no models file {} to look the name up in",
-            models.display()
-        );
-    }
-    Ok(ModelSpec::find(models, model)?)
 }
 
 /// Runs `toolrail generate`: exit 0 when the run ends normally (and the output is a valid call
 /// when tools were given), 1 when the output is not valid, 2 on errors.
 pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
-    let spec = resolve_model(&args.model, &args.models)?;
+    let spec = args.model.resolve()?;
     eprintln!("loading {} ...", spec.path.display());
     let model = Model::load(&spec, |_| true)?;
     let tools = match &args.tools {
@@ -143,7 +144,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     } else {
         let family = match spec.chat_format {
             ChatFormat::Family(f) => f,
-            ChatFormat::Auto => family_for(args.format),
+            ChatFormat::Auto => family_for(args.format.into()),
         };
         build_prompt(family, &tool_values, &args.prompt, None)?
     };
