@@ -51,9 +51,12 @@ fn step_until(
     harness.step();
 }
 
-/// The real app on a workspace in `dir`, set up for a short live run on one decoding thread.
-fn live_app(dir: &Path, max_tokens: u32) -> Harness<'static, ToolrailApp> {
-    let options = options(dir);
+/// The real app on a workspace in a fresh folder (kept alive with it), set up for a short live
+/// run on one decoding thread; `None` when the test model is absent (a failure under CI=true).
+fn live_app(max_tokens: u32) -> Option<(tempfile::TempDir, Harness<'static, ToolrailApp>)> {
+    common::model()?;
+    let dir = tempfile::tempdir().unwrap();
+    let options = options(dir.path());
     let mut harness = Harness::builder()
         .with_size([1440.0, 1000.0])
         .with_theme(egui::Theme::Dark)
@@ -62,16 +65,14 @@ fn live_app(dir: &Path, max_tokens: u32) -> Harness<'static, ToolrailApp> {
     let settings = &mut harness.state_mut().shared.run.settings;
     settings.threads = Some(1);
     settings.sampling.max_tokens = max_tokens;
-    harness
+    Some((dir, harness))
 }
 
 #[test]
 fn a_run_on_the_test_model_streams_tokens_that_show_candidates_and_stacks() {
-    if common::model().is_none() {
+    let Some((dir, mut harness)) = live_app(24) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let mut harness = live_app(dir.path(), 24);
+    };
     harness.get_by_label("Load model").click();
     step_until(&mut harness, "the model to load", |app| {
         matches!(
@@ -270,11 +271,9 @@ fn the_replay_moves_with_the_transcript_pane_buttons() {
 
 #[test]
 fn start_run_with_no_model_loaded_loads_the_selected_model_then_runs() {
-    if common::model().is_none() {
+    let Some((_dir, mut harness)) = live_app(6) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let mut harness = live_app(dir.path(), 6);
+    };
     assert!(harness.state().shared.run.controller.model().is_none());
     harness.get_by_label("Start run").click();
     step_until(&mut harness, "the load and the run to end", |app| {

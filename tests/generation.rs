@@ -2,38 +2,23 @@
 //! generation only where the grammar is complete, the dead-end diagnostic, and the `toolrail`
 //! and `llama` engines agreeing token for token. Fails under CI=true if the model is missing.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use toolrail::engine::check;
 use toolrail::gbnf::Grammar;
+use toolrail::llm::Model;
 use toolrail::llm::worker::{Command, EngineKind, Event, RunRequest, Worker};
-use toolrail::llm::{Model, test_model_path};
 use toolrail::tools::grammar::{GrammarOptions, tool_call_grammar};
 use toolrail::tools::prompt::{PromptFamily, build_prompt};
 use toolrail::tools::toolset::ToolSet;
 use toolrail::transcript::{Sampling, Stop, TokenRecord};
 
+mod common;
+
+/// The shared test model (a cheap handle: workers take their own).
 fn model() -> Option<Model> {
-    static MODEL: OnceLock<Option<Model>> = OnceLock::new();
-    MODEL
-        .get_or_init(|| {
-            let path = test_model_path();
-            if !path.is_file() {
-                assert!(
-                    std::env::var("CI").as_deref() != Ok("true"),
-                    "test model missing at {} (CI=true): run scripts/fetch-model.sh",
-                    path.display()
-                );
-                eprintln!(
-                    "skipped: no test model at {}; run scripts/fetch-model.sh",
-                    path.display()
-                );
-                return None;
-            }
-            Some(Model::open(&path).expect("the test model loads"))
-        })
-        .clone()
+    common::model().cloned()
 }
 
 fn request(prompt: &str, grammar: Option<&str>, engine: EngineKind, max_tokens: u32) -> RunRequest {
