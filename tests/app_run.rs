@@ -51,17 +51,23 @@ fn step_until(
     harness.step();
 }
 
-/// The real app on a workspace in a fresh folder (kept alive with it), set up for a short live
-/// run on one decoding thread; `None` when the test model is absent (a failure under CI=true).
-fn live_app(max_tokens: u32) -> Option<(tempfile::TempDir, Harness<'static, ToolrailApp>)> {
-    common::model()?;
-    let dir = tempfile::tempdir().unwrap();
-    let options = options(dir.path());
+/// The whole app in a 1440×1000 window, dark, on a workspace in `dir`, after its first frame.
+fn window(dir: &Path) -> Harness<'static, ToolrailApp> {
+    let options = options(dir);
     let mut harness = Harness::builder()
         .with_size([1440.0, 1000.0])
         .with_theme(egui::Theme::Dark)
         .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
     harness.step();
+    harness
+}
+
+/// The real app on a workspace in a fresh folder (kept alive with it), set up for a short live
+/// run on one decoding thread; `None` when the test model is absent (a failure under CI=true).
+fn live_app(max_tokens: u32) -> Option<(tempfile::TempDir, Harness<'static, ToolrailApp>)> {
+    common::model()?;
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = window(dir.path());
     let settings = &mut harness.state_mut().shared.run.settings;
     settings.threads = Some(1);
     settings.sampling.max_tokens = max_tokens;
@@ -238,12 +244,7 @@ fn snapshot_transcript_pane_replaying() {
 #[test]
 fn the_replay_moves_with_the_transcript_pane_buttons() {
     let dir = tempfile::tempdir().unwrap();
-    let options = options(dir.path());
-    let mut harness = Harness::builder()
-        .with_size([1440.0, 1000.0])
-        .with_theme(egui::Theme::Dark)
-        .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
-    harness.step();
+    let mut harness = window(dir.path());
     open_from(&mut harness.state_mut().shared, Path::new(FIXTURE));
     harness.step();
     harness.get_by_label("Transcript").click();
