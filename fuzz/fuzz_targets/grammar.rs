@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use toolrail::engine::sample::{Sampler, SplitMix64};
-use toolrail::engine::{Engine, check_with};
-use toolrail::gbnf::{Grammar, lint::lint_default};
+use toolrail_engine::sample::{Sampler, SplitMix64};
+use toolrail_engine::{Engine, check_with};
+use toolrail_engine::gbnf::{Grammar, lint::lint_default};
 
 fuzz_target!(|data: &[u8]| {
     let (grammar_bytes, input) = match data.iter().position(|&b| b == 0xFF) {
@@ -31,11 +31,11 @@ fuzz_target!(|data: &[u8]| {
             _ => break,
         }
     }
-    let _ = toolrail::gbnf::printer::print_compiled(&grammar);
+    let _ = toolrail_engine::gbnf::printer::print_compiled(&grammar);
     let sampler = Sampler::new(&grammar);
     let mut rng = SplitMix64::new(input.len() as u64);
     if let Ok(s) = sampler.sample(&mut rng, 64) {
         let v = check_with(&mut engine, s.as_bytes());
-        assert!(v.is_accepted() || v.kind == toolrail::engine::VerdictKind::TooAmbiguous, "sample {s:?} rejected");
+        assert!(v.is_accepted() || v.kind == toolrail_engine::VerdictKind::TooAmbiguous, "sample {s:?} rejected");
     }
 });

@@ -1,0 +1,471 @@
+//! Generation: the model picker and load progress, the prompt (with its builder and a preview),
+//! sampling and engine, Run / Step / Continue / Pause / Cancel, the token stream as chips, the
+//! selected token's candidates before and after the mask, its timings and the grammar stacks after
+//! it, Force (a branch from that step), and a plot of mask time per token.
+//!
+//! Everything here draws [`toolrail_workbench::run`] state and calls its actions; no model or
+//! grammar logic lives in this file. The token strip and the token details live in
+//! [`crate::token_view`], shared with the Transcript pane.
+
+use crate::dialogs::FileRequest;
+use std::ops::Range;
+
+use egui::{Color32, RichText};
+
+use crate::Shared;
+use crate::token_view::{TokenStrip, mask_plot, stop_text, token_details};
+use toolrail_llm::ModelSpec;
+use toolrail_llm::worker::EngineKind;
+use toolrail_tools::prompt::PromptFamily;
+use toolrail_workbench::run::{LoadState, Run, RunPhase, RunSettings, RunState};
+use toolrail_workbench::transcript::TokenRecord;
+
+/// The generation pane's own UI state.
+#[derive(Default)]
+pub struct GenerationPane {
+    strip: TokenStrip,
+    selected: Option<usize>,
+    models: Option<Result<Vec<ModelSpec>, String>>,
+    saved_settings: Option<RunSettings>,
+}
+
+impl GenerationPane {
+    /// Draws the pane.
+    pub fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        shared.sync_run_settings(&mut self.saved_settings);
+        egui::ScrollArea::vertical()
+            .id_salt("generation-scroll")
+            .show(ui, |ui| {
+                self.model_row(ui, shared);
+                ui.separator();
+                prompt_section(ui, shared);
+                sampling_section(ui, &mut shared.run);
+                ui.separator();
+                controls(ui, shared);
+                ui.separator();
+                self.tokens_section(ui, shared);
+            });
+        shared.sync_run_settings(&mut self.saved_settings);
+    }
+
+    fn model_row(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        let mut open_gguf = false;
+        let run = &mut shared.run;
+        let models = self.models.get_or_insert_with(|| {
+            ModelSpec::load_file(&run.settings.models_file).map_err(|e| e.to_string())
+        });
+        ui.horizontal(|ui| {
+            let label = ui.label("Model");
+            let selected = match &run.settings.gguf {
+                Some(path) => path.display().to_string(),
+                None => run.settings.model.clone(),
+            };
+            egui::ComboBox::from_id_salt("generation-model")
+                .selected_text(selected)
+                .show_ui(ui, |ui| {
+                    if let Ok(specs) = models {
+                        for spec in specs.iter() {
+                            let chosen =
+                                run.settings.gguf.is_none() && run.settings.model == spec.name;
+                            if ui.selectable_label(chosen, &spec.name).clicked() {
+                                run.settings.model = spec.name.clone();
+                                run.settings.gguf = None;
+                            }
+                        }
+                    }
+                })
+                .response
+                .labelled_by(label.id);
+            let loading = matches!(run.controller.load_state(), LoadState::Loading { .. });
+            let busy = run.controller.is_busy();
+            if ui
+                .add_enabled(!loading && !busy, egui::Button::new("Load model"))
+                .clicked()
+            {
+                match run.settings.model_spec() {
+                    Ok(spec) => {
+                        if let Err(e) = run.controller.load(spec) {
+                            run.messages.push(e.to_string());
+                        }
+                    }
+                    Err(e) => run.messages.push(e),
+                }
+            }
+            open_gguf = ui
+                .add_enabled(!loading && !busy, egui::Button::new("Open GGUF…"))
+                .clicked();
+            if loading && ui.button("Cancel load").clicked() {
+                run.controller.cancel_load();
+            }
+        });
+        if let Err(e) = models {
+            ui.label(RichText::new(format!("models file: {e}")).color(error_color(ui)));
+        }
+        match run.controller.load_state() {
+            LoadState::Empty => {
+                ui.label(RichText::new("No model loaded.").weak());
+            }
+            LoadState::Loading { name, fraction } => {
+                ui.add(
+                    egui::ProgressBar::new(*fraction)
+                        .show_percentage()
+                        .text(format!("loading {name}: {:.0}%", fraction * 100.0)),
+                );
+            }
+            LoadState::Ready { name } => {
+                if let Some(model) = run.controller.model() {
+                    let info = model.info();
+                    ui.label(format!(
+                        "{name}: {}, {} tokens, {:.0} MB",
+                        info.architecture,
+                        info.vocab_size,
+                        info.file_size as f64 / 1e6
+                    ));
+                }
+            }
+            LoadState::Failed { name, message } => {
+                ui.label(RichText::new(format!("{name}: {message}")).color(error_color(ui)));
+            }
+        }
+        if open_gguf {
+            shared.pick_file(
+                FileRequest::OpenGguf,
+                rfd::AsyncFileDialog::new().add_filter("GGUF model", &["gguf"]),
+            );
+        }
+    }
+
+    fn tokens_section(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        let shown = shared
+            .run
+            .shown
+            .and_then(|id| shared.run.controller.run(id))
+            .or_else(|| shared.run.controller.latest());
+        let Some(run) = shown else {
+            match shared.run.controller.replay() {
+                Some(replay) => {
+                    if replay.demo {
+                        ui.label(
+                            RichText::new(crate::token_view::DEMO_LABEL)
+                                .strong()
+                                .color(ui.visuals().warn_fg_color),
+                        );
+                    }
+                    ui.label(
+                        RichText::new(format!(
+                            "Replay: {} of {} tokens (Transcript pane)",
+                            replay.position(),
+                            replay.len()
+                        ))
+                        .weak(),
+                    );
+                    let tokens = replay.shown();
+                    let selected = self
+                        .selected
+                        .filter(|&i| i < tokens.len())
+                        .or(tokens.len().checked_sub(1));
+                    if let Some(i) = self.strip.ui(ui, tokens, selected, "generation") {
+                        self.selected = Some(i);
+                    }
+                    if let Some(t) = selected.and_then(|i| tokens.get(i)) {
+                        let grammar = replay.transcript.grammar.as_deref();
+                        token_details(ui, t, grammar, false);
+                    }
+                    mask_plot(ui, tokens, "generation-replay-plot");
+                }
+                None => {
+                    ui.label(
+                        RichText::new(
+                            "No run yet: press Start run (it loads the selected model first).",
+                        )
+                        .weak(),
+                    );
+                }
+            }
+            return;
+        };
+        run_status(ui, run);
+        if self.selected.is_some_and(|i| i >= run.tokens.len()) {
+            self.selected = None;
+        }
+        let run_id = run.id;
+        if let Some(i) = self.strip.ui(ui, &run.tokens, self.selected, "generation") {
+            self.selected = Some(i);
+            if let Some(t) = run.tokens.get(i).cloned() {
+                let grammar = run.request.grammar.clone();
+                focus_stacks(shared, &t, grammar.as_deref());
+            }
+        }
+        // Borrow the run again after the focus change.
+        let Some(run) = shared.run.controller.run(run_id) else {
+            return;
+        };
+        let mut force = None;
+        if let Some(i) = self.selected
+            && let Some(t) = run.tokens.get(i)
+        {
+            force = token_details(ui, t, run.request.grammar.as_deref(), true);
+        }
+        mask_plot(ui, &run.tokens, "generation-mask-plot");
+        if let (Some(step), Some(token)) = (self.selected, force) {
+            match shared.run.controller.branch(run_id, step, token, false) {
+                Ok(id) => {
+                    shared.run.shown = Some(id);
+                    self.selected = Some(step);
+                }
+                Err(e) => shared.message(e.to_string()),
+            }
+        }
+    }
+}
+
+/// Highlights the top frames of `token`'s stacks in the grammar pane, if the run's grammar is the
+/// one on display.
+fn focus_stacks(shared: &mut Shared, token: &TokenRecord, grammar: Option<&str>) {
+    let (Some(stacks), Some(grammar)) = (&token.stacks, grammar) else {
+        return;
+    };
+    if grammar != shared.analysis.grammar_text {
+        return;
+    }
+    let highlights: Vec<Range<usize>> = stacks
+        .stacks
+        .iter()
+        .filter_map(|s| s.frames.last())
+        .map(|f| f.span.start as usize..f.span.end as usize)
+        .collect();
+    let select = highlights.first().cloned();
+    shared.focus_grammar(highlights, select);
+}
+
+fn error_color(ui: &egui::Ui) -> Color32 {
+    ui.visuals().error_fg_color
+}
+
+fn prompt_section(ui: &mut egui::Ui, shared: &mut Shared) {
+    let label = ui.label("Prompt");
+    ui.add(
+        egui::TextEdit::multiline(&mut shared.workspace.prompt)
+            .desired_rows(2)
+            .desired_width(f32::INFINITY),
+    )
+    .labelled_by(label.id);
+    let settings = &mut shared.run.settings;
+    ui.horizontal(|ui| {
+        let label = ui.label("Prompt format");
+        egui::ComboBox::from_id_salt("generation-prompt-style")
+            .selected_text(settings.prompt_style.clone())
+            .show_ui(ui, |ui| {
+                let mut names = vec!["model", "raw"];
+                names.extend(PromptFamily::ALL.iter().map(|f| f.name()));
+                for name in names {
+                    ui.selectable_value(&mut settings.prompt_style, name.to_owned(), name);
+                }
+            })
+            .response
+            .labelled_by(label.id);
+    });
+    egui::CollapsingHeader::new("System text")
+        .id_salt("generation-system")
+        .show(ui, |ui| {
+            let label = ui.label("System");
+            ui.add(
+                egui::TextEdit::multiline(&mut settings.system)
+                    .desired_rows(2)
+                    .desired_width(f32::INFINITY),
+            )
+            .labelled_by(label.id);
+        });
+    egui::CollapsingHeader::new("Prompt preview")
+        .id_salt("generation-preview")
+        .show(ui, |ui| {
+            let run = &shared.run;
+            let setup = run.setup(&shared.analysis);
+            let inputs = RunState::inputs(&shared.analysis);
+            match run.controller.prompt_preview(&setup, &inputs) {
+                Ok(preview) => {
+                    ui.label(RichText::new(format!("from the {}", preview.source)).weak());
+                    let mut text = preview.text.as_str();
+                    let label = ui.label("Prompt text");
+                    ui.add(
+                        egui::TextEdit::multiline(&mut text)
+                            .code_editor()
+                            .desired_width(f32::INFINITY),
+                    )
+                    .labelled_by(label.id);
+                }
+                Err(e) => {
+                    ui.label(RichText::new(e.to_string()).color(error_color(ui)));
+                }
+            }
+        });
+}
+
+fn sampling_section(ui: &mut egui::Ui, run: &mut RunState) {
+    let settings = &mut run.settings;
+    ui.horizontal(|ui| {
+        let label = ui.label("Engine");
+        egui::ComboBox::from_id_salt("generation-engine")
+            .selected_text(settings.engine.name())
+            .show_ui(ui, |ui| {
+                for engine in [EngineKind::Toolrail, EngineKind::Llama, EngineKind::None] {
+                    ui.selectable_value(&mut settings.engine, engine, engine.name());
+                }
+            })
+            .response
+            .labelled_by(label.id);
+    });
+    egui::CollapsingHeader::new("Sampling")
+        .id_salt("generation-sampling")
+        .show(ui, |ui| {
+            let s = &mut settings.sampling;
+            ui.add(egui::Slider::new(&mut s.temperature, 0.0..=2.0).text("temperature"));
+            ui.add(egui::Slider::new(&mut s.top_k, 0..=200).text("top-k"));
+            ui.add(egui::Slider::new(&mut s.top_p, 0.0..=1.0).text("top-p"));
+            ui.add(egui::Slider::new(&mut s.min_p, 0.0..=1.0).text("min-p"));
+            ui.add(egui::Slider::new(&mut s.repeat_penalty, 1.0..=2.0).text("repeat penalty"))
+                .on_hover_text("Lowers the tokens among the last 64 generated (1: off)");
+            ui.add(
+                egui::Slider::new(&mut s.max_tokens, 1..=4096)
+                    .logarithmic(true)
+                    .text("max tokens"),
+            );
+            ui.checkbox(&mut s.finish_in_budget, "Finish within max tokens")
+                .on_hover_text(
+                    "Near the limit, take the most likely token that still lets the grammar \
+                     finish in the tokens left (constrained runs)",
+                );
+            ui.horizontal(|ui| {
+                let label = ui.label("seed");
+                ui.add(egui::DragValue::new(&mut s.seed))
+                    .labelled_by(label.id);
+            });
+        });
+}
+
+fn controls(ui: &mut egui::Ui, shared: &mut Shared) {
+    use toolrail_workbench::actions::Action;
+    let controller = &shared.run.controller;
+    let ready = controller.model().is_some();
+    // With no model loaded, Start run and Step load the selected one first, then start.
+    let can_start = !matches!(controller.load_state(), LoadState::Loading { .. });
+    let active = controller.active().map(|r| r.phase);
+    let paused = matches!(active, Some(RunPhase::Paused { .. }));
+    let running = matches!(active, Some(RunPhase::Running | RunPhase::Queued));
+    let mut queue = Vec::new();
+    let mut pair = false;
+    let mut pause = false;
+    ui.horizontal_wrapped(|ui| {
+        if ui
+            .add_enabled(
+                can_start && active.is_none(),
+                egui::Button::new("Start run"),
+            )
+            .clicked()
+        {
+            queue.push(Action::Run);
+        }
+        if ui
+            .add_enabled(
+                can_start && (active.is_none() || paused),
+                egui::Button::new("Step"),
+            )
+            .clicked()
+        {
+            queue.push(Action::Step);
+        }
+        if ui
+            .add_enabled(paused, egui::Button::new("Continue"))
+            .clicked()
+        {
+            queue.push(Action::Continue);
+        }
+        if ui
+            .add_enabled(running, egui::Button::new("Pause"))
+            .clicked()
+        {
+            pause = true;
+        }
+        if ui
+            .add_enabled(active.is_some(), egui::Button::new("Cancel"))
+            .clicked()
+        {
+            queue.push(Action::Cancel);
+        }
+        if ui
+            .add_enabled(
+                ready && active.is_none(),
+                egui::Button::new("Run with and without grammar"),
+            )
+            .on_hover_text(
+                "The same prompt constrained and unconstrained; compare in the Validator pane",
+            )
+            .clicked()
+        {
+            pair = true;
+        }
+    });
+    // Button actions go through the same path as the shortcuts: handled next frame by RunState.
+    for action in queue {
+        shared.queue(action);
+        shared.request_repaint();
+    }
+    if pause {
+        shared.run.controller.pause();
+    }
+    if pair {
+        let setup = shared.run.setup(&shared.analysis);
+        let inputs = RunState::inputs(&shared.analysis);
+        match shared.run.controller.start_pair(&setup, &inputs) {
+            Ok(p) => shared.run.shown = Some(p.constrained),
+            Err(e) => shared.message(e.to_string()),
+        }
+    }
+}
+
+fn run_status(ui: &mut egui::Ui, run: &Run) {
+    let phase = match run.phase {
+        RunPhase::Queued => "queued".to_owned(),
+        RunPhase::Running if run.is_replaying() => "replaying forced tokens".to_owned(),
+        RunPhase::Running => "running".to_owned(),
+        RunPhase::Paused { next_index } => format!("paused before token {next_index}"),
+        RunPhase::Finished => match &run.finish {
+            Some(f) => stop_text(&f.stop),
+            None => "ended".to_owned(),
+        },
+    };
+    ui.horizontal_wrapped(|ui| {
+        ui.label(RichText::new(format!("Run {}", run.id)).strong());
+        ui.label(format!("{} · {}", run.request.engine.name(), phase));
+        if let Some((n, ms)) = run.prompt_decode {
+            ui.label(format!("prompt {n} tokens in {ms:.0} ms"));
+        }
+        if let Some(f) = &run.finish {
+            ui.label(format!(
+                "{} tokens, {:.1} tokens/s, mask {:.1} ms total",
+                f.totals.tokens, f.totals.tokens_per_s, f.totals.mask_ms
+            ));
+        }
+    });
+    for r in &run.refusals {
+        ui.label(
+            RichText::new(format!(
+                "step {}: token {} refused: {}",
+                r.step, r.token, r.reason
+            ))
+            .color(error_color(ui)),
+        );
+    }
+    for e in &run.errors {
+        ui.label(RichText::new(e).color(error_color(ui)));
+    }
+}
+
+/// Loads the GGUF the user picked (the answer of the Open GGUF… dialog).
+pub fn open_gguf(shared: &mut Shared, path: std::path::PathBuf) {
+    let run = &mut shared.run;
+    run.settings.gguf = Some(path.clone());
+    if let Err(e) = run.controller.load(ModelSpec::from_path(path)) {
+        run.messages.push(e.to_string());
+    }
+}

@@ -1,0 +1,211 @@
+//! Grammar: the GBNF in force (generated live from the schema, or hand-edited), highlighted with
+//! syntect, with its lint findings listed (click one to select its span) and `.gbnf` import and
+//! export.
+
+use crate::dialogs::FileRequest;
+use std::path::PathBuf;
+
+use crate::Shared;
+use crate::highlight::{self, Mark, MarkKind};
+use toolrail_gbnf::Severity;
+
+/// The grammar pane's own UI state.
+#[derive(Default)]
+pub struct GrammarPane {
+    /// The last selection request applied (so it is applied once).
+    applied: Option<(std::ops::Range<usize>, std::sync::Arc<str>)>,
+    /// The highlighted grammar's layout.
+    galleys: highlight::GalleyCache,
+}
+
+/// The id of the grammar text view (tests find it by its label "Grammar text").
+pub const GRAMMAR_VIEW_ID: &str = "grammar-text";
+
+impl GrammarPane {
+    /// Draws the pane.
+    pub fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        toolbar(ui, shared);
+        findings(ui, shared);
+        self.view(ui, shared);
+    }
+
+    fn view(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        let analysis = std::sync::Arc::clone(&shared.analysis);
+        let hand = shared.workspace.grammar.hand_edited;
+        // The text shown: the hand-edited text as typed, else the generated grammar in force.
+        // Borrowed when generated (no copy of a large grammar each frame); copied only when hand
+        // edited, because the editor below borrows the workspace text mutably.
+        let current_text: std::borrow::Cow<'_, str> = if hand {
+            std::borrow::Cow::Owned(shared.workspace.grammar.text.clone())
+        } else {
+            std::borrow::Cow::Borrowed(analysis.grammar_text.as_str())
+        };
+        let up_to_date = analysis.grammar_text == *current_text;
+        let mut marks = Vec::new();
+        if up_to_date {
+            for f in &analysis.findings {
+                marks.push(Mark {
+                    range: f.span.start as usize..f.span.end as usize,
+                    kind: if f.severity == Severity::Error {
+                        MarkKind::Error
+                    } else {
+                        MarkKind::Warning
+                    },
+                });
+            }
+        }
+        let focus = &shared.grammar_focus;
+        if *focus.grammar_text == *current_text {
+            marks.extend(focus.highlights.iter().map(|r| Mark {
+                range: r.clone(),
+                kind: MarkKind::Focus,
+            }));
+        }
+        let select = focus
+            .select
+            .clone()
+            .filter(|_| *focus.grammar_text == *current_text)
+            .filter(|r| {
+                self.applied.as_ref()
+                    != Some(&(r.clone(), std::sync::Arc::clone(&focus.grammar_text)))
+            });
+        let galleys = &mut self.galleys;
+        let mut layouter = |ui: &egui::Ui, buf: &dyn egui::TextBuffer, wrap: f32| {
+            galleys.layout(ui, buf.as_str(), "GBNF", &marks, wrap)
+        };
+        let id = egui::Id::unique(GRAMMAR_VIEW_ID);
+        egui::ScrollArea::both()
+            .id_salt("grammar-scroll")
+            .auto_shrink([false, false])
+            .show(ui, |ui| {
+                let label = ui.label("Grammar text");
+                // Hand-edited: the workspace's text, editable; generated: a read-only view.
+                let mut view: &str = &current_text;
+                let buffer: &mut dyn egui::TextBuffer = if hand {
+                    &mut shared.workspace.grammar.text
+                } else {
+                    &mut view
+                };
+                let mut output = egui::TextEdit::multiline(buffer)
+                    .id(id)
+                    .code_editor()
+                    .desired_width(f32::INFINITY)
+                    .desired_rows(24)
+                    .layouter(&mut layouter)
+                    .show(ui);
+                output.response.response = output.response.response.labelled_by(label.id);
+                if let Some(range) = select {
+                    let text = &current_text;
+                    let a = egui::text::CCursor::new(highlight::char_index(text, range.start));
+                    let b = egui::text::CCursor::new(highlight::char_index(text, range.end));
+                    output
+                        .state
+                        .cursor
+                        .set_char_range(Some(egui::text::CCursorRange::two(a, b)));
+                    output.state.store(ui.ctx(), id);
+                    ui.memory_mut(|m| m.request_focus(id));
+                    let rect = output
+                        .galley
+                        .pos_from_cursor(a)
+                        .union(output.galley.pos_from_cursor(b))
+                        .translate(output.galley_pos.to_vec2());
+                    ui.scroll_to_rect(rect, Some(egui::Align::Center));
+                    self.applied = Some((
+                        range,
+                        std::sync::Arc::clone(&shared.grammar_focus.grammar_text),
+                    ));
+                }
+            });
+    }
+}
+
+fn toolbar(ui: &mut egui::Ui, shared: &mut Shared) {
+    ui.horizontal_wrapped(|ui| {
+        let grammar = &mut shared.workspace.grammar;
+        let was = grammar.hand_edited;
+        ui.checkbox(&mut grammar.hand_edited, "Hand-edited GBNF")
+            .on_hover_text("Edit the grammar by hand instead of generating it from the schema");
+        if grammar.hand_edited && !was && grammar.text.trim().is_empty() {
+            grammar.text = shared.analysis.grammar_text.clone();
+        }
+        if ui.button("Import .gbnf…").clicked() {
+            shared.pick_file(
+                FileRequest::ImportGrammar,
+                rfd::AsyncFileDialog::new().add_filter("GBNF", &["gbnf"]),
+            );
+        }
+        if ui.button("Export .gbnf…").clicked() {
+            export_grammar(shared);
+        }
+        if let Some(g) = &shared.analysis.grammar {
+            ui.label(egui::RichText::new(format!("{} rules", g.rule_count())).weak());
+        }
+    });
+}
+
+fn findings(ui: &mut egui::Ui, shared: &mut Shared) {
+    let analysis = std::sync::Arc::clone(&shared.analysis);
+    for w in &analysis.warnings {
+        ui.label(egui::RichText::new(format!("warning: {w}")).color(ui.visuals().warn_fg_color));
+    }
+    if analysis.findings.is_empty() {
+        return;
+    }
+    egui::ScrollArea::vertical()
+        .id_salt("grammar-findings")
+        .max_height(120.0)
+        .show(ui, |ui| {
+            for f in &analysis.findings {
+                let color = match f.severity {
+                    Severity::Error => ui.visuals().error_fg_color,
+                    _ => ui.visuals().warn_fg_color,
+                };
+                let text = format!("{} {} {}: {}", f.severity, f.code, f.position, f.message);
+                let mut response = ui
+                    .add(
+                        egui::Label::new(egui::RichText::new(text).color(color))
+                            .wrap()
+                            .sense(egui::Sense::click()),
+                    )
+                    .on_hover_text("Click to select it in the grammar");
+                if let Some(hint) = &f.hint {
+                    response = response.on_hover_text(hint);
+                }
+                if response.clicked() {
+                    let span = f.span.start as usize..f.span.end as usize;
+                    shared.focus_grammar(Vec::new(), Some(span));
+                }
+            }
+        });
+}
+
+/// Loads a `.gbnf` file as the hand-edited grammar.
+pub fn import_grammar(shared: &mut Shared, path: PathBuf) {
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            shared.workspace.grammar.text = text;
+            shared.workspace.grammar.hand_edited = true;
+            shared.message(format!("imported {}", path.display()));
+        }
+        Err(e) => shared.message(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// Asks for a file name (the answer goes to [`export_grammar_to`]).
+pub fn export_grammar(shared: &mut Shared) {
+    shared.save_file(
+        FileRequest::ExportGrammar,
+        rfd::AsyncFileDialog::new()
+            .add_filter("GBNF", &["gbnf"])
+            .set_file_name("grammar.gbnf"),
+    );
+}
+
+/// Writes the grammar in force to `path` atomically; the outcome goes to the status bar.
+pub fn export_grammar_to(shared: &mut Shared, path: &std::path::Path) {
+    let text = shared.analysis.grammar_text.clone();
+    match toolrail_workbench::fsutil::write_atomic(path, text.as_bytes()) {
+        Ok(()) => shared.message(format!("exported {}", path.display())),
+        Err(e) => shared.message(format!("cannot write {}: {e}", path.display())),
+    }
+}

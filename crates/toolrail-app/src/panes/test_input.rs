@@ -1,0 +1,177 @@
+//! Test input: text matched live against the grammar; its verdict (accepted, incomplete, or
+//! rejected at line:column with the expected characters) and the stacks at the cursor, whose
+//! elements are highlighted in the grammar pane.
+
+use crate::Shared;
+use crate::highlight::{self, Mark, MarkKind};
+use toolrail_engine::check::VerdictKind;
+
+/// The test input pane's own UI state.
+#[derive(Default)]
+pub struct TestInputPane {
+    /// The analysis revision whose stacks were last sent to the grammar pane.
+    focused_revision: u64,
+}
+
+impl TestInputPane {
+    /// Draws the pane.
+    pub fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        let analysis = std::sync::Arc::clone(&shared.analysis);
+        let fresh = analysis.input.test_input == shared.workspace.test_input;
+        let report = analysis.test.as_ref().filter(|_| fresh);
+        let marks: Vec<Mark> = report
+            .and_then(|r| r.verdict.offset)
+            .map(|off| {
+                let text = &shared.workspace.test_input;
+                let end = text[off..]
+                    .chars()
+                    .next()
+                    .map_or(off, |c| off + c.len_utf8());
+                vec![Mark {
+                    range: off..end,
+                    kind: MarkKind::Error,
+                }]
+            })
+            .unwrap_or_default();
+        let mut layouter = |ui: &egui::Ui, buf: &dyn egui::TextBuffer, wrap: f32| {
+            let text = buf.as_str();
+            let job = egui::text::LayoutJob::simple(
+                text.to_owned(),
+                egui::TextStyle::Monospace.resolve(ui.style()),
+                ui.visuals().text_color(),
+                wrap,
+            );
+            let job = highlight::apply_marks(job, &marks, ui.visuals().dark_mode);
+            ui.fonts_mut(|f| f.layout_job(job))
+        };
+        let label = ui.label("Text to check");
+        let output = egui::TextEdit::multiline(&mut shared.workspace.test_input)
+            .id(egui::Id::unique("test-input-editor"))
+            .code_editor()
+            .desired_width(f32::INFINITY)
+            .desired_rows(4)
+            .layouter(&mut layouter)
+            .show(ui);
+        let changed = output.response.response.changed();
+        let _ = output.response.response.labelled_by(label.id);
+        if let Some(range) = output.cursor_range {
+            let chars = range.primary.index.0;
+            shared.test_cursor = highlight::byte_index(&shared.workspace.test_input, chars);
+        } else if changed || shared.test_cursor > shared.workspace.test_input.len() {
+            shared.test_cursor = shared.workspace.test_input.len();
+        }
+
+        verdict(ui, shared);
+        self.stacks(ui, shared);
+    }
+
+    fn stacks(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        let analysis = std::sync::Arc::clone(&shared.analysis);
+        let Some(report) = &analysis.test else {
+            return;
+        };
+        let text = &analysis.input.test_input;
+        let at = toolrail_gbnf::source::line_col(text.as_bytes(), report.stacks_at);
+        ui.separator();
+        ui.label(
+            egui::RichText::new(format!(
+                "{} stack(s) at {at} (byte {})",
+                report.stacks.stacks.len(),
+                report.stacks_at
+            ))
+            .strong(),
+        );
+        // Highlight the elements on the stacks in the grammar pane whenever a new analysis arrives.
+        if self.focused_revision != analysis.revision {
+            self.focused_revision = analysis.revision;
+            let highlights = report
+                .stacks
+                .stacks
+                .iter()
+                .flat_map(|s| s.frames.iter())
+                .map(|f| f.span.start as usize..f.span.end as usize)
+                .collect();
+            shared.focus_grammar(highlights, None);
+        }
+        egui::ScrollArea::vertical()
+            .id_salt("test-stacks")
+            .auto_shrink([false, false])
+            .show(ui, |ui| {
+                for (i, stack) in report.stacks.stacks.iter().enumerate() {
+                    ui.horizontal_wrapped(|ui| {
+                        ui.label(egui::RichText::new(format!("#{i}")).weak());
+                        if stack.frames.is_empty() {
+                            ui.label("(empty: the grammar may end here)");
+                        }
+                        for (j, frame) in stack.frames.iter().enumerate() {
+                            if j > 0 {
+                                ui.label(">");
+                            }
+                            let source = analysis
+                                .grammar_text
+                                .get(frame.span.start as usize..frame.span.end as usize)
+                                .unwrap_or("");
+                            let mut short: String = source.chars().take(24).collect();
+                            if source.chars().count() > 24 {
+                                short.push_str("...");
+                            }
+                            let text = format!("{}: {}", frame.rule_name, short);
+                            let response = ui
+                                .add(
+                                    egui::Button::new(egui::RichText::new(text).monospace())
+                                        .small(),
+                                )
+                                .on_hover_text(format!(
+                                    "rule {} alternative {} element {}",
+                                    frame.rule_name, frame.alternative, frame.index
+                                ));
+                            if response.clicked() {
+                                let span = frame.span.start as usize..frame.span.end as usize;
+                                let highlights = shared.grammar_focus.highlights.clone();
+                                shared.focus_grammar(highlights, Some(span));
+                            }
+                        }
+                    });
+                }
+            });
+    }
+}
+
+fn verdict(ui: &mut egui::Ui, shared: &Shared) {
+    let analysis = &shared.analysis;
+    if analysis.grammar.is_none() {
+        ui.label(egui::RichText::new("No grammar: fix the schema or the GBNF first.").weak());
+        return;
+    }
+    let Some(report) = &analysis.test else {
+        return;
+    };
+    let v = &report.verdict;
+    let expected = report.expected.join(", ");
+    let (text, color) = match v.kind {
+        VerdictKind::Accepted => (
+            "accepted: the whole text matches".to_owned(),
+            egui::Color32::from_rgb(80, 180, 90),
+        ),
+        VerdictKind::Incomplete => (
+            format!("incomplete at {}: next may be {expected}", v.position),
+            ui.visuals().warn_fg_color,
+        ),
+        VerdictKind::Rejected => (
+            format!(
+                "rejected at {} (byte {}): expected {expected}",
+                v.position,
+                v.offset.unwrap_or(0)
+            ),
+            ui.visuals().error_fg_color,
+        ),
+        VerdictKind::TooAmbiguous => (
+            format!(
+                "too ambiguous at {}: more than 65,536 stacks (llama.cpp would run out of memory)",
+                v.position
+            ),
+            ui.visuals().error_fg_color,
+        ),
+    };
+    ui.add(egui::Label::new(egui::RichText::new(text).color(color)).wrap());
+}

@@ -1,0 +1,276 @@
+//! Tools / Schema: the JSON editor with inline errors, the sample picker, open and save, the tool
+//! list (per-tool enable, pool-filter markers) and the envelope options.
+
+use crate::dialogs::FileRequest;
+use std::path::PathBuf;
+
+use crate::Shared;
+use crate::highlight::{self, Mark, MarkKind};
+use toolrail_tools::envelope::Format;
+use toolrail_workbench::samples::SAMPLES;
+use toolrail_workbench::workspace::SchemaMode;
+
+/// The Tools / Schema pane's own UI state.
+#[derive(Default)]
+pub struct ToolsPane {
+    /// A cursor position (char index) to move the editor to on the next frame.
+    goto: Option<usize>,
+    /// The highlighted editor text's layout.
+    galleys: highlight::GalleyCache,
+}
+
+impl ToolsPane {
+    /// Draws the pane.
+    pub fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        source_row(ui, shared);
+        options_row(ui, shared);
+        let description = shared.analysis.description.clone().unwrap_or_default();
+        if !description.is_empty() {
+            ui.add(egui::Label::new(egui::RichText::new(description).weak()).wrap());
+        }
+        egui::ScrollArea::vertical()
+            .id_salt("tools-scroll")
+            .auto_shrink([false, false])
+            .show(ui, |ui| {
+                if shared.workspace.schema.mode == SchemaMode::ToolSet {
+                    tool_list(ui, shared);
+                    ui.separator();
+                }
+                self.issue(ui, shared);
+                self.editor(ui, shared);
+            });
+    }
+
+    fn issue(&mut self, ui: &mut egui::Ui, shared: &Shared) {
+        let analysis = &shared.analysis;
+        // Only show an issue that belongs to the text being edited.
+        if analysis.input.schema.text != shared.workspace.schema.text {
+            return;
+        }
+        if let Some(issue) = &analysis.schema_issue {
+            let text = egui::RichText::new(format!("error: {}", issue.message))
+                .color(ui.visuals().error_fg_color);
+            let clicked = ui
+                .add(egui::Label::new(text).wrap().sense(egui::Sense::click()))
+                .on_hover_text("Click to move the cursor there")
+                .clicked();
+            if clicked && let Some(span) = &issue.span {
+                self.goto = Some(highlight::char_index(
+                    &shared.workspace.schema.text,
+                    span.start,
+                ));
+            }
+        }
+        for warning in &analysis.warnings {
+            ui.add(
+                egui::Label::new(
+                    egui::RichText::new(format!("warning: {warning}"))
+                        .color(ui.visuals().warn_fg_color),
+                )
+                .wrap(),
+            );
+        }
+    }
+
+    fn editor(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        let marks: Vec<Mark> = match &shared.analysis.schema_issue {
+            Some(issue) if shared.analysis.input.schema.text == shared.workspace.schema.text => {
+                issue
+                    .span
+                    .iter()
+                    .map(|r| Mark {
+                        range: r.clone(),
+                        kind: MarkKind::Error,
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        let galleys = &mut self.galleys;
+        let mut layouter = |ui: &egui::Ui, buf: &dyn egui::TextBuffer, wrap: f32| {
+            galleys.layout(ui, buf.as_str(), "JSON", &marks, wrap)
+        };
+        let label = ui.label("Schema JSON");
+        let id = egui::Id::unique("tools-schema-editor");
+        let mut output = egui::TextEdit::multiline(&mut shared.workspace.schema.text)
+            .id(id)
+            .code_editor()
+            .desired_width(f32::INFINITY)
+            .desired_rows(20)
+            .layouter(&mut layouter)
+            .show(ui);
+        output.response.response = output.response.response.labelled_by(label.id);
+        if output.response.response.changed() {
+            shared.workspace.schema.source.clear();
+        }
+        if let Some(at) = self.goto.take() {
+            let cursor = egui::text::CCursor::new(at);
+            output
+                .state
+                .cursor
+                .set_char_range(Some(egui::text::CCursorRange::one(cursor)));
+            output.state.store(ui.ctx(), id);
+            ui.memory_mut(|m| m.request_focus(id));
+            let rect = output
+                .galley
+                .pos_from_cursor(cursor)
+                .translate(output.galley_pos.to_vec2());
+            ui.scroll_to_rect(rect, Some(egui::Align::Center));
+        }
+    }
+}
+
+fn source_row(ui: &mut egui::Ui, shared: &mut Shared) {
+    ui.horizontal_wrapped(|ui| {
+        let current = if shared.workspace.schema.source.is_empty() {
+            "(edited)".to_owned()
+        } else {
+            shared.workspace.schema.source.clone()
+        };
+        egui::ComboBox::from_label("Sample")
+            .selected_text(current)
+            .width(190.0)
+            .show_ui(ui, |ui| {
+                for sample in &SAMPLES {
+                    let selected = shared.workspace.schema.source == sample.file;
+                    let response = ui
+                        .selectable_label(selected, sample.file)
+                        .on_hover_text(sample.description());
+                    if response.clicked() {
+                        let schema = &mut shared.workspace.schema;
+                        schema.text = sample.text.to_owned();
+                        schema.source = sample.file.to_owned();
+                        schema.mode = SchemaMode::ToolSet;
+                        schema.envelope = sample.format.as_str().to_owned();
+                        schema.disabled_tools.clear();
+                    }
+                }
+            });
+        if ui
+            .button("Open…")
+            .on_hover_text("Open a tool set or JSON Schema file")
+            .clicked()
+        {
+            shared.pick_file(
+                FileRequest::OpenSchema,
+                rfd::AsyncFileDialog::new().add_filter("JSON", &["json"]),
+            );
+        }
+        if ui
+            .button("Save…")
+            .on_hover_text("Save the editor's JSON to a file")
+            .clicked()
+        {
+            shared.save_file(
+                FileRequest::SaveSchema,
+                rfd::AsyncFileDialog::new()
+                    .add_filter("JSON", &["json"])
+                    .set_file_name("tools.json"),
+            );
+        }
+    });
+}
+
+/// Loads a JSON file into the editor (any error goes to the status bar).
+pub fn open_schema(shared: &mut Shared, path: PathBuf) {
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            shared.workspace.schema.text = text;
+            shared.workspace.schema.source = path.display().to_string();
+            shared.workspace.schema.disabled_tools.clear();
+        }
+        Err(e) => shared.message(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// Writes the editor's JSON to a file atomically.
+pub fn save_schema(shared: &mut Shared, path: PathBuf) {
+    match toolrail_workbench::fsutil::write_atomic(&path, shared.workspace.schema.text.as_bytes()) {
+        Ok(()) => {
+            shared.message(format!("saved {}", path.display()));
+            shared.workspace.schema.source = path.display().to_string();
+        }
+        Err(e) => shared.message(format!("cannot write {}: {e}", path.display())),
+    }
+}
+
+fn options_row(ui: &mut egui::Ui, shared: &mut Shared) {
+    let schema = &mut shared.workspace.schema;
+    ui.horizontal_wrapped(|ui| {
+        ui.radio_value(&mut schema.mode, SchemaMode::ToolSet, "Tool set");
+        ui.radio_value(&mut schema.mode, SchemaMode::PlainSchema, "Plain schema");
+        ui.separator();
+        let tool_set = schema.mode == SchemaMode::ToolSet;
+        ui.add_enabled_ui(tool_set, |ui| {
+            let mut format = schema.format();
+            egui::ComboBox::from_label("Envelope")
+                .selected_text(format.as_str())
+                .show_ui(ui, |ui| {
+                    for f in Format::ALL {
+                        ui.selectable_value(&mut format, f, f.as_str());
+                    }
+                });
+            if format != schema.format() {
+                schema.envelope = format.as_str().to_owned();
+            }
+            ui.checkbox(&mut schema.parallel, "parallel")
+                .on_hover_text("Allow several calls");
+            ui.checkbox(&mut schema.auto, "auto")
+                .on_hover_text("Allow plain text instead of calls");
+        });
+        ui.checkbox(&mut schema.compact, "compact")
+            .on_hover_text("No whitespace between JSON tokens");
+        ui.checkbox(&mut schema.lenient, "lenient")
+            .on_hover_text("Unsupported keywords become warnings instead of errors");
+        ui.add_enabled_ui(tool_set, |ui| {
+            ui.checkbox(&mut schema.pool_filter, "pool filter").on_hover_text(
+                "Seed 001's filter: escape-hatch tools leave the grammar unless the prompt asks for them",
+            );
+        });
+    });
+}
+
+fn tool_list(ui: &mut egui::Ui, shared: &mut Shared) {
+    let tools = shared.analysis.tools.clone();
+    if tools.is_empty() {
+        return;
+    }
+    let in_grammar = tools.iter().filter(|t| t.in_grammar).count();
+    let noun = if tools.len() == 1 { "tool" } else { "tools" };
+    ui.label(
+        egui::RichText::new(format!(
+            "{} {noun}, {in_grammar} in the grammar",
+            tools.len()
+        ))
+        .strong(),
+    );
+    for tool in &tools {
+        ui.horizontal(|ui| {
+            let mut enabled = tool.enabled;
+            let response = ui
+                .checkbox(&mut enabled, egui::RichText::new(&tool.name).monospace())
+                .on_hover_text(if tool.description.is_empty() {
+                    "(no description)"
+                } else {
+                    &tool.description
+                });
+            if response.changed() {
+                let disabled = &mut shared.workspace.schema.disabled_tools;
+                if enabled {
+                    disabled.retain(|n| n != &tool.name);
+                } else if !disabled.contains(&tool.name) {
+                    disabled.push(tool.name.clone());
+                }
+            }
+            if let Some(decision) = &tool.pool {
+                let (mark, color) = if decision.kept {
+                    ("pool: kept", ui.visuals().weak_text_color())
+                } else {
+                    ("pool: dropped", ui.visuals().warn_fg_color)
+                };
+                ui.label(egui::RichText::new(mark).small().color(color))
+                    .on_hover_text(decision.reason.to_string());
+            }
+        });
+    }
+}

@@ -1,0 +1,178 @@
+//! Transcript: export the shown run as JSON and Markdown; open a transcript and replay it step by
+//! step (back, forward, a slider), with the same token strip and details as the Generation pane.
+
+use crate::dialogs::FileRequest;
+use std::path::{Path, PathBuf};
+
+use egui::RichText;
+
+use crate::Shared;
+use crate::token_view::{DEMO_LABEL, TokenStrip, mask_plot, stop_text, token_details};
+use toolrail_workbench::run::RunSettings;
+
+/// The transcript pane's own UI state.
+#[derive(Default)]
+pub struct TranscriptPane {
+    strip: TokenStrip,
+    saved_settings: Option<RunSettings>,
+}
+
+/// Exports the shown run (or the latest) as `json` and the Markdown next to it (same name,
+/// `.md`), and remembers it as the last transcript. Errors go to the status bar.
+pub fn export_to(shared: &mut Shared, json: &Path) -> Option<PathBuf> {
+    let controller = &shared.run.controller;
+    let Some(id) = shared
+        .run
+        .shown
+        .or_else(|| controller.latest().map(|r| r.id))
+    else {
+        shared.message("no run to export yet");
+        return None;
+    };
+    let markdown = json.with_extension("md");
+    match controller.export(id, json, Some(&markdown)) {
+        Ok(_) => {
+            shared.run.settings.last_transcript = Some(json.to_path_buf());
+            shared.message(format!(
+                "transcript written to {} and {}",
+                json.display(),
+                markdown.display()
+            ));
+            Some(markdown)
+        }
+        Err(e) => {
+            shared.message(e.to_string());
+            None
+        }
+    }
+}
+
+/// Opens a transcript file for replay and remembers it as the last transcript.
+pub fn open_from(shared: &mut Shared, path: &Path) {
+    match shared.run.controller.open_transcript(path) {
+        Ok(()) => {
+            shared.run.settings.last_transcript = Some(path.to_path_buf());
+            // Replays show in the Generation and Validator panes when no live run is selected.
+            shared.run.shown = None;
+        }
+        Err(e) => shared.message(e.to_string()),
+    }
+}
+
+impl TranscriptPane {
+    /// Draws the pane.
+    pub fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        shared.sync_run_settings(&mut self.saved_settings);
+        let exportable = shared
+            .run
+            .controller
+            .runs()
+            .iter()
+            .any(|r| r.finish.is_some());
+        let mut export = std::mem::take(&mut shared.run.export_requested) && exportable;
+        ui.horizontal_wrapped(|ui| {
+            if ui
+                .add_enabled(exportable, egui::Button::new("Export JSON + Markdown…"))
+                .clicked()
+            {
+                export = true;
+            }
+            if ui.button("Open transcript…").clicked() {
+                shared.pick_file(
+                    FileRequest::OpenTranscript,
+                    rfd::AsyncFileDialog::new().add_filter("toolrail transcript", &["json"]),
+                );
+            }
+            if let Some(replay) = shared.run.controller.replay()
+                && ui.button("Close replay").clicked()
+            {
+                if replay.demo {
+                    shared.run.settings.demo_closed = true;
+                }
+                shared.run.controller.close_replay();
+            }
+        });
+        if export {
+            shared.save_file(
+                FileRequest::ExportTranscript,
+                rfd::AsyncFileDialog::new()
+                    .add_filter("toolrail transcript", &["json"])
+                    .set_file_name("transcript.json"),
+            );
+        }
+        if let Some(path) = &shared.run.settings.last_transcript {
+            ui.label(RichText::new(format!("last transcript: {}", path.display())).weak());
+        }
+        ui.separator();
+        let Some(replay) = shared.run.controller.replay_mut() else {
+            ui.label(RichText::new("Open a transcript to replay it step by step.").weak());
+            return;
+        };
+        let t = &replay.transcript;
+        if replay.demo {
+            ui.label(
+                RichText::new(DEMO_LABEL)
+                    .strong()
+                    .color(ui.visuals().warn_fg_color),
+            );
+        }
+        ui.label(
+            RichText::new(format!(
+                "{} · engine {} · {} tokens · {}",
+                t.model.name,
+                t.engine,
+                t.tokens.len(),
+                stop_text(&t.stop)
+            ))
+            .strong(),
+        );
+        if let Some(path) = &replay.path {
+            ui.label(RichText::new(path.display().to_string()).weak());
+        }
+        ui.horizontal(|ui| {
+            if ui.button("Back").clicked() {
+                replay.back();
+            }
+            if ui.button("Forward").clicked() {
+                replay.forward();
+            }
+            let mut position = replay.position();
+            let len = replay.len();
+            if ui
+                .add(egui::Slider::new(&mut position, 0..=len).text("step"))
+                .changed()
+            {
+                replay.seek(position);
+            }
+        });
+        egui::CollapsingHeader::new("Prompt")
+            .id_salt("transcript-prompt")
+            .show(ui, |ui| {
+                ui.label(RichText::new(&replay.transcript.prompt).monospace());
+            });
+        ui.label(RichText::new("Output so far").strong());
+        let text = replay.text();
+        ui.label(
+            RichText::new(if text.is_empty() {
+                "(nothing yet)"
+            } else {
+                &text
+            })
+            .monospace(),
+        );
+        if let Some(stop) = replay.stop() {
+            ui.label(RichText::new(format!("stopped: {}", stop_text(stop))).weak());
+        }
+        let shown = replay.shown();
+        let current = shown.len().checked_sub(1);
+        let clicked = self.strip.ui(ui, shown, current, "transcript");
+        if let Some(token) = replay.current() {
+            // Replays cannot branch: there is no model behind them.
+            let _ = token_details(ui, token, replay.transcript.grammar.as_deref(), false);
+        }
+        mask_plot(ui, replay.shown(), "transcript-mask-plot");
+        if let Some(i) = clicked {
+            replay.seek(i + 1);
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! Validator: the parsed call(s) of a run's output, schema errors with their JSON pointers, the
+//! feedback message for the model; for an unconstrained run the calls extraction found in the free
+//! text; and the constrained and unconstrained runs of one prompt side by side. A replayed
+//! transcript shows the validation it was saved with.
+
+use egui::RichText;
+
+use crate::Shared;
+use toolrail_tools::validate::{CallCheck, Report};
+use toolrail_workbench::run::{Outcome, Run, RunSettings, RunState};
+
+/// The validator pane's own UI state.
+#[derive(Default)]
+pub struct ValidatorPane {
+    saved_settings: Option<RunSettings>,
+}
+
+impl ValidatorPane {
+    /// Draws the pane.
+    pub fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        shared.sync_run_settings(&mut self.saved_settings);
+        let ready = shared.run.controller.model().is_some() && !shared.run.controller.is_busy();
+        if ui
+            .add_enabled(ready, egui::Button::new("Compare with and without grammar"))
+            .on_hover_text("Runs the prompt constrained, then unconstrained, and shows both here")
+            .clicked()
+        {
+            let setup = shared.run.setup(&shared.analysis);
+            let inputs = RunState::inputs(&shared.analysis);
+            match shared.run.controller.start_pair(&setup, &inputs) {
+                Ok(pair) => shared.run.shown = Some(pair.constrained),
+                Err(e) => shared.message(e.to_string()),
+            }
+        }
+        ui.separator();
+        let controller = &shared.run.controller;
+        egui::ScrollArea::vertical()
+            .id_salt("validator-scroll")
+            .show(ui, |ui| {
+                if let Some(pair) = controller.pair()
+                    && let (Some(c), Some(u)) = (
+                        controller.run(pair.constrained),
+                        controller.run(pair.unconstrained),
+                    )
+                {
+                    ui.label(RichText::new("Side by side: the same prompt").strong());
+                    ui.columns(2, |cols| {
+                        run_view(&mut cols[0], c, "With the grammar");
+                        run_view(&mut cols[1], u, "Without the grammar");
+                    });
+                    ui.separator();
+                }
+                let shown = shared
+                    .run
+                    .shown
+                    .and_then(|id| controller.run(id))
+                    .or_else(|| controller.latest());
+                match shown {
+                    Some(run) if !is_pair_member(controller.pair(), run) => {
+                        run_view(ui, run, &format!("Run {}", run.id));
+                    }
+                    Some(_) => {}
+                    None => match controller.replay() {
+                        Some(replay) => {
+                            ui.label(RichText::new("Replayed transcript").strong());
+                            ui.label(RichText::new(&replay.transcript.output).monospace());
+                            match &replay.transcript.validation {
+                                Some(v) => {
+                                    let text = serde_json::to_string_pretty(v).unwrap_or_default();
+                                    ui.label(RichText::new(text).monospace());
+                                }
+                                None => {
+                                    ui.label(RichText::new("saved without validation").weak());
+                                }
+                            }
+                        }
+                        None => {
+                            ui.label(
+                                RichText::new("Nothing to validate yet: run the model first.")
+                                    .weak(),
+                            );
+                        }
+                    },
+                }
+            });
+    }
+}
+
+fn is_pair_member(pair: Option<toolrail_workbench::run::Pair>, run: &Run) -> bool {
+    pair.is_some_and(|p| p.constrained == run.id || p.unconstrained == run.id)
+}
+
+fn run_view(ui: &mut egui::Ui, run: &Run, title: &str) {
+    ui.label(RichText::new(title).strong());
+    ui.label(RichText::new(format!("engine {}", run.request.engine.name())).weak());
+    let output = match &run.finish {
+        Some(f) => f.output.as_str(),
+        None => run.text.as_str(),
+    };
+    ui.label(RichText::new("Output").strong());
+    ui.label(RichText::new(if output.is_empty() { "(empty)" } else { output }).monospace());
+    match &run.outcome {
+        Some(outcome) => outcome_view(ui, outcome),
+        None => {
+            ui.label(RichText::new("running…").weak());
+        }
+    }
+}
+
+fn outcome_view(ui: &mut egui::Ui, outcome: &Outcome) {
+    if let Some(error) = &outcome.error {
+        ui.label(RichText::new(error).color(ui.visuals().error_fg_color));
+    }
+    if let Some(report) = &outcome.report {
+        report_view(ui, report);
+    }
+    if let Some(extraction) = &outcome.extraction {
+        ui.label(RichText::new(format!("Extracted calls: {}", extraction.calls.len())).strong());
+        for (i, call) in extraction.calls.iter().enumerate() {
+            ui.label(
+                RichText::new(format!(
+                    "{} ({}, bytes {}..{})",
+                    call.call.name,
+                    call.pattern.label(),
+                    call.span.start,
+                    call.span.end
+                ))
+                .monospace(),
+            );
+            ui.label(
+                RichText::new(serde_json::to_string(&call.call.arguments).unwrap_or_default())
+                    .monospace(),
+            );
+            if let Some(check) = outcome.extracted_checks.get(i) {
+                check_issues(ui, check);
+            }
+        }
+        for d in &extraction.diagnostics {
+            ui.label(
+                RichText::new(format!(
+                    "not a call ({}) at byte {}: {}",
+                    d.pattern.label(),
+                    d.at,
+                    d.message
+                ))
+                .weak(),
+            );
+        }
+        if !extraction.prose.is_empty() {
+            ui.label(RichText::new("Prose").strong());
+            ui.label(RichText::new(&extraction.prose).italics());
+        }
+    }
+}
+
+fn report_view(ui: &mut egui::Ui, report: &Report) {
+    let verdict = if report.is_valid_call() {
+        RichText::new(format!("valid {} call", report.format)).color(ok_color(ui))
+    } else if report.is_valid() {
+        RichText::new("valid (no call)").color(ok_color(ui))
+    } else {
+        RichText::new(format!(
+            "invalid ({})",
+            report.category().unwrap_or("unknown")
+        ))
+        .color(ui.visuals().error_fg_color)
+    };
+    ui.label(verdict.strong());
+    if let Some(e) = &report.parse_error {
+        ui.label(
+            RichText::new(format!("parse error at byte {}: {}", e.offset, e.message))
+                .color(ui.visuals().error_fg_color),
+        );
+    }
+    for issue in &report.output_issues {
+        ui.label(RichText::new(issue).color(ui.visuals().error_fg_color));
+    }
+    for call in &report.calls {
+        ui.label(RichText::new(format!("call {}: {}", call.index, call.name)).monospace());
+        ui.label(
+            RichText::new(serde_json::to_string(&call.arguments).unwrap_or_default()).monospace(),
+        );
+        check_issues(ui, call);
+    }
+    if let Some(feedback) = report.feedback() {
+        ui.label(RichText::new("Feedback for the model").strong());
+        ui.label(RichText::new(feedback).monospace());
+    }
+}
+
+fn check_issues(ui: &mut egui::Ui, check: &CallCheck) {
+    if check.is_valid() {
+        ui.label(RichText::new("arguments valid").color(ok_color(ui)));
+    }
+    for issue in &check.issues {
+        let pointer = if issue.pointer.is_empty() {
+            "(arguments)"
+        } else {
+            issue.pointer.as_str()
+        };
+        ui.label(
+            RichText::new(format!("{pointer} [{}] {}", issue.keyword, issue.message))
+                .monospace()
+                .color(ui.visuals().error_fg_color),
+        );
+    }
+}
+
+fn ok_color(ui: &egui::Ui) -> egui::Color32 {
+    if ui.visuals().dark_mode {
+        egui::Color32::from_rgb(110, 200, 120)
+    } else {
+        egui::Color32::from_rgb(20, 120, 40)
+    }
+}

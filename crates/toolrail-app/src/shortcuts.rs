@@ -1,0 +1,38 @@
+//! Keyboard shortcuts, defined in one place: which key combination queues which action.
+
+use egui::{Key, KeyboardShortcut, Modifiers};
+
+use toolrail_workbench::actions::Action;
+
+/// The shortcut of an action, if it has one.
+pub fn shortcut(action: Action) -> Option<KeyboardShortcut> {
+    let (modifiers, key) = match action {
+        Action::Run => (Modifiers::COMMAND, Key::Enter),
+        Action::Step => (Modifiers::NONE, Key::F10),
+        Action::Continue => (Modifiers::NONE, Key::F5),
+        Action::Cancel => (Modifiers::COMMAND, Key::Period),
+        Action::ExportGrammar => (Modifiers::COMMAND, Key::E),
+        Action::ExportTranscript => (Modifiers::COMMAND.plus(Modifiers::SHIFT), Key::E),
+        Action::SaveWorkspace => (Modifiers::COMMAND, Key::S),
+    };
+    Some(KeyboardShortcut::new(modifiers, key))
+}
+
+/// Queues the actions whose shortcuts were pressed this frame (consuming the key presses).
+pub fn collect(ctx: &egui::Context, actions: &mut Vec<Action>) {
+    for action in Action::ALL {
+        if let Some(sc) = shortcut(action)
+            && ctx.input_mut(|i| i.consume_shortcut(&sc))
+            && !actions.contains(&action)
+        {
+            actions.push(action);
+        }
+    }
+}
+
+/// The shortcut as text for menus ("" when none).
+pub fn text(ctx: &egui::Context, action: Action) -> String {
+    shortcut(action)
+        .map(|sc| ctx.format_shortcut(&sc))
+        .unwrap_or_default()
+}

@@ -1,0 +1,7 @@
+//! The real app in egui_kittest: panes, workspace, runs on the real test model, snapshots.
+//!
+//! One test binary per crate: each module is one former test file.
+
+mod app_run;
+mod app_shell;
+mod common;

@@ -1,0 +1,24 @@
+//! The recognizer over sets of llama.cpp grammar stacks: feeding text or tokens, verdicts,
+//! what may come next, snapshots of the stacks, and random strings of a grammar.
+
+pub mod check;
+pub mod finish;
+mod lengths;
+pub mod mask;
+pub mod recognizer;
+pub mod sample;
+pub mod snapshot;
+pub mod stacks;
+pub mod utf8;
+pub mod vocab;
+
+pub use check::{Verdict, VerdictKind, check, check_with};
+pub use finish::BudgetGuard;
+pub use mask::{MaskEngine, MaskError, TokenMask, TokenTrie};
+pub use recognizer::{Engine, Expected, State};
+pub use snapshot::{Frame, Snapshot, StackView};
+/// The grammar layer this engine runs (re-exported so that users of the engine need one crate).
+pub use toolrail_gbnf as gbnf;
+/// Expected sets are character sets of the GBNF layer.
+pub use toolrail_gbnf::CharSet;
+pub use vocab::TokenTable;

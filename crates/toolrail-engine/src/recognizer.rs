@@ -1,0 +1,519 @@
+//! The recognizer: llama.cpp's stack semantics (`advance_stack`, `accept`, `accept_token`),
+//! memoized. A [`State`] is a stack-set id plus a partial UTF-8 sequence; the [`Engine`] owns
+//! the stacks and the caches, so a state costs 12 bytes to keep and nothing to clone.
+
+use std::sync::Arc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::stacks::{DEAD_SET, EMPTY_STACK, EXPLODED_SET, MAX_STACKS, SetId, StackArena, StackId};
+use super::utf8::{self, PartialUtf8, Utf8Step};
+use toolrail_gbnf::charset::{CharSet, class_chars};
+use toolrail_gbnf::{ElementKind, Grammar};
+
+/// A point in recognition: which stacks are live and any UTF-8 sequence cut short.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct State {
+    /// The live stacks.
+    pub set: SetId,
+    /// A UTF-8 sequence begun but not finished.
+    pub partial: PartialUtf8,
+}
+
+impl State {
+    /// True when no stack is left: every continuation is rejected.
+    pub fn is_dead(self) -> bool {
+        self.set == DEAD_SET || self.partial.is_invalid()
+    }
+
+    /// True when the grammar became too ambiguous to follow (more than [`MAX_STACKS`] stacks).
+    pub fn is_exploded(self) -> bool {
+        self.set == EXPLODED_SET
+    }
+}
+
+/// What may come next at a state.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Expected {
+    /// Characters some stack accepts next.
+    pub chars: CharSet,
+    /// True if the input may end here.
+    pub end: bool,
+    /// Token elements on stack tops: `(negated, token id)`.
+    pub tokens: Vec<(bool, u32)>,
+}
+
+impl Expected {
+    /// One human description per alternative: `'{'`, `[0-9]`, `<[12]>`, `end of input`.
+    pub fn describe(&self) -> Vec<String> {
+        let mut out = self.chars.describe();
+        for &(negated, id) in &self.tokens {
+            out.push(if negated {
+                format!("!<[{id}]>")
+            } else {
+                format!("<[{id}]>")
+            });
+        }
+        if self.end {
+            out.push("end of input".to_string());
+        }
+        out
+    }
+}
+
+/// Runs one grammar; caches every stack expansion and every `(stack set, char)` transition.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    grammar: Arc<Grammar>,
+    arena: StackArena,
+    expansions: FxHashMap<StackId, (u32, u32)>,
+    expansion_pool: Vec<StackId>,
+    transitions: FxHashMap<u64, SetId>,
+    initial: SetId,
+}
+
+impl Engine {
+    /// An engine for `grammar`, with llama.cpp's initial stacks computed.
+    pub fn new(grammar: Arc<Grammar>) -> Engine {
+        let mut engine = Engine {
+            grammar,
+            arena: StackArena::default(),
+            expansions: FxHashMap::default(),
+            expansion_pool: Vec::new(),
+            transitions: FxHashMap::default(),
+            initial: DEAD_SET,
+        };
+        engine.initial = engine.initial_set();
+        engine
+    }
+
+    /// The grammar this engine runs.
+    pub fn grammar(&self) -> &Arc<Grammar> {
+        &self.grammar
+    }
+
+    /// The stacks and sets built so far.
+    pub fn arena(&self) -> &StackArena {
+        &self.arena
+    }
+
+    /// The state before any input.
+    pub fn initial(&self) -> State {
+        State {
+            set: self.initial,
+            partial: PartialUtf8::default(),
+        }
+    }
+
+    /// The stacks of `state`, in llama.cpp's order.
+    pub fn stacks(&self, state: State) -> &[StackId] {
+        self.arena.set(state.set)
+    }
+
+    /// The element positions of `stack`, bottom first.
+    pub fn stack_positions(&self, stack: StackId) -> Vec<u32> {
+        self.arena.positions(stack)
+    }
+
+    /// True if the input may end at `state` (some stack is empty, no UTF-8 sequence pending).
+    pub fn can_end(&self, state: State) -> bool {
+        state.partial.is_complete() && self.arena.set(state.set).contains(&EMPTY_STACK)
+    }
+
+    fn initial_set(&mut self) -> SetId {
+        let grammar = Arc::clone(&self.grammar);
+        let mut out = Vec::new();
+        let mut present = FxHashSet::default();
+        for start in grammar.alternatives(grammar.root()) {
+            let stack = if grammar.is_end_of_sequence(start) {
+                EMPTY_STACK
+            } else {
+                self.arena.push(EMPTY_STACK, start)
+            };
+            self.advance_into(stack, &mut out, &mut present);
+        }
+        self.arena.intern_set(out)
+    }
+
+    /// `llama_grammar_advance_stack`: the stacks reachable from `stack` by expanding rule
+    /// references, each ending on a terminal (or empty); cached per stack.
+    fn expand(&mut self, stack: StackId) -> (u32, u32) {
+        if let Some(&range) = self.expansions.get(&stack) {
+            return range;
+        }
+        let start = self.expansion_pool.len() as u32;
+        let mut todo = vec![stack];
+        let mut seen = FxHashSet::default();
+        while let Some(current) = todo.pop() {
+            if !seen.insert(current) {
+                continue;
+            }
+            let Some(pos) = self.arena.top(current) else {
+                self.expansion_pool.push(current);
+                continue;
+            };
+            let element = self.grammar.element(pos);
+            match element.kind {
+                ElementKind::RuleRef => {
+                    let rest = self.arena.pop(current);
+                    let base = if self.grammar.is_end_of_sequence(pos + 1) {
+                        rest
+                    } else {
+                        self.arena.push(rest, pos + 1)
+                    };
+                    let mut sub = self.grammar.rule_start(element.value);
+                    loop {
+                        let next = if self.grammar.is_end_of_sequence(sub) {
+                            base
+                        } else {
+                            self.arena.push(base, sub)
+                        };
+                        todo.push(next);
+                        while !self.grammar.is_end_of_sequence(sub) {
+                            sub += 1;
+                        }
+                        if self.grammar.element(sub).kind == ElementKind::Alt {
+                            sub += 1;
+                        } else {
+                            break;
+                        }
+                    }
+                }
+                ElementKind::Char
+                | ElementKind::CharNot
+                | ElementKind::CharAny
+                | ElementKind::Token
+                | ElementKind::TokenNot => self.expansion_pool.push(current),
+                // A stack never rests inside a class or on the end of an alternative: the
+                // parser and `Grammar::from_rules` guarantee it. Drop such a stack if it appears.
+                ElementKind::End
+                | ElementKind::Alt
+                | ElementKind::CharAlt
+                | ElementKind::CharRngUpper => {}
+            }
+        }
+        let range = (start, self.expansion_pool.len() as u32 - start);
+        self.expansions.insert(stack, range);
+        range
+    }
+
+    fn advance_into(
+        &mut self,
+        stack: StackId,
+        out: &mut Vec<StackId>,
+        present: &mut FxHashSet<StackId>,
+    ) {
+        let (start, len) = self.expand(stack);
+        for i in start..start + len {
+            let s = self.expansion_pool[i as usize];
+            if present.insert(s) {
+                out.push(s);
+            }
+        }
+    }
+
+    /// `llama_grammar_match_char`: whether the class at `pos` accepts `c`, and the position after
+    /// the class.
+    #[inline]
+    pub fn match_char(&self, pos: u32, c: u32) -> (bool, u32) {
+        let elements = self.grammar.elements();
+        let first = elements[pos as usize].kind;
+        let positive = matches!(first, ElementKind::Char | ElementKind::CharAny);
+        let mut found = false;
+        let mut p = pos as usize;
+        loop {
+            if elements[p + 1].kind == ElementKind::CharRngUpper {
+                found = found || (elements[p].value <= c && c <= elements[p + 1].value);
+                p += 2;
+            } else if elements[p].kind == ElementKind::CharAny {
+                found = true;
+                p += 1;
+            } else {
+                found = found || elements[p].value == c;
+                p += 1;
+            }
+            if elements[p].kind != ElementKind::CharAlt {
+                break;
+            }
+        }
+        (found == positive, p as u32)
+    }
+
+    /// `llama_grammar_match_partial_char`: whether some completion of `partial` could be
+    /// accepted by the class at `pos`.
+    pub fn match_partial_char(&self, pos: u32, partial: PartialUtf8) -> bool {
+        let elements = self.grammar.elements();
+        let positive = matches!(
+            elements[pos as usize].kind,
+            ElementKind::Char | ElementKind::CharAny
+        );
+        let n_remain = i32::from(partial.n_remain);
+        if n_remain < 0 || (n_remain == 1 && partial.value < 2) {
+            return false;
+        }
+        let mut low = partial.value << (n_remain * 6);
+        let high = low | ((1u32 << (n_remain * 6)) - 1);
+        if low == 0 {
+            if n_remain == 2 {
+                low = 1 << 11;
+            } else if n_remain == 3 {
+                low = 1 << 16;
+            }
+        }
+        let mut p = pos as usize;
+        loop {
+            if elements[p + 1].kind == ElementKind::CharRngUpper {
+                if elements[p].value <= high && low <= elements[p + 1].value {
+                    return positive;
+                }
+                p += 2;
+            } else if elements[p].kind == ElementKind::CharAny {
+                return true;
+            } else {
+                if low <= elements[p].value && elements[p].value <= high {
+                    return positive;
+                }
+                p += 1;
+            }
+            if elements[p].kind != ElementKind::CharAlt {
+                break;
+            }
+        }
+        !positive
+    }
+
+    /// `llama_grammar_accept` for one code point over a whole set (memoized).
+    pub fn step_set(&mut self, set: SetId, c: u32) -> SetId {
+        if set == EXPLODED_SET {
+            return EXPLODED_SET;
+        }
+        let key = (u64::from(set) << 32) | u64::from(c);
+        if let Some(&next) = self.transitions.get(&key) {
+            return next;
+        }
+        let stacks: Vec<StackId> = self.arena.set(set).to_vec();
+        let mut out = Vec::with_capacity(stacks.len());
+        let mut present = FxHashSet::default();
+        for stack in stacks {
+            let Some(pos) = self.arena.top(stack) else {
+                continue;
+            };
+            if self.grammar.element(pos).kind.is_token() {
+                continue;
+            }
+            let (matched, after) = self.match_char(pos, c);
+            if matched {
+                let rest = self.arena.pop(stack);
+                let next = if self.grammar.is_end_of_sequence(after) {
+                    rest
+                } else {
+                    self.arena.push(rest, after)
+                };
+                self.advance_into(next, &mut out, &mut present);
+            }
+            if out.len() > MAX_STACKS {
+                break;
+            }
+        }
+        let next = if out.len() > MAX_STACKS {
+            EXPLODED_SET
+        } else {
+            self.arena.intern_set(out)
+        };
+        self.transitions.insert(key, next);
+        next
+    }
+
+    /// Accepts one code point.
+    pub fn accept_char(&mut self, state: State, c: u32) -> State {
+        State {
+            set: self.step_set(state.set, c),
+            partial: PartialUtf8::default(),
+        }
+    }
+
+    /// Accepts one byte (code points complete across calls). Returns None if the byte is an
+    /// invalid UTF-8 continuation or lead.
+    #[inline]
+    pub fn accept_byte(&mut self, state: State, byte: u8) -> Option<State> {
+        match utf8::step(state.partial, byte) {
+            Utf8Step::Char(c) => Some(self.accept_char(state, c)),
+            Utf8Step::Pending(partial) => Some(State {
+                set: state.set,
+                partial,
+            }),
+            Utf8Step::Invalid => None,
+        }
+    }
+
+    /// Accepts `bytes`; on failure returns the offset of the first byte of the code point that
+    /// no stack accepts (or of the invalid byte), with the state just before it.
+    pub fn feed(&mut self, mut state: State, bytes: &[u8]) -> Result<State, (usize, State)> {
+        let mut char_start = 0;
+        let mut before = state;
+        for (i, &b) in bytes.iter().enumerate() {
+            if state.partial.is_complete() {
+                char_start = i;
+                before = state;
+            }
+            match self.accept_byte(state, b) {
+                Some(next) if next.set == EXPLODED_SET => return Err((char_start, next)),
+                Some(next) if next.set != DEAD_SET => state = next,
+                _ => return Err((char_start, before)),
+            }
+            if !state.partial.is_complete() && !self.partial_viable(state) {
+                return Err((char_start, before));
+            }
+        }
+        Ok(state)
+    }
+
+    /// True if some class on top of a stack accepts some value that the pending UTF-8 sequence
+    /// can complete to. Sound, unlike llama.cpp's `match_partial_char`, which answers no for a
+    /// negated class that excludes any value of the range (llama.cpp only uses that for masks).
+    pub fn partial_viable(&self, state: State) -> bool {
+        let n = u32::try_from(state.partial.n_remain).unwrap_or(0);
+        if n == 0 {
+            return false;
+        }
+        let low = state.partial.value << (n * 6);
+        let high = low | ((1u32 << (n * 6)) - 1);
+        self.arena.set(state.set).iter().any(|&s| {
+            self.arena.top(s).is_some_and(|pos| {
+                self.grammar.element(pos).kind.starts_char_class()
+                    && self
+                        .class_chars(pos)
+                        .ranges()
+                        .iter()
+                        .any(|&(lo, hi)| lo <= high && low <= hi)
+            })
+        })
+    }
+
+    /// `llama_grammar_accept_token`: accepts token `token` whose text is `piece`. Each stack
+    /// with a token on top matches the id; every other stack reads the piece's characters.
+    /// Returns None where llama.cpp would throw (no stack survives).
+    pub fn accept_token(&mut self, state: State, token: u32, piece: &[u8]) -> Option<State> {
+        let (chars, partial) = utf8::decode(piece, state.partial);
+        let stacks: Vec<StackId> = self.arena.set(state.set).to_vec();
+        let mut out = Vec::new();
+        let mut present = FxHashSet::default();
+        for stack in stacks {
+            let Some(pos) = self.arena.top(stack) else {
+                continue;
+            };
+            let element = self.grammar.element(pos);
+            if element.kind.is_token() {
+                let matches = (element.kind == ElementKind::Token) == (element.value == token);
+                if matches {
+                    let rest = self.arena.pop(stack);
+                    let next = if self.grammar.is_end_of_sequence(pos + 1) {
+                        rest
+                    } else {
+                        self.arena.push(rest, pos + 1)
+                    };
+                    self.advance_into(next, &mut out, &mut present);
+                }
+            } else {
+                let mut current = self.arena.intern_set(vec![stack]);
+                for &c in &chars {
+                    current = self.step_set(current, c);
+                    if current == EXPLODED_SET {
+                        return Some(State {
+                            set: EXPLODED_SET,
+                            partial,
+                        });
+                    }
+                    if current == DEAD_SET {
+                        break;
+                    }
+                }
+                for &s in self.arena.set(current) {
+                    if present.insert(s) {
+                        out.push(s);
+                    }
+                }
+            }
+        }
+        if out.is_empty() || partial.is_invalid() {
+            return None;
+        }
+        let set = if out.len() > MAX_STACKS {
+            EXPLODED_SET
+        } else {
+            self.arena.intern_set(out)
+        };
+        Some(State { set, partial })
+    }
+
+    /// `llama_grammar_reject_candidates_for_stack` for one candidate: true if the stack
+    /// rejects a token whose decoded code points are `chars` (ending in `partial`), with id
+    /// `token`. This is the reference semantics of llama.cpp's mask, quirks included (a token
+    /// element on top is compared by id even in the middle of a piece).
+    pub fn stack_rejects(
+        &mut self,
+        stack: StackId,
+        chars: &[u32],
+        partial: PartialUtf8,
+        token: u32,
+    ) -> bool {
+        let Some(pos) = self.arena.top(stack) else {
+            return !chars.is_empty() || partial.n_remain != 0;
+        };
+        let element = self.grammar.element(pos);
+        if element.kind.is_token() {
+            return match chars.first() {
+                None => partial.n_remain != 0,
+                Some(_) => (element.kind == ElementKind::Token) != (element.value == token),
+            };
+        }
+        let Some((&first, rest)) = chars.split_first() else {
+            return partial.n_remain != 0 && !self.match_partial_char(pos, partial);
+        };
+        let (matched, after) = self.match_char(pos, first);
+        if !matched {
+            return true;
+        }
+        let popped = self.arena.pop(stack);
+        let next = if self.grammar.is_end_of_sequence(after) {
+            popped
+        } else {
+            self.arena.push(popped, after)
+        };
+        let (start, len) = self.expand(next);
+        (start..start + len).all(|i| {
+            let s = self.expansion_pool[i as usize];
+            self.stack_rejects(s, rest, partial, token)
+        })
+    }
+
+    /// What may come next at `state`.
+    pub fn expected(&self, state: State) -> Expected {
+        let mut expected = Expected::default();
+        for &stack in self.arena.set(state.set) {
+            let Some(pos) = self.arena.top(stack) else {
+                expected.end |= state.partial.is_complete();
+                continue;
+            };
+            let element = self.grammar.element(pos);
+            match element.kind {
+                ElementKind::Token => expected.tokens.push((false, element.value)),
+                ElementKind::TokenNot => expected.tokens.push((true, element.value)),
+                _ => expected.chars.union_with(&self.class_chars(pos)),
+            }
+        }
+        expected.tokens.sort_unstable();
+        expected.tokens.dedup();
+        expected
+    }
+
+    /// The code points accepted by the class starting at `pos`.
+    pub fn class_chars(&self, pos: u32) -> CharSet {
+        class_chars(&self.grammar, pos)
+    }
+
+    /// Number of cached transitions and expansions (for memory reporting).
+    pub fn cache_sizes(&self) -> (usize, usize) {
+        (self.transitions.len(), self.expansions.len())
+    }
+}

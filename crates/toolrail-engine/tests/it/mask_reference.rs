@@ -1,0 +1,207 @@
+//! The trie-walking mask equals llama.cpp's per-candidate rules applied literally, token by
+//! token, at states reached along sampled strings (cut anywhere, even inside a UTF-8 sequence),
+//! over a vocabulary built to hit every rule: all 256 single bytes (stray continuation bytes,
+//! NUL), split multi-byte characters, pieces with a NUL inside, an empty piece, end-of-generation
+//! tokens, special-token text and whole words. The real model's vocabulary is compared against
+//! llama.cpp itself in the generation tests.
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use toolrail_engine::sample::{Sampler, SplitMix64};
+use toolrail_engine::{Engine, MaskEngine, State, TokenTable};
+use toolrail_gbnf::Grammar;
+
+fn vocabulary() -> Arc<TokenTable> {
+    let mut pieces: Vec<Vec<u8>> = (0u8..=255).map(|b| vec![b]).collect();
+    let words: &[&str] = &[
+        "{",
+        "}",
+        "[",
+        "]",
+        "\"",
+        ":",
+        ",",
+        "{\"",
+        "\":",
+        "\",",
+        "\"}",
+        "\":\"",
+        "name",
+        "\"name\"",
+        "arguments",
+        "true",
+        "false",
+        "null",
+        "tru",
+        "e",
+        "1",
+        "12",
+        "-0",
+        ".5",
+        "e+",
+        "E-3",
+        " ",
+        "  ",
+        "\n",
+        "\n\n",
+        "\t",
+        "- ",
+        "- a\n",
+        "int",
+        " main",
+        "(){",
+        "return",
+        ";}",
+        "1. ",
+        "e4",
+        " e5\n",
+        "Nf3",
+        "O-O",
+        "x",
+        "=",
+        " = ",
+        "(",
+        ")",
+        "こん",
+        "にちは",
+        "世界",
+        "é",
+        "\"é\"",
+        "\\u00",
+        "\\n",
+        "\\\"",
+        "a",
+        "ab",
+        "abc",
+        "hello world",
+        "<start_of_turn>",
+        "<end_of_turn>",
+        "<[10]>",
+    ];
+    pieces.extend(words.iter().map(|w| w.as_bytes().to_vec()));
+    // Split multi-byte characters: "…" = E2 80 A6, "é" = C3 A9, "こ" = E3 81 93.
+    pieces.extend([
+        vec![0xE2, 0x80],
+        vec![0xA6],
+        vec![0xA6, b'a'],
+        vec![0xC3],
+        vec![0xA9, b'"'],
+        vec![0xE3, 0x81],
+        vec![0x93, 0xE3],
+        vec![b'a', 0, b'b'],
+        vec![],
+        vec![0xF0, 0x9F, 0x98],
+        vec![0x80, 0x80],
+        vec![b'"', 0xC3, 0xA9],
+    ]);
+    let eog = [pieces.len() as u32, pieces.len() as u32 + 1];
+    pieces.push(b"<eos>".to_vec());
+    pieces.push(Vec::new());
+    Arc::new(TokenTable::new(pieces, eog))
+}
+
+fn grammars() -> Vec<(String, Arc<Grammar>)> {
+    let mut out = Vec::new();
+    for name in [
+        "arithmetic",
+        "c",
+        "chess",
+        "japanese",
+        "json",
+        "json_arr",
+        "list",
+    ] {
+        let text =
+            std::fs::read_to_string(format!("../../../shared/corpus/gbnf/{name}.gbnf")).unwrap();
+        out.push((name.to_string(), Arc::new(Grammar::parse(&text).unwrap())));
+    }
+    for (name, text) in [
+        (
+            "negated-unicode",
+            r#"root ::= "\"" [^"\\\u2028\u2029]* "\"" | [α-ω]+ "…""#,
+        ),
+        (
+            "tokens",
+            "root ::= <[10]> content <[11]>\ncontent ::= (!<[11]>)*",
+        ),
+        ("tokens-mid", "root ::= \"a\" <[300]> \"b\" | \"ab\" [c-e]"),
+    ] {
+        out.push((name.to_string(), Arc::new(Grammar::parse(text).unwrap())));
+    }
+    out
+}
+
+fn compare(
+    mask_engine: &mut MaskEngine,
+    engine: &mut Engine,
+    state: State,
+    what: &str,
+) -> Result<(), TestCaseError> {
+    let mask = mask_engine
+        .mask(engine, state)
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    for id in 0..mask_engine.table().len() as u32 {
+        let want = mask_engine.reference_allowed(engine, state, id);
+        prop_assert_eq!(
+            mask.contains(id),
+            want,
+            "{}: token {} {:?}",
+            what,
+            id,
+            String::from_utf8_lossy(mask_engine.table().piece(id))
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn trie_mask_equals_reference(seed in any::<u64>(), which in 0usize..10, cut in 0.0f64..1.0) {
+        let table = vocabulary();
+        let (name, grammar) = grammars().swap_remove(which);
+        let mut engine = Engine::new(Arc::clone(&grammar));
+        let mut masks = MaskEngine::new(Arc::clone(&table));
+        // The initial state, then a state part-way through a sampled string.
+        let initial = engine.initial();
+        compare(&mut masks, &mut engine, initial, &format!("{name} initial"))?;
+        if let Ok(text) = Sampler::new(&grammar).sample(&mut SplitMix64::new(seed), 40) {
+            let bytes = text.as_bytes();
+            let at = ((bytes.len() as f64) * cut) as usize;
+            let state = engine.feed(initial, &bytes[..at]).map_err(|_| TestCaseError::fail("sample prefix rejected"))?;
+            compare(&mut masks, &mut engine, state, &format!("{name} after {:?}", &bytes[..at]))?;
+        }
+    }
+}
+
+#[test]
+fn token_grammar_states_along_token_paths() {
+    let table = vocabulary();
+    let grammar =
+        Arc::new(Grammar::parse("root ::= <[10]> content <[11]>\ncontent ::= (!<[11]>)*").unwrap());
+    let mut engine = Engine::new(Arc::clone(&grammar));
+    let mut masks = MaskEngine::new(Arc::clone(&table));
+    let mut state = engine.initial();
+    for token in [10u32, 300, 0xC3, 0xA9, 12, 11] {
+        compare(
+            &mut masks,
+            &mut engine,
+            state,
+            &format!("before token {token}"),
+        )
+        .unwrap();
+        let piece = table.piece(token).to_vec();
+        state = engine
+            .accept_token(state, token, &piece)
+            .expect("token allowed");
+    }
+    compare(&mut masks, &mut engine, state, "at the end").unwrap();
+    let end_mask = masks.mask(&mut engine, state).unwrap();
+    let eog = table.len() as u32 - 2;
+    assert!(
+        end_mask.contains(eog),
+        "EOG allowed once the grammar is complete"
+    );
+}

@@ -1,0 +1,287 @@
+//! Findings about a grammar: parse errors, build errors and lint, each with a stable code,
+//! a severity, a source position and, where one exists, a hint that says how to fix it.
+
+use serde::Serialize;
+
+use super::source::{LineCol, Span, line_col};
+
+/// How serious a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing; the grammar works.
+    Info,
+    /// The grammar works but probably not as intended, or slowly.
+    Warning,
+    /// llama.cpp rejects the grammar, or it cannot work.
+    Error,
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        })
+    }
+}
+
+/// The stable code of a finding, documented in `docs/lint.md`, with its usual severity.
+///
+/// Codes are ordered by number; they print and serialise as `GB001`…
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Code {
+    /// GB000: no finding (an empty error; never built).
+    Unknown,
+    /// GB001: syntax: a rule name, `::=` or the end of a line was expected.
+    Syntax,
+    /// GB002: an unterminated literal, class, group or escape.
+    Unterminated,
+    /// GB003: an unknown escape, or the wrong number of hex digits.
+    BadEscape,
+    /// GB004: a repetition operator with nothing before it.
+    NothingToRepeat,
+    /// GB005: over llama.cpp's repetition limits, or `{m,n}` with n < m.
+    RepetitionLimit,
+    /// GB006: a malformed `{...}` (e.g. `{,n}`).
+    MalformedRepetition,
+    /// GB007: a malformed token reference `<[id]>` / `!<...>`.
+    MalformedTokenRef,
+    /// GB008: a `<text>` token without a vocabulary, or that is not exactly one token.
+    UnknownToken,
+    /// GB009: the grammar has no rules.
+    NoRules,
+    /// GB010: groups nested more than 128 deep.
+    TooDeep,
+    /// GB012: a NUL byte: llama.cpp ignores everything after it.
+    NulByte,
+    /// GB013: an empty class `[]` is dropped and matches the empty string.
+    EmptyClass,
+    /// GB101: a rule is used but never defined.
+    UndefinedRule,
+    /// GB102: no `root` rule.
+    MissingRoot,
+    /// GB103: left recursion, as llama.cpp detects it.
+    LeftRecursion,
+    /// GB104: left recursion hidden behind rules that only derive the empty string.
+    HiddenLeftRecursion,
+    /// GB105: a repetition maximum over 2000 silently becomes unbounded.
+    UnboundedMaximum,
+    /// GB106: a named rule never used from `root`.
+    UnusedRule,
+    /// GB107: a rule that can never finish (a warning when generation cannot reach it).
+    NeverFinishes,
+    /// GB108: the grammar matches no string at all.
+    EmptyLanguage,
+    /// GB109: an `x? x? x?` chain: write `x{0,3}`.
+    OptionalChain,
+    /// GB110: a dead end: generation can get there but never complete.
+    DeadEnd,
+    /// GB111: a rule defined twice: the last definition wins.
+    DuplicateRule,
+    /// GB112: a range written backwards (`[z-a]`) matches nothing.
+    BackwardsRange,
+}
+
+impl Code {
+    /// Every code, in order.
+    pub const ALL: &'static [Code] = &[
+        Code::Unknown,
+        Code::Syntax,
+        Code::Unterminated,
+        Code::BadEscape,
+        Code::NothingToRepeat,
+        Code::RepetitionLimit,
+        Code::MalformedRepetition,
+        Code::MalformedTokenRef,
+        Code::UnknownToken,
+        Code::NoRules,
+        Code::TooDeep,
+        Code::NulByte,
+        Code::EmptyClass,
+        Code::UndefinedRule,
+        Code::MissingRoot,
+        Code::LeftRecursion,
+        Code::HiddenLeftRecursion,
+        Code::UnboundedMaximum,
+        Code::UnusedRule,
+        Code::NeverFinishes,
+        Code::EmptyLanguage,
+        Code::OptionalChain,
+        Code::DeadEnd,
+        Code::DuplicateRule,
+        Code::BackwardsRange,
+    ];
+
+    /// The code as written in reports and documentation, e.g. `GB101`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Unknown => "GB000",
+            Code::Syntax => "GB001",
+            Code::Unterminated => "GB002",
+            Code::BadEscape => "GB003",
+            Code::NothingToRepeat => "GB004",
+            Code::RepetitionLimit => "GB005",
+            Code::MalformedRepetition => "GB006",
+            Code::MalformedTokenRef => "GB007",
+            Code::UnknownToken => "GB008",
+            Code::NoRules => "GB009",
+            Code::TooDeep => "GB010",
+            Code::NulByte => "GB012",
+            Code::EmptyClass => "GB013",
+            Code::UndefinedRule => "GB101",
+            Code::MissingRoot => "GB102",
+            Code::LeftRecursion => "GB103",
+            Code::HiddenLeftRecursion => "GB104",
+            Code::UnboundedMaximum => "GB105",
+            Code::UnusedRule => "GB106",
+            Code::NeverFinishes => "GB107",
+            Code::EmptyLanguage => "GB108",
+            Code::OptionalChain => "GB109",
+            Code::DeadEnd => "GB110",
+            Code::DuplicateRule => "GB111",
+            Code::BackwardsRange => "GB112",
+        }
+    }
+
+    /// How serious a finding with this code usually is (GB107 is a warning where generation
+    /// cannot reach the rule).
+    pub fn severity(self) -> Severity {
+        match self {
+            Code::NulByte
+            | Code::EmptyClass
+            | Code::UnboundedMaximum
+            | Code::UnusedRule
+            | Code::OptionalChain
+            | Code::DuplicateRule
+            | Code::BackwardsRange => Severity::Warning,
+            _ => Severity::Error,
+        }
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for Code {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// One finding about a grammar.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// Stable code, e.g. `GB101`; documented in `docs/lint.md`.
+    pub code: Code,
+    /// How serious it is.
+    pub severity: Severity,
+    /// A sentence a person understands.
+    pub message: String,
+    /// Where in the grammar source it is.
+    pub span: Span,
+    /// Line and column of `span.start`.
+    pub position: LineCol,
+    /// How to fix it, when there is a known fix.
+    pub hint: Option<String>,
+}
+
+impl Diagnostic {
+    /// A finding at `span` of `source`, with its code's usual severity.
+    pub fn new(code: Code, source: &[u8], span: Span, message: impl Into<String>) -> Self {
+        Diagnostic {
+            code,
+            severity: code.severity(),
+            message: message.into(),
+            span,
+            position: line_col(source, span.start as usize),
+            hint: None,
+        }
+    }
+
+    /// The same finding with another severity than its code's usual one.
+    pub fn with_severity(mut self, severity: Severity) -> Self {
+        self.severity = severity;
+        self
+    }
+
+    /// The same finding with a hint.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// A multi-line report: `line:col: severity[code]: message`, the source line, a caret, the hint.
+    pub fn render(&self, source: &[u8], file_name: &str) -> String {
+        let index = super::source::LineIndex::new(source);
+        let line = String::from_utf8_lossy(index.line_text(source, self.position.line));
+        let width = (self.span.end.saturating_sub(self.span.start) as usize).clamp(1, 80);
+        let caret_pad: String = line
+            .chars()
+            .take(self.position.column as usize - 1)
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        let mut out = format!(
+            "{file_name}:{}: {}[{}]: {}\n  | {line}\n  | {caret_pad}{}",
+            self.position,
+            self.severity,
+            self.code,
+            self.message,
+            "^".repeat(
+                width.min(
+                    line.chars()
+                        .count()
+                        .saturating_sub(self.position.column as usize - 1)
+                        .max(1)
+                )
+            )
+        );
+        if let Some(hint) = &self.hint {
+            out.push_str(&format!("\n  = hint: {hint}"));
+        }
+        out
+    }
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.position, self.message)?;
+        if let Some(hint) = &self.hint {
+            write!(f, " ({hint})")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a grammar cannot be used: one or more error findings (the first is the one llama.cpp
+/// would report; the others are further problems of the same kind, e.g. every undefined rule).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .diagnostics.first().map(|d| d.to_string()).unwrap_or_default())]
+pub struct GrammarError {
+    /// The findings, most important first; never empty.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl GrammarError {
+    /// An error made of a single finding.
+    pub fn single(diagnostic: Diagnostic) -> Self {
+        GrammarError {
+            diagnostics: vec![diagnostic],
+        }
+    }
+
+    /// The stable code of the first finding.
+    pub fn code(&self) -> Code {
+        self.diagnostics.first().map_or(Code::Unknown, |d| d.code)
+    }
+}

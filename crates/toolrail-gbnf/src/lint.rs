@@ -1,0 +1,346 @@
+//! Lint: every finding about a grammar, with a stable code, severity, span and hint.
+//!
+//! Codes (see `docs/lint.md`): GB001–GB013 come from the parser (syntax, limits, NUL, empty
+//! classes), GB101–GB104 from building (undefined rules, missing root, left recursion, hidden
+//! left recursion), GB105 from the parser (max over 2000), and GB106–GB112 from the analyses here.
+
+use super::diagnostic::{Code, Diagnostic, Severity};
+use super::element::ElementKind;
+use super::grammar::{DEFAULT_ROOT, Grammar};
+use super::parser::{self, ParsedGrammar, SymbolKind};
+use super::source::Span;
+use crate::charset::class_chars;
+
+/// Every finding about `source` with start rule `root`, sorted by position.
+pub fn lint(source: &str, root: &str) -> Vec<Diagnostic> {
+    let mut findings = match parser::parse(source) {
+        Err(e) => e.diagnostics,
+        Ok(parsed) => {
+            let mut findings = parsed.notes.clone();
+            findings.extend(duplicate_definitions(&parsed));
+            match Grammar::build(parsed.clone(), root) {
+                Err(e) => {
+                    findings.extend(e.diagnostics);
+                    findings.extend(unused_rules(&parsed, parsed.symbol_id(root)));
+                }
+                Ok(grammar) => findings.extend(analyse(&grammar)),
+            }
+            findings.extend(optional_chains(&parsed));
+            findings
+        }
+    };
+    findings.sort_by_key(|d| (d.span.start, d.code));
+    findings.dedup();
+    findings
+}
+
+/// Lint with the default start rule `root`.
+pub fn lint_default(source: &str) -> Vec<Diagnostic> {
+    lint(source, DEFAULT_ROOT)
+}
+
+fn src(parsed: &ParsedGrammar) -> &[u8] {
+    parsed.source.as_bytes()
+}
+
+fn definition_span(parsed: &ParsedGrammar, symbol: u32) -> Span {
+    parsed
+        .definitions
+        .iter()
+        .rev()
+        .find(|d| d.symbol == symbol)
+        .map_or(parsed.symbols[symbol as usize].span, |d| d.name_span)
+}
+
+fn duplicate_definitions(parsed: &ParsedGrammar) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for (i, d) in parsed.definitions.iter().enumerate() {
+        if parsed.definitions[i + 1..]
+            .iter()
+            .any(|later| later.symbol == d.symbol)
+        {
+            let name = &parsed.symbols[d.symbol as usize].name;
+            out.push(
+                Diagnostic::new(
+                    Code::DuplicateRule,
+                    src(parsed),
+                    d.name_span,
+                    format!("rule '{name}' is defined again later; llama.cpp silently keeps only the last definition"),
+                )
+                .with_hint("merge the definitions with '|'"),
+            );
+        }
+    }
+    out
+}
+
+fn reachable(parsed: &ParsedGrammar, root: u32) -> Vec<bool> {
+    let mut seen = vec![false; parsed.rules.len()];
+    let mut todo = vec![root as usize];
+    while let Some(r) = todo.pop() {
+        if r >= seen.len() || std::mem::replace(&mut seen[r], true) {
+            continue;
+        }
+        todo.extend(
+            parsed.rules[r]
+                .iter()
+                .filter(|e| e.kind == ElementKind::RuleRef)
+                .map(|e| e.value as usize),
+        );
+    }
+    seen
+}
+
+fn unused_rules(parsed: &ParsedGrammar, root: Option<u32>) -> Vec<Diagnostic> {
+    let Some(root) = root else { return Vec::new() };
+    let seen = reachable(parsed, root);
+    parsed
+        .symbols
+        .iter()
+        .enumerate()
+        .filter(|(i, s)| s.kind == SymbolKind::Named && !seen.get(*i).copied().unwrap_or(true))
+        .map(|(i, s)| {
+            Diagnostic::new(
+                Code::UnusedRule,
+                src(parsed),
+                definition_span(parsed, i as u32),
+                format!(
+                    "rule '{}' is never used from '{}'",
+                    s.name, parsed.symbols[root as usize].name
+                ),
+            )
+            .with_hint("remove it, or reference it")
+        })
+        .collect()
+}
+
+/// Runs of the same optional item (`x? x? x?`): each `?` adds stacks that llama.cpp carries at
+/// every step, which makes sampling slow; `x{0,3}` nests them instead.
+fn optional_chains(parsed: &ParsedGrammar) -> Vec<Diagnostic> {
+    let text = parsed.source.as_bytes();
+    let mut out = Vec::new();
+    for seq in &parsed.sequences {
+        let mut i = 0;
+        while i < seq.len() {
+            let is_opt = |k: usize| seq[k].repeats == [(0, Some(1))];
+            if !is_opt(i) {
+                i += 1;
+                continue;
+            }
+            let operand = &text[seq[i].operand.range()];
+            let mut j = i + 1;
+            while j < seq.len() && is_opt(j) && &text[seq[j].operand.range()] == operand {
+                j += 1;
+            }
+            if j - i >= 2 {
+                let op = String::from_utf8_lossy(operand);
+                out.push(
+                    Diagnostic::new(
+                        Code::OptionalChain,
+                        text,
+                        seq[i].span.join(seq[j - 1].span),
+                        format!("{} optional copies of {op} in a row multiply llama.cpp's stacks and slow sampling", j - i),
+                    )
+                    .with_hint(format!("write {op}{{0,{}}}", j - i)),
+                );
+            }
+            i = j;
+        }
+    }
+    out
+}
+
+/// Productivity, reachability and dead ends on a built grammar.
+fn analyse(grammar: &Grammar) -> Vec<Diagnostic> {
+    let parsed = grammar.parsed();
+    let text = parsed.source.as_bytes();
+    let n = grammar.rule_count();
+    let mut out = unused_rules(parsed, Some(grammar.root()));
+
+    // A class that matches no character can never be passed.
+    let class_ok = |pos: u32| !class_chars(grammar, pos).is_empty();
+    // productive[r]: rule r derives at least one finite string (of characters or tokens).
+    let mut productive = vec![false; n];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for r in 0..n as u32 {
+            if productive[r as usize] {
+                continue;
+            }
+            let ok = grammar.alternatives(r).into_iter().any(|start| {
+                let mut pos = start;
+                while !grammar.is_end_of_sequence(pos) {
+                    let e = grammar.element(pos);
+                    let fine = match e.kind {
+                        ElementKind::RuleRef => productive[e.value as usize],
+                        ElementKind::CharAlt | ElementKind::CharRngUpper => true,
+                        ElementKind::Token | ElementKind::TokenNot => true,
+                        _ => class_ok(pos),
+                    };
+                    if !fine {
+                        return false;
+                    }
+                    pos += 1;
+                }
+                true
+            });
+            if ok {
+                productive[r as usize] = true;
+                changed = true;
+            }
+        }
+    }
+
+    let root = grammar.root();
+    if !productive[root as usize] {
+        out.push(
+            Diagnostic::new(
+                Code::EmptyLanguage,
+                text,
+                definition_span(parsed, root),
+                "the grammar matches no string at all: every way through it loops for ever or hits a class that matches nothing",
+            )
+            .with_hint("give each recursive rule an alternative that ends"),
+        );
+    }
+
+    // Rules entered after a viable prefix, and the first element at which each alternative gets
+    // stuck (a dead end: input can continue but the grammar can never end).
+    let mut viable = vec![false; n];
+    viable[root as usize] = true;
+    let mut todo = vec![root];
+    let mut dead_ends: Vec<(u32, u32)> = Vec::new(); // (position, rule it is in)
+    while let Some(r) = todo.pop() {
+        for start in grammar.alternatives(r) {
+            let mut pos = start;
+            let mut consumed_before = false;
+            while !grammar.is_end_of_sequence(pos) {
+                let e = grammar.element(pos);
+                let (fine, enters) = match e.kind {
+                    ElementKind::RuleRef => (productive[e.value as usize], Some(e.value)),
+                    ElementKind::CharAlt | ElementKind::CharRngUpper => {
+                        pos += 1;
+                        continue;
+                    }
+                    ElementKind::Token | ElementKind::TokenNot => (true, None),
+                    _ => (class_ok(pos), None),
+                };
+                if let Some(target) = enters
+                    && !viable[target as usize]
+                {
+                    viable[target as usize] = true;
+                    todo.push(target);
+                }
+                if !fine {
+                    if consumed_before || enters.is_some() {
+                        dead_ends.push((pos, r));
+                    }
+                    break;
+                }
+                consumed_before = true;
+                pos += 1;
+            }
+        }
+    }
+
+    for r in 0..n as u32 {
+        let symbol = grammar.symbol(r);
+        if symbol.kind == SymbolKind::Named && !productive[r as usize] && r != root {
+            out.push(
+                Diagnostic::new(
+                    Code::NeverFinishes,
+                    text,
+                    definition_span(parsed, r),
+                    format!("rule '{}' can never finish: every alternative loops for ever or hits a class that matches nothing", symbol.name),
+                )
+                .with_severity(if viable[r as usize] { Severity::Error } else { Severity::Warning })
+                .with_hint("add an alternative that ends, e.g. `| \"\"` or a non-recursive one"),
+            );
+        }
+    }
+
+    for (pos, _rule) in dead_ends {
+        let e = grammar.element(pos);
+        let what = match e.kind {
+            ElementKind::RuleRef => format!("'{}' never finishes", grammar.rule_name(e.value)),
+            _ => "this character class matches nothing".to_string(),
+        };
+        out.push(
+            Diagnostic::new(
+                Code::DeadEnd,
+                text,
+                grammar.span(pos),
+                format!("dead end: once generation gets here the grammar can never be completed ({what}); the model can never stop, and an end-of-generation token here aborts llama.cpp"),
+            )
+            .with_hint("make sure every path can reach the end of 'root'"),
+        );
+    }
+
+    // Character ranges written backwards match nothing.
+    let elements = grammar.elements();
+    for pos in 1..elements.len() {
+        let e = elements[pos];
+        if e.kind == ElementKind::CharRngUpper && elements[pos - 1].value > e.value {
+            out.push(
+                Diagnostic::new(
+                    Code::BackwardsRange,
+                    text,
+                    grammar.span(pos as u32 - 1).join(grammar.span(pos as u32)),
+                    "this range is written backwards and matches no character",
+                )
+                .with_hint("put the lower bound first"),
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn codes(src: &str) -> Vec<&'static str> {
+        lint_default(src)
+            .into_iter()
+            .map(|d| d.code.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn clean_grammar_has_no_findings() {
+        assert!(codes("root ::= \"a\" b\nb ::= [0-9]+").is_empty());
+    }
+
+    #[test]
+    fn finds_unused_and_duplicates() {
+        let c = codes("root ::= \"a\"\nb ::= \"b\"\nroot ::= \"c\"");
+        assert!(c.contains(&"GB106") && c.contains(&"GB111"), "{c:?}");
+    }
+
+    #[test]
+    fn finds_dead_ends_and_unfinishable_rules() {
+        let findings = lint_default("root ::= \"a\" x\nx ::= \"b\" x");
+        let c: Vec<_> = findings.iter().map(|d| d.code.as_str()).collect();
+        assert!(
+            c.contains(&"GB107") && c.contains(&"GB110") && c.contains(&"GB108"),
+            "{c:?}"
+        );
+        let dead = findings.iter().find(|d| d.code == "GB110").unwrap();
+        assert_eq!((dead.position.line, dead.position.column), (1, 14));
+    }
+
+    #[test]
+    fn finds_optional_chains() {
+        let findings = lint_default("root ::= [0-9]? [0-9]? [0-9]? \"x\"");
+        let chain = findings.iter().find(|d| d.code == "GB109").unwrap();
+        assert_eq!(chain.hint.as_deref(), Some("write [0-9]{0,3}"));
+    }
+
+    #[test]
+    fn parse_errors_and_limits_are_findings() {
+        assert_eq!(codes("root ::= \"a\"{0,5000}"), vec!["GB105"]);
+        assert_eq!(codes("root ::= x"), vec!["GB101"]);
+        assert_eq!(codes("root ::= [z-a] | \"b\""), vec!["GB112"]);
+    }
+}

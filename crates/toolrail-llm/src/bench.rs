@@ -1,0 +1,462 @@
+//! `toolrail bench`'s measuring logic: the same prompt, greedily, under each engine
+//! (`toolrail`, `llama`, `none`) in one process, with toolrail's and llama.cpp's masks compared
+//! over the whole vocabulary at every step.
+//!
+//! The three runs are interleaved one token at a time, each on its own context: every engine
+//! sees the same machine conditions (on a shared machine, load drifts over seconds), and the
+//! masks the `toolrail` and `llama` runs compute anyway are compared for free whenever both
+//! runs have taken the same tokens so far. Greedy choice is the same cheap arg-max for every
+//! engine ([`Session::argmax`]), so the runs differ only by the grammar's work.
+//!
+//! What is timed, per engine and token: the mask alone (`mask_ms_*`), and the whole step —
+//! mask, choice, advancing the grammar, decoding the token — from which `tokens_per_s` comes.
+//! The prompt's decode is not counted.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::sampling::{argmax, penalized};
+use super::worker::EngineKind;
+use super::{LlamaGrammarSampler, LlmError, Model, Session, SessionOptions};
+use crate::record::PENALTY_WINDOW;
+use toolrail_engine::{BudgetGuard, Engine, MaskEngine, State, TokenMask};
+use toolrail_gbnf::{Grammar, TokenVocabulary};
+
+/// Why a greedy run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunEnd {
+    /// It chose an end-of-generation token.
+    EndOfGeneration,
+    /// It reached the token limit.
+    MaxTokens,
+    /// The grammar allowed no token.
+    DeadEnd,
+}
+
+/// One greedy generation under one engine, advanced a token at a time.
+pub struct GreedyRun<'m> {
+    kind: EngineKind,
+    model: &'m Model,
+    session: Session<'m>,
+    /// toolrail's recognizer (the `toolrail` engine only).
+    track: Option<(Engine, State)>,
+    /// llama.cpp's sampler (the `llama` engine only).
+    llama: Option<LlamaGrammarSampler>,
+    max_tokens: u32,
+    tokens: Vec<u32>,
+    output: Vec<u8>,
+    end: Option<RunEnd>,
+    mask_ms: Vec<f64>,
+    step_ms: f64,
+    last_mask: Option<TokenMask>,
+    /// llama.cpp-style repetition penalty over the last [`PENALTY_WINDOW`] generated tokens
+    /// (1.0: off).
+    repeat_penalty: f32,
+    /// Keeps the run able to finish its grammar within `max_tokens` (`toolrail` engine only).
+    guard: Option<BudgetGuard>,
+    /// Steps where the guard replaced the greedy choice.
+    budget_replaced: u32,
+}
+
+impl std::fmt::Debug for GreedyRun<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GreedyRun")
+            .field("kind", &self.kind)
+            .field("tokens", &self.tokens.len())
+            .field("end", &self.end)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'m> GreedyRun<'m> {
+    /// A run of `kind` on a fresh context holding `prompt` (already tokenized). `grammar` is
+    /// required by the `toolrail` and `llama` engines and ignored by `none`.
+    pub fn new(
+        model: &'m Model,
+        kind: EngineKind,
+        grammar: Option<&str>,
+        prompt: &[u32],
+        max_tokens: u32,
+        options: SessionOptions,
+    ) -> Result<GreedyRun<'m>, LlmError> {
+        let needs_grammar = || {
+            grammar.ok_or_else(|| {
+                LlmError::Generation(format!("the {} engine needs a grammar", kind.name()))
+            })
+        };
+        let (track, llama) = match kind {
+            EngineKind::Toolrail => {
+                let compiled = Grammar::parse_with(
+                    needs_grammar()?,
+                    "root",
+                    Some(model as &dyn TokenVocabulary),
+                )?;
+                let engine = Engine::new(Arc::new(compiled));
+                let state = engine.initial();
+                (Some((engine, state)), None)
+            }
+            EngineKind::Llama => (
+                None,
+                Some(LlamaGrammarSampler::new(model, needs_grammar()?, "root")?),
+            ),
+            EngineKind::None => (None, None),
+        };
+        let mut session = model.session(options)?;
+        session.decode(prompt)?;
+        Ok(GreedyRun {
+            kind,
+            model,
+            session,
+            track,
+            llama,
+            max_tokens,
+            tokens: Vec::new(),
+            output: Vec::new(),
+            end: None,
+            mask_ms: Vec::new(),
+            step_ms: 0.0,
+            last_mask: None,
+            repeat_penalty: 1.0,
+            guard: None,
+            budget_replaced: 0,
+        })
+    }
+
+    /// Applies llama.cpp's repetition penalty to the tokens among the last
+    /// [`PENALTY_WINDOW`] generated ones before each greedy choice: a positive logit is divided
+    /// by `penalty`, a negative one multiplied (1.0 turns it off).
+    pub fn with_repeat_penalty(mut self, penalty: f32) -> Self {
+        self.repeat_penalty = penalty;
+        self
+    }
+
+    /// Turns on the budget guard ([`BudgetGuard`]) for a `toolrail` run: near `max_tokens`, a
+    /// greedy choice that would leave the grammar unable to finish in the tokens left is
+    /// replaced by the most likely token that can. Off by default: `toolrail bench` compares
+    /// the engines on the model's own choices.
+    pub fn with_budget_guard(mut self) -> Self {
+        let table = self.model.shared_token_table();
+        self.guard = self
+            .track
+            .as_ref()
+            .map(|(engine, _)| BudgetGuard::new(engine.grammar(), table));
+        self
+    }
+
+    /// How many steps the budget guard replaced the greedy choice.
+    pub fn budget_replaced(&self) -> u32 {
+        self.budget_replaced
+    }
+
+    /// The engine.
+    pub fn kind(&self) -> EngineKind {
+        self.kind
+    }
+
+    /// True until the run has ended.
+    pub fn running(&self) -> bool {
+        self.end.is_none()
+    }
+
+    /// Why the run ended (None while it runs).
+    pub fn end(&self) -> Option<RunEnd> {
+        self.end
+    }
+
+    /// The tokens taken so far (an end-of-generation token included).
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    /// The generated text so far (end-of-generation pieces excluded).
+    pub fn output(&self) -> &[u8] {
+        &self.output
+    }
+
+    /// The milliseconds each mask took, in order.
+    pub fn mask_times(&self) -> &[f64] {
+        &self.mask_ms
+    }
+
+    /// Total milliseconds spent in [`GreedyRun::step`].
+    pub fn step_ms(&self) -> f64 {
+        self.step_ms
+    }
+
+    /// The mask of the last step (None for `none`, or before the first step).
+    pub fn last_mask(&self) -> Option<&TokenMask> {
+        self.last_mask.as_ref()
+    }
+
+    /// Takes one token: the mask, the greedy choice, the grammar advanced, the token decoded.
+    /// `masks` serves the `toolrail` engine (its cache is kept across steps).
+    pub fn step(&mut self, masks: &mut MaskEngine) -> Result<(), LlmError> {
+        if self.end.is_some() {
+            return Ok(());
+        }
+        if self.tokens.len() >= self.max_tokens as usize {
+            self.end = Some(RunEnd::MaxTokens);
+            self.last_mask = None;
+            return Ok(());
+        }
+        let started = Instant::now();
+        let mask = match (&mut self.track, &mut self.llama) {
+            (Some((engine, state)), _) => Some(
+                masks
+                    .mask(engine, *state)
+                    .map_err(|e| LlmError::Generation(e.to_string()))?,
+            ),
+            (None, Some(llama)) => Some(llama.token_mask()?),
+            (None, None) => None,
+        };
+        if mask.is_some() {
+            self.mask_ms.push(ms(started));
+        }
+        // The most likely allowed token after the repetition penalty (the guard sees the same
+        // logits).
+        let recent = &self.tokens[self.tokens.len().saturating_sub(PENALTY_WINDOW)..];
+        let logits = penalized(self.session.logits()?, recent, self.repeat_penalty);
+        let mut choice = argmax(&logits, |id| mask.as_ref().is_none_or(|m| m.contains(id)));
+        if let (Some(guard), Some((engine, state)), Some(mask), Some(token)) =
+            (&self.guard, &mut self.track, &mask, choice)
+        {
+            let remaining = self.max_tokens - self.tokens.len() as u32;
+            if let Some(instead) = guard.steer(engine, *state, mask, &logits, token, remaining) {
+                choice = Some(instead);
+                self.budget_replaced += 1;
+            }
+        }
+        self.last_mask = mask;
+        let Some(token) = choice else {
+            self.end = Some(RunEnd::DeadEnd);
+            self.step_ms += ms(started);
+            return Ok(());
+        };
+        self.tokens.push(token);
+        if self.model.is_eog(token) {
+            self.end = Some(RunEnd::EndOfGeneration);
+            self.step_ms += ms(started);
+            return Ok(());
+        }
+        let piece = self.model.piece(token);
+        if let Some((engine, state)) = &mut self.track {
+            *state = engine.accept_token(*state, token, &piece).ok_or_else(|| {
+                LlmError::Generation(format!(
+                    "token {token} was allowed by the mask but not accepted by the grammar"
+                ))
+            })?;
+        }
+        if let Some(llama) = &mut self.llama {
+            llama.accept(token)?;
+        }
+        self.output.extend_from_slice(&piece);
+        self.session.feed(token)?;
+        self.step_ms += ms(started);
+        Ok(())
+    }
+
+    /// Steps until the run ends.
+    pub fn run_to_end(&mut self, masks: &mut MaskEngine) -> Result<RunEnd, LlmError> {
+        loop {
+            self.step(masks)?;
+            if let Some(end) = self.end {
+                return Ok(end);
+            }
+        }
+    }
+
+    /// This run's figures.
+    pub fn figures(&self) -> EngineFigures {
+        let mut sorted = self.mask_ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        let n = self.tokens.len() as u32;
+        EngineFigures {
+            engine: self.kind,
+            mask_ms_p50: percentile(&sorted, 0.50),
+            mask_ms_p99: percentile(&sorted, 0.99),
+            mask_ms_max: sorted.last().copied().unwrap_or(0.0),
+            mask_ms_mean: if sorted.is_empty() {
+                0.0
+            } else {
+                sorted.iter().sum::<f64>() / sorted.len() as f64
+            },
+            tokens_per_s: if self.step_ms > 0.0 {
+                f64::from(n) * 1000.0 / self.step_ms
+            } else {
+                0.0
+            },
+            tokens: n,
+            end: self.end,
+        }
+    }
+}
+
+/// The nearest-rank percentile of ascending `sorted` (0 when empty).
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// One engine's figures.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct EngineFigures {
+    /// The engine.
+    pub engine: EngineKind,
+    /// Median mask time (0 for `none`).
+    pub mask_ms_p50: f64,
+    /// 99th-percentile mask time.
+    pub mask_ms_p99: f64,
+    /// Longest mask time.
+    pub mask_ms_max: f64,
+    /// Tokens per second over the timed steps (mask, choice, grammar, decode).
+    pub tokens_per_s: f64,
+    /// Mean mask time.
+    pub mask_ms_mean: f64,
+    /// Tokens taken.
+    pub tokens: u32,
+    /// Why the run ended.
+    pub end: Option<RunEnd>,
+}
+
+/// Everything `toolrail bench` measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchReport {
+    /// Vocabulary size.
+    pub vocab: usize,
+    /// Milliseconds to build the token table (every piece) from the model.
+    pub table_ms: f64,
+    /// Milliseconds to build the mask engine (trie and piece facts) from the table.
+    pub trie_ms: f64,
+    /// Trie nodes.
+    pub trie_nodes: usize,
+    /// Per engine, in the order `toolrail`, `llama`, `none`.
+    pub engines: Vec<EngineFigures>,
+    /// Tokens allowed by one of toolrail and llama.cpp and not the other, summed over the
+    /// compared steps.
+    pub mask_differences: usize,
+    /// Steps at which both masks were compared (both runs had taken the same tokens).
+    pub compared_steps: u32,
+    /// True if the `toolrail` and `llama` runs took the same tokens.
+    pub same_tokens: bool,
+    /// What the `toolrail` run generated (lossy UTF-8).
+    pub toolrail_text: String,
+}
+
+impl BenchReport {
+    /// The figures of one engine.
+    pub fn engine(&self, kind: EngineKind) -> Option<&EngineFigures> {
+        self.engines.iter().find(|e| e.engine == kind)
+    }
+
+    /// Vocabulary set-up: token table plus mask engine.
+    pub fn setup_ms(&self) -> f64 {
+        self.table_ms + self.trie_ms
+    }
+
+    /// How many times faster toolrail's mean mask is than llama.cpp's.
+    pub fn speedup_vs_llama(&self) -> Option<f64> {
+        let ours = self.engine(EngineKind::Toolrail)?.mask_ms_mean;
+        let theirs = self.engine(EngineKind::Llama)?.mask_ms_mean;
+        (ours > 0.0).then(|| theirs / ours)
+    }
+
+    /// An engine's tokens/s as a fraction of the unconstrained run's.
+    pub fn ratio_to_unconstrained(&self, kind: EngineKind) -> Option<f64> {
+        let ours = self.engine(kind)?.tokens_per_s;
+        let free = self.engine(EngineKind::None)?.tokens_per_s;
+        (free > 0.0).then(|| ours / free)
+    }
+}
+
+/// Options of [`bench`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BenchOptions {
+    /// Tokens per run at most.
+    pub tokens: u32,
+    /// Decoding threads per context.
+    pub threads: Option<u32>,
+}
+
+/// Runs `prompt` greedily under `grammar` with each engine, interleaved token by token, and
+/// measures them (see the module docs).
+pub fn bench(
+    model: &Model,
+    grammar: &str,
+    prompt: &str,
+    options: BenchOptions,
+) -> Result<BenchReport, LlmError> {
+    // Set-up, from scratch: the table is built again even if the model has one cached.
+    let started = Instant::now();
+    let table = Arc::new(model.token_table());
+    let table_ms = ms(started);
+    let started = Instant::now();
+    let mut masks = MaskEngine::new(table);
+    let trie_ms = ms(started);
+
+    let prompt = model.tokenize(prompt, true, true);
+    let session = SessionOptions {
+        context: Some((prompt.len() as u32).saturating_add(options.tokens) + 8),
+        threads: options.threads,
+    };
+    let mut runs = [EngineKind::Toolrail, EngineKind::Llama, EngineKind::None]
+        .into_iter()
+        .map(|kind| GreedyRun::new(model, kind, Some(grammar), &prompt, options.tokens, session))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let mut mask_differences = 0;
+    let mut compared_steps = 0;
+    while runs.iter().any(GreedyRun::running) {
+        let before: Vec<(bool, usize)> = runs
+            .iter()
+            .map(|r| (r.running(), r.tokens().len()))
+            .collect();
+        for run in &mut runs {
+            run.step(&mut masks)?;
+        }
+        // runs[0] is toolrail, runs[1] llama: compare the masks of a step both took from the
+        // same history.
+        let (ours, theirs) = (&runs[0], &runs[1]);
+        let ((ours_ran, n), (theirs_ran, m)) = (before[0], before[1]);
+        if ours_ran
+            && theirs_ran
+            && ours.tokens()[..n] == theirs.tokens()[..m]
+            && let (Some(a), Some(b)) = (ours.last_mask(), theirs.last_mask())
+        {
+            mask_differences += a.difference_count(b);
+            compared_steps += 1;
+        }
+    }
+    Ok(BenchReport {
+        vocab: model.n_vocab(),
+        table_ms,
+        trie_ms,
+        trie_nodes: masks.trie().node_count(),
+        same_tokens: runs[0].tokens() == runs[1].tokens(),
+        toolrail_text: String::from_utf8_lossy(runs[0].output()).into_owned(),
+        engines: runs.iter().map(GreedyRun::figures).collect(),
+        mask_differences,
+        compared_steps,
+    })
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percentile;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 0.5), 50.0);
+        assert_eq!(percentile(&v, 0.99), 99.0);
+        assert_eq!(percentile(&v[..10], 0.99), 10.0);
+        assert_eq!(percentile(&[], 0.5), 0.0);
+    }
+}

@@ -1,0 +1,69 @@
+//! The model layer over llama-cpp-2: loading GGUF models (by path or by a `models.toml` entry),
+//! their metadata and vocabulary as llama.cpp's grammar sees it, tokenization, chat prompts, a
+//! small decoding session, and llama.cpp's own grammar sampler made safe (the `llama` engine).
+//!
+//! | piece | what |
+//! | --- | --- |
+//! | [`backend`] | the one llama.cpp backend of the process, its log routed away from stderr |
+//! | [`ModelSpec`] | a `models.toml` entry: name, path, context, threads, chat format, sampling |
+//! | [`Model`] | a loaded model: [`ModelInfo`], [`TokenTable`](toolrail_engine::TokenTable), tokenizer |
+//! | [`Session`] | a context on the calling thread: decode a prompt, logits, feed one token |
+//! | [`LlamaGrammarSampler`] | llama.cpp's grammar sampler: full-vocabulary masks, checked accepts |
+//! | [`sampling`] | choosing the next token from logits and a mask, candidates before and after |
+//!
+//! Every failure is an [`LlmError`]; a bad file is diagnosed by toolrail's own GGUF reader
+//! ([`gguf`]) before llama.cpp is asked to load it.
+//!
+//! # Performance notes (Gemma 3 270M Q4_K_M, 262,144 tokens, 2 shared cores)
+//!
+//! | what | release | dev profile |
+//! | --- | --- | --- |
+//! | [`Model::token_table`] (262k pieces + EOG set) | 15 ms | 108 ms |
+//! | llama.cpp's full-vocabulary mask ([`LlamaGrammarSampler::mask`]) | 43 ms (37–40 ms idle) | same: C++ |
+//! | load ([`Model::open`], warm page cache) | 0.8–1.4 s | same |
+//! | one-token decode, 1 thread, cores shared with a compiler | ~50 ms | same |
+//!
+//! llama.cpp is built Release (-O3) in both profiles (`Cargo.toml` profile overrides). ggml's
+//! thread pool spins while waiting: with 2 threads on 2 cores that something else is using, a
+//! one-token decode went from ~50 ms to 0.1–2 s. Prefer 1 thread on a busy machine.
+
+pub mod bench;
+pub mod bench_calls;
+mod chat;
+mod error;
+pub mod gguf;
+mod grammar_sampler;
+mod log;
+mod model;
+pub mod record;
+pub mod sampling;
+mod session;
+mod spec;
+pub mod worker;
+
+use std::sync::OnceLock;
+
+use llama_cpp_2::llama_backend::LlamaBackend;
+
+pub use chat::{ChatMessage, ChatPrompt, PromptSource};
+pub use error::LlmError;
+pub use grammar_sampler::LlamaGrammarSampler;
+pub use model::{Model, ModelInfo};
+pub use session::{DEFAULT_CONTEXT, Session, SessionOptions};
+pub use spec::{
+    ChatFormat, ModelSpec, SamplingDefaults, TEST_MODEL_FILE, expand_tilde, model_dir,
+    test_model_for_suite, test_model_path,
+};
+
+/// The process's llama.cpp backend, initialised on first use with llama.cpp's log silenced
+/// (set `TOOLRAIL_LLAMA_LOG=1` to see it on stderr). It lives until the process exits.
+pub fn backend() -> Result<&'static LlamaBackend, LlmError> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            log::install();
+            LlamaBackend::init().map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| LlmError::Backend(e.clone()))
+}

@@ -1,0 +1,143 @@
+//! What one generation run records per token and in total: the sampling parameters, each
+//! token with its candidates before and after the mask and the grammar stacks after it, why the
+//! run stopped, and the totals. The worker produces these; the workbench's transcript file
+//! stores them.
+
+use serde::{Deserialize, Serialize};
+
+use toolrail_engine::Snapshot;
+
+/// Sampling parameters (temperature 0 is greedy).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
+    /// Softmax temperature; 0 picks the most likely allowed token.
+    pub temperature: f32,
+    /// Keep only the k most likely tokens (0: all).
+    pub top_k: u32,
+    /// Keep the smallest set whose probability reaches p (1: all).
+    pub top_p: f32,
+    /// Drop tokens less likely than min_p times the most likely one (0: none).
+    pub min_p: f32,
+    /// Random seed.
+    pub seed: u64,
+    /// Stop after this many tokens.
+    pub max_tokens: u32,
+    /// Near the token limit, replace a sampled token that would leave the grammar unable to
+    /// finish in the tokens left by the most likely one that can (see
+    /// [`toolrail_engine::BudgetGuard`]); constrained runs only. Absent in older transcripts
+    /// (their runs had no guard).
+    #[serde(default)]
+    pub finish_in_budget: bool,
+    /// llama.cpp's repetition penalty over the last [`PENALTY_WINDOW`] generated tokens,
+    /// applied to the logits before the mask and the choice (1: off; absent in older
+    /// transcripts).
+    #[serde(default = "no_penalty")]
+    pub repeat_penalty: f32,
+}
+
+/// How many of the last generated tokens a repetition penalty looks at (llama.cpp's
+/// `penalty_last_n` default).
+pub const PENALTY_WINDOW: usize = 64;
+
+fn no_penalty() -> f32 {
+    1.0
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Sampling {
+            temperature: 0.0,
+            top_k: 40,
+            top_p: 0.95,
+            min_p: 0.05,
+            seed: 0,
+            max_tokens: 256,
+            finish_in_budget: true,
+            repeat_penalty: 1.0,
+        }
+    }
+}
+
+/// A candidate token at one step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    /// Token id.
+    pub id: u32,
+    /// Its piece, as text (lossy for partial UTF-8).
+    pub piece: String,
+    /// Probability (before the mask: over the whole vocabulary; after: over the allowed tokens).
+    pub probability: f32,
+    /// True if the grammar masked it.
+    pub masked: bool,
+}
+
+/// One generated token.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TokenRecord {
+    /// 0-based position in the output.
+    pub index: u32,
+    /// Token id.
+    pub id: u32,
+    /// Its piece, as text (lossy for partial UTF-8).
+    pub piece: String,
+    /// Its piece's bytes, hex, when the text is lossy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub piece_hex: Option<String>,
+    /// True if the user forced this token instead of the sampled one.
+    #[serde(default)]
+    pub forced: bool,
+    /// The token the sampler chose, when the budget guard took this one instead (the sampled
+    /// one would have left too few tokens to finish the grammar).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_replaced: Option<u32>,
+    /// The most likely candidates before the mask.
+    pub before: Vec<Candidate>,
+    /// The most likely candidates after the mask.
+    pub after: Vec<Candidate>,
+    /// How many tokens the grammar allowed at this step.
+    pub allowed: u32,
+    /// The grammar stacks after the token (absent for unconstrained runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stacks: Option<Snapshot>,
+    /// Milliseconds to decode (compute logits for) this step.
+    pub decode_ms: f64,
+    /// Milliseconds to compute the mask at this step.
+    pub mask_ms: f64,
+}
+
+/// Why generation stopped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+pub enum Stop {
+    /// The model chose end-of-generation (allowed: the grammar was complete).
+    EndOfGeneration,
+    /// The token limit was reached.
+    MaxTokens,
+    /// The user cancelled.
+    Cancelled,
+    /// No token could continue the grammar (the vocabulary lacks what it needs).
+    DeadEnd {
+        /// Byte offset in the output where it got stuck.
+        offset: u64,
+        /// What the grammar expected there.
+        expected: Vec<String>,
+    },
+    /// Something failed.
+    Error {
+        /// The message.
+        message: String,
+    },
+}
+
+/// Totals over a run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Tokens generated.
+    pub tokens: u32,
+    /// Total decode time.
+    pub decode_ms: f64,
+    /// Total mask time.
+    pub mask_ms: f64,
+    /// Tokens per second over the whole run.
+    pub tokens_per_s: f64,
+}

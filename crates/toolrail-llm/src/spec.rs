@@ -1,0 +1,422 @@
+//! Models by name: entries of a `models.toml` file, and where models are cached.
+//!
+//! ```toml
+//! [[model]]
+//! name = "gemma-3-270m"
+//! path = "~/.cache/toolrail/models/gemma-3-270m-q4_k_m.gguf"   # `~` is the home directory;
+//! context = 4096                                               # relative paths are relative
+//! gpu_layers = 0                                               # to the models.toml file
+//! threads = 2
+//! chat_format = "gemma"      # a prompt family, or "auto": the GGUF's template, else generic
+//! temperature = 0.0          # default sampling: temperature, top_k, top_p, min_p, seed,
+//! ```                        # max_tokens, repeat_penalty
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::error::LlmError;
+use toolrail_tools::prompt::PromptFamily;
+
+/// File name of the test model the project's tests and benches use.
+pub const TEST_MODEL_FILE: &str = "gemma-3-270m-q4_k_m.gguf";
+
+/// Where downloaded models are cached: `$TOOLRAIL_MODEL_DIR`, else the platform cache directory
+/// (`~/.cache/toolrail/models` on Linux), else `./models`.
+pub fn model_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("TOOLRAIL_MODEL_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    directories::ProjectDirs::from("", "", "toolrail")
+        .map(|dirs| dirs.cache_dir().join("models"))
+        .unwrap_or_else(|| PathBuf::from("models"))
+}
+
+/// The test model's path: `$TOOLRAIL_MODEL` if set, else [`TEST_MODEL_FILE`] in [`model_dir`]
+/// (where `scripts/fetch-model.sh` puts it). The file may not exist.
+pub fn test_model_path() -> PathBuf {
+    match std::env::var_os("TOOLRAIL_MODEL").filter(|p| !p.is_empty()) {
+        Some(path) => PathBuf::from(path),
+        None => model_dir().join(TEST_MODEL_FILE),
+    }
+}
+
+/// The test model for a test suite: `Ok(Some(path))` when it is there; `Ok(None)` after saying
+/// how to fetch it when it is not (the suite skips its model tests); `Err` when it is not and
+/// `CI=true`, where a missing model must fail the run, not skip it.
+pub fn test_model_for_suite() -> Result<Option<PathBuf>, String> {
+    let path = test_model_path();
+    if path.is_file() {
+        return Ok(Some(path));
+    }
+    let message = format!(
+        "test model not found at {}; run scripts/fetch-model.sh",
+        path.display()
+    );
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        return Err(format!("{message} (a failure under CI=true)"));
+    }
+    eprintln!("skipped: {message}");
+    Ok(None)
+}
+
+/// Expands a leading `~` (alone or followed by `/`) to the home directory.
+pub fn expand_tilde(path: &str) -> PathBuf {
+    let home = || directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf());
+    if path == "~" {
+        if let Some(home) = home() {
+            return home;
+        }
+    } else if let Some(rest) = path.strip_prefix("~/")
+        && let Some(home) = home()
+    {
+        return home.join(rest);
+    }
+    PathBuf::from(path)
+}
+
+/// How prompts are built for a model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ChatFormat {
+    /// The GGUF's own chat template where it has one, else the generic builder.
+    #[default]
+    Auto,
+    /// One of toolrail's prompt builders.
+    Family(PromptFamily),
+}
+
+/// Default sampling parameters of a model entry (each optional: the caller's defaults apply).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SamplingDefaults {
+    /// Temperature (0 = greedy).
+    pub temperature: Option<f32>,
+    /// Top-k (0 = off).
+    pub top_k: Option<u32>,
+    /// Top-p in (0, 1].
+    pub top_p: Option<f32>,
+    /// Min-p in [0, 1].
+    pub min_p: Option<f32>,
+    /// Random seed.
+    pub seed: Option<u32>,
+    /// Most tokens to generate.
+    pub max_tokens: Option<u32>,
+    /// Repetition penalty over the last generated tokens (1 = off).
+    pub repeat_penalty: Option<f32>,
+}
+
+/// A model and how to run it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelSpec {
+    /// The name it is known by.
+    pub name: String,
+    /// The GGUF file (`~` expanded, relative paths resolved against the models file).
+    pub path: PathBuf,
+    /// Context size in tokens (`None`: 4096, capped at what the model was trained for).
+    pub context: Option<u32>,
+    /// Layers to offload to a GPU (0 on CPU-only builds).
+    pub gpu_layers: u32,
+    /// Threads for decoding (`None`: the number of cores).
+    pub threads: Option<u32>,
+    /// How prompts are built.
+    pub chat_format: ChatFormat,
+    /// Default sampling.
+    pub sampling: SamplingDefaults,
+}
+
+impl ModelSpec {
+    /// A spec for a bare GGUF path, with defaults and the file stem as its name.
+    pub fn from_path(path: impl Into<PathBuf>) -> ModelSpec {
+        let path = path.into();
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string());
+        ModelSpec {
+            name,
+            path,
+            context: None,
+            gpu_layers: 0,
+            threads: None,
+            chat_format: ChatFormat::Auto,
+            sampling: SamplingDefaults::default(),
+        }
+    }
+
+    /// Every entry of the models file `file`.
+    pub fn load_file(file: &Path) -> Result<Vec<ModelSpec>, LlmError> {
+        let text = std::fs::read_to_string(file).map_err(|e| LlmError::ModelsFile {
+            file: file.to_path_buf(),
+            message: format!("cannot read it: {e}"),
+        })?;
+        Self::parse(&text, file)
+    }
+
+    /// The entry called `name` in the models file `file`.
+    pub fn find(file: &Path, name: &str) -> Result<ModelSpec, LlmError> {
+        let specs = Self::load_file(file)?;
+        let known = specs
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        specs
+            .into_iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| LlmError::UnknownModel {
+                file: file.to_path_buf(),
+                name: name.to_owned(),
+                known,
+            })
+    }
+
+    /// Parses the text of a models file; `file` names it in errors and anchors relative paths.
+    pub fn parse(text: &str, file: &Path) -> Result<Vec<ModelSpec>, LlmError> {
+        let raw: RawFile = toml::from_str(text).map_err(|e| LlmError::ModelsFile {
+            file: file.to_path_buf(),
+            message: e.to_string().trim_end().to_owned(),
+        })?;
+        let base = file.parent().unwrap_or(Path::new(""));
+        let mut specs: Vec<ModelSpec> = Vec::with_capacity(raw.model.len());
+        for (index, entry) in raw.model.into_iter().enumerate() {
+            let label = if entry.name.trim().is_empty() {
+                format!("#{}", index + 1)
+            } else {
+                entry.name.clone()
+            };
+            let bad = |message: String| LlmError::ModelEntry {
+                file: file.to_path_buf(),
+                entry: label.clone(),
+                message,
+            };
+            let spec = entry.into_spec(base).map_err(bad)?;
+            if specs.iter().any(|s| s.name == spec.name) {
+                return Err(LlmError::ModelEntry {
+                    file: file.to_path_buf(),
+                    entry: label,
+                    message: "the name is used by an earlier entry".to_owned(),
+                });
+            }
+            specs.push(spec);
+        }
+        Ok(specs)
+    }
+}
+
+impl From<&ModelSpec> for ModelSpec {
+    fn from(spec: &ModelSpec) -> ModelSpec {
+        spec.clone()
+    }
+}
+
+impl From<&Path> for ModelSpec {
+    fn from(path: &Path) -> ModelSpec {
+        ModelSpec::from_path(path)
+    }
+}
+
+impl From<PathBuf> for ModelSpec {
+    fn from(path: PathBuf) -> ModelSpec {
+        ModelSpec::from_path(path)
+    }
+}
+
+impl From<&PathBuf> for ModelSpec {
+    fn from(path: &PathBuf) -> ModelSpec {
+        ModelSpec::from_path(path.clone())
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    model: Vec<RawEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    path: String,
+    context: Option<u32>,
+    #[serde(default)]
+    gpu_layers: u32,
+    threads: Option<u32>,
+    chat_format: Option<String>,
+    temperature: Option<f32>,
+    top_k: Option<u32>,
+    top_p: Option<f32>,
+    min_p: Option<f32>,
+    seed: Option<u32>,
+    max_tokens: Option<u32>,
+    repeat_penalty: Option<f32>,
+}
+
+impl RawEntry {
+    fn into_spec(self, base: &Path) -> Result<ModelSpec, String> {
+        if self.name.trim().is_empty() {
+            return Err("it has no `name`".to_owned());
+        }
+        if self.path.trim().is_empty() {
+            return Err("it has no `path`".to_owned());
+        }
+        let mut path = expand_tilde(&self.path);
+        if path.is_relative() {
+            path = base.join(path);
+        }
+        if self.context == Some(0) {
+            return Err("`context` must be at least 1".to_owned());
+        }
+        if self.threads == Some(0) {
+            return Err("`threads` must be at least 1".to_owned());
+        }
+        let chat_format = match self.chat_format.as_deref() {
+            None | Some("auto") => ChatFormat::Auto,
+            Some(name) => ChatFormat::Family(name.parse().map_err(|_| {
+                format!(
+                    "unknown `chat_format` '{name}' (expected auto, llama3, hermes, gemma or generic)"
+                )
+            })?),
+        };
+        if let Some(t) = self.temperature
+            && !(t.is_finite() && t >= 0.0)
+        {
+            return Err(format!("`temperature` must be 0 or more, not {t}"));
+        }
+        if let Some(p) = self.top_p
+            && !(p > 0.0 && p <= 1.0)
+        {
+            return Err(format!("`top_p` must be in (0, 1], not {p}"));
+        }
+        if let Some(p) = self.min_p
+            && !(0.0..=1.0).contains(&p)
+        {
+            return Err(format!("`min_p` must be in [0, 1], not {p}"));
+        }
+        if let Some(p) = self.repeat_penalty
+            && !(p.is_finite() && p > 0.0)
+        {
+            return Err(format!(
+                "`repeat_penalty` must be more than 0 (1 is off), not {p}"
+            ));
+        }
+        Ok(ModelSpec {
+            name: self.name,
+            path,
+            context: self.context,
+            gpu_layers: self.gpu_layers,
+            threads: self.threads,
+            chat_format,
+            sampling: SamplingDefaults {
+                temperature: self.temperature,
+                top_k: self.top_k,
+                top_p: self.top_p,
+                min_p: self.min_p,
+                seed: self.seed,
+                max_tokens: self.max_tokens,
+                repeat_penalty: self.repeat_penalty,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_repository_models_file() {
+        let file = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("models.toml");
+        let specs = ModelSpec::load_file(&file).unwrap();
+        let gemma = specs.iter().find(|s| s.name == "gemma-3-270m").unwrap();
+        assert!(
+            gemma
+                .path
+                .ends_with(".cache/toolrail/models/gemma-3-270m-q4_k_m.gguf")
+        );
+        assert!(!gemma.path.starts_with("~"));
+        assert_eq!(gemma.context, Some(4096));
+        assert_eq!(gemma.threads, Some(2));
+        assert_eq!(gemma.chat_format, ChatFormat::Family(PromptFamily::Gemma));
+        assert_eq!(gemma.sampling.temperature, Some(0.0));
+    }
+
+    #[test]
+    fn errors_name_the_file_and_entry() {
+        let file = Path::new("/etc/toolrail/models.toml");
+        let text = "[[model]]\nname = \"a\"\npath = \"a.gguf\"\nthreads = 0\n";
+        let err = ModelSpec::parse(text, file).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "/etc/toolrail/models.toml: model 'a': `threads` must be at least 1"
+        );
+
+        let text = "[[model]]\nname = \"a\"\npath = \"a.gguf\"\nrepeat_penalty = 0.0\n";
+        let err = ModelSpec::parse(text, file).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "/etc/toolrail/models.toml: model 'a': `repeat_penalty` must be more than 0 (1 is off), not 0"
+        );
+        let text = "[[model]]\nname = \"a\"\npath = \"a.gguf\"\nrepeat_penalty = 1.3\n";
+        let specs = ModelSpec::parse(text, file).unwrap();
+        assert_eq!(specs[0].sampling.repeat_penalty, Some(1.3));
+
+        let text = "[[model]]\nname = \"a\"\npath = \"a.gguf\"\nchat_format = \"klingon\"\n";
+        let err = ModelSpec::parse(text, file).unwrap_err().to_string();
+        assert!(
+            err.starts_with(
+                "/etc/toolrail/models.toml: model 'a': unknown `chat_format` 'klingon'"
+            ),
+            "{err}"
+        );
+
+        let text = "[[model]]\npath = \"a.gguf\"\n";
+        let err = ModelSpec::parse(text, file).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "/etc/toolrail/models.toml: model '#1': it has no `name`"
+        );
+
+        let text = "[[model]]\nname = \"a\"\npath = \"a.gguf\"\ncontxt = 5\n";
+        let err = ModelSpec::parse(text, file).unwrap_err().to_string();
+        assert!(err.starts_with("/etc/toolrail/models.toml: "), "{err}");
+        assert!(err.contains("contxt"), "{err}");
+
+        let text =
+            "[[model]]\nname = \"a\"\npath = \"x/a.gguf\"\n[[model]]\nname = \"a\"\npath = \"b\"\n";
+        let err = ModelSpec::parse(text, file).unwrap_err().to_string();
+        assert!(
+            err.contains("model 'a': the name is used by an earlier entry"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn relative_paths_follow_the_file_and_unknown_names_list_the_known() {
+        let text = "[[model]]\nname = \"a\"\npath = \"x/a.gguf\"\n";
+        let specs = ModelSpec::parse(text, Path::new("/m/models.toml")).unwrap();
+        assert_eq!(specs[0].path, PathBuf::from("/m/x/a.gguf"));
+        assert_eq!(specs[0].chat_format, ChatFormat::Auto);
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("models.toml");
+        std::fs::write(&file, text).unwrap();
+        let err = ModelSpec::find(&file, "b").unwrap_err().to_string();
+        assert!(err.ends_with("no model named 'b' (known: a)"), "{err}");
+        assert_eq!(ModelSpec::find(&file, "a").unwrap().name, "a");
+    }
+
+    #[test]
+    fn tilde_expands_to_home() {
+        let home = directories::BaseDirs::new()
+            .unwrap()
+            .home_dir()
+            .to_path_buf();
+        assert_eq!(expand_tilde("~"), home);
+        assert_eq!(expand_tilde("~/m.gguf"), home.join("m.gguf"));
+        assert_eq!(expand_tilde("/a/~/b"), PathBuf::from("/a/~/b"));
+        assert_eq!(expand_tilde("~other/x"), PathBuf::from("~other/x"));
+    }
+}

@@ -1,0 +1,573 @@
+//! The generation worker: one thread that owns the model, runs constrained generation token by
+//! token, and talks over bounded channels — commands in, events out. The UI and the CLI drive it
+//! the same way; the worker calls `notify` after each event so a UI can repaint.
+//!
+//! Engines: `toolrail` (toolrail's masks), `llama` (llama.cpp's own grammar sampler, made safe),
+//! `none` (unconstrained). Whatever the engine, toolrail's recognizer follows the grammar so that
+//! every token carries the stacks after it and a dead end can say what was expected.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded};
+
+use super::sampling::{Scored, choose, penalized};
+use super::{LlamaGrammarSampler, LlmError, Model, ModelInfo, ModelSpec, SessionOptions};
+use crate::record::{Candidate, PENALTY_WINDOW, Sampling, Stop, TokenRecord, Totals};
+use toolrail_engine::sample::SplitMix64;
+use toolrail_engine::{BudgetGuard, Engine, MaskEngine, State, TokenMask};
+use toolrail_gbnf::{Grammar, TokenVocabulary};
+
+/// Which engine masks the tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// toolrail's own masks (token trie + memoized recognizer).
+    Toolrail,
+    /// llama.cpp's grammar sampler over the whole vocabulary.
+    Llama,
+    /// No grammar: the model's own choice.
+    None,
+}
+
+impl EngineKind {
+    /// The engine's name as written in transcripts and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Toolrail => "toolrail",
+            EngineKind::Llama => "llama",
+            EngineKind::None => "none",
+        }
+    }
+}
+
+/// One generation run.
+#[derive(Clone, Debug)]
+pub struct RunRequest {
+    /// The whole prompt (after the chat template or prompt builder), tokenized with special tokens.
+    pub prompt: String,
+    /// The GBNF grammar (ignored by the `none` engine, which runs unconstrained).
+    pub grammar: Option<String>,
+    /// The engine.
+    pub engine: EngineKind,
+    /// Sampling parameters.
+    pub sampling: Sampling,
+    /// Start paused: nothing is generated until `Step` or `Continue`.
+    pub start_paused: bool,
+    /// How many candidates to record before and after the mask.
+    pub show: usize,
+    /// Context size (None: the model's default).
+    pub context: Option<u32>,
+    /// Decoding threads (None: the model spec's, else the number of cores).
+    pub threads: Option<u32>,
+}
+
+/// What the worker is told.
+#[derive(Clone, Debug)]
+pub enum Command {
+    /// Load a model (replacing the current one).
+    Load(ModelSpec),
+    /// Start a run (the model must be loaded).
+    Start(Box<RunRequest>),
+    /// Generate one token, then pause.
+    Step,
+    /// Generate until done.
+    Continue,
+    /// Pause after the current token.
+    Pause,
+    /// Take this token now, as one step, instead of the sampled one (it must be allowed; if it
+    /// is not, a `Refused` event says why and the run pauses where it was).
+    Force(u32),
+    /// Stop the run (honoured before the next token).
+    Cancel,
+    /// End the worker thread.
+    Shutdown,
+}
+
+/// What the worker reports.
+#[derive(Clone, Debug)]
+pub enum Event {
+    /// Fraction of the model loaded.
+    LoadProgress(f32),
+    /// The model is loaded.
+    Loaded(Box<ModelInfo>),
+    /// A run started: the prompt is decoded.
+    Started {
+        /// Prompt length in tokens.
+        prompt_tokens: usize,
+        /// Milliseconds to decode the prompt.
+        prompt_ms: f64,
+    },
+    /// One token was generated.
+    Token(Box<TokenRecord>),
+    /// The run is paused before token `next_index`.
+    Paused {
+        /// Index of the next token.
+        next_index: u32,
+    },
+    /// A forced token was refused, with the reason; the run stays where it was.
+    Refused {
+        /// The token.
+        token: u32,
+        /// Why.
+        reason: String,
+    },
+    /// The run ended.
+    Done {
+        /// Why.
+        stop: Stop,
+        /// Totals.
+        totals: Totals,
+        /// The generated text (lossy UTF-8).
+        output: String,
+    },
+    /// Something failed outside a run (e.g. loading).
+    Error(String),
+}
+
+/// A handle on the worker thread.
+pub struct Worker {
+    commands: Sender<Command>,
+    events: Receiver<Event>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker").finish_non_exhaustive()
+    }
+}
+
+/// Called after every event (e.g. `ctx.request_repaint()`).
+pub type Notify = Arc<dyn Fn() + Send + Sync>;
+
+impl Worker {
+    /// Starts the worker thread with no model.
+    pub fn spawn(notify: Notify) -> Worker {
+        Self::spawn_with(None, notify)
+    }
+
+    /// Starts the worker thread with an already loaded model.
+    pub fn spawn_with(model: Option<Model>, notify: Notify) -> Worker {
+        let (commands, command_rx) = bounded::<Command>(64);
+        let (event_tx, events) = bounded::<Event>(4096);
+        let thread = std::thread::Builder::new()
+            .name("toolrail-generation".into())
+            .spawn(move || {
+                let mut state = WorkerState {
+                    model: model.map(|m| {
+                        let masks = MaskEngine::new(m.shared_token_table());
+                        (m, masks)
+                    }),
+                    commands: command_rx,
+                    events: event_tx,
+                    notify,
+                };
+                state.serve();
+            })
+            .ok();
+        Worker {
+            commands,
+            events,
+            thread,
+        }
+    }
+
+    /// Sends a command (blocks only if 64 commands are already queued).
+    pub fn send(&self, command: Command) -> bool {
+        self.commands.send(command).is_ok()
+    }
+
+    /// The event stream.
+    pub fn events(&self) -> &Receiver<Event> {
+        &self.events
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.commands.try_send(Command::Cancel);
+        let _ = self.commands.try_send(Command::Shutdown);
+        // Unblock a worker waiting to send an event.
+        while self.events.try_recv().is_ok() {}
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+struct WorkerState {
+    model: Option<(Model, MaskEngine)>,
+    commands: Receiver<Command>,
+    events: Sender<Event>,
+    notify: Notify,
+}
+
+/// What the run loop should do next.
+enum Flow {
+    Go {
+        forced: Option<u32>,
+        pause_after: bool,
+    },
+    Stop(Stop),
+    Shutdown,
+}
+
+impl WorkerState {
+    fn emit(&self, event: Event) {
+        let _ = self.events.send(event);
+        (self.notify)();
+    }
+
+    fn serve(&mut self) {
+        while let Ok(command) = self.commands.recv() {
+            match command {
+                Command::Shutdown => return,
+                Command::Load(spec) => self.load(&spec),
+                Command::Start(request) => {
+                    if self.run(&request) {
+                        return;
+                    }
+                }
+                Command::Step
+                | Command::Continue
+                | Command::Pause
+                | Command::Force(_)
+                | Command::Cancel => {}
+            }
+        }
+    }
+
+    fn load(&mut self, spec: &ModelSpec) {
+        let events = self.events.clone();
+        let notify = Arc::clone(&self.notify);
+        let loaded = Model::load(spec, move |fraction| {
+            let _ = events.try_send(Event::LoadProgress(fraction));
+            notify();
+            true
+        });
+        match loaded {
+            Ok(model) => {
+                let masks = MaskEngine::new(model.shared_token_table());
+                let info = Box::new(model.info().clone());
+                self.model = Some((model, masks));
+                self.emit(Event::Loaded(info));
+            }
+            Err(e) => self.emit(Event::Error(e.to_string())),
+        }
+    }
+
+    /// Runs one request; returns true if the worker must shut down.
+    fn run(&mut self, request: &RunRequest) -> bool {
+        let Some((model, mut masks)) = self.model.take() else {
+            self.emit(Event::Done {
+                stop: Stop::Error {
+                    message: "no model is loaded".into(),
+                },
+                totals: Totals::default(),
+                output: String::new(),
+            });
+            return false;
+        };
+        masks.clear_cache();
+        let mut shutdown = false;
+        let (stop, totals, output) = match self.generate(&model, &mut masks, request, &mut shutdown)
+        {
+            Ok(done) => done,
+            Err(e) => (
+                Stop::Error {
+                    message: e.to_string(),
+                },
+                Totals::default(),
+                Vec::new(),
+            ),
+        };
+        self.model = Some((model, masks));
+        self.emit(Event::Done {
+            stop,
+            totals,
+            output: String::from_utf8_lossy(&output).into_owned(),
+        });
+        shutdown
+    }
+
+    /// Waits for or polls commands before a token.
+    fn next_flow(&self, paused: &mut bool, index: u32) -> Flow {
+        let forced = None;
+        loop {
+            let command = if *paused {
+                self.emit(Event::Paused { next_index: index });
+                match self.commands.recv() {
+                    Ok(c) => c,
+                    Err(_) => return Flow::Shutdown,
+                }
+            } else {
+                match self.commands.try_recv() {
+                    Ok(c) => c,
+                    Err(TryRecvError::Empty) => {
+                        return Flow::Go {
+                            forced,
+                            pause_after: *paused,
+                        };
+                    }
+                    Err(TryRecvError::Disconnected) => return Flow::Shutdown,
+                }
+            };
+            match command {
+                Command::Cancel => return Flow::Stop(Stop::Cancelled),
+                Command::Shutdown => return Flow::Shutdown,
+                Command::Pause => *paused = true,
+                Command::Continue => {
+                    *paused = false;
+                    return Flow::Go {
+                        forced,
+                        pause_after: false,
+                    };
+                }
+                Command::Step => {
+                    return Flow::Go {
+                        forced,
+                        pause_after: true,
+                    };
+                }
+                Command::Force(token) => {
+                    return Flow::Go {
+                        forced: Some(token),
+                        pause_after: *paused,
+                    };
+                }
+                Command::Load(_) | Command::Start(_) => {
+                    self.emit(Event::Error("a run is in progress: cancel it first".into()))
+                }
+            }
+        }
+    }
+
+    fn generate(
+        &self,
+        model: &Model,
+        masks: &mut MaskEngine,
+        request: &RunRequest,
+        shutdown: &mut bool,
+    ) -> Result<(Stop, Totals, Vec<u8>), LlmError> {
+        let grammar_text = request
+            .grammar
+            .as_deref()
+            .filter(|_| request.engine != EngineKind::None);
+        // toolrail's recognizer follows the grammar for every constrained engine.
+        let mut track: Option<(Engine, State)> = match grammar_text {
+            Some(text) => {
+                let grammar =
+                    Grammar::parse_with(text, "root", Some(model as &dyn TokenVocabulary))?;
+                let engine = Engine::new(Arc::new(grammar));
+                let state = engine.initial();
+                Some((engine, state))
+            }
+            None => None,
+        };
+        // Keeps the run able to finish its grammar within max_tokens.
+        let guard = track
+            .as_ref()
+            .filter(|_| request.sampling.finish_in_budget)
+            .map(|(engine, _)| BudgetGuard::new(engine.grammar(), masks.table().clone()));
+        let mut llama = match (request.engine, grammar_text) {
+            (EngineKind::Llama, Some(text)) => Some(LlamaGrammarSampler::new(model, text, "root")?),
+            _ => None,
+        };
+        let mut session = model.session(SessionOptions {
+            context: request.context,
+            threads: request.threads,
+        })?;
+        let prompt = model.tokenize(&request.prompt, true, true);
+        let started = Instant::now();
+        session.decode(&prompt)?;
+        let mut decode_ms = ms(started);
+        self.emit(Event::Started {
+            prompt_tokens: prompt.len(),
+            prompt_ms: decode_ms,
+        });
+
+        let run_started = Instant::now();
+        let mut rng = SplitMix64::new(request.sampling.seed);
+        let mut totals = Totals::default();
+        let mut output: Vec<u8> = Vec::new();
+        // The tokens taken so far (the repetition penalty looks at the last ones).
+        let mut generated: Vec<u32> = Vec::new();
+        let mut paused = request.start_paused;
+        let mut index: u32 = 0;
+        let stop = loop {
+            if index >= request.sampling.max_tokens {
+                break Stop::MaxTokens;
+            }
+            let (forced, pause_after) = match self.next_flow(&mut paused, index) {
+                Flow::Go {
+                    forced,
+                    pause_after,
+                } => (forced, pause_after),
+                Flow::Stop(stop) => break stop,
+                Flow::Shutdown => {
+                    *shutdown = true;
+                    break Stop::Cancelled;
+                }
+            };
+            // The mask.
+            let mask_started = Instant::now();
+            let mask: Option<TokenMask> = match (request.engine, &mut track, &mut llama) {
+                (EngineKind::Llama, _, Some(llama)) => Some(llama.token_mask()?),
+                (EngineKind::Toolrail, Some((engine, state)), _) => Some(
+                    masks
+                        .mask(engine, *state)
+                        .map_err(|e| LlmError::Generation(e.to_string()))?,
+                ),
+                _ => None,
+            };
+            let mask_ms = ms(mask_started);
+            if let (Some(mask), Some((engine, state))) = (&mask, &track)
+                && mask.count() == 0
+            {
+                break Stop::DeadEnd {
+                    offset: output.len() as u64,
+                    expected: engine.expected(*state).describe(),
+                };
+            }
+            let recent = &generated[generated.len().saturating_sub(PENALTY_WINDOW)..];
+            let logits = penalized(session.logits()?, recent, request.sampling.repeat_penalty);
+            let logits = logits.as_ref();
+            let choice = choose(
+                logits,
+                mask.as_ref(),
+                &request.sampling,
+                &mut rng,
+                request.show,
+            );
+            let mut budget_replaced = None;
+            let token = match forced {
+                Some(token) => {
+                    if let Some(reason) = refusal(model, mask.as_ref(), token) {
+                        self.emit(Event::Refused { token, reason });
+                        paused = true;
+                        continue;
+                    }
+                    token
+                }
+                None => match choice.token {
+                    Some(token) => match (&guard, &mut track, &mask) {
+                        (Some(guard), Some((engine, state)), Some(mask)) => {
+                            let remaining = request.sampling.max_tokens - index;
+                            match guard.steer(engine, *state, mask, logits, token, remaining) {
+                                Some(instead) => {
+                                    budget_replaced = Some(token);
+                                    instead
+                                }
+                                None => token,
+                            }
+                        }
+                        _ => token,
+                    },
+                    None => {
+                        break Stop::Error {
+                            message: "no token could be chosen".into(),
+                        };
+                    }
+                },
+            };
+            if model.is_eog(token) {
+                totals.mask_ms += mask_ms;
+                break Stop::EndOfGeneration;
+            }
+            let piece = model.piece(token);
+            if let Some((engine, state)) = &mut track {
+                match engine.accept_token(*state, token, &piece) {
+                    Some(next) => *state = next,
+                    None if request.engine == EngineKind::Toolrail => {
+                        return Err(LlmError::Generation(format!(
+                            "token {token} was allowed by the mask but not accepted by the grammar"
+                        )));
+                    }
+                    None => track = None,
+                }
+            }
+            if let Some(llama) = &mut llama {
+                llama.accept(token)?;
+            }
+            let record = TokenRecord {
+                index,
+                id: token,
+                piece: String::from_utf8_lossy(&piece).into_owned(),
+                piece_hex: std::str::from_utf8(&piece).is_err().then(|| hex(&piece)),
+                forced: forced.is_some(),
+                budget_replaced,
+                before: candidates(model, &choice.before, mask.as_ref()),
+                after: candidates(model, &choice.after, mask.as_ref()),
+                allowed: choice.allowed,
+                stacks: track
+                    .as_ref()
+                    .map(|(engine, state)| engine.snapshot(*state)),
+                decode_ms,
+                mask_ms,
+            };
+            totals.tokens += 1;
+            totals.decode_ms += decode_ms;
+            totals.mask_ms += mask_ms;
+            output.extend_from_slice(&piece);
+            generated.push(token);
+            self.emit(Event::Token(Box::new(record)));
+            index += 1;
+            let decode_started = Instant::now();
+            session.feed(token)?;
+            decode_ms = ms(decode_started);
+            if pause_after {
+                paused = true;
+            }
+        };
+        let seconds = run_started.elapsed().as_secs_f64();
+        totals.tokens_per_s = if seconds > 0.0 {
+            f64::from(totals.tokens) / seconds
+        } else {
+            0.0
+        };
+        Ok((stop, totals, output))
+    }
+}
+
+/// Why a forced token cannot be taken, if it cannot.
+fn refusal(model: &Model, mask: Option<&TokenMask>, token: u32) -> Option<String> {
+    if !model.contains(token) {
+        return Some(format!(
+            "token {token} is not in the vocabulary ({} tokens)",
+            model.n_vocab()
+        ));
+    }
+    match mask {
+        Some(mask) if !mask.contains(token) => Some(if model.is_eog(token) {
+            "end of generation is not allowed: the grammar is not complete".into()
+        } else {
+            format!(
+                "the grammar does not allow {:?} here",
+                String::from_utf8_lossy(&model.piece(token))
+            )
+        }),
+        _ => None,
+    }
+}
+
+fn candidates(model: &Model, scored: &[Scored], mask: Option<&TokenMask>) -> Vec<Candidate> {
+    scored
+        .iter()
+        .map(|s| Candidate {
+            id: s.id,
+            piece: String::from_utf8_lossy(&model.piece(s.id)).into_owned(),
+            probability: s.probability,
+            masked: mask.is_some_and(|m| !m.contains(s.id)),
+        })
+        .collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
+}

@@ -1,0 +1,12 @@
+//! The real test model under a grammar: loading, tokens, chat prompts, llama.cpp's sampler, masks
+//! agreeing with llama.cpp's, generation, bench-calls. Fails under `CI=true` if the model is missing.
+//!
+//! One test binary per crate: each module is one former test file.
+
+mod bench_calls;
+mod common;
+mod generation;
+mod llm_masks;
+mod llm_model;
+mod llm_sampler;
+mod mask_agreement;

@@ -1,0 +1,2227 @@
+//! The converter proper: walks a schema and builds GBNF rules.
+//!
+//! Every schema node becomes an expression matching exactly the JSON texts valid against it
+//! (in canonical form, see the module docs of [`super`]). `None` stands for "no value is valid"
+//! (the `false` schema, contradictory keywords); it is dropped from alternatives and poisons
+//! sequences.
+//!
+//! Order of work for an object schema: unsupported keywords are reported; `$ref` with siblings
+//! and `allOf` are merged into one schema ([`super::merge`]); `anyOf`/`oneOf` become alternatives
+//! (siblings distributed into each branch); `enum`/`const` become literals checked against their
+//! siblings ([`super::validate`]); everything else is split by JSON type, each type's keywords
+//! producing that type's grammar.
+
+use std::rc::Rc;
+
+use rustc_hash::FxHashMap;
+use serde_json::{Map, Value};
+
+use super::keywords::ANNOTATIONS;
+use super::numbers::{self, Bound, Decimal};
+use super::regex::{pattern_to_gbnf, repeat};
+use super::rules::RuleTable;
+use super::strings::{encoded_char_set, gbnf_literal, json_encode_char};
+use super::validate::{check, json_eq, value_types};
+use super::{
+    ANY_ORDER_MAX_MEMBERS, ConvertOptions, MemberOrder, SchemaError, Warning, formats, llama,
+    merge, rules,
+};
+
+/// A grammar expression, or None when nothing matches.
+pub(crate) type Frag = Option<String>;
+
+/// Internal keyword (made by negating `type: integer`): numbers must have a non-zero fraction.
+const FRACTIONAL: &str = "x-toolrail-fractional";
+
+/// JSON Schema keywords this converter does not express (checked per type where they apply).
+const ALWAYS_UNSUPPORTED: &[&str] = &[
+    "not",
+    "$dynamicRef",
+    "$recursiveRef",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+];
+
+const ALL_TYPES: &[&str] = &[
+    "null", "boolean", "integer", "number", "string", "array", "object",
+];
+
+/// Where a node is: document, pointer, rule-name hint.
+#[derive(Clone)]
+struct Ctx {
+    doc: usize,
+    ptr: String,
+    hint: String,
+    /// The node's expression becomes a rule body as is (ref targets, document roots).
+    top: bool,
+}
+
+impl Ctx {
+    fn child(&self, seg: &str, hint_seg: &str) -> Ctx {
+        let esc = seg.replace('~', "~0").replace('/', "~1");
+        Ctx {
+            doc: self.doc,
+            ptr: format!("{}/{}", self.ptr, esc),
+            hint: if self.hint.is_empty() {
+                hint_seg.to_string()
+            } else {
+                format!("{}-{}", self.hint, hint_seg)
+            },
+            top: false,
+        }
+    }
+}
+
+/// The converter state shared by every schema added to one grammar.
+pub(crate) struct Converter {
+    pub(crate) opts: ConvertOptions,
+    pub(crate) rules: RuleTable,
+    pub(crate) warnings: Vec<Warning>,
+    docs: Vec<Rc<Value>>,
+    labels: Vec<String>,
+    refs: FxHashMap<(usize, String), String>,
+    in_progress: FxHashMap<(usize, String), usize>,
+    consumed: usize,
+    depth: usize,
+    root_referenced: bool,
+}
+
+fn is_identifier(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
+}
+
+fn alts(mut parts: Vec<String>) -> Frag {
+    let mut seen = Vec::new();
+    parts.retain(|p| {
+        if seen.contains(p) {
+            false
+        } else {
+            seen.push(p.clone());
+            true
+        }
+    });
+    match parts.len() {
+        0 => None,
+        1 => parts.pop(),
+        _ => Some(format!("( {} )", parts.join(" | "))),
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && i + 3 <= b.len()
+            && let Some(v) = std::str::from_utf8(&b[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl Converter {
+    /// A converter with no schemas yet.
+    pub(crate) fn new(opts: ConvertOptions) -> Self {
+        Self {
+            rules: RuleTable::new(opts.whitespace),
+            opts,
+            warnings: Vec::new(),
+            docs: Vec::new(),
+            labels: Vec::new(),
+            refs: FxHashMap::default(),
+            in_progress: FxHashMap::default(),
+            consumed: 0,
+            depth: 0,
+            root_referenced: false,
+        }
+    }
+
+    fn unsupported(
+        &mut self,
+        keyword: &str,
+        cx: &Ctx,
+        message: impl Into<String>,
+    ) -> Result<(), SchemaError> {
+        let message = message.into();
+        if self.opts.lenient {
+            self.warnings.push(Warning {
+                keyword: keyword.to_string(),
+                pointer: cx.ptr.clone(),
+                message,
+            });
+            Ok(())
+        } else {
+            Err(SchemaError {
+                keyword: keyword.to_string(),
+                pointer: cx.ptr.clone(),
+                message,
+            })
+        }
+    }
+
+    /// A keyword llama.cpp ignores ([`ConvertOptions::llama_compat`]): always a warning (once).
+    fn ignored(&mut self, keyword: &str, cx: &Ctx, message: impl Into<String>) {
+        let w = Warning {
+            keyword: keyword.to_string(),
+            pointer: cx.ptr.clone(),
+            message: message.into(),
+        };
+        if !self.warnings.contains(&w) {
+            self.warnings.push(w);
+        }
+    }
+
+    /// llama_compat: the schema llama.cpp reads of `map` ([`llama::view`]), with a warning for
+    /// each keyword it ignores.
+    fn llama_view(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Value, SchemaError> {
+        if !map.contains_key("$ref")
+            && let Some(Value::Array(list)) = map.get("oneOf")
+            && list.len() > 1
+        {
+            let branches: Vec<(Value, Ctx)> = list
+                .iter()
+                .enumerate()
+                .map(|(i, b)| (b.clone(), cx.child("oneOf", "").child(&i.to_string(), "")))
+                .collect();
+            if let Some((i, j)) = self.overlapping(&branches) {
+                self.ignored(
+                    "oneOf",
+                    cx,
+                    format!("llama.cpp reads oneOf as anyOf: branches {i} and {j} may overlap, and a value matching both is accepted"),
+                );
+            }
+        }
+        let (view, ignored) =
+            llama::view(map, cx.ptr == "#").map_err(|(k, m)| Self::invalid(&k, cx, m))?;
+        for (k, m) in ignored {
+            self.ignored(&k, cx, m);
+        }
+        match view.get("allOf") {
+            Some(Value::Array(list)) => {
+                let list = list.clone();
+                self.llama_all_of(&list, cx)
+            }
+            Some(_) => Err(Self::invalid("allOf", cx, "must be an array")),
+            None => Ok(view),
+        }
+    }
+
+    /// llama_compat: `allOf` as llama.cpp reads it ([`llama`]): the enum values common to all
+    /// members if there are any, else a closed object with the members' properties, all
+    /// required except those of `anyOf` members; whatever else the members say is ignored.
+    fn llama_all_of(&mut self, list: &[Value], cx: &Ctx) -> Result<Value, SchemaError> {
+        #[derive(Default)]
+        struct Acc {
+            props: Vec<(String, Value)>,
+            required: Vec<String>,
+            enums: Vec<(Value, usize)>,
+        }
+        // one member: follows $refs, reads an object's properties or an enum's values
+        fn component(
+            conv: &mut Converter,
+            schema: &Value,
+            required: bool,
+            mcx: &Ctx,
+            acc: &mut Acc,
+            guard: usize,
+        ) -> Result<bool, SchemaError> {
+            let Some(m) = schema.as_object() else {
+                return Ok(false);
+            };
+            if let Some(r) = m.get("$ref") {
+                let r = r
+                    .as_str()
+                    .ok_or_else(|| Converter::invalid("$ref", mcx, "must be a string"))?;
+                if guard > 32 {
+                    return Ok(false);
+                }
+                let (_, _, target) = conv.resolve(mcx, r)?;
+                return component(conv, &target, required, mcx, acc, guard + 1);
+            }
+            if ["oneOf", "anyOf", "const"]
+                .iter()
+                .any(|k| m.contains_key(*k))
+                || m.get("type").is_some_and(Value::is_array)
+            {
+                return Ok(false);
+            }
+            if let Some(Value::Array(vals)) = m.get("enum") {
+                for v in vals {
+                    match acc.enums.iter_mut().find(|(x, _)| x == v) {
+                        Some((_, n)) => *n += 1,
+                        None => acc.enums.push((v.clone(), 1)),
+                    }
+                }
+                return Ok(true);
+            }
+            let (view, _) =
+                llama::view(m, false).map_err(|(k, msg)| Converter::invalid(&k, mcx, msg))?;
+            let is_object = view.get("type") == Some(&Value::String("object".into()))
+                && view.get("allOf").is_none();
+            if !is_object {
+                return Ok(false);
+            }
+            if let Some(Value::Object(props)) = view.get("properties") {
+                for (k, v) in props {
+                    acc.props.push((k.clone(), v.clone()));
+                    if required && !acc.required.contains(k) {
+                        acc.required.push(k.clone());
+                    }
+                }
+            }
+            Ok(true)
+        }
+        let mut acc = Acc::default();
+        for (i, member) in list.iter().enumerate() {
+            let mcx = cx.child("allOf", "").child(&i.to_string(), "");
+            let alts = member.as_object().and_then(|m| {
+                if m.contains_key("$ref") {
+                    None
+                } else if let Some(Value::Array(a)) = m.get("oneOf").or_else(|| m.get("anyOf")) {
+                    Some(a.clone())
+                } else if let Some(Value::Array(ts)) = m.get("type") {
+                    Some(
+                        ts.iter()
+                            .map(|t| {
+                                let mut b = m.clone();
+                                b.insert("type".into(), t.clone());
+                                Value::Object(b)
+                            })
+                            .collect(),
+                    )
+                } else {
+                    None
+                }
+            });
+            let read = match alts {
+                Some(alts) => {
+                    let mut any = false;
+                    for a in &alts {
+                        any |= component(self, a, false, &mcx, &mut acc, 0)?;
+                    }
+                    any
+                }
+                None => component(self, member, true, &mcx, &mut acc, 0)?,
+            };
+            if !read {
+                self.ignored(
+                    "allOf",
+                    &mcx,
+                    "ignored by llama.cpp: of allOf members it reads only object properties and enum values",
+                );
+            }
+        }
+        let common: Vec<Value> = acc
+            .enums
+            .iter()
+            .filter(|(_, n)| *n == list.len())
+            .map(|(v, _)| v.clone())
+            .collect();
+        if !common.is_empty() {
+            return Ok(serde_json::json!({ "enum": common }));
+        }
+        if !acc.props.is_empty() {
+            self.ignored(
+                "allOf",
+                cx,
+                "read as llama.cpp reads it: one closed object with the members' properties, all required except those of anyOf members",
+            );
+        }
+        let mut props = Map::new();
+        for (k, v) in acc.props {
+            props.insert(k, v);
+        }
+        Ok(serde_json::json!({
+            "type": "object",
+            "properties": props,
+            "required": acc.required,
+            "additionalProperties": false,
+        }))
+    }
+
+    fn invalid(keyword: &str, cx: &Ctx, message: impl Into<String>) -> SchemaError {
+        SchemaError {
+            keyword: keyword.to_string(),
+            pointer: cx.ptr.clone(),
+            message: message.into(),
+        }
+    }
+
+    fn space(&mut self) -> &'static str {
+        self.rules.primitive("space")
+    }
+
+    fn char_rule(&mut self) -> String {
+        self.rules.primitive("char").to_string()
+    }
+
+    /// Adds a document; returns the expression for its root (not wrapped in a rule).
+    /// Adds a document; returns a rule name (when `want_rule`, or when the root is referenced
+    /// by `#`), or else the root expression itself.
+    pub(crate) fn add_document(
+        &mut self,
+        label: &str,
+        hint: &str,
+        schema: &Value,
+        want_rule: bool,
+    ) -> Result<String, SchemaError> {
+        let doc = self.docs.len();
+        self.docs.push(Rc::new(schema.clone()));
+        self.labels.push(label.to_string());
+        let name = self.rules.reserve(
+            if hint.is_empty() { "root-schema" } else { hint },
+            Some(format!("{label}#")),
+        );
+        let cx = Ctx {
+            doc,
+            ptr: "#".to_string(),
+            hint: if hint.is_empty() {
+                String::new()
+            } else {
+                name.clone()
+            },
+            top: true,
+        };
+        let root = Rc::clone(&self.docs[doc]);
+        // the root is reachable as "#": register it so that `{"$ref": "#"}` recursion works
+        let key = (doc, "#".to_string());
+        self.refs.insert(key.clone(), name.clone());
+        self.in_progress.insert(key.clone(), self.consumed);
+        self.root_referenced = false;
+        let expr = self.visit(&root, &cx, false);
+        self.in_progress.remove(&key);
+        let expr = expr?.unwrap_or_else(never);
+        if self.root_referenced || (want_rule && !is_identifier(&expr)) {
+            self.rules.fill(&name, expr);
+            Ok(name)
+        } else {
+            self.refs.remove(&key);
+            self.rules.unreserve(&name);
+            Ok(expr)
+        }
+    }
+
+    fn comment(&self, cx: &Ctx) -> Option<String> {
+        Some(format!(
+            "{}{}",
+            self.labels.get(cx.doc).map(String::as_str).unwrap_or(""),
+            cx.ptr
+        ))
+    }
+
+    /// Wraps a non-trivial expression into a named rule (with the schema pointer as comment).
+    fn name(&mut self, cx: &Ctx, expr: Frag, force: bool) -> Frag {
+        let e = expr?;
+        if cx.top
+            || cx.hint.is_empty()
+            || is_identifier(&e)
+            || (!force && e.len() <= 40 && !e.contains(" | "))
+        {
+            return Some(e);
+        }
+        let comment = self.comment(cx);
+        Some(self.rules.add(&cx.hint, e, comment))
+    }
+
+    fn visit(&mut self, schema: &Value, cx: &Ctx, named: bool) -> Result<Frag, SchemaError> {
+        self.depth += 1;
+        if self.depth > 200 {
+            self.depth -= 1;
+            return Err(Self::invalid("$ref", cx, "schema nesting too deep"));
+        }
+        let r = match schema {
+            Value::Bool(true) => Ok(Some(self.rules.primitive("value").to_string())),
+            Value::Bool(false) => Ok(None),
+            Value::Object(map) => self
+                .visit_map(map, cx)
+                .map(|e| if named { self.name(cx, e, false) } else { e }),
+            _ => Err(Self::invalid(
+                "schema",
+                cx,
+                "a schema must be an object or a boolean",
+            )),
+        };
+        self.depth -= 1;
+        r
+    }
+
+    fn child(&mut self, schema: &Value, cx: &Ctx) -> Result<Frag, SchemaError> {
+        self.visit(schema, cx, true)
+    }
+
+    /// Follows a local `$ref`; returns (doc, pointer, target).
+    fn resolve(&self, cx: &Ctx, reference: &str) -> Result<(usize, String, Value), SchemaError> {
+        // an absolute reference to the document's own `$id` is local
+        let own_id = self.docs[cx.doc]
+            .get("$id")
+            .and_then(|v| v.as_str())
+            .unwrap_or("");
+        let reference = match reference.strip_prefix(own_id) {
+            Some(rest) if !own_id.is_empty() && (rest.is_empty() || rest.starts_with('#')) => {
+                if rest.is_empty() {
+                    "#"
+                } else {
+                    rest
+                }
+            }
+            _ => reference,
+        };
+        let Some(frag) = reference.strip_prefix('#') else {
+            return Err(Self::invalid(
+                "$ref",
+                cx,
+                format!("only local references (#...) are supported, not {reference:?}"),
+            ));
+        };
+        if !frag.is_empty() && !frag.starts_with('/') {
+            return Err(Self::invalid(
+                "$ref",
+                cx,
+                format!("anchor references ({reference:?}) are not supported"),
+            ));
+        }
+        let doc = &self.docs[cx.doc];
+        let mut node: &Value = doc;
+        for seg in frag.split('/').skip(1) {
+            let seg = percent_decode(seg).replace("~1", "/").replace("~0", "~");
+            node = match node {
+                Value::Object(m) => m.get(&seg),
+                Value::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)),
+                _ => None,
+            }
+            .ok_or_else(|| Self::invalid("$ref", cx, format!("{reference:?} does not resolve")))?;
+        }
+        Ok((cx.doc, format!("#{frag}"), node.clone()))
+    }
+
+    fn visit_ref(&mut self, cx: &Ctx, reference: &str) -> Result<Frag, SchemaError> {
+        let (doc, ptr, target) = self.resolve(cx, reference)?;
+        let key = (doc, ptr.clone());
+        if let Some(&at) = self.in_progress.get(&key)
+            && at == self.consumed
+        {
+            return Err(Self::invalid(
+                "$ref",
+                cx,
+                "reference cycle that consumes no input (left recursion)",
+            ));
+        }
+        if let Some(name) = self.refs.get(&key) {
+            if ptr == "#" {
+                self.root_referenced = true;
+            }
+            return Ok(Some(name.clone()));
+        }
+        let seg = ptr.rsplit('/').next().unwrap_or("ref");
+        let hint = if ptr == "#" {
+            "root-schema".to_string()
+        } else {
+            percent_decode(seg)
+        };
+        let tcx = Ctx {
+            doc,
+            ptr: ptr.clone(),
+            hint: hint.clone(),
+            top: true,
+        };
+        let name = self.rules.reserve(&hint, self.comment(&tcx));
+        self.refs.insert(key.clone(), name.clone());
+        self.in_progress.insert(key.clone(), self.consumed);
+        let tcx = Ctx {
+            hint: name.clone(),
+            ..tcx
+        };
+        let r = self.visit(&target, &tcx, false);
+        self.in_progress.remove(&key);
+        let expr = r?;
+        self.rules.fill(&name, expr.unwrap_or_else(never));
+        Ok(Some(name))
+    }
+
+    /// Flattens a schema: follows a top-level `$ref` (merging siblings) and merges `allOf`.
+    fn flatten(&mut self, schema: &Value, cx: &Ctx, guard: usize) -> Result<Value, SchemaError> {
+        if guard > 32 {
+            return Err(Self::invalid(
+                "$ref",
+                cx,
+                "recursive reference inside allOf cannot be merged",
+            ));
+        }
+        let Value::Object(map) = schema else {
+            return Ok(schema.clone());
+        };
+        let viewed;
+        let map = if self.opts.llama_compat {
+            viewed = self.llama_view(map, cx)?;
+            match &viewed {
+                Value::Object(m) => m,
+                other => return Ok(other.clone()),
+            }
+        } else {
+            map
+        };
+        let map = self.drop_unsupported(map, cx)?;
+        let mut rest = map.clone();
+        let mut acc = Value::Bool(true);
+        if let Some(r) = rest.remove("$ref") {
+            let r = r
+                .as_str()
+                .ok_or_else(|| Self::invalid("$ref", cx, "must be a string"))?;
+            let (_, _, target) = self.resolve(cx, r)?;
+            acc = self.flatten(&target, cx, guard + 1)?;
+        }
+        if let Some(all) = rest.remove("allOf") {
+            let list = all
+                .as_array()
+                .ok_or_else(|| Self::invalid("allOf", cx, "must be an array"))?;
+            for (i, s) in list.iter().enumerate() {
+                let scx = cx.child("allOf", "").child(&i.to_string(), "");
+                let f = self.flatten(
+                    s,
+                    &Ctx {
+                        hint: cx.hint.clone(),
+                        ..scx
+                    },
+                    guard + 1,
+                )?;
+                acc = self.merge(&acc, &f, cx)?;
+            }
+        }
+        self.merge(&acc, &Value::Object(rest), cx)
+    }
+
+    fn merge(&mut self, a: &Value, b: &Value, cx: &Ctx) -> Result<Value, SchemaError> {
+        match merge::merge(a, b, &Value::Bool(true)) {
+            Ok(v) => Ok(v),
+            Err((k, m)) => Err(Self::invalid(&k, cx, m)),
+        }
+    }
+
+    /// Reports unsupported keywords that apply to every type; in lenient mode returns the map
+    /// without them.
+    fn drop_unsupported(
+        &mut self,
+        map: &Map<String, Value>,
+        cx: &Ctx,
+    ) -> Result<Map<String, Value>, SchemaError> {
+        let mut out = map.clone();
+        for k in ALWAYS_UNSUPPORTED {
+            if let Some(v) = map.get(*k) {
+                // trivially true forms
+                if matches!(*k, "unevaluatedProperties" | "unevaluatedItems")
+                    && v == &Value::Bool(true)
+                {
+                    continue;
+                }
+                self.unsupported(k, cx, "keyword not supported")?;
+                out.remove(*k);
+            }
+        }
+        if map.contains_key("if") && (map.contains_key("then") || map.contains_key("else")) {
+            self.unsupported(
+                "if",
+                cx,
+                "conditional schemas (if/then/else) are not supported",
+            )?;
+            out.remove("if");
+        }
+        if let Some(id) = map.get("$id")
+            && cx.ptr != "#"
+        {
+            self.unsupported("$id", cx, format!("embedded schema resource {id}"))?;
+        }
+        Ok(out)
+    }
+
+    fn visit_map(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
+        if self.opts.llama_compat {
+            let view = self.llama_view(map, cx)?;
+            return match &view {
+                Value::Object(m) => self.visit_exact(m, cx),
+                other => self.visit(other, cx, false),
+            };
+        }
+        self.visit_exact(map, cx)
+    }
+
+    /// [`Self::visit_map`] after the llama_compat view, if any.
+    fn visit_exact(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
+        if let Some(n) = map.get("not")
+            && let Some(positive) = negate(n)
+        {
+            let mut rest = map.clone();
+            rest.remove("not");
+            let both = serde_json::json!({ "allOf": [Value::Object(rest), positive] });
+            return self.visit(&both, cx, false);
+        }
+        let map = self.drop_unsupported(map, cx)?;
+        let constraining = |m: &Map<String, Value>, skip: &[&str]| {
+            m.keys()
+                .any(|k| !ANNOTATIONS.contains(&k.as_str()) && !skip.contains(&k.as_str()))
+        };
+        if let Some(r) = map.get("$ref") {
+            let r = r
+                .as_str()
+                .ok_or_else(|| Self::invalid("$ref", cx, "must be a string"))?
+                .to_string();
+            if !constraining(&map, &["$ref"]) {
+                return self.visit_ref(cx, &r);
+            }
+        }
+        if map.contains_key("$ref") || map.contains_key("allOf") {
+            let flat = self.flatten(&Value::Object(map.clone()), cx, 0)?;
+            return match &flat {
+                Value::Object(m) => self.visit_map(m, cx),
+                other => self.visit(other, cx, false),
+            };
+        }
+        for key in ["anyOf", "oneOf"] {
+            let Some(list) = map.get(key) else { continue };
+            let list = list
+                .as_array()
+                .ok_or_else(|| Self::invalid(key, cx, "must be an array"))?
+                .clone();
+            let mut rest = map.clone();
+            rest.remove(key);
+            let has_rest = constraining(&rest, &[]);
+            let mut branches = Vec::new();
+            for (i, b) in list.iter().enumerate() {
+                let bcx = cx
+                    .child(key, "")
+                    .child(&i.to_string(), &format!("{}", i + 1));
+                let bcx = Ctx {
+                    hint: if cx.hint.is_empty() {
+                        format!("alt-{}", i + 1)
+                    } else {
+                        format!("{}-{}", cx.hint, i + 1)
+                    },
+                    ..bcx
+                };
+                let b = if has_rest {
+                    let fb = self.flatten(b, &bcx, 0)?;
+                    self.merge(&Value::Object(rest.clone()), &fb, &bcx)?
+                } else {
+                    b.clone()
+                };
+                branches.push((b, bcx));
+            }
+            // llama_compat: oneOf is anyOf, as llama.cpp reads it (warned in llama_view)
+            if key == "oneOf" && !self.opts.llama_compat {
+                // `false` never matches; a branch matching everything twice leaves nothing
+                branches.retain(|(b, _)| b != &Value::Bool(false));
+                let trivially_true = |b: &Value| {
+                    b == &Value::Bool(true)
+                        || b.as_object()
+                            .is_some_and(|o| o.keys().all(|k| ANNOTATIONS.contains(&k.as_str())))
+                };
+                if branches.iter().filter(|(b, _)| trivially_true(b)).count() >= 2 {
+                    return Ok(None);
+                }
+                // oneOf [B, {}]: exactly one matches ⇔ B does not
+                if let [(x, xcx), (y, ycx)] = branches.as_slice() {
+                    let (other, ocx) = if trivially_true(x) {
+                        (y, ycx)
+                    } else {
+                        (x, xcx)
+                    };
+                    if (trivially_true(x) || trivially_true(y))
+                        && let Some(neg) = negate(other)
+                    {
+                        return self.child(&neg, ocx);
+                    }
+                }
+                self.check_disjoint(&branches, cx)?;
+            }
+            let mut parts = Vec::new();
+            for (b, bcx) in &branches {
+                if let Some(e) = self.child(b, bcx)? {
+                    parts.push(e);
+                }
+            }
+            return Ok(alts(parts));
+        }
+        self.visit_typed(&map, cx)
+    }
+
+    fn check_disjoint(&mut self, branches: &[(Value, Ctx)], cx: &Ctx) -> Result<(), SchemaError> {
+        match self.overlapping(branches) {
+            Some((i, j)) => self.unsupported(
+                "oneOf",
+                cx,
+                format!("branches {} and {} may overlap (oneOf is only expressible when branches are provably disjoint)", i, j),
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// The first two branches not provably disjoint, if any.
+    fn overlapping(&mut self, branches: &[(Value, Ctx)]) -> Option<(usize, usize)> {
+        let mut flat = Vec::new();
+        for (b, bcx) in branches {
+            flat.push(self.flatten(b, bcx, 0).ok());
+        }
+        for i in 0..flat.len() {
+            for j in i + 1..flat.len() {
+                let ok = match (&flat[i], &flat[j]) {
+                    (Some(a), Some(b)) => disjoint(a, b),
+                    _ => false,
+                };
+                if !ok {
+                    return Some((i, j));
+                }
+            }
+        }
+        None
+    }
+
+    fn visit_typed(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
+        let types: Vec<&str> = match map.get("type") {
+            None => ALL_TYPES.to_vec(),
+            Some(Value::String(s)) => vec![s.as_str()],
+            Some(Value::Array(a)) => a.iter().filter_map(|x| x.as_str()).collect(),
+            Some(_) => {
+                return Err(Self::invalid(
+                    "type",
+                    cx,
+                    "must be a string or an array of strings",
+                ));
+            }
+        };
+        for t in &types {
+            if !ALL_TYPES.contains(t) {
+                return Err(Self::invalid("type", cx, format!("unknown type {t:?}")));
+            }
+        }
+        // enum / const
+        if map.contains_key("enum") || map.contains_key("const") {
+            let mut values: Vec<Value> = match map.get("enum") {
+                Some(Value::Array(a)) => a.clone(),
+                Some(_) => return Err(Self::invalid("enum", cx, "must be an array")),
+                None => vec![],
+            };
+            if let Some(c) = map.get("const") {
+                if map.contains_key("enum") {
+                    values.retain(|v| json_eq(v, c));
+                } else {
+                    values = vec![c.clone()];
+                }
+            }
+            let mut rest = map.clone();
+            rest.remove("enum");
+            rest.remove("const");
+            let rest = Value::Object(rest);
+            let mut kept = Vec::new();
+            for v in &values {
+                match check(v, &rest) {
+                    Some(true) => kept.push(v),
+                    Some(false) => {}
+                    None => {
+                        self.unsupported(
+                            "enum",
+                            cx,
+                            "cannot check enum/const values against their sibling keywords",
+                        )?;
+                        kept.push(v);
+                    }
+                }
+            }
+            // integers share one optional zero fraction: ( "15" | "30" ) ( "." "0"+ )?
+            let mut parts = Vec::new();
+            let mut ints = Vec::new();
+            for v in kept {
+                match v.as_number().and_then(|n| Decimal::parse(&n.to_string())) {
+                    Some(d) if d.is_integer() && d.int != "0" => {
+                        ints.push(format!("\"{}{}\"", if d.neg { "-" } else { "" }, d.int));
+                    }
+                    _ => parts.push(self.literal(v, cx)),
+                }
+            }
+            if let Some(group) = alts(ints) {
+                parts.push(format!("{group} ( \".\" \"0\"+ )?"));
+            }
+            return Ok(alts(parts));
+        }
+        let has = |t: &str| types.contains(&t);
+        let mut parts = Vec::new();
+        let mut plain = 0;
+        if has("null") {
+            parts.push(self.rules.primitive("null").to_string());
+            plain += 1;
+        }
+        if has("boolean") {
+            parts.push(self.rules.primitive("boolean").to_string());
+            plain += 1;
+        }
+        if has("number") {
+            if let Some(e) = self.number(map, cx, false)? {
+                plain += usize::from(e == "number");
+                parts.push(e);
+            }
+        } else if has("integer")
+            && let Some(e) = self.number(map, cx, true)?
+        {
+            parts.push(e);
+        }
+        if has("string")
+            && let Some(e) = self.string(map, cx)?
+        {
+            plain += usize::from(e == "string");
+            parts.push(e);
+        }
+        if has("array")
+            && let Some(e) = self.array(map, cx)?
+        {
+            plain += usize::from(e == "array");
+            parts.push(e);
+        }
+        if has("object")
+            && let Some(e) = self.object(map, cx)?
+        {
+            plain += usize::from(e == "object");
+            parts.push(e);
+        }
+        if plain == 6 {
+            return Ok(Some(self.rules.primitive("value").to_string()));
+        }
+        Ok(alts(parts))
+    }
+
+    /// The grammar of one JSON value (enum/const member): structural, with optional space.
+    /// Exactly the JSON texts of `v` (objects: members in any order when small enough, see
+    /// [`Self::any_order`]).
+    fn literal(&mut self, v: &Value, cx: &Ctx) -> String {
+        match v {
+            Value::Null | Value::Bool(_) => gbnf_literal(&v.to_string()),
+            Value::Number(n) => match Decimal::parse(&n.to_string()) {
+                Some(d) => {
+                    let sign = if d.neg { "\"-\" " } else { "" };
+                    if d.frac.is_empty() {
+                        if d.int == "0" {
+                            "\"-\"? \"0\" ( \".\" \"0\"+ )?".to_string()
+                        } else {
+                            format!("{sign}\"{}\" ( \".\" \"0\"+ )?", d.int)
+                        }
+                    } else {
+                        format!("{sign}\"{}.{}\" \"0\"*", d.int, d.frac)
+                    }
+                }
+                None => gbnf_literal(&n.to_string()),
+            },
+            Value::String(s) => {
+                let mut enc = String::from("\"");
+                for c in s.chars() {
+                    json_encode_char(c, &mut enc);
+                }
+                enc.push('"');
+                gbnf_literal(&enc)
+            }
+            Value::Array(a) => {
+                let sp = self.space();
+                let items: Vec<String> = a.iter().map(|x| self.literal(x, cx)).collect();
+                if items.is_empty() {
+                    format!("\"[\" {sp} \"]\"")
+                } else {
+                    format!(
+                        "( \"[\" {sp} {} {sp} \"]\" )",
+                        items.join(&format!(" \",\" {sp} "))
+                    )
+                }
+            }
+            Value::Object(m) => {
+                let sp = self.space();
+                let items: Vec<String> = m
+                    .iter()
+                    .map(|(k, x)| {
+                        format!(
+                            "{} \":\" {sp} {}",
+                            gbnf_literal(&Value::String(k.clone()).to_string()),
+                            self.literal(x, cx)
+                        )
+                    })
+                    .collect();
+                if self.any_order(items.len()) {
+                    let hint = if cx.hint.is_empty() {
+                        "const".to_string()
+                    } else {
+                        format!("{}-const", cx.hint)
+                    };
+                    let members: Vec<Member> = m
+                        .keys()
+                        .zip(items)
+                        .map(|(k, kv)| Member {
+                            name: k.clone(),
+                            kv: self.rules.add(
+                                &format!("{hint}-{}-kv", rules::sanitize(k)),
+                                kv,
+                                None,
+                            ),
+                            required: true,
+                        })
+                        .collect();
+                    let lcx = Ctx { hint, ..cx.clone() };
+                    let body = self.any_order_members(&lcx, &members, None, &format!("\",\" {sp}"));
+                    format!("( \"{{\" {sp} {body} {sp} \"}}\" )")
+                } else if items.is_empty() {
+                    format!("\"{{\" {sp} \"}}\"")
+                } else {
+                    format!(
+                        "( \"{{\" {sp} {} {sp} \"}}\" )",
+                        items.join(&format!(" \",\" {sp} "))
+                    )
+                }
+            }
+        }
+    }
+
+    fn bound(
+        &self,
+        map: &Map<String, Value>,
+        key: &str,
+        cx: &Ctx,
+    ) -> Result<Option<Decimal>, SchemaError> {
+        match map.get(key) {
+            None => Ok(None),
+            Some(Value::Number(n)) => Decimal::parse(&n.to_string())
+                .map(Some)
+                .ok_or_else(|| Self::invalid(key, cx, "not a decimal number")),
+            Some(Value::Bool(_)) => Err(Self::invalid(
+                key,
+                cx,
+                "boolean exclusive bounds (draft 4) are not supported",
+            )),
+            Some(_) => Err(Self::invalid(key, cx, "must be a number")),
+        }
+    }
+
+    fn number(
+        &mut self,
+        map: &Map<String, Value>,
+        cx: &Ctx,
+        integer: bool,
+    ) -> Result<Frag, SchemaError> {
+        let bounded = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]
+            .iter()
+            .any(|k| map.contains_key(*k));
+        if map.get(FRACTIONAL) == Some(&Value::Bool(true)) {
+            if integer {
+                return Ok(None);
+            }
+            if bounded || map.contains_key("multipleOf") {
+                self.unsupported("not", cx, "not integer combined with numeric bounds")?;
+            } else {
+                self.rules.primitive("integral-part");
+                return Ok(Some(
+                    "\"-\"? integral-part \".\" [0-9]* [1-9] [0-9]*".to_string(),
+                ));
+            }
+        }
+        if let Some(m) = map.get("multipleOf") {
+            let d = m
+                .as_number()
+                .and_then(|n| Decimal::parse(&n.to_string()))
+                .filter(|d| !(d.neg || (d.int == "0" && d.frac.is_empty())))
+                .ok_or_else(|| Self::invalid("multipleOf", cx, "must be a positive number"))?;
+            // m = p / 10^q
+            let digits = format!("{}{}", d.int, d.frac);
+            let p: Option<u64> = digits.trim_start_matches('0').parse().ok();
+            let q = d.frac.len();
+            match p {
+                Some(1) if integer => {}
+                Some(p) if !bounded && p <= 64 && (p as usize) * (q + 1) <= 512 => {
+                    return Ok(Some(self.multiple_of(cx, p, q, integer)));
+                }
+                _ => {
+                    let why = if bounded {
+                        "multipleOf combined with bounds"
+                    } else {
+                        "divisor too large to express"
+                    };
+                    self.unsupported("multipleOf", cx, why)?;
+                }
+            }
+        }
+        let pick = |a: Option<Decimal>,
+                    ax: bool,
+                    b: Option<Decimal>,
+                    bx: bool,
+                    lower: bool|
+         -> Option<Bound> {
+            match (a, b) {
+                (None, None) => None,
+                (Some(v), None) => Some(Bound {
+                    value: v,
+                    exclusive: ax,
+                }),
+                (None, Some(v)) => Some(Bound {
+                    value: v,
+                    exclusive: bx,
+                }),
+                (Some(x), Some(y)) => {
+                    let o = numbers::cmp_decimal(&x, &y);
+                    let take_x = if o.is_eq() { ax } else { o.is_gt() == lower };
+                    Some(if take_x {
+                        Bound {
+                            value: x,
+                            exclusive: ax,
+                        }
+                    } else {
+                        Bound {
+                            value: y,
+                            exclusive: bx,
+                        }
+                    })
+                }
+            }
+        };
+        let lo = pick(
+            self.bound(map, "minimum", cx)?,
+            false,
+            self.bound(map, "exclusiveMinimum", cx)?,
+            true,
+            true,
+        );
+        let hi = pick(
+            self.bound(map, "maximum", cx)?,
+            false,
+            self.bound(map, "exclusiveMaximum", cx)?,
+            true,
+            false,
+        );
+        if lo.is_none() && hi.is_none() {
+            return Ok(Some(
+                self.rules
+                    .primitive(if integer { "integer" } else { "number" })
+                    .to_string(),
+            ));
+        }
+        let too_big = || Self::invalid("minimum", cx, "bound too large");
+        if integer {
+            let l = match &lo {
+                Some(b) => {
+                    let v = b.value.to_i128(true).ok_or_else(too_big)?;
+                    Some(if b.exclusive && b.value.is_integer() {
+                        v + 1
+                    } else {
+                        v
+                    })
+                }
+                None => None,
+            };
+            let h = match &hi {
+                Some(b) => {
+                    let v = b.value.to_i128(false).ok_or_else(too_big)?;
+                    Some(if b.exclusive && b.value.is_integer() {
+                        v - 1
+                    } else {
+                        v
+                    })
+                }
+                None => None,
+            };
+            Ok(numbers::int_range(l, h).map(|r| format!("{r} ( \".\" \"0\"+ )?")))
+        } else {
+            numbers::number_range(lo.as_ref(), hi.as_ref())
+                .map_err(|m| Self::invalid("minimum", cx, m))
+        }
+    }
+
+    /// Numbers (integers when `integer`) that are multiples of p / 10^q: a DFA over the digits
+    /// tracking the remainder modulo p of the value times 10^q.
+    fn multiple_of(&mut self, cx: &Ctx, p: u64, q: usize, integer: bool) -> String {
+        let base = format!(
+            "{}-multiple",
+            if cx.hint.is_empty() {
+                "number"
+            } else {
+                &cx.hint
+            }
+        );
+        let pow = |j: usize| -> u64 { (0..j).fold(1u64, |acc, _| (acc * 10) % p) };
+        // digit classes from state r: (target, class)
+        let steps = |r: u64, from: u8| -> Vec<(u64, String)> {
+            let mut by_target: Vec<(u64, Vec<(u32, u32)>)> = Vec::new();
+            for d in from..=9u8 {
+                let t = (10 * r + d as u64) % p;
+                let cp = (b'0' + d) as u32;
+                match by_target.iter_mut().find(|(x, _)| *x == t) {
+                    Some((_, v)) => v.push((cp, cp)),
+                    None => by_target.push((t, vec![(cp, cp)])),
+                }
+            }
+            by_target
+                .into_iter()
+                .map(|(t, v)| {
+                    (
+                        t,
+                        super::strings::char_class(&super::strings::normalize(v), false),
+                    )
+                })
+                .collect()
+        };
+        let comment = self.comment(cx);
+        // fraction states E(r, j): digits consumed after the point, value-so-far mod p
+        let mut frac: FxHashMap<(u64, usize), Option<String>> = FxHashMap::default();
+        if !integer {
+            for j in (1..=q).rev() {
+                for r in 0..p {
+                    let body = if j == q {
+                        (r == 0).then(|| "\"0\"*".to_string())
+                    } else {
+                        let mut alts_v = Vec::new();
+                        if (r * pow(q - j)).is_multiple_of(p) {
+                            alts_v.push("\"\"".to_string());
+                        }
+                        for (t, class) in steps(r, 0) {
+                            if let Some(Some(next)) = frac.get(&(t, j + 1)) {
+                                alts_v.push(format!("{class} {next}"));
+                            }
+                        }
+                        if j + 1 == q && r == 0 {
+                            // covered by the j+1 == q states
+                        }
+                        alts(alts_v)
+                    };
+                    let name = body.map(|b| {
+                        self.rules
+                            .add(&format!("{base}-f{r}-{j}"), b, comment.clone())
+                    });
+                    frac.insert((r, j), name);
+                }
+            }
+        }
+        // the part after the integer digits, from state r
+        let tail = |r: u64, frac: &FxHashMap<(u64, usize), Option<String>>| -> Option<String> {
+            let end_ok = (r * pow(q)).is_multiple_of(p);
+            if integer {
+                return end_ok.then(|| "( \".\" \"0\"+ )?".to_string());
+            }
+            let mut v = Vec::new();
+            if end_ok {
+                v.push("\"\"".to_string());
+            }
+            if q == 0 {
+                if r == 0 {
+                    v.push("\".\" \"0\"+".to_string());
+                }
+            } else {
+                let firsts: Vec<String> = steps(r, 0)
+                    .into_iter()
+                    .filter_map(|(t, class)| {
+                        frac.get(&(t, 1))
+                            .cloned()
+                            .flatten()
+                            .map(|n| format!("{class} {n}"))
+                    })
+                    .collect();
+                if let Some(f) = alts(firsts) {
+                    v.push(format!("\".\" {f}"));
+                }
+            }
+            alts(v)
+        };
+        // integer states I(r)
+        let names: Vec<String> = (0..p)
+            .map(|r| self.rules.reserve(&format!("{base}-i{r}"), comment.clone()))
+            .collect();
+        for r in 0..p {
+            let mut v: Vec<String> = steps(r, 0)
+                .into_iter()
+                .map(|(t, class)| format!("{class} {}", names[t as usize]))
+                .collect();
+            if let Some(t) = tail(r, &frac) {
+                v.push(t);
+            }
+            let body = alts(v).unwrap_or_else(never);
+            self.rules.fill(&names[r as usize], body);
+        }
+        let mut start: Vec<String> = steps(0, 1)
+            .into_iter()
+            .map(|(t, class)| format!("{class} {}", names[t as usize]))
+            .collect();
+        if let Some(t) = tail(0, &frac) {
+            start.push(format!("\"0\" {t}").trim_end().to_string());
+        } else {
+            start.push("\"0\"".to_string());
+        }
+        let body = format!("\"-\"? {}", alts(start).unwrap_or_else(never));
+        self.rules.add(&base, body, comment)
+    }
+
+    fn string(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
+        let len = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
+        let (min, max) = (len("minLength")?, len("maxLength")?);
+        let lengths = min.is_some_and(|m| m > 0) || max.is_some();
+        let mut format = map
+            .get("format")
+            .and_then(|f| f.as_str())
+            .map(str::to_string);
+        if let Some(f) = &format
+            && !formats::FORMATS.contains(&f.as_str())
+        {
+            self.unsupported(
+                "format",
+                cx,
+                format!(
+                    "unknown format {f:?} (supported: {})",
+                    formats::FORMATS.join(", ")
+                ),
+            )?;
+            format = None;
+        }
+        let pattern = match map.get("pattern") {
+            None => None,
+            Some(Value::String(p)) => Some(p.clone()),
+            Some(_) => return Err(Self::invalid("pattern", cx, "must be a string")),
+        };
+        if let Some(f) = format {
+            if lengths || pattern.is_some() {
+                self.unsupported(
+                    "format",
+                    cx,
+                    "format combined with pattern/minLength/maxLength",
+                )?;
+            }
+            return Ok(self.rules.format_string(&f));
+        }
+        if let Some(p) = pattern {
+            if lengths {
+                self.unsupported("pattern", cx, "pattern combined with minLength/maxLength")?;
+            }
+            let mut rules =
+                std::mem::replace(&mut self.rules, RuleTable::new(self.opts.whitespace));
+            let r = pattern_to_gbnf(&p, &mut || rules.primitive("char").to_string());
+            self.rules = rules;
+            return match r {
+                Ok(e) => Ok(self.name(cx, e, false)),
+                Err(m) => {
+                    self.unsupported("pattern", cx, m)?;
+                    Ok(Some(self.rules.primitive("string").to_string()))
+                }
+            };
+        }
+        if !lengths {
+            return Ok(Some(self.rules.primitive("string").to_string()));
+        }
+        let (min, max) = (min.unwrap_or(0), max);
+        if max.is_some_and(|m| m < min) {
+            return Ok(None);
+        }
+        let c = self.char_rule();
+        let clamp = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
+        Ok(Some(format!(
+            "\"\\\"\" {} \"\\\"\"",
+            repeat(&c, clamp(min), max.map(clamp))
+        )))
+    }
+
+    fn array(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
+        let count = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
+        let min = count("minItems")?.unwrap_or(0);
+        let mut max = count("maxItems")?;
+        let unique = map
+            .get("uniqueItems")
+            .is_some_and(|u| u == &Value::Bool(true))
+            && max.is_none_or(|m| m > 1);
+        if map.contains_key("contains") {
+            self.unsupported("contains", cx, "keyword not supported")?;
+        }
+        // prefix schemas and the schema for the rest
+        let (prefix, rest_key): (Vec<Value>, Option<&str>) =
+            match (map.get("prefixItems"), map.get("items")) {
+                (Some(Value::Array(p)), _) => (p.clone(), Some("items")),
+                // not valid JSON Schema; llama.cpp reads a lone schema as the item schema
+                (Some(_), Some(_)) => (Vec::new(), Some("items")),
+                (Some(_), None) => (Vec::new(), Some("prefixItems")),
+                (None, Some(Value::Array(p))) => (p.clone(), Some("additionalItems")),
+                (None, _) => (Vec::new(), Some("items")),
+            };
+        let prefix_key = if map.contains_key("prefixItems") {
+            "prefixItems"
+        } else {
+            "items"
+        };
+        if unique {
+            let rest = rest_key.and_then(|k| map.get(k));
+            match self.unique_arrays(&prefix, rest, min, max, cx)? {
+                Some(e) => return Ok(self.name(cx, e, true)),
+                None => self.unsupported(
+                    "uniqueItems",
+                    cx,
+                    "only expressible when the items have a small finite set of values",
+                )?,
+            }
+        }
+        self.consumed += 1;
+        let r = (|| -> Result<Frag, SchemaError> {
+            let mut elems: Vec<String> = Vec::new();
+            for (i, s) in prefix.iter().enumerate() {
+                let pcx = cx.child(prefix_key, "").child(&i.to_string(), "");
+                let pcx = Ctx {
+                    hint: format!(
+                        "{}-{}",
+                        if cx.hint.is_empty() { "item" } else { &cx.hint },
+                        i + 1
+                    ),
+                    ..pcx
+                };
+                match self.child(s, &pcx)? {
+                    Some(e) => elems.push(e),
+                    None => {
+                        max = Some(max.map_or(i as u64, |m| m.min(i as u64)));
+                        break;
+                    }
+                }
+            }
+            let rest_schema = rest_key.and_then(|k| map.get(k));
+            let rest = match rest_schema {
+                None => Some(self.rules.primitive("value").to_string()),
+                Some(s) => {
+                    let rcx = cx.child(rest_key.unwrap_or("items"), "item");
+                    self.child(s, &rcx)?
+                }
+            };
+            if rest.is_none() {
+                let k = elems.len() as u64;
+                max = Some(max.map_or(k, |m| m.min(k)));
+            }
+            if max.is_some_and(|m| m < min) {
+                return Ok(None);
+            }
+            let sp = self.space();
+            let sep = format!("\",\" {sp}");
+            // element j's grammar
+            let elem =
+                |j: usize| -> Option<String> { elems.get(j).cloned().or_else(|| rest.clone()) };
+            // items after the first, from index j
+            let clamp = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
+            let mut tail = String::new();
+            // rest part (indices >= prefix len, excluding index 0 handled separately)
+            let k = elems.len();
+            let first_rest = k.max(1);
+            if max.is_none_or(|m| m > first_rest as u64)
+                && let Some(r) = &rest
+            {
+                let lo = min.saturating_sub(first_rest as u64);
+                let hi = max.map(|m| m - first_rest as u64);
+                tail = repeat(&format!("{sep} {r}"), clamp(lo), hi.map(clamp));
+            }
+            // prefix part, from the last prefix element back to index 1
+            for j in (1..k.min(max.map_or(usize::MAX, |m| m as usize))).rev() {
+                let e = elem(j).unwrap_or_default();
+                let piece = if tail.is_empty() {
+                    format!("{sep} {e}")
+                } else {
+                    format!("{sep} {e} {tail}")
+                };
+                tail = if (j as u64) < min {
+                    piece
+                } else {
+                    format!("( {piece} )?")
+                };
+            }
+            if max == Some(0) {
+                return Ok(Some(format!("\"[\" {sp} \"]\"")));
+            }
+            let Some(first) = elem(0) else {
+                return Ok(if min == 0 {
+                    Some(format!("\"[\" {sp} \"]\""))
+                } else {
+                    None
+                });
+            };
+            let body = if tail.is_empty() {
+                first
+            } else {
+                format!("{first} {tail}")
+            };
+            let body = if min == 0 {
+                format!("( {body} )?")
+            } else {
+                body
+            };
+            Ok(Some(format!("\"[\" {sp} {body} {sp} \"]\"")))
+        })();
+        self.consumed -= 1;
+        let e = r?;
+        Ok(self.name(cx, e, true))
+    }
+
+    /// The finite set of values a schema allows, when it is small and known.
+    fn finite_values(&mut self, schema: &Value, cx: &Ctx) -> Option<Vec<Value>> {
+        let flat = self.flatten(schema, cx, 0).ok()?;
+        let m = match &flat {
+            Value::Bool(false) => return Some(Vec::new()),
+            Value::Object(m) => m,
+            _ => return None,
+        };
+        if ["anyOf", "oneOf", "not"].iter().any(|k| m.contains_key(*k)) {
+            return None;
+        }
+        let candidates: Vec<Value> = if let Some(vals) = m.get("enum").and_then(|e| e.as_array()) {
+            vals.clone()
+        } else if let Some(c) = m.get("const") {
+            vec![c.clone()]
+        } else {
+            let types: Vec<&str> = match m.get("type")? {
+                Value::String(t) => vec![t.as_str()],
+                Value::Array(a) => a.iter().filter_map(|x| x.as_str()).collect(),
+                _ => return None,
+            };
+            let mut out = Vec::new();
+            for t in types {
+                match t {
+                    "boolean" => out.extend([Value::Bool(false), Value::Bool(true)]),
+                    "null" => out.push(Value::Null),
+                    _ => return None,
+                }
+            }
+            out
+        };
+        let mut kept = Vec::new();
+        for v in candidates {
+            if check(&v, &flat)? && !kept.iter().any(|k| json_eq(k, &v)) {
+                kept.push(v);
+            }
+        }
+        Some(kept)
+    }
+
+    /// `uniqueItems` over items with finite value sets: every array of distinct values, listed.
+    /// Ok(None) when the items are not finite or there are too many arrays.
+    fn unique_arrays(
+        &mut self,
+        prefix: &[Value],
+        rest: Option<&Value>,
+        min: u64,
+        max: Option<u64>,
+        cx: &Ctx,
+    ) -> Result<Option<Frag>, SchemaError> {
+        const LIMIT: usize = 512;
+        let mut domains = Vec::new();
+        for (i, s) in prefix.iter().enumerate() {
+            let icx = cx.child("prefixItems", "").child(&i.to_string(), "");
+            match self.finite_values(s, &icx) {
+                Some(v) => domains.push(v),
+                None => return Ok(None),
+            }
+        }
+        let rest_domain = match rest {
+            Some(s) => self.finite_values(s, &cx.child("items", "")),
+            None => None,
+        };
+        let cap = match &rest_domain {
+            Some(d) => prefix.len() + d.len(),
+            None if max.is_some_and(|m| m as usize <= prefix.len()) => prefix.len(),
+            None => return Ok(None),
+        };
+        let longest = max.map_or(cap, |m| (m as usize).min(cap));
+        let domain = |j: usize| -> &[Value] {
+            if j < domains.len() {
+                &domains[j]
+            } else {
+                rest_domain.as_deref().unwrap_or(&[])
+            }
+        };
+        let mut arrays: Vec<Vec<Value>> = Vec::new();
+        let mut stack: Vec<(Vec<Value>, usize)> = vec![(Vec::new(), 0)];
+        while let Some((cur, _)) = stack.pop() {
+            if cur.len() as u64 >= min {
+                arrays.push(cur.clone());
+                if arrays.len() > LIMIT {
+                    return Ok(None);
+                }
+            }
+            if cur.len() < longest {
+                for v in domain(cur.len()).iter().rev() {
+                    if !cur.iter().any(|x| json_eq(x, v)) {
+                        let mut next = cur.clone();
+                        next.push(v.clone());
+                        stack.push((next, 0));
+                    }
+                }
+            }
+        }
+        arrays.sort_by_key(|a| a.len());
+        let parts: Vec<String> = arrays
+            .into_iter()
+            .map(|a| self.literal(&Value::Array(a), cx))
+            .collect();
+        Ok(Some(alts(parts)))
+    }
+
+    fn object(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
+        let property_names = map
+            .get("propertyNames")
+            .filter(|v| !(*v == &Value::Bool(true) || v.as_object().is_some_and(|o| o.is_empty())))
+            .cloned();
+        for k in [
+            "patternProperties",
+            "dependentRequired",
+            "dependentSchemas",
+            "dependencies",
+        ] {
+            if let Some(v) = map.get(k) {
+                let trivial =
+                    v == &Value::Bool(true) || v.as_object().is_some_and(|o| o.is_empty());
+                if !trivial {
+                    self.unsupported(k, cx, "keyword not supported")?;
+                }
+            }
+        }
+        let props: Vec<(String, Value)> = match map.get("properties") {
+            None => Vec::new(),
+            Some(Value::Object(p)) => p.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            Some(_) => return Err(Self::invalid("properties", cx, "must be an object")),
+        };
+        let required: Vec<String> = match map.get("required") {
+            None => Vec::new(),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|x| {
+                    x.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| Self::invalid("required", cx, "must be strings"))
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(Self::invalid("required", cx, "must be an array")),
+        };
+        // close_objects closes objects that declare their properties; a schema without
+        // `properties` is a free-form object
+        let closed_by_default = (self.opts.close_objects || self.opts.llama_compat)
+            && !map.contains_key("additionalProperties")
+            && map.contains_key("properties");
+        let additional = match map.get("additionalProperties") {
+            Some(v) => v.clone(),
+            None => Value::Bool(!closed_by_default),
+        };
+        let count = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
+        let min_p = count("minProperties")?.unwrap_or(0);
+        let max_p = count("maxProperties")?;
+
+        self.consumed += 1;
+        let r = (|| -> Result<Frag, SchemaError> {
+            let sp = self.space();
+            // declared properties: (key, kv rule or None when the value can't match, required)
+            let mut declared: Vec<(String, Option<String>, bool)> = Vec::new();
+            for (k, s) in &props {
+                let pcx = cx.child("properties", "").child(k, k);
+                let pcx = Ctx {
+                    hint: if cx.hint.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{}-{}", cx.hint, k)
+                    },
+                    ..pcx
+                };
+                let mut v = self.child(s, &pcx)?;
+                if let Some(pn) = &property_names {
+                    match check(&Value::String(k.clone()), pn) {
+                        Some(true) => {}
+                        Some(false) => v = None,
+                        None => self.unsupported(
+                            "propertyNames",
+                            cx,
+                            format!("cannot check property name {k:?} against propertyNames"),
+                        )?,
+                    }
+                }
+                let kv = v.map(|v| self.kv_rule(&pcx, k, &v, sp));
+                declared.push((k.clone(), kv, required.contains(k)));
+            }
+            let add_cx = cx.child("additionalProperties", "additional");
+            let add_value = self.child(&additional, &add_cx)?;
+            for r in &required {
+                if !props.iter().any(|(k, _)| k == r) {
+                    // a closed-by-default object still admits the names it requires
+                    let value = if closed_by_default {
+                        Some(self.rules.primitive("value").to_string())
+                    } else {
+                        add_value.clone()
+                    };
+                    let kv = value.as_ref().map(|v| {
+                        let pcx = Ctx {
+                            hint: format!(
+                                "{}-{}",
+                                if cx.hint.is_empty() { "prop" } else { &cx.hint },
+                                r
+                            ),
+                            ..add_cx.clone()
+                        };
+                        self.kv_rule(&pcx, r, v, sp)
+                    });
+                    declared.push((r.clone(), kv, true));
+                }
+            }
+            if declared.iter().any(|(_, kv, req)| *req && kv.is_none()) {
+                return Ok(None);
+            }
+            if props.windows(2).all(|w| w[0].0 <= w[1].0) {
+                declared.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+            if self.opts.llama_compat {
+                // llama.cpp writes the required members first (stable: in declared order)
+                declared.sort_by_key(|(_, _, req)| !*req);
+            }
+            let names: Vec<String> = declared.iter().map(|(k, _, _)| k.clone()).collect();
+            if names.is_empty()
+                && property_names.is_none()
+                && min_p == 0
+                && max_p.is_none()
+                && add_value.as_deref() == Some("value")
+            {
+                return Ok(Some(self.rules.primitive("object").to_string()));
+            }
+            let members: Vec<Member> = declared
+                .into_iter()
+                .filter_map(|(name, kv, required)| kv.map(|kv| Member { name, kv, required }))
+                .collect();
+            let key = match &property_names {
+                _ if add_value.is_none() => None,
+                None if names.is_empty() => Some(self.rules.primitive("string").to_string()),
+                None => Some(self.not_strings(&add_cx, &names)),
+                Some(pn) => {
+                    if !names.is_empty() {
+                        self.unsupported(
+                            "propertyNames",
+                            cx,
+                            "propertyNames with both declared and additional properties",
+                        )?;
+                    }
+                    let pcx = cx.child("propertyNames", "name");
+                    let string_only =
+                        self.merge(pn, &serde_json::json!({"type": "string"}), &pcx)?;
+                    self.child(&string_only, &pcx)?
+                }
+            };
+            let extra = match (&add_value, key) {
+                (Some(v), Some(key)) => {
+                    let body = format!("{key} \":\" {sp} {v}");
+                    let comment = self.comment(&add_cx);
+                    Some(self.rules.add(
+                        &format!(
+                            "{}-additional-kv",
+                            if cx.hint.is_empty() { "root" } else { &cx.hint }
+                        ),
+                        body,
+                        comment,
+                    ))
+                }
+                _ => None,
+            };
+            let n_req = members.iter().filter(|m| m.required).count() as u64;
+            if max_p.is_some_and(|m| m < n_req) || max_p.is_some_and(|m| m < min_p) {
+                return Ok(None);
+            }
+            let sep = format!("\",\" {sp}");
+            if members.is_empty() {
+                let Some(x) = extra else {
+                    return Ok(if min_p == 0 {
+                        Some(format!("\"{{\" {sp} \"}}\""))
+                    } else {
+                        None
+                    });
+                };
+                if max_p == Some(0) {
+                    return Ok(Some(format!("\"{{\" {sp} \"}}\"")));
+                }
+                let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+                let rest = repeat(
+                    &format!("{sep} {x}"),
+                    clamp(min_p.saturating_sub(1)),
+                    max_p.map(|m| clamp(m - 1)),
+                );
+                let body = if rest == "\"\"" {
+                    x.clone()
+                } else {
+                    format!("{x} {rest}")
+                };
+                let body = if min_p == 0 {
+                    format!("( {body} )?")
+                } else {
+                    body
+                };
+                return Ok(Some(format!("\"{{\" {sp} {body} {sp} \"}}\"")));
+            }
+            if min_p > n_req {
+                self.unsupported(
+                    "minProperties",
+                    cx,
+                    "minProperties beyond the required properties",
+                )?;
+            }
+            if let Some(m) = max_p
+                && (extra.is_some() || (members.len() as u64) > m)
+            {
+                self.unsupported(
+                    "maxProperties",
+                    cx,
+                    "maxProperties with optional or additional properties",
+                )?;
+            }
+            if self.any_order(members.len()) {
+                let body = self.any_order_members(cx, &members, extra.as_deref(), &sep);
+                return Ok(Some(format!("\"{{\" {sp} {body} {sp} \"}}\"")));
+            }
+            let declared: Vec<(String, bool)> =
+                members.into_iter().map(|m| (m.kv, m.required)).collect();
+            let xs = extra
+                .as_ref()
+                .map(|x| format!("( {sep} {x} )*"))
+                .unwrap_or_default();
+            // T_i: what may follow once at least one member is written, from declared index i.
+            // Extra members attach to the member before them (unambiguous: one parse per text);
+            // llama_compat: they all come last, as llama.cpp writes them.
+            let compat = self.opts.llama_compat;
+            let (after_each, at_end) = if compat {
+                (String::new(), xs.clone())
+            } else {
+                (xs.clone(), String::new())
+            };
+            let member = |kv: &str, req: bool| -> String {
+                let m = format!("{sep} {kv} {after_each}").trim_end().to_string();
+                if req { m } else { format!("( {m} )?") }
+            };
+            let n = declared.len();
+            let mut tails: Vec<String> = vec![String::new(); n + 1];
+            tails[n] = at_end;
+            let named = n > 4;
+            for i in (0..n).rev() {
+                let (kv, req) = &declared[i];
+                let text = format!("{} {}", member(kv, *req), tails[i + 1])
+                    .trim_end()
+                    .to_string();
+                tails[i] = if named && !tails[i + 1].is_empty() {
+                    let hint = format!(
+                        "{}-rest-{}",
+                        if cx.hint.is_empty() {
+                            "object"
+                        } else {
+                            &cx.hint
+                        },
+                        i + 1
+                    );
+                    self.rules.add(&hint, text, None)
+                } else {
+                    text
+                };
+            }
+            let tail = |i: usize| tails[i].clone();
+            let first_req = declared.iter().position(|(_, r)| *r);
+            let mut heads = Vec::new();
+            if let Some(x) = &extra {
+                if !compat {
+                    heads.push(format!("{x} {xs} {}", tail(0)).trim_end().to_string());
+                } else if first_req.is_none() {
+                    heads.push(format!("{x} {xs}"));
+                }
+            }
+            let last = first_req.unwrap_or(declared.len() - 1);
+            for (i, (kv, _)) in declared.iter().enumerate().take(last + 1) {
+                let parts = [kv.as_str(), after_each.as_str(), &tail(i + 1)];
+                heads.push(
+                    parts
+                        .iter()
+                        .filter(|p| !p.is_empty())
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                );
+            }
+            let body = if first_req.is_none() {
+                format!("( {} )?", heads.join(" | "))
+            } else if heads.len() == 1 {
+                heads.pop().unwrap_or_default()
+            } else {
+                format!("( {} )", heads.join(" | "))
+            };
+            Ok(Some(format!("\"{{\" {sp} {body} {sp} \"}}\"")))
+        })();
+        self.consumed -= 1;
+        let e = r?;
+        Ok(self.name(cx, e, true))
+    }
+
+    /// Whether an object with `n` declared members takes them in any order ([`MemberOrder`];
+    /// with one member or none, every order is the declared one).
+    fn any_order(&self, n: usize) -> bool {
+        !self.opts.llama_compat
+            && self.opts.member_order == MemberOrder::Any
+            && (2..=ANY_ORDER_MAX_MEMBERS).contains(&n)
+    }
+
+    /// An object's members in any order (what follows `"{" space`, up to the closing space):
+    /// one rule per set of declared members still to come, each written at most once, the
+    /// required ones before the object may end; undeclared members (`extra`) anywhere.
+    ///
+    /// `rest(S)` is what may follow once a member is written, with `S` the declared members
+    /// left: `( sep extra )* ( sep ( m rest(S - m) | ... ) )?` over the members `m` of `S`
+    /// (the `?` only when `S` holds no required member). Keys are distinct literals and
+    /// `extra` excludes every declared name, so each text has one parse.
+    fn any_order_members(
+        &mut self,
+        cx: &Ctx,
+        members: &[Member],
+        extra: Option<&str>,
+        sep: &str,
+    ) -> String {
+        let n = members.len();
+        let full = (1usize << n) - 1;
+        let xs = extra
+            .map(|x| format!("( {sep} {x} )* "))
+            .unwrap_or_default();
+        let hint = if cx.hint.is_empty() {
+            "object"
+        } else {
+            cx.hint.as_str()
+        };
+        // the members of a set, in declared order
+        let of = |set: usize| (0..n).filter(move |i| set & (1 << i) != 0);
+        // choices(S): each member of S followed by rest(S - member)
+        let choices = |set: usize, rest: &[String]| -> Vec<String> {
+            of(set)
+                .map(|i| {
+                    format!("{} {}", members[i].kv, rest[set & !(1 << i)])
+                        .trim_end()
+                        .to_string()
+                })
+                .collect()
+        };
+        let group = |alts: Vec<String>| -> String {
+            if alts.len() == 1 {
+                alts.concat()
+            } else {
+                format!("( {} )", alts.join(" | "))
+            }
+        };
+        // rest(S), built from the smallest sets up so that each one's successors exist
+        let mut rest: Vec<String> = vec![String::new(); full + 1];
+        let mut sets: Vec<usize> = (0..full).collect();
+        if extra.is_some() {
+            sets.push(full);
+        }
+        sets.sort_by_key(|s| (s.count_ones(), *s));
+        for set in sets {
+            let more = if set == 0 {
+                String::new()
+            } else {
+                let next = format!("{sep} {}", group(choices(set, &rest)));
+                if of(set).any(|i| members[i].required) {
+                    next
+                } else {
+                    format!("( {next} )?")
+                }
+            };
+            let body = format!("{xs}{more}").trim_end().to_string();
+            rest[set] = if body.is_empty() || (extra.is_none() && set.count_ones() == 1) {
+                body
+            } else {
+                let keys: Vec<String> =
+                    of(set).map(|i| rules::sanitize(&members[i].name)).collect();
+                let left: Vec<String> = of(set)
+                    .map(|i| {
+                        let key = Value::String(members[i].name.clone()).to_string();
+                        if members[i].required {
+                            format!("{key} (required)")
+                        } else {
+                            key
+                        }
+                    })
+                    .collect();
+                let comment = format!(
+                    "{}: members still to come, in any order: {}{}",
+                    self.comment(cx).unwrap_or_default(),
+                    if left.is_empty() {
+                        "none".to_string()
+                    } else {
+                        left.join(", ")
+                    },
+                    if extra.is_some() {
+                        ", and additional ones"
+                    } else {
+                        ""
+                    },
+                );
+                let name = if keys.is_empty() {
+                    format!("{hint}-rest-none")
+                } else {
+                    format!("{hint}-rest-{}", keys.join("-"))
+                };
+                self.rules.add(&name, body, Some(comment))
+            };
+        }
+        let mut heads = Vec::new();
+        if let Some(x) = extra {
+            heads.push(format!("{x} {}", rest[full]));
+        }
+        heads.extend(choices(full, &rest));
+        if !members.iter().any(|m| m.required) {
+            format!("( {} )?", heads.join(" | "))
+        } else {
+            group(heads)
+        }
+    }
+
+    fn kv_rule(&mut self, cx: &Ctx, key: &str, value: &str, sp: &str) -> String {
+        let key_lit = gbnf_literal(&Value::String(key.to_string()).to_string());
+        let body = format!("{key_lit} \":\" {sp} {value}");
+        self.rules.add(&format!("{}-kv", cx.hint), body, None)
+    }
+
+    /// A JSON string whose decoded value is none of `names` (trie over the names).
+    fn not_strings(&mut self, cx: &Ctx, names: &[String]) -> String {
+        #[derive(Default)]
+        struct Node {
+            children: Vec<(char, Node)>,
+            end: bool,
+        }
+        let mut root = Node::default();
+        for n in names {
+            let mut node = &mut root;
+            for c in n.chars() {
+                let i = match node.children.iter().position(|(d, _)| *d == c) {
+                    Some(i) => i,
+                    None => {
+                        node.children.push((c, Node::default()));
+                        node.children.len() - 1
+                    }
+                };
+                node = &mut node.children[i].1;
+            }
+            node.end = true;
+        }
+        let ch = self.char_rule();
+        fn build(node: &Node, ch: &str, conv: &mut CharSetFn<'_>) -> String {
+            let mut alts = Vec::new();
+            let mut excluded: Vec<(u32, u32)> = Vec::new();
+            for (c, child) in &node.children {
+                let mut enc = String::new();
+                json_encode_char(*c, &mut enc);
+                alts.push(format!("{} {}", gbnf_literal(&enc), build(child, ch, conv)));
+                excluded.push((*c as u32, *c as u32));
+            }
+            let others = super::strings::complement(&super::strings::normalize(excluded), 0x10FFFF);
+            if let Some(o) = conv(&others) {
+                alts.push(format!("{o} {ch}* \"\\\"\""));
+            }
+            if !node.end {
+                alts.push("\"\\\"\"".to_string());
+            }
+            if alts.len() == 1 {
+                alts.pop().unwrap_or_default()
+            } else {
+                format!("( {} )", alts.join(" | "))
+            }
+        }
+        let mut rules = std::mem::replace(&mut self.rules, RuleTable::new(self.opts.whitespace));
+        let body = {
+            let mut conv = |set: &[(u32, u32)]| {
+                encoded_char_set(set, &mut || rules.primitive("char").to_string())
+            };
+            format!("\"\\\"\" {}", build(&root, &ch, &mut conv))
+        };
+        self.rules = rules;
+        let comment = self.comment(cx);
+        self.rules.add(&format!("{}-key", cx.hint), body, comment)
+    }
+}
+
+/// A declared object member: its name, its `key: value` rule, whether it is required.
+struct Member {
+    name: String,
+    kv: String,
+    required: bool,
+}
+
+/// A non-negative integer keyword (`2` or `2.0`).
+fn count_keyword(map: &Map<String, Value>, k: &str, cx: &Ctx) -> Result<Option<u64>, SchemaError> {
+    match map.get(k) {
+        None => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .or_else(|| {
+                v.as_f64()
+                    .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1e15)
+                    .map(|f| f as u64)
+            })
+            .map(Some)
+            .ok_or_else(|| Converter::invalid(k, cx, "must be a non-negative integer")),
+    }
+}
+
+/// The schema equivalent to `not: n`, when it can be written without `not`.
+fn negate(n: &Value) -> Option<Value> {
+    match n {
+        Value::Bool(b) => Some(Value::Bool(!b)),
+        Value::Object(o) => {
+            let constraining: Vec<&str> = o
+                .keys()
+                .map(String::as_str)
+                .filter(|k| !ANNOTATIONS.contains(k))
+                .collect();
+            match constraining.as_slice() {
+                [] => Some(Value::Bool(false)),
+                ["not"] => Some(o["not"].clone()),
+                ["type"] => {
+                    let names: Vec<&str> = match &o["type"] {
+                        Value::String(s) => vec![s.as_str()],
+                        Value::Array(a) => a.iter().filter_map(|x| x.as_str()).collect(),
+                        _ => return None,
+                    };
+                    // not integer: every other type, and numbers with a fraction
+                    let fractional = names.contains(&"integer") && !names.contains(&"number");
+                    let rest: Vec<Value> = ALL_TYPES
+                        .iter()
+                        .filter(|t| {
+                            !(names.contains(t) || (**t == "integer" && names.contains(&"number")))
+                        })
+                        .map(|t| Value::String(t.to_string()))
+                        .collect();
+                    if rest.is_empty() {
+                        return Some(Value::Bool(false));
+                    }
+                    if fractional {
+                        let mut m = Map::new();
+                        m.insert("type".into(), Value::Array(rest));
+                        m.insert(FRACTIONAL.into(), Value::Bool(true));
+                        return Some(Value::Object(m));
+                    }
+                    Some(serde_json::json!({ "type": rest }))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Renders a set of code points as an encoded-character expression.
+type CharSetFn<'a> = dyn FnMut(&[(u32, u32)]) -> Option<String> + 'a;
+
+/// A rule body that matches nothing.
+pub(crate) fn never() -> String {
+    "[^\\x00-\\U0010FFFF]".to_string()
+}
+
+fn types_of(m: &Map<String, Value>) -> Vec<&'static str> {
+    if let Some(vals) = m
+        .get("enum")
+        .and_then(|e| e.as_array())
+        .cloned()
+        .or_else(|| m.get("const").map(|c| vec![c.clone()]))
+    {
+        let mut out = Vec::new();
+        for v in &vals {
+            for t in value_types(v) {
+                if !out.contains(t) {
+                    out.push(*t);
+                }
+            }
+        }
+        return out;
+    }
+    let names: Vec<String> = match m.get("type") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|x| x.as_str().map(str::to_string))
+            .collect(),
+        _ => return ALL_TYPES.to_vec(),
+    };
+    let mut out = Vec::new();
+    for t in ALL_TYPES {
+        if names.iter().any(|n| n == t) || (*t == "integer" && names.iter().any(|n| n == "number"))
+        {
+            out.push(*t);
+        }
+    }
+    out
+}
+
+/// Whether no value can satisfy both flattened schemas (a sufficient check).
+fn disjoint(a: &Value, b: &Value) -> bool {
+    let (am, bm) = match (a, b) {
+        (Value::Bool(false), _) | (_, Value::Bool(false)) => return true,
+        (Value::Object(x), Value::Object(y)) => (x, y),
+        _ => return false,
+    };
+    if am.contains_key("anyOf")
+        || am.contains_key("oneOf")
+        || bm.contains_key("anyOf")
+        || bm.contains_key("oneOf")
+    {
+        return false;
+    }
+    // finite value sets
+    for x in [am, bm] {
+        let vals = x
+            .get("enum")
+            .and_then(|e| e.as_array())
+            .cloned()
+            .or_else(|| x.get("const").map(|c| vec![c.clone()]));
+        if let Some(vals) = vals {
+            let all_fail = vals
+                .iter()
+                .all(|v| check(v, a) == Some(false) || check(v, b) == Some(false));
+            if all_fail {
+                return true;
+            }
+        }
+    }
+    let ta = types_of(am);
+    let tb = types_of(bm);
+    let common: Vec<&str> = ta.iter().filter(|t| tb.contains(t)).copied().collect();
+    common.iter().all(|t| match *t {
+        "object" => {
+            let ra: Vec<&str> = am
+                .get("required")
+                .and_then(|r| r.as_array())
+                .map(|r| r.iter().filter_map(|x| x.as_str()).collect())
+                .unwrap_or_default();
+            let rb: Vec<&str> = bm
+                .get("required")
+                .and_then(|r| r.as_array())
+                .map(|r| r.iter().filter_map(|x| x.as_str()).collect())
+                .unwrap_or_default();
+            ra.iter().filter(|k| rb.contains(k)).any(|k| {
+                let pa = am.get("properties").and_then(|p| p.get(*k));
+                let pb = bm.get("properties").and_then(|p| p.get(*k));
+                matches!((pa, pb), (Some(x), Some(y)) if disjoint(x, y))
+            })
+        }
+        "integer" | "number" => {
+            // disjoint numeric intervals
+            let get = |m: &Map<String, Value>, k: &str| {
+                m.get(k)
+                    .and_then(|v| v.as_number())
+                    .and_then(|n| Decimal::parse(&n.to_string()))
+            };
+            let below = |x: &Map<String, Value>, y: &Map<String, Value>| {
+                // every number of x is below every number of y
+                let hi = get(x, "maximum")
+                    .map(|d| (d, false))
+                    .or_else(|| get(x, "exclusiveMaximum").map(|d| (d, true)));
+                let lo = get(y, "minimum")
+                    .map(|d| (d, false))
+                    .or_else(|| get(y, "exclusiveMinimum").map(|d| (d, true)));
+                match (hi, lo) {
+                    (Some((h, hx)), Some((l, lx))) => {
+                        let o = numbers::cmp_decimal(&h, &l);
+                        o.is_lt() || (o.is_eq() && (hx || lx))
+                    }
+                    _ => false,
+                }
+            };
+            below(am, bm) || below(bm, am)
+        }
+        _ => false,
+    })
+}

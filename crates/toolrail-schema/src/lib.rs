@@ -1,0 +1,232 @@
+//! JSON Schema → GBNF.
+//!
+//! [`SchemaConverter`] turns JSON Schemas into GBNF rules that accept exactly the JSON texts
+//! valid against them, or says which keyword at which JSON pointer it cannot express
+//! ([`SchemaError`]); with [`ConvertOptions::lenient`] that becomes a [`Warning`] and the
+//! constraint is dropped. Several schemas (one per tool) can share one grammar; hand-written
+//! envelope rules are added with [`SchemaConverter::add_rule`].
+//!
+//! # What "exact" means
+//! A schema constrains JSON *values*; a grammar constrains *text*. The grammar accepts every
+//! valid value in at least its canonical spelling and never accepts an invalid value:
+//! - strings: characters raw, except `"`, `\` and U+0000..U+001F, which are escaped
+//!   (`\"`, `\\`, `\n`, `\u001f`...), as every JSON serializer writes them;
+//! - numbers under bounds, integers and enum members are written without exponent; integers
+//!   may carry a zero fraction (`3.0` is an integer in JSON Schema);
+//! - integer parts have at most 16 digits unless a bound says otherwise (as llama.cpp; larger
+//!   numbers can use an exponent where exponents are allowed);
+//! - object members may come in any order (JSON objects are unordered) when the object has at
+//!   most [`ANY_ORDER_MAX_MEMBERS`] declared members (properties, and required names missing
+//!   from `properties`); beyond that, or with [`MemberOrder::Declared`], declared members appear
+//!   in the order of `properties` (required names missing from `properties` after them, or
+//!   sorted in by name when `properties` is sorted by name), and undeclared members anywhere.
+//!   The same holds for object values of `const` and `enum`. No case of the
+//!   JSON-Schema-Test-Suite depends on the declared order (`tests/schema_suite.rs` checks every
+//!   member order of every instance);
+//! - leap seconds (`format: time`, `date-time`) are accepted with any offset, exactly when they
+//!   fall on 23:59:60 UTC (see [`formats`]).
+//!
+//! # llama.cpp compatibility
+//! With [`ConvertOptions::llama_compat`] a schema is read the way llama.cpp's own converter
+//! (`json_schema_to_grammar`, as vendored by llama-cpp-sys-2 0.1.161) reads it, so the grammar
+//! is the one llama-server would enforce; the default stays standard JSON Schema semantics.
+//! llama.cpp sorts each schema object into one kind and reads only that kind's keywords
+//! ([`llama`] lists the rules), so in this mode:
+//! - a schema without `type` gets the type llama.cpp infers: `{"items": {...}, "minItems": 3}`
+//!   is an array (so `1` is rejected), `{"minItems": 3}` alone any value;
+//! - an object with `properties` and no `additionalProperties` is closed; its members are
+//!   written required first, then optional, then additional ones (llama.cpp's order), and
+//!   `required` names missing from `properties` are not required;
+//! - a list under `items`/`prefixItems` is a tuple of exactly that length; `oneOf` is `anyOf`;
+//! - every keyword llama.cpp ignores (siblings of `$ref`, `anyOf`, `const`, `enum`; number
+//!   bounds; `multipleOf`; `uniqueItems`; `not`; `if`; formats it does not know; ...) is dropped
+//!   with a [`Warning`] instead of an error, whatever [`ConvertOptions::lenient`] says.
+//!
+//! - `allOf` is read as llama.cpp reads it: the enum values common to all members, else one
+//!   closed object with the members' properties, all required except those of `anyOf`
+//!   members (a [`Warning`] says so, and names the members it ignores).
+//!
+//! What this converter otherwise does stays the same in this mode, so the grammar can still
+//! differ from llama.cpp's in details: the primitives are this module's (string characters,
+//! number syntax, integers with a zero fraction such as `2.0`, integer ranges, `format`
+//! rules); what this converter cannot express is still an error unless lenient. Two llama.cpp
+//! bugs are not copied: a property named `""` (llama.cpp names its rule `root`, so the whole
+//! grammar becomes that property's value) and additional property names that are a proper
+//! prefix of a declared one (llama.cpp refuses them: with `ab` declared, `a` is refused).
+//!
+//! Whitespace: [`Whitespace::Spaced`] accepts compact JSON, single spaces after `:`, `,`, `{`
+//! and `[`, and pretty-printed JSON (llama.cpp's `space` rule); [`Whitespace::Compact`] none.
+//!
+//! # Layout
+//! - [`convert`]: the walk over a schema (refs, combinators, per-type keywords);
+//! - [`merge`]: `allOf` as one schema; [`validate`]: checks known values (enum, oneOf);
+//! - [`numbers`]: integer and decimal ranges; [`regex`]: `pattern` via `regex-syntax` HIR;
+//! - [`formats`]: `format` rules; [`strings`]: JSON string encoding as GBNF;
+//! - [`llama`]: what llama.cpp reads of a schema ([`ConvertOptions::llama_compat`]);
+//! - [`rules`]: the rule table (naming, deduplication, output order).
+
+pub mod convert;
+pub mod formats;
+mod keywords;
+pub mod llama;
+pub mod merge;
+pub mod numbers;
+pub mod regex;
+pub mod rules;
+pub mod strings;
+pub mod validate;
+
+use serde_json::Value;
+
+pub use strings::gbnf_literal;
+
+/// Whitespace allowed between JSON tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Whitespace {
+    /// Compact JSON, single spaces, or newlines with indentation (llama.cpp's `space` rule).
+    #[default]
+    Spaced,
+    /// No whitespace at all.
+    Compact,
+}
+
+/// Objects with at most this many declared members accept them in any order (one rule per set
+/// of members still to come: 2^n - 1 rules at most, 63 for 6 members); larger objects keep the
+/// declared order, so that a grammar stays small.
+pub const ANY_ORDER_MAX_MEMBERS: usize = 6;
+
+/// The order in which an object's declared members may appear.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MemberOrder {
+    /// Any order, for objects with at most [`ANY_ORDER_MAX_MEMBERS`] declared members (larger
+    /// objects: declared order).
+    #[default]
+    Any,
+    /// The order of `properties` (a smaller grammar; the model writes one canonical order).
+    Declared,
+}
+
+/// Options for a conversion.
+#[derive(Clone, Debug, Default)]
+pub struct ConvertOptions {
+    /// Whitespace between tokens.
+    pub whitespace: Whitespace,
+    /// Order of declared object members ([`ConvertOptions::llama_compat`] always uses llama.cpp's
+    /// fixed order).
+    pub member_order: MemberOrder,
+    /// Turn "unsupported" errors into warnings and drop the constraint.
+    pub lenient: bool,
+    /// Objects that declare `properties` but no `additionalProperties` are closed to the names
+    /// they declare or require (tool arguments), instead of open. Objects without `properties`
+    /// stay free-form.
+    pub close_objects: bool,
+    /// Convert as llama.cpp's `json_schema_to_grammar` does (the one vendored by
+    /// llama-cpp-sys-2 0.1.161), so that the grammar is the one llama-server would enforce for
+    /// the schema, instead of standard JSON Schema semantics (see "llama.cpp compatibility" in
+    /// the module docs and [`llama`]):
+    /// - without `type`, the type is inferred from the keywords as llama.cpp does
+    ///   (`properties` or a non-`true` `additionalProperties` → object, `items`/`prefixItems` →
+    ///   array, `pattern`/`minLength`/`maxLength`/known `format` → string, else any value);
+    /// - objects with `properties` are closed unless `additionalProperties` says otherwise;
+    ///   required members come first, then optional ones, then additional ones;
+    /// - keywords llama.cpp ignores are dropped with a [`Warning`] instead of an error.
+    pub llama_compat: bool,
+}
+
+/// A schema the converter cannot express exactly (or that is malformed).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unsupported: {keyword} at {pointer}: {message}")]
+pub struct SchemaError {
+    /// The keyword, e.g. `not`.
+    pub keyword: String,
+    /// JSON pointer of the schema holding the keyword, e.g. `#/properties/a`.
+    pub pointer: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A constraint dropped in lenient mode, or a keyword llama.cpp ignores in
+/// [`ConvertOptions::llama_compat`] mode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    /// The keyword that was dropped.
+    pub keyword: String,
+    /// JSON pointer of the schema holding the keyword.
+    pub pointer: String,
+    /// Why.
+    pub message: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "dropped: {} at {}: {}",
+            self.keyword, self.pointer, self.message
+        )
+    }
+}
+
+/// Builds one grammar from any number of schemas and hand-written rules.
+pub struct SchemaConverter {
+    inner: convert::Converter,
+}
+
+impl SchemaConverter {
+    /// A converter with the given options.
+    pub fn new(options: ConvertOptions) -> Self {
+        Self {
+            inner: convert::Converter::new(options),
+        }
+    }
+
+    /// Adds one schema (its own document for `$ref` resolution); returns the rule name matching
+    /// any JSON value valid against it. `name_hint` is a kebab-case prefix, e.g.
+    /// `get-weather-args`.
+    pub fn add_schema(&mut self, name_hint: &str, schema: &Value) -> Result<String, SchemaError> {
+        let hint = rules::sanitize(name_hint);
+        self.inner.add_document(&hint, &hint, schema, true)
+    }
+
+    /// Adds a hand-written rule (for envelopes); returns the final (deduplicated) rule name.
+    pub fn add_rule(&mut self, name_hint: &str, body: &str) -> String {
+        self.inner.rules.add(name_hint, body.to_string(), None)
+    }
+
+    /// Name of the whitespace rule to place between envelope tokens (`space`; it matches
+    /// nothing but the empty string in [`Whitespace::Compact`] mode).
+    pub fn space_rule(&mut self) -> String {
+        self.inner.rules.primitive("space").to_string()
+    }
+
+    /// Constraints dropped so far (lenient and llama_compat modes).
+    pub fn warnings(&self) -> &[Warning] {
+        &self.inner.warnings
+    }
+
+    /// The whole grammar text: `root ::= <root_body>` first, then every rule used, in a
+    /// deterministic order.
+    pub fn finish(self, root_body: &str) -> String {
+        self.inner.rules.render(root_body)
+    }
+}
+
+/// The result of [`schema_to_gbnf`].
+#[derive(Clone, Debug)]
+pub struct Conversion {
+    /// The grammar; its `root` matches the valid JSON texts.
+    pub gbnf: String,
+    /// Constraints dropped (lenient and llama_compat modes only).
+    pub warnings: Vec<Warning>,
+}
+
+/// Converts one schema into a complete grammar whose `root` matches exactly its valid values.
+pub fn schema_to_gbnf(schema: &Value, options: &ConvertOptions) -> Result<Conversion, SchemaError> {
+    let mut c = convert::Converter::new(options.clone());
+    let expr = c.add_document("", "", schema, false)?;
+    let warnings = std::mem::take(&mut c.warnings);
+    Ok(Conversion {
+        gbnf: c.rules.render(&expr),
+        warnings,
+    })
+}

@@ -1,0 +1,352 @@
+//! The rule table: naming, deduplication, primitives on demand and deterministic output.
+//!
+//! Rules are kept in creation order. A schema rule's name is reserved before its body is
+//! built, so the output reads top-down (a rule appears before the rules it uses) and recursive
+//! `$ref`s can point at a rule that is still being built. Rule bodies are deduplicated: adding a
+//! body that already exists returns the existing name. Primitive rules (`value`, `string`,
+//! `number`, formats, ...) are only emitted when used, after all schema rules, in a fixed order.
+
+use rustc_hash::FxHashMap;
+
+use super::Whitespace;
+
+/// A built-in rule: name, body and the primitives its body uses.
+struct Primitive {
+    name: &'static str,
+    body: &'static str,
+    deps: &'static [&'static str],
+}
+
+/// llama.cpp's `space` rule: nothing, one space, or one or two newlines followed by indentation.
+const SPACE_SPACED: &str = r#"| " " | "\n"{1,2} [ \t]{0,20}"#;
+
+/// The primitives, in output order. Bodies match JSON text exactly (RFC 8259), except for the
+/// documented canonical-form choices: integers without exponent.
+const PRIMITIVES: &[Primitive] = &[
+    Primitive {
+        name: "value",
+        body: "object | array | string | number | boolean | null",
+        deps: &["object", "array", "string", "number", "boolean", "null"],
+    },
+    Primitive {
+        name: "object",
+        body: r#""{" space ( string ":" space value ( "," space string ":" space value )* )? space "}""#,
+        deps: &["space", "string", "value"],
+    },
+    Primitive {
+        name: "array",
+        body: r#""[" space ( value ( "," space value )* )? space "]""#,
+        deps: &["space", "value"],
+    },
+    Primitive {
+        name: "string",
+        body: r#""\"" char* "\"""#,
+        deps: &["char"],
+    },
+    Primitive {
+        name: "char",
+        body: r#"[^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" ( [0-9a-cA-Ce-fE-F] hex{3} | [dD] [0-7] hex{2} | [dD] [89abAB] hex{2} "\\u" [dD] [c-fC-F] hex{2} ) )"#,
+        deps: &["hex"],
+    },
+    Primitive {
+        name: "hex",
+        body: "[0-9a-fA-F]",
+        deps: &[],
+    },
+    Primitive {
+        name: "number",
+        body: r#""-"? integral-part ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?"#,
+        deps: &["integral-part"],
+    },
+    Primitive {
+        name: "integer",
+        body: r#""-"? integral-part ( "." "0"+ )?"#,
+        deps: &["integral-part"],
+    },
+    Primitive {
+        name: "integral-part",
+        body: r#""0" | [1-9] [0-9]{0,15}"#,
+        deps: &[],
+    },
+    Primitive {
+        name: "boolean",
+        body: r#""true" | "false""#,
+        deps: &[],
+    },
+    Primitive {
+        name: "null",
+        body: r#""null""#,
+        deps: &[],
+    },
+    Primitive {
+        name: "space",
+        body: "",
+        deps: &[],
+    },
+];
+
+/// Names no schema rule may take.
+fn is_reserved(name: &str) -> bool {
+    name == "root"
+        || PRIMITIVES.iter().any(|p| p.name == name)
+        || super::formats::is_format_rule(name)
+}
+
+/// Turns a hint into a valid kebab-case GBNF rule name (`[a-zA-Z0-9-]`, never `_`).
+pub(crate) fn sanitize(hint: &str) -> String {
+    let mut out = String::with_capacity(hint.len());
+    let mut dash = false;
+    for c in hint.chars() {
+        if c.is_ascii_alphanumeric() {
+            if dash && !out.is_empty() {
+                out.push('-');
+            }
+            dash = false;
+            out.push(c);
+        } else {
+            dash = true;
+        }
+    }
+    if out.is_empty() {
+        out.push_str("schema");
+    }
+    out
+}
+
+/// `( a | b )` → `a | b`: a rule body needs no outer group.
+fn strip_group(body: String) -> String {
+    if body.starts_with("( ") && body.ends_with(" )") && super::regex::is_atom(&body) {
+        body[2..body.len() - 2].to_string()
+    } else {
+        body
+    }
+}
+
+/// One rule: its body (None while reserved) and the schema location it came from.
+struct Rule {
+    name: String,
+    body: Option<String>,
+    comment: Option<String>,
+}
+
+/// The rule table of one grammar under construction.
+pub(crate) struct RuleTable {
+    whitespace: Whitespace,
+    rules: Vec<Rule>,
+    by_name: FxHashMap<String, usize>,
+    by_body: FxHashMap<String, usize>,
+    used_primitives: Vec<bool>,
+    /// Format rules used (name -> body), emitted after the schema rules.
+    formats: Vec<(String, String)>,
+}
+
+impl RuleTable {
+    /// An empty table.
+    pub(crate) fn new(whitespace: Whitespace) -> Self {
+        Self {
+            whitespace,
+            rules: Vec::new(),
+            by_name: FxHashMap::default(),
+            by_body: FxHashMap::default(),
+            used_primitives: vec![false; PRIMITIVES.len()],
+            formats: Vec::new(),
+        }
+    }
+
+    /// Marks a primitive (and what it uses) as used and returns its name.
+    pub(crate) fn primitive(&mut self, name: &'static str) -> &'static str {
+        if let Some(i) = PRIMITIVES.iter().position(|p| p.name == name)
+            && !self.used_primitives[i]
+        {
+            self.used_primitives[i] = true;
+            for dep in PRIMITIVES[i].deps {
+                self.primitive(dep);
+            }
+        }
+        name
+    }
+
+    /// Adds the rules for a string with format `format` (each once); returns the rule name
+    /// matching the whole JSON string (quotes included), or None for an unknown format.
+    pub(crate) fn format_string(&mut self, format: &str) -> Option<String> {
+        let rules = super::formats::string_rules(format)?;
+        let name = rules.first().map(|(n, _)| n.clone());
+        for (n, body) in rules {
+            if !self.formats.iter().any(|(m, _)| *m == n) {
+                self.formats.push((n, body));
+            }
+        }
+        name
+    }
+
+    fn unique_name(&self, hint: &str) -> String {
+        let base = sanitize(hint);
+        if !is_reserved(&base) && !self.by_name.contains_key(&base) {
+            return base;
+        }
+        let mut n = 2;
+        loop {
+            let candidate = format!("{base}-{n}");
+            if !is_reserved(&candidate) && !self.by_name.contains_key(&candidate) {
+                return candidate;
+            }
+            n += 1;
+        }
+    }
+
+    /// Reserves a name for a rule whose body is filled in later with [`RuleTable::fill`].
+    pub(crate) fn reserve(&mut self, hint: &str, comment: Option<String>) -> String {
+        let name = self.unique_name(hint);
+        self.by_name.insert(name.clone(), self.rules.len());
+        self.rules.push(Rule {
+            name: name.clone(),
+            body: None,
+            comment,
+        });
+        name
+    }
+
+    /// Sets the body of a reserved rule.
+    pub(crate) fn fill(&mut self, name: &str, body: String) {
+        let body = strip_group(body);
+        if let Some(&i) = self.by_name.get(name) {
+            self.by_body.entry(body.clone()).or_insert(i);
+            self.rules[i].body = Some(body);
+        }
+    }
+
+    /// Drops a reserved rule that turned out not to be needed (only when nothing refers to it).
+    pub(crate) fn unreserve(&mut self, name: &str) {
+        if let Some(&i) = self.by_name.get(name)
+            && self.rules[i].body.is_none()
+        {
+            // the entry stays (indices are kept) but renders nothing and frees the name
+            self.by_name.remove(name);
+            self.rules[i].name.clear();
+        }
+    }
+
+    /// Adds a rule, or returns the name of an existing rule with the same body.
+    pub(crate) fn add(&mut self, hint: &str, body: String, comment: Option<String>) -> String {
+        let body = strip_group(body);
+        if let Some(&i) = self.by_body.get(&body) {
+            return self.rules[i].name.clone();
+        }
+        let name = self.unique_name(hint);
+        let i = self.rules.len();
+        self.by_name.insert(name.clone(), i);
+        self.by_body.insert(body.clone(), i);
+        self.rules.push(Rule {
+            name: name.clone(),
+            body: Some(body),
+            comment,
+        });
+        name
+    }
+
+    /// Renders the grammar: `root` first, schema rules in creation order, then formats and
+    /// primitives.
+    pub(crate) fn render(&self, root_body: &str) -> String {
+        let mut out = String::new();
+        out.push_str("root ::= ");
+        out.push_str(root_body);
+        out.push('\n');
+        for rule in &self.rules {
+            let Some(body) = &rule.body else { continue };
+            if let Some(comment) = &rule.comment {
+                // one line: a property name may hold line breaks
+                out.push_str("# ");
+                out.extend(
+                    comment
+                        .chars()
+                        .map(|c| if c.is_control() { ' ' } else { c }),
+                );
+                out.push('\n');
+            }
+            push_rule(&mut out, &rule.name, body);
+        }
+        for (name, body) in &self.formats {
+            push_rule(&mut out, name, body);
+        }
+        for (i, p) in PRIMITIVES.iter().enumerate() {
+            if !self.used_primitives[i] {
+                continue;
+            }
+            let body = if p.name == "space" {
+                match self.whitespace {
+                    Whitespace::Spaced => SPACE_SPACED,
+                    Whitespace::Compact => "\"\"",
+                }
+            } else {
+                p.body
+            };
+            push_rule(&mut out, p.name, body);
+        }
+        out
+    }
+}
+
+fn push_rule(out: &mut String, name: &str, body: &str) {
+    out.push_str(name);
+    out.push_str(" ::= ");
+    out.push_str(body);
+    out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_kebab_case() {
+        assert_eq!(sanitize("get_weather args"), "get-weather-args");
+        assert_eq!(sanitize("__x__"), "x");
+        assert_eq!(sanitize("ünï"), "n");
+        assert_eq!(sanitize("_"), "schema");
+    }
+
+    #[test]
+    fn reserved_and_duplicate_names_get_suffixes() {
+        let mut t = RuleTable::new(Whitespace::Spaced);
+        let a = t.add("string", "\"a\"".into(), None);
+        let b = t.add("x", "\"b\"".into(), None);
+        let c = t.add("x", "\"c\"".into(), None);
+        let d = t.add("y", "\"a\"".into(), None);
+        assert_eq!(
+            (a.as_str(), b.as_str(), c.as_str(), d.as_str()),
+            ("string-2", "x", "x-2", "string-2")
+        );
+    }
+
+    #[test]
+    fn only_used_primitives_are_emitted() {
+        let mut t = RuleTable::new(Whitespace::Compact);
+        t.primitive("integer");
+        let g = t.render("integer");
+        assert!(g.contains("integral-part ::="));
+        assert!(!g.contains("string ::="));
+        assert!(!g.contains("space ::="));
+        t.primitive("space");
+        assert!(t.render("space").contains("space ::= \"\"\n"));
+    }
+
+    #[test]
+    fn formats_pull_in_their_dependencies_once() {
+        let mut t = RuleTable::new(Whitespace::Compact);
+        let n = t.format_string("date-time").unwrap();
+        assert_eq!(n, "date-time-string");
+        t.format_string("date").unwrap();
+        let g = t.render(&n);
+        for rule in [
+            "\ndate-time ::=",
+            "\ndate ::=",
+            "\ntime ::=",
+            "\nleap-year ::=",
+            "\ntime-offset ::=",
+            "\ndate-string ::=",
+        ] {
+            assert_eq!(g.matches(rule).count(), 1, "{rule} in {g}");
+        }
+        assert!(t.format_string("hostname").is_none());
+    }
+}

@@ -1,0 +1,749 @@
+//! Public API behaviour: grammars for typical tool schemas parse, read well and accept what
+//! they should (checked with the engine).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolrail_gbnf::Grammar;
+use toolrail_schema::{
+    ANY_ORDER_MAX_MEMBERS, ConvertOptions, MemberOrder, SchemaConverter, Whitespace, gbnf_literal,
+    schema_to_gbnf,
+};
+
+fn grammar(gbnf: &str) -> Arc<Grammar> {
+    Arc::new(Grammar::parse(gbnf).unwrap_or_else(|e| panic!("{e}\n{gbnf}")))
+}
+
+fn accepts(schema: &Value, opts: &ConvertOptions, text: &str) -> bool {
+    let c = schema_to_gbnf(schema, opts).unwrap();
+    toolrail_engine::check(&grammar(&c.gbnf), text.as_bytes()).is_accepted()
+}
+
+#[test]
+fn show_tool_grammar() {
+    let schema = json!({"type": "object", "properties": {
+        "city": {"type": "string"},
+        "days": {"type": "integer", "minimum": 1, "maximum": 14},
+        "unit": {"enum": ["celsius", "fahrenheit"]}
+    }, "required": ["city"]});
+    let opts = ConvertOptions {
+        close_objects: true,
+        ..Default::default()
+    };
+    let g = schema_to_gbnf(&schema, &opts).unwrap().gbnf;
+    println!("{g}");
+    assert!(!g.contains('_'), "{g}");
+    assert!(
+        g.contains("# #/properties/days") || g.contains("days-kv"),
+        "{g}"
+    );
+    let gr = grammar(&g);
+    for ok in [
+        r#"{"city":"Paris"}"#,
+        r#"{"city": "Paris", "days": 14, "unit": "celsius"}"#,
+        "{\n  \"city\": \"Paris\",\n  \"days\": 3\n}",
+        r#"{"days":3,"city":"Paris"}"#,
+        r#"{"unit": "celsius", "city": "Paris", "days": 1}"#,
+    ] {
+        assert!(
+            toolrail_engine::check(&gr, ok.as_bytes()).is_accepted(),
+            "{ok}\n{g}"
+        );
+    }
+    for bad in [
+        r#"{}"#,
+        r#"{"city":"Paris","days":15}"#,
+        r#"{"city":"Paris","x":1}"#,
+        r#"{"days":3}"#,
+        r#"{"days":3,"unit":"celsius"}"#,
+        r#"{"days":3,"city":"Paris","days":3}"#,
+        r#"{"city":"Paris","city":"Paris"}"#,
+    ] {
+        assert!(
+            !toolrail_engine::check(&gr, bad.as_bytes()).is_accepted(),
+            "{bad}\n{g}"
+        );
+    }
+    // declared order on request: a smaller grammar, one order
+    let declared = ConvertOptions {
+        member_order: MemberOrder::Declared,
+        ..opts
+    };
+    let d = schema_to_gbnf(&schema, &declared).unwrap().gbnf;
+    assert!(!d.contains("-rest-"), "{d}");
+    assert!(accepts(&schema, &declared, r#"{"city":"Paris","days":3}"#));
+    assert!(!accepts(&schema, &declared, r#"{"days":3,"city":"Paris"}"#));
+}
+
+/// Member order is free up to the limit, declared beyond it; the grammar stays small.
+#[test]
+fn any_member_order_up_to_the_limit() {
+    for n in 2..=ANY_ORDER_MAX_MEMBERS + 1 {
+        let names: Vec<String> = (0..n).map(|i| format!("p{i}")).collect();
+        let props: serde_json::Map<String, Value> = names
+            .iter()
+            .map(|k| (k.clone(), json!({"type": "integer"})))
+            .collect();
+        // the first and the last are required
+        let schema = json!({"type": "object", "properties": props,
+            "required": [names[0].clone(), names[n - 1].clone()], "additionalProperties": false});
+        let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+        let g = grammar(&c.gbnf);
+        assert!(
+            c.gbnf.len() < 20_000,
+            "{} bytes for {n} members",
+            c.gbnf.len()
+        );
+        let text = |order: &[usize]| {
+            let members: Vec<String> = order.iter().map(|i| format!("\"p{i}\": {i}")).collect();
+            format!("{{{}}}", members.join(", "))
+        };
+        let forward: Vec<usize> = (0..n).collect();
+        let backward: Vec<usize> = (0..n).rev().collect();
+        assert!(toolrail_engine::check(&g, text(&forward).as_bytes()).is_accepted());
+        assert_eq!(
+            toolrail_engine::check(&g, text(&backward).as_bytes()).is_accepted(),
+            n <= ANY_ORDER_MAX_MEMBERS,
+            "{n} members\n{}",
+            c.gbnf
+        );
+        // required ones in any order, optional ones left out
+        assert_eq!(
+            toolrail_engine::check(&g, text(&[n - 1, 0]).as_bytes()).is_accepted(),
+            n <= ANY_ORDER_MAX_MEMBERS
+        );
+        assert!(!toolrail_engine::check(&g, text(&[0]).as_bytes()).is_accepted());
+        assert!(!toolrail_engine::check(&g, text(&[0, 0, n - 1]).as_bytes()).is_accepted());
+    }
+    // const objects: any order too
+    let schema = json!({"const": {"a": 1, "b": [true], "c": {"d": null, "e": "x"}}});
+    for ok in [
+        r#"{"a":1,"b":[true],"c":{"d":null,"e":"x"}}"#,
+        r#"{"c": {"e": "x", "d": null}, "a": 1.0, "b": [true]}"#,
+    ] {
+        assert!(accepts(&schema, &ConvertOptions::default(), ok), "{ok}");
+    }
+    for bad in [
+        r#"{"a":1,"b":[true]}"#,
+        r#"{"a":1,"b":[true],"c":{"d":null,"e":"x"},"a":1}"#,
+    ] {
+        assert!(!accepts(&schema, &ConvertOptions::default(), bad), "{bad}");
+    }
+}
+
+#[test]
+fn compact_allows_no_whitespace() {
+    let schema = json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}});
+    let compact = ConvertOptions {
+        whitespace: Whitespace::Compact,
+        ..Default::default()
+    };
+    assert!(accepts(&schema, &compact, r#"{"a":[1,2]}"#));
+    assert!(!accepts(&schema, &compact, r#"{"a": [1, 2]}"#));
+    assert!(accepts(
+        &schema,
+        &ConvertOptions::default(),
+        r#"{"a": [1, 2]}"#
+    ));
+    assert!(accepts(
+        &schema,
+        &ConvertOptions::default(),
+        "{\n  \"a\": [\n    1,\n    2\n  ]\n}"
+    ));
+}
+
+#[test]
+fn recursive_refs() {
+    let schema = json!({"$defs": {"node": {"type": "object", "properties": {
+        "children": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+        "value": {"type": "integer"}
+    }, "required": ["value"], "additionalProperties": false}}, "$ref": "#/$defs/node"});
+    let opts = ConvertOptions::default();
+    println!("{}", schema_to_gbnf(&schema, &opts).unwrap().gbnf);
+    assert!(accepts(
+        &schema,
+        &opts,
+        r#"{"children":[{"children":[],"value":2},{"value":3}],"value":1}"#
+    ));
+    assert!(!accepts(
+        &schema,
+        &opts,
+        r#"{"children":[{"children":[]}],"value":1}"#
+    ));
+    let root = json!({"properties": {"next": {"$ref": "#"}}, "type": "object", "additionalProperties": false});
+    assert!(accepts(&root, &opts, r#"{"next":{"next":{}}}"#));
+    let left = json!({"$ref": "#"});
+    assert!(schema_to_gbnf(&left, &opts).is_err());
+}
+
+#[test]
+fn errors_name_keyword_and_pointer() {
+    let schema = json!({"properties": {"a": {"type": "array", "uniqueItems": true}}});
+    let e = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap_err();
+    assert_eq!(
+        (e.keyword.as_str(), e.pointer.as_str()),
+        ("uniqueItems", "#/properties/a")
+    );
+    assert!(
+        e.to_string()
+            .starts_with("unsupported: uniqueItems at #/properties/a"),
+        "{e}"
+    );
+    let lenient = ConvertOptions {
+        lenient: true,
+        ..Default::default()
+    };
+    let c = schema_to_gbnf(&schema, &lenient).unwrap();
+    assert_eq!(c.warnings.len(), 1);
+    grammar(&c.gbnf);
+    for kw in [
+        json!({"not": {"minimum": 3}}),
+        json!({"multipleOf": 3, "minimum": 1}),
+        json!({"if": {}, "then": {}}),
+        json!({"patternProperties": {"a": {}}}),
+        json!({"type": "string", "format": "hostname-ish"}),
+    ] {
+        assert!(
+            schema_to_gbnf(&kw, &ConvertOptions::default()).is_err(),
+            "{kw}"
+        );
+    }
+}
+
+#[test]
+fn converter_api_shares_rules() {
+    let mut c = SchemaConverter::new(ConvertOptions {
+        close_objects: true,
+        ..Default::default()
+    });
+    let a = c
+        .add_schema(
+            "get-weather-args",
+            &json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+        )
+        .unwrap();
+    let b = c
+        .add_schema(
+            "get-time-args",
+            &json!({"type": "object", "properties": {"tz": {"type": "string"}}}),
+        )
+        .unwrap();
+    let sp = c.space_rule();
+    let call = c.add_rule("call", &format!("\"{{\" {sp} \"\\\"name\\\"\" \":\" {sp} ( {} {sp} \",\" {sp} \"\\\"arguments\\\"\" \":\" {sp} {a} | {} {sp} \",\" {sp} \"\\\"arguments\\\"\" \":\" {sp} {b} ) {sp} \"}}\"", gbnf_literal("\"get_weather\""), gbnf_literal("\"get_time\"")));
+    assert!(c.warnings().is_empty());
+    let g = c.finish(&call);
+    println!("{g}");
+    let gr = grammar(&g);
+    assert!(
+        toolrail_engine::check(
+            &gr,
+            br#"{"name": "get_weather", "arguments": {"city": "Oslo"}}"#
+        )
+        .is_accepted()
+    );
+    assert!(
+        !toolrail_engine::check(
+            &gr,
+            br#"{"name": "get_weather", "arguments": {"tz": "UTC"}}"#
+        )
+        .is_accepted()
+    );
+    assert!(g.starts_with("root ::= call\n"), "{g}");
+}
+
+#[test]
+fn gbnf_literal_escapes() {
+    assert_eq!(gbnf_literal("a\"b\\\n"), r#""a\"b\\\n""#);
+}
+
+#[test]
+fn multiple_of_brute_force() {
+    // (multipleOf, integer?) against every value k/100 for k in -400..400 written canonically
+    for (m, m_hundredths, integer) in [
+        ("2", 200, false),
+        ("1.5", 150, false),
+        ("0.25", 25, false),
+        ("3", 300, true),
+        ("0.5", 50, true),
+        ("7", 700, false),
+    ] {
+        let ty = if integer { "integer" } else { "number" };
+        let schema: Value =
+            serde_json::from_str(&format!(r#"{{"type": "{ty}", "multipleOf": {m}}}"#)).unwrap();
+        let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+        let g = grammar(&c.gbnf);
+        for k in -400i64..400 {
+            let text = if k % 100 == 0 {
+                format!("{}", k / 100)
+            } else {
+                format!("{}", k as f64 / 100.0)
+            };
+            let is_int = k % 100 == 0;
+            let want = k % m_hundredths == 0 && (!integer || is_int);
+            let got = toolrail_engine::check(&g, text.as_bytes()).is_accepted();
+            assert_eq!(got, want, "multipleOf {m} ({ty}) {text}\n{}", c.gbnf);
+        }
+        assert_eq!(
+            toolrail_engine::check(&g, b"4.50").is_accepted(),
+            m == "1.5" || m == "0.25" || m == "0.5" && !integer
+        );
+    }
+}
+
+#[test]
+fn many_optional_properties_with_extras() {
+    let props: serde_json::Map<String, Value> = ["a", "b", "c", "d", "e", "f"]
+        .iter()
+        .map(|k| (k.to_string(), json!({"type": "string"})))
+        .collect();
+    let schema = json!({"type": "object", "properties": props, "required": ["d"], "additionalProperties": {"type": "integer"}});
+    let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+    assert!(c.gbnf.contains("-rest-"), "{}", c.gbnf);
+    let g = grammar(&c.gbnf);
+    for ok in [
+        r#"{"d":"x"}"#,
+        r#"{"x":1,"d":"x"}"#,
+        r#"{"a":"1","x":2,"c":"3","d":"","y":5,"f":"z"}"#,
+        r#"{"d":"","aa":3}"#,
+        r#"{"c":"1","a":"2","d":""}"#,
+        r#"{"f":"1","x":7,"e":"2","d":"","c":"","b":"","a":"","y":8}"#,
+    ] {
+        assert!(
+            toolrail_engine::check(&g, ok.as_bytes()).is_accepted(),
+            "{ok}\n{}",
+            c.gbnf
+        );
+    }
+    for bad in [
+        r#"{}"#,
+        r#"{"x":1}"#,
+        r#"{"c":"1","a":"2"}"#,
+        r#"{"c":"1","d":"","c":"2"}"#,
+        r#"{"a":1,"d":""}"#,
+        r#"{"x":"s","d":""}"#,
+        r#"{"d":"","d":""}"#,
+    ] {
+        assert!(
+            !toolrail_engine::check(&g, bad.as_bytes()).is_accepted(),
+            "{bad}\n{}",
+            c.gbnf
+        );
+    }
+}
+
+#[test]
+fn unsatisfiable_schemas_give_a_grammar_matching_nothing() {
+    for schema in [
+        json!(false),
+        json!({"not": {}}),
+        json!({"type": "integer", "minimum": 3, "maximum": 2}),
+        json!({"allOf": [{"type": "string"}, {"type": "null"}]}),
+    ] {
+        let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+        let g = grammar(&c.gbnf);
+        for text in ["", "null", "1", "\"a\"", "{}", "[]"] {
+            assert!(
+                !toolrail_engine::check(&g, text.as_bytes()).is_accepted(),
+                "{schema} {text}\n{}",
+                c.gbnf
+            );
+        }
+    }
+}
+
+#[test]
+fn output_is_deterministic() {
+    let schema = json!({"type": "object", "properties": {"x": {"anyOf": [{"type": "string", "format": "date"}, {"type": "array", "items": {"$ref": "#"}}]}}});
+    let a = schema_to_gbnf(&schema, &ConvertOptions::default())
+        .unwrap()
+        .gbnf;
+    for _ in 0..5 {
+        assert_eq!(
+            schema_to_gbnf(&schema, &ConvertOptions::default())
+                .unwrap()
+                .gbnf,
+            a
+        );
+    }
+    assert!(
+        a.lines().filter(|l| !l.starts_with('#')).all(|l| !l
+            .split("::=")
+            .next()
+            .unwrap_or("")
+            .contains('_')),
+        "{a}"
+    );
+}
+
+#[test]
+fn unique_items_over_small_enums() {
+    let schema = json!({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": true, "minItems": 1});
+    let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+    let g = grammar(&c.gbnf);
+    for ok in [r#"["a"]"#, r#"["c","a"]"#, r#"["b", "c", "a"]"#] {
+        assert!(
+            toolrail_engine::check(&g, ok.as_bytes()).is_accepted(),
+            "{ok}\n{}",
+            c.gbnf
+        );
+    }
+    for bad in ["[]", r#"["a","a"]"#, r#"["a","b","c","a"]"#, r#"["d"]"#] {
+        assert!(
+            !toolrail_engine::check(&g, bad.as_bytes()).is_accepted(),
+            "{bad}\n{}",
+            c.gbnf
+        );
+    }
+    let open = json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true});
+    assert_eq!(
+        schema_to_gbnf(&open, &ConvertOptions::default())
+            .unwrap_err()
+            .keyword,
+        "uniqueItems"
+    );
+}
+
+#[test]
+fn close_objects_closes_declared_objects_only() {
+    let opts = ConvertOptions {
+        close_objects: true,
+        ..Default::default()
+    };
+    let schema = json!({"type": "object", "properties": {
+        "meta": {"type": "object"},
+        "tag": {"type": "string"}
+    }, "required": ["id"]});
+    let c = schema_to_gbnf(&schema, &opts).unwrap();
+    let g = grammar(&c.gbnf);
+    for ok in [r#"{"id":1}"#, r#"{"id":[1],"meta":{"x":[1,2]},"tag":"t"}"#] {
+        assert!(
+            toolrail_engine::check(&g, ok.as_bytes()).is_accepted(),
+            "{ok}\n{}",
+            c.gbnf
+        );
+    }
+    for bad in [r#"{}"#, r#"{"id":1,"other":2}"#] {
+        assert!(
+            !toolrail_engine::check(&g, bad.as_bytes()).is_accepted(),
+            "{bad}\n{}",
+            c.gbnf
+        );
+    }
+    // standard semantics: open
+    assert!(accepts(
+        &schema,
+        &ConvertOptions::default(),
+        r#"{"id":1,"other":2}"#
+    ));
+}
+
+#[test]
+fn uri_reference_format() {
+    let schema = json!({"type": "string", "format": "uri-reference"});
+    let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+    let g = grammar(&c.gbnf);
+    for ok in [
+        "\"/abc\"",
+        "\"abc\"",
+        "\"//foo.bar/?baz=qux#quux\"",
+        "\"http://a.b/c\"",
+        "\"\"",
+        "\"#frag\"",
+    ] {
+        assert!(
+            toolrail_engine::check(&g, ok.as_bytes()).is_accepted(),
+            "{ok}"
+        );
+    }
+    for bad in ["\"a b\"", "\"%zz\"", "\"http://[x]/\""] {
+        assert!(
+            !toolrail_engine::check(&g, bad.as_bytes()).is_accepted(),
+            "{bad}"
+        );
+    }
+}
+
+/// `llama_compat` options (optionally lenient).
+fn compat() -> ConvertOptions {
+    ConvertOptions {
+        llama_compat: true,
+        ..ConvertOptions::default()
+    }
+}
+
+/// Converts in llama_compat mode; returns the grammar and the ignored keywords as
+/// `keyword@pointer`.
+fn compat_grammar(schema: &Value) -> (Arc<Grammar>, Vec<String>, String) {
+    let c = schema_to_gbnf(schema, &compat()).unwrap_or_else(|e| panic!("{e}\n{schema}"));
+    let warnings = c
+        .warnings
+        .iter()
+        .map(|w| format!("{}@{}", w.keyword, w.pointer))
+        .collect();
+    (grammar(&c.gbnf), warnings, c.gbnf)
+}
+
+fn check_texts(schema: &Value, ok: &[&str], bad: &[&str]) -> Vec<String> {
+    let (g, warnings, text) = compat_grammar(schema);
+    for s in ok {
+        assert!(
+            toolrail_engine::check(&g, s.as_bytes()).is_accepted(),
+            "{schema}: {s} should be accepted\n{text}"
+        );
+    }
+    for s in bad {
+        assert!(
+            !toolrail_engine::check(&g, s.as_bytes()).is_accepted(),
+            "{schema}: {s} should be rejected\n{text}"
+        );
+    }
+    warnings
+}
+
+#[test]
+fn llama_compat_infers_types_as_llama_cpp() {
+    // items → array (the default mode accepts any non-array)
+    let s = json!({"items": {"type": "integer"}, "minItems": 1, "maxItems": 2});
+    assert!(accepts(&s, &ConvertOptions::default(), "1"));
+    check_texts(
+        &s,
+        &["[1]", "[1, 2]"],
+        &["1", "\"a\"", "[]", "[1,2,3]", "null"],
+    );
+    // prefixItems → array, a tuple of exactly that length
+    let s = json!({"prefixItems": [{"type": "integer"}, {"type": "string"}]});
+    assert!(accepts(&s, &ConvertOptions::default(), "[1]"));
+    check_texts(&s, &["[1, \"a\"]"], &["[1]", "[]", "[1, \"a\", 2]", "1"]);
+    // properties → a closed object
+    let s = json!({"properties": {"a": {"type": "integer"}}});
+    check_texts(
+        &s,
+        &["{}", "{\"a\": 1}"],
+        &["1", "[]", "{\"a\": 1, \"b\": 2}"],
+    );
+    // additionalProperties other than true → object
+    let s = json!({"additionalProperties": {"type": "integer"}});
+    check_texts(&s, &["{}", "{\"k\": 1}"], &["\"x\"", "{\"k\": \"v\"}"]);
+    let s = json!({"additionalProperties": true});
+    check_texts(&s, &["1", "\"x\"", "{\"k\": \"v\"}"], &[]);
+    // string keywords → string
+    for s in [
+        json!({"pattern": "^a+$"}),
+        json!({"minLength": 1}),
+        json!({"maxLength": 3}),
+        json!({"format": "date"}),
+    ] {
+        check_texts(&s, &[], &["1", "null", "[]"]);
+    }
+    check_texts(&json!({"pattern": "^a+$"}), &["\"aa\""], &["\"b\""]);
+    // keywords llama.cpp infers nothing from: any value, and the keyword is ignored
+    for (s, kw) in [
+        (json!({"minItems": 2}), "minItems"),
+        (json!({"minimum": 3}), "minimum"),
+        (json!({"format": "email"}), "format"),
+        (json!({"required": ["a"]}), "required"),
+    ] {
+        let w = check_texts(&s, &["1", "[]", "\"x\"", "{}", "null"], &[]);
+        assert_eq!(w, vec![format!("{kw}@#")], "{s}");
+    }
+    // a type list: each type reads its own keywords
+    let s = json!({"type": ["integer", "null"], "minimum": 1, "multipleOf": 2});
+    let w = check_texts(&s, &["3", "null"], &["0", "\"3\""]);
+    assert_eq!(w, vec!["multipleOf@#"]);
+}
+
+#[test]
+fn llama_compat_closes_objects_in_llama_cpp_order() {
+    let props = json!({"a": {"type": "integer"}, "b": {"type": "integer"}});
+    // closed unless additionalProperties says otherwise
+    let s = json!({"type": "object", "properties": props});
+    assert!(accepts(
+        &s,
+        &ConvertOptions::default(),
+        r#"{"a": 1, "x": 2}"#
+    ));
+    check_texts(&s, &["{}", r#"{"a": 1, "b": 2}"#], &[r#"{"a": 1, "x": 2}"#]);
+    // free-form without properties
+    check_texts(&json!({"type": "object"}), &[r#"{"x": [1]}"#], &["1"]);
+    // additional members: allowed when said so, after the declared ones (as llama.cpp writes)
+    let s = json!({"type": "object", "properties": props, "additionalProperties": true});
+    check_texts(
+        &s,
+        &[
+            r#"{"a": 1, "x": 2}"#,
+            r#"{"x": 2}"#,
+            r#"{"b": 1, "x": 2, "y": 3}"#,
+        ],
+        &[r#"{"x": 2, "a": 1}"#, r#"{"a": "s"}"#],
+    );
+    // required members first, then the optional ones, each in schema order
+    let s = json!({"type": "object", "properties": props, "required": ["b"]});
+    check_texts(
+        &s,
+        &[r#"{"b": 1, "a": 2}"#, r#"{"b": 1}"#],
+        &[r#"{"a": 2, "b": 1}"#, "{}"],
+    );
+    // a required name missing from properties is neither required nor admitted
+    let s =
+        json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a", "z"]});
+    let w = check_texts(&s, &[r#"{"a": 1}"#], &[r#"{"a": 1, "z": 2}"#]);
+    assert_eq!(w, vec!["required@#"]);
+}
+
+#[test]
+fn llama_compat_ignored_keywords_are_warnings() {
+    // refused by the default mode, converted with a warning naming keyword and pointer
+    for (s, ok, kw) in [
+        (
+            json!({"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}}}),
+            r#"{"tags": ["a", "a"]}"#,
+            "uniqueItems@#/properties/tags",
+        ),
+        (
+            json!({"oneOf": [{"type": "integer"}, {"type": "number"}]}),
+            "1",
+            "oneOf@#",
+        ),
+        (
+            json!({"type": "integer", "not": {"enum": [3, 4]}}),
+            "3",
+            "not@#",
+        ),
+        (
+            json!({"type": "string", "format": "date", "maxLength": 3}),
+            r#""2024-01-01""#,
+            "maxLength@#",
+        ),
+        (
+            json!({"type": "object", "patternProperties": {"^x": {"type": "integer"}}}),
+            r#"{"x": "s"}"#,
+            "patternProperties@#",
+        ),
+        (
+            json!({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 1}),
+            "{}",
+            "minProperties@#",
+        ),
+        (
+            json!({"type": "string", "pattern": "^a+$", "minLength": 3}),
+            r#""a""#,
+            "minLength@#",
+        ),
+        (
+            json!({"if": {"type": "integer"}, "then": {"minimum": 3}}),
+            "1",
+            "if@#",
+        ),
+    ] {
+        assert!(
+            schema_to_gbnf(&s, &ConvertOptions::default()).is_err(),
+            "{s}"
+        );
+        let w = check_texts(&s, &[ok], &[]);
+        assert!(w.contains(&kw.to_string()), "{s}: {w:?}");
+    }
+    // enforced by the default mode, ignored by llama.cpp
+    for (s, ok, kws) in [
+        (
+            json!({"type": "number", "minimum": 0}),
+            "-1",
+            vec!["minimum@#"],
+        ),
+        (
+            json!({"type": "integer", "minimum": 0, "exclusiveMinimum": 5}),
+            "1",
+            vec!["exclusiveMinimum@#"],
+        ),
+        (
+            json!({"type": "integer", "multipleOf": 2}),
+            "3",
+            vec!["multipleOf@#"],
+        ),
+        (
+            json!({"type": "string", "format": "email"}),
+            r#""x""#,
+            vec!["format@#"],
+        ),
+        (
+            json!({"$ref": "#/$defs/s", "maxLength": 2, "$defs": {"s": {"type": "string"}}}),
+            r#""abc""#,
+            vec!["maxLength@#"],
+        ),
+        (
+            json!({"type": "string", "enum": ["a", 1]}),
+            "1",
+            vec!["type@#"],
+        ),
+        (
+            json!({"anyOf": [{"type": "string"}, {"type": "integer"}], "minLength": 2}),
+            r#""a""#,
+            vec!["minLength@#"],
+        ),
+    ] {
+        assert!(!accepts(&s, &ConvertOptions::default(), ok), "{s}");
+        let w = check_texts(&s, &[ok], &[]);
+        assert_eq!(w, kws, "{s}");
+    }
+    // oneOf is anyOf; each ignored keyword is reported once, at its own pointer
+    let s = json!({"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 0}]});
+    let w = check_texts(&s, &["1", "-1.5"], &["\"1\""]);
+    assert_eq!(w, vec!["minimum@#/oneOf/1", "oneOf@#"]);
+    let s = json!({"oneOf": [{"type": "string"}, {}]});
+    assert!(!accepts(&s, &ConvertOptions::default(), "\"x\""));
+    check_texts(&s, &["\"x\"", "1"], &[]);
+    // a tuple: its length is exact, whatever minItems and additionalItems say
+    let s = json!({"items": [{"type": "integer"}], "minItems": 0, "additionalItems": true});
+    assert!(accepts(&s, &ConvertOptions::default(), "[1, 2]"));
+    let w = check_texts(&s, &["[1]"], &["[]", "[1, 2]"]);
+    assert_eq!(w, vec!["minItems@#", "additionalItems@#"]);
+    // patterns llama.cpp does not translate: any string
+    for p in [
+        "ab", "^a$b$", "^(?=a)a$", "^\\d+$", "^[\\w]$", "^a{,x}$", "^\\/$",
+    ] {
+        let s = json!({"pattern": p, "minLength": 5});
+        let w = check_texts(&s, &[r#""x""#], &["1"]);
+        assert_eq!(w, vec!["pattern@#", "minLength@#"], "{s}");
+    }
+    check_texts(
+        &json!({"pattern": "^[$^]a\\$\\x41[\\-a]{2,}$"}),
+        &[r#""$a$A-a""#],
+        &[r#""x""#, r#""$a$A-""#],
+    );
+    // allOf as llama.cpp reads it: members' properties, all required, closed
+    let s = json!({"allOf": [
+        {"properties": {"a": {"type": "integer"}}},
+        {"properties": {"b": {"type": "integer"}}, "required": ["b"]},
+        {"anyOf": [{"properties": {"c": {"type": "integer"}}}, {"type": "string"}]},
+        {"minProperties": 1}
+    ]});
+    let w = check_texts(
+        &s,
+        &[r#"{"a": 1, "b": 2}"#, r#"{"a": 1, "b": 2, "c": 3}"#],
+        &[r#"{"b": 2}"#, r#"{"a": 1, "b": 2, "x": 3}"#, r#""s""#],
+    );
+    assert_eq!(w, vec!["allOf@#/allOf/3", "allOf@#"]);
+    let s = json!({"allOf": [{"enum": [1, 2, 3]}, {"enum": [2, 3, 4]}]});
+    check_texts(&s, &["2", "3"], &["1", "4"]);
+    // what the default mode does stays as it was
+    let s = json!({"type": "integer", "minimum": 1, "maximum": 3});
+    check_texts(&s, &["1", "3", "2.0"], &["0", "4"]);
+    // what llama.cpp refuses too is still an error
+    let s = json!({"type": "string", "pattern": "^(a$"});
+    assert!(schema_to_gbnf(&s, &compat()).is_err());
+}
+
+/// Comments name schema pointers; a property name with a line break stays on the comment line.
+#[test]
+fn property_names_with_line_breaks_keep_the_grammar_valid() {
+    let schema = json!({"type": "object", "properties": {"a\nb": {"type": "object",
+        "properties": {"x": {"type": "integer"}, "y\r": {"type": "string"}}}}});
+    let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+    let g = grammar(&c.gbnf);
+    for ok in [r#"{"a\nb": {"y\r": "s", "x": 1}}"#, r#"{"a\nb": {}}"#] {
+        assert!(
+            toolrail_engine::check(&g, ok.as_bytes()).is_accepted(),
+            "{ok}\n{}",
+            c.gbnf
+        );
+    }
+}

@@ -1,0 +1,9 @@
+//! The converter: its API, llama.cpp's own converter vectors, property tests against the validator,
+//! and the JSON Schema Test Suite.
+//!
+//! One test binary per crate: each module is one former test file.
+
+mod api;
+mod llama_vectors;
+mod props;
+mod suite;

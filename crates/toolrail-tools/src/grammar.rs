@@ -1,0 +1,1269 @@
+//! Tool-call grammars: a discriminated union over a tool set, in every envelope.
+//!
+//! A tool's name can only be followed by that tool's own arguments (seed 001's fix for the
+//! "name of one tool, arguments of another" bug): each tool gets its own rule pairing its quoted
+//! name with its arguments rule, and the call rule is the union of those pairs.
+//!
+//! ```text
+//! root ::= call
+//! call ::= "{" space "\"name\"" ":" space ( call-get-weather | call-send-messages ) space "}"
+//! # tool 'get_weather': Current weather for a city
+//! call-get-weather ::= "\"get_weather\"" "," space "\"arguments\"" ":" space args-get-weather
+//! ```
+//!
+//! Arguments of the JSON envelopes (`openai`, `llama3`, `hermes`, `gemma`) come from the JSON Schema
+//! converter ([`toolrail_schema`]) applied to [`Tool::arguments_schema`] (objects closed unless the
+//! schema says otherwise); the validator checks against the very same schema.
+//!
+//! `pythonic` calls are `name(arg=value, ...)` with Python literals. Arguments are written as
+//! keyword arguments **in the schema's declared property order**: required ones always, optional
+//! ones optionally, separated by `","` and the whitespace rule. (The validator accepts any order,
+//! since Python keyword arguments mean the same in any order; everything the grammar accepts, it
+//! accepts.) Values follow the schema: `True`/`False`, `None`, lists, dicts with double-quoted keys,
+//! enum/const values as Python literals; strings and numbers reuse the converter's JSON rules
+//! (JSON string and number syntax is valid Python), so `pattern`, `format`, length and range
+//! keywords hold there too. Keywords the pythonic builder cannot express exactly are an error
+//! naming the keyword and pointer (a warning with `lenient`).
+//!
+//! Options: `parallel` (JSON envelopes: a JSON list of one or more calls; others: calls separated
+//! by `"\n"`), `auto` (plain text not starting like a call, or the calls), whitespace style
+//! (`compact`), `lenient`.
+
+use crate::envelope::{Format, Spacing, is_name_char, write_python};
+use crate::toolset::{Tool, ToolSet, escape_pointer};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use toolrail_schema::{
+    ConvertOptions, MemberOrder, SchemaConverter, SchemaError, Whitespace, gbnf_literal,
+};
+
+/// Options of the tool-call grammar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GrammarOptions {
+    /// The envelope calls are written in.
+    pub format: Format,
+    /// Allow several calls.
+    pub parallel: bool,
+    /// Allow plain text (not starting like a call) instead of calls.
+    pub auto: bool,
+    /// No whitespace at all between JSON tokens (default: none or one space, like llama.cpp).
+    pub compact: bool,
+    /// Turn unsupported keywords into warnings instead of errors.
+    pub lenient: bool,
+}
+
+impl Default for GrammarOptions {
+    fn default() -> Self {
+        Self {
+            format: Format::OpenAi,
+            parallel: false,
+            auto: false,
+            compact: false,
+            lenient: false,
+        }
+    }
+}
+
+impl GrammarOptions {
+    /// The rendering spacing matching these options.
+    pub fn spacing(&self) -> Spacing {
+        if self.compact {
+            Spacing::Compact
+        } else {
+            Spacing::Spaced
+        }
+    }
+}
+
+/// Why a tool-call grammar could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum GrammarError {
+    /// The tool set is empty: no call can be written.
+    #[error("the tool set is empty")]
+    Empty,
+    /// The converter rejected a tool's arguments schema.
+    #[error("tool '{tool}': {error}")]
+    Schema {
+        /// The tool.
+        tool: String,
+        /// The converter's error (keyword, pointer, message).
+        error: SchemaError,
+    },
+    /// The pythonic builder cannot express a keyword exactly.
+    #[error("tool '{tool}', {pointer}: unsupported in pythonic calls: {keyword} ({message})")]
+    Unsupported {
+        /// The tool.
+        tool: String,
+        /// JSON pointer into the tool's parameters schema.
+        pointer: String,
+        /// The keyword.
+        keyword: String,
+        /// Why.
+        message: String,
+    },
+    /// A tool or argument name cannot be written in this envelope (pythonic calls need
+    /// identifier-like names; gemma tool names cannot contain whitespace or `{`).
+    #[error("tool '{tool}': name '{name}' cannot be written in {format} calls ({why})")]
+    BadName {
+        /// The tool.
+        tool: String,
+        /// The offending tool or argument name.
+        name: String,
+        /// The envelope.
+        format: Format,
+        /// What is allowed.
+        why: &'static str,
+    },
+    /// A plain JSON Schema (`grammar --schema`) could not be converted.
+    #[error("{0}")]
+    PlainSchema(SchemaError),
+}
+
+/// A generated tool-call grammar.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolGrammar {
+    /// The GBNF text (`root` first).
+    pub text: String,
+    /// Warnings (lenient conversions, approximations), each naming a tool or pointer.
+    pub warnings: Vec<String>,
+    /// For each tool, the rule holding its name-and-arguments pair.
+    pub tool_rules: Vec<(String, String)>,
+}
+
+/// Builds the GBNF grammar for one JSON Schema value (`toolrail grammar --schema`).
+pub fn schema_grammar(schema: &Value, opts: &GrammarOptions) -> Result<ToolGrammar, GrammarError> {
+    let conversion = toolrail_schema::schema_to_gbnf(schema, &convert_options(opts, false))
+        .map_err(GrammarError::PlainSchema)?;
+    Ok(ToolGrammar {
+        text: conversion.gbnf,
+        warnings: conversion.warnings.iter().map(|w| w.to_string()).collect(),
+        tool_rules: Vec::new(),
+    })
+}
+
+fn convert_options(opts: &GrammarOptions, close_objects: bool) -> ConvertOptions {
+    ConvertOptions {
+        whitespace: if opts.compact {
+            Whitespace::Compact
+        } else {
+            Whitespace::Spaced
+        },
+        member_order: MemberOrder::Any,
+        lenient: opts.lenient,
+        close_objects,
+        llama_compat: false,
+    }
+}
+
+/// Builds the tool-call grammar for a tool set.
+///
+/// The envelope's own rules (`call`, `call-<tool>`, `calls`, `plain-text`, `py-…`) are appended
+/// after the converter's rules; should a name clash with one of the converter's, every envelope
+/// rule is prefixed with `tc-` instead.
+pub fn tool_call_grammar(
+    tools: &ToolSet,
+    opts: &GrammarOptions,
+) -> Result<ToolGrammar, GrammarError> {
+    if tools.is_empty() {
+        return Err(GrammarError::Empty);
+    }
+    let (grammar, clash) = build(tools, opts, "")?;
+    if !clash {
+        return Ok(grammar);
+    }
+    let (grammar, _) = build(tools, opts, "tc-")?;
+    Ok(grammar)
+}
+
+/// Names defined (`name ::=` at the start of a line) in a GBNF text.
+fn defined_names(text: &str) -> std::collections::HashSet<String> {
+    text.lines()
+        .filter_map(|l| {
+            let (name, _) = l.split_once("::=")?;
+            let name = name.trim();
+            (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+                .then(|| name.to_owned())
+        })
+        .collect()
+}
+
+fn build(
+    tools: &ToolSet,
+    opts: &GrammarOptions,
+    prefix: &str,
+) -> Result<(ToolGrammar, bool), GrammarError> {
+    // Objects are closed explicitly in `arguments_schema`, so the converter sees exactly the schema
+    // the validator uses.
+    let mut conv = SchemaConverter::new(convert_options(opts, false));
+    let space = conv.space_rule();
+    let mut out = Emitter {
+        prefix: prefix.to_owned(),
+        ..Emitter::default()
+    };
+    let mut warnings = Vec::new();
+    let mut tool_rules = Vec::new();
+    let mut pairs = Vec::new();
+    let mut py = PyBuilder::new(space.clone(), opts.lenient);
+    for tool in tools.tools() {
+        check_tool_name(tool, opts.format)?;
+        let slug = slug(&tool.name);
+        let schema = tool.arguments_schema();
+        let pair_name = out.fresh(&format!("call-{slug}"));
+        let body = match opts.format {
+            Format::OpenAi | Format::Llama3 | Format::Hermes => {
+                let args = conv
+                    .add_schema(&format!("args-{slug}"), &schema)
+                    .map_err(|error| GrammarError::Schema {
+                        tool: tool.name.clone(),
+                        error,
+                    })?;
+                let key = opts.format.arguments_key();
+                format!(
+                    "{} \",\" {space} {} \":\" {space} {args}",
+                    gbnf_literal(&json_string(&tool.name)),
+                    gbnf_literal(&json_string(key)),
+                )
+            }
+            Format::Gemma => {
+                let args = conv
+                    .add_schema(&format!("args-{slug}"), &schema)
+                    .map_err(|error| GrammarError::Schema {
+                        tool: tool.name.clone(),
+                        error,
+                    })?;
+                format!("{} {args}", gbnf_literal(&tool.name))
+            }
+            Format::Pythonic => {
+                let kwargs = py.kwargs(tool, &schema, &mut conv, &mut out)?;
+                if kwargs.is_empty() {
+                    format!("{} \"()\"", gbnf_literal(&tool.name))
+                } else {
+                    format!("{} \"(\" {kwargs} \")\"", gbnf_literal(&tool.name))
+                }
+            }
+        };
+        let comment = tool_comment(tool);
+        out.rule_with_comment(&pair_name, &body, &comment);
+        tool_rules.push((tool.name.clone(), pair_name.clone()));
+        pairs.push(pair_name);
+    }
+    warnings.append(&mut py.warnings);
+    let union = pairs.join(" | ");
+    let (sep, one) = match opts.format {
+        Format::OpenAi | Format::Llama3 | Format::Hermes => {
+            let call = out.fresh("call");
+            out.rule(
+                &call,
+                &format!(
+                    "\"{{\" {space} \"\\\"name\\\"\" \":\" {space} ( {union} ) {space} \"}}\""
+                ),
+            );
+            if opts.format == Format::Hermes {
+                let block = out.fresh("tool-call-block");
+                out.rule(
+                    &block,
+                    &format!("\"<tool_call>\\n\" {call} \"\\n</tool_call>\""),
+                );
+                ("\"\\n\"".to_owned(), block)
+            } else {
+                (format!("\",\" {space}"), call)
+            }
+        }
+        Format::Gemma => {
+            let call = out.fresh("call");
+            out.rule(&call, &format!("\"call:\" ( {union} )"));
+            ("\"\\n\"".to_owned(), call)
+        }
+        Format::Pythonic => {
+            let call = out.fresh("call");
+            out.rule(&call, &union);
+            ("\"\\n\"".to_owned(), call)
+        }
+    };
+    let calls = if opts.parallel {
+        let name = out.fresh("calls");
+        if opts.format.is_json() {
+            out.rule(
+                &name,
+                &format!("\"[\" {space} {one} ( {sep} {one} )* {space} \"]\""),
+            );
+        } else {
+            out.rule(&name, &format!("{one} ( {sep} {one} )*"));
+        }
+        name
+    } else {
+        one
+    };
+    let root_body = if opts.auto {
+        let text_rule = out.fresh("plain-text");
+        if opts.format == Format::Pythonic {
+            // Not `identifier(`: what the validator reads as a call, known tool or not.
+            let rest = out.fresh("plain-text-name");
+            out.comment("plain text: anything not starting like a call (a name, then '(')");
+            out.rule(
+                &text_rule,
+                &format!("[^a-zA-Z_] .* | [a-zA-Z_] {rest} | \"\""),
+            );
+            out.rule(
+                &rest,
+                &format!("[a-zA-Z0-9_.\\-] {rest} | [^a-zA-Z0-9_.(\\-] .* | \"\""),
+            );
+        } else {
+            let prefixes = call_prefixes(opts);
+            out.comment(&format!(
+                "plain text: anything not starting like a call ({})",
+                prefixes.join(", ")
+            ));
+            out.rule(&text_rule, &not_prefixed(&prefixes));
+        }
+        format!("{text_rule} | {calls}")
+    } else {
+        calls
+    };
+    warnings.extend(conv.warnings().iter().map(|w| w.to_string()));
+    let mut text = conv.finish(&root_body);
+    let theirs = defined_names(&text);
+    let clash = out.used.keys().any(|n| theirs.contains(n));
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push('\n');
+    text.push_str(&out.text);
+    Ok((
+        ToolGrammar {
+            text,
+            warnings,
+            tool_rules,
+        },
+        clash,
+    ))
+}
+
+fn check_tool_name(tool: &Tool, format: Format) -> Result<(), GrammarError> {
+    let bad = |why| GrammarError::BadName {
+        tool: tool.name.clone(),
+        name: tool.name.clone(),
+        format,
+        why,
+    };
+    match format {
+        Format::Pythonic
+            if !tool.name.chars().all(is_name_char)
+                || !tool
+                    .name
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_') =>
+        {
+            Err(bad(
+                "ASCII letters, digits, '_', '.' and '-' only, starting with a letter or '_'",
+            ))
+        }
+        Format::Gemma if tool.name.chars().any(|c| c.is_whitespace() || c == '{') => {
+            Err(bad("no whitespace or '{'"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// True when `name` is a Python identifier (ASCII): usable as a keyword argument.
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The texts a call starts with, for the `auto` option's "plain text" branch.
+fn call_prefixes(opts: &GrammarOptions) -> Vec<String> {
+    match opts.format {
+        // Both, whatever `parallel` says: the validator reads `[` as a list of calls.
+        Format::OpenAi | Format::Llama3 => vec!["{".into(), "[".into()],
+        Format::Hermes => vec!["<tool_call>".into()],
+        Format::Gemma => vec!["call:".into()],
+        Format::Pythonic => Vec::new(),
+    }
+}
+
+/// An expression matching every text that does not start with one of `prefixes` (including the
+/// empty text and proper prefixes of them): a trie of the prefixes, complemented.
+fn not_prefixed(prefixes: &[String]) -> String {
+    #[derive(Default)]
+    struct Node {
+        end: bool,
+        children: BTreeMap<char, Node>,
+    }
+    let mut root = Node::default();
+    for p in prefixes {
+        let mut n = &mut root;
+        for c in p.chars() {
+            n = n.children.entry(c).or_default();
+        }
+        n.end = true;
+    }
+    fn expr(node: &Node) -> String {
+        let chars: String = node.children.keys().map(|&c| class_char(c)).collect();
+        let mut alts = vec![format!("[^{chars}] .*")];
+        for (c, child) in &node.children {
+            if !child.end {
+                alts.push(format!("{} {}", gbnf_literal(&c.to_string()), expr(child)));
+            }
+        }
+        alts.push("\"\"".to_owned());
+        format!("( {} )", alts.join(" | "))
+    }
+    let e = expr(&root);
+    e.strip_prefix("( ")
+        .and_then(|x| x.strip_suffix(" )"))
+        .map_or(e.clone(), str::to_owned)
+}
+
+fn class_char(c: char) -> String {
+    match c {
+        // llama.cpp knows `\\ \] \[ \-` but not `\^`: hex for that one.
+        '\\' | ']' | '[' | '-' => format!("\\{c}"),
+        '^' => "\\x5E".to_owned(),
+        c if (c as u32) < 0x20 || c as u32 == 0x7f => format!("\\x{:02X}", c as u32),
+        c => c.to_string(),
+    }
+}
+
+fn tool_comment(tool: &Tool) -> String {
+    let desc: String = tool
+        .description
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let desc: String = desc.chars().take(100).collect();
+    if desc.is_empty() {
+        format!("tool '{}'", tool.name)
+    } else {
+        format!("tool '{}': {desc}", tool.name)
+    }
+}
+
+fn json_string(s: &str) -> String {
+    Value::String(s.to_owned()).to_string()
+}
+
+/// A rule name fragment from a tool name: `[a-zA-Z0-9-]` only.
+fn slug(name: &str) -> String {
+    let mut s: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    while s.contains("--") {
+        s = s.replace("--", "-");
+    }
+    let s = s.trim_matches('-').to_owned();
+    if s.is_empty() { "tool".into() } else { s }
+}
+
+/// Our own rules, appended after the converter's (names prefixed with `prefix`, normally empty).
+#[derive(Default)]
+struct Emitter {
+    text: String,
+    prefix: String,
+    used: HashMap<String, usize>,
+}
+
+impl Emitter {
+    fn fresh(&mut self, hint: &str) -> String {
+        let base = format!("{}{hint}", self.prefix);
+        let mut name = base.clone();
+        let mut n = 1;
+        while self.used.contains_key(&name) {
+            n += 1;
+            name = format!("{base}-{n}");
+        }
+        self.used.insert(name.clone(), 1);
+        name
+    }
+
+    fn rule(&mut self, name: &str, body: &str) {
+        let _ = writeln!(self.text, "{name} ::= {}", body.trim_end());
+    }
+
+    fn comment(&mut self, c: &str) {
+        let _ = writeln!(self.text, "# {}", c.replace('\n', " "));
+    }
+
+    fn rule_with_comment(&mut self, name: &str, body: &str, comment: &str) {
+        self.comment(comment);
+        self.rule(name, body);
+    }
+}
+
+/// Keywords that never constrain values.
+const ANNOTATIONS: &[&str] = &[
+    "description",
+    "title",
+    "default",
+    "examples",
+    "example",
+    "$comment",
+    "$schema",
+    "$id",
+    "$anchor",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$defs",
+    "definitions",
+];
+
+const STRING_KEYWORDS: &[&str] = &[
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "contentEncoding",
+    "contentMediaType",
+];
+const NUMBER_KEYWORDS: &[&str] = &[
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+];
+
+/// How object keys are written in pythonic calls.
+#[derive(Clone, Copy)]
+enum KeyStyle {
+    /// `name=` (the call's keyword arguments).
+    Kwarg,
+    /// `"name": ` (a dict literal).
+    DictKey,
+}
+
+/// Builds Python-literal value rules.
+struct PyBuilder {
+    space: String,
+    lenient: bool,
+    warnings: Vec<String>,
+    generic: Option<String>,
+    /// Rules built for `$ref` targets, by (tool, ref).
+    refs: HashMap<(String, String), String>,
+    /// Converter rules for string/number leaves, by the leaf schema's JSON text.
+    leaves: HashMap<String, String>,
+}
+
+struct Ctx<'a> {
+    tool: &'a str,
+    root: &'a Value,
+}
+
+impl PyBuilder {
+    fn new(space: String, lenient: bool) -> Self {
+        Self {
+            space,
+            lenient,
+            warnings: Vec::new(),
+            generic: None,
+            refs: HashMap::new(),
+            leaves: HashMap::new(),
+        }
+    }
+
+    fn unsupported(
+        &mut self,
+        ctx: &Ctx<'_>,
+        pointer: &str,
+        keyword: &str,
+        message: &str,
+    ) -> Result<(), GrammarError> {
+        if self.lenient {
+            self.warnings.push(format!(
+                "tool '{}', {pointer}: {keyword} not enforced in pythonic calls ({message})",
+                ctx.tool
+            ));
+            Ok(())
+        } else {
+            Err(GrammarError::Unsupported {
+                tool: ctx.tool.to_owned(),
+                pointer: pointer.to_owned(),
+                keyword: keyword.to_owned(),
+                message: message.to_owned(),
+            })
+        }
+    }
+
+    /// The keyword arguments of a tool: an expression (not a rule) to put between the parentheses.
+    fn kwargs(
+        &mut self,
+        tool: &Tool,
+        schema: &Value,
+        conv: &mut SchemaConverter,
+        out: &mut Emitter,
+    ) -> Result<String, GrammarError> {
+        let ctx = Ctx {
+            tool: &tool.name,
+            root: schema,
+        };
+        let obj = schema.as_object().cloned().unwrap_or_default();
+        for key in obj.keys() {
+            let k = key.as_str();
+            if ANNOTATIONS.contains(&k)
+                || matches!(
+                    k,
+                    "type" | "properties" | "required" | "additionalProperties"
+                )
+            {
+                continue;
+            }
+            self.unsupported(&ctx, "", k, "keyword on the arguments object")?;
+        }
+        if let Some(props) = obj.get("properties").and_then(Value::as_object)
+            && let Some(bad) = props.keys().find(|k| !is_identifier(k))
+        {
+            return Err(GrammarError::BadName {
+                tool: tool.name.clone(),
+                name: bad.clone(),
+                format: Format::Pythonic,
+                why: "keyword arguments must be Python identifiers",
+            });
+        }
+        let slug = slug(&tool.name);
+        self.entries(&ctx, &obj, "", &slug, conv, out, KeyStyle::Kwarg)
+    }
+
+    /// The sequence of `key value` entries of an object, in declared order, keys written as
+    /// keyword arguments (`a=`) or dict keys (`"a": `).
+    #[allow(clippy::too_many_arguments)]
+    fn entries(
+        &mut self,
+        ctx: &Ctx<'_>,
+        obj: &Map<String, Value>,
+        pointer: &str,
+        hint: &str,
+        conv: &mut SchemaConverter,
+        out: &mut Emitter,
+        style: KeyStyle,
+    ) -> Result<String, GrammarError> {
+        let required: Vec<&str> = obj
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let empty = Map::new();
+        let props = obj
+            .get("properties")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let additional = obj.get("additionalProperties");
+        let closed = matches!(additional, Some(Value::Bool(false)));
+        for r in &required {
+            if !props.contains_key(*r) && closed {
+                self.unsupported(
+                    ctx,
+                    pointer,
+                    "required",
+                    &format!("'{r}' is required but the object admits no such key"),
+                )?;
+            }
+        }
+        let space = self.space.clone();
+        let sep = format!("\",\" {space}");
+        let key = |k: &str| match style {
+            KeyStyle::Kwarg => gbnf_literal(&format!("{k}=")),
+            KeyStyle::DictKey => {
+                format!("{} {space}", gbnf_literal(&format!("{}:", json_string(k))))
+            }
+        };
+        // Values of undeclared members (also of required names missing from `properties`).
+        let extra_value = if closed {
+            None
+        } else {
+            Some(match additional {
+                Some(s @ Value::Object(_)) => self.value(
+                    ctx,
+                    s,
+                    &format!("{pointer}/additionalProperties"),
+                    &format!("{hint}-extra"),
+                    conv,
+                    out,
+                )?,
+                _ => self.generic(out),
+            })
+        };
+        let mut items: Vec<(String, bool)> = Vec::new();
+        let mut declared: Vec<String> = Vec::new();
+        for (name, sub) in props {
+            let p = format!("{pointer}/properties/{}", escape_pointer(name));
+            let v = self.value(ctx, sub, &p, &format!("{hint}-{}", slug(name)), conv, out)?;
+            items.push((
+                format!("{} {v}", key(name)),
+                required.contains(&name.as_str()),
+            ));
+            declared.push(name.clone());
+        }
+        if let Some(v) = &extra_value {
+            for r in &required {
+                if !props.contains_key(*r) && !declared.iter().any(|d| d == r) {
+                    items.push((format!("{} {v}", key(r)), true));
+                    declared.push((*r).to_owned());
+                }
+            }
+        }
+        // Undeclared members come after the declared ones, with keys that are none of them.
+        let (tail_written, tail_empty) = match &extra_value {
+            None => (String::new(), "\"\"".to_owned()),
+            Some(v) => {
+                let k = self.excluded_key(ctx, pointer, &declared, style, hint, out)?;
+                let kv = match style {
+                    KeyStyle::DictKey => format!("{k} \":\" {space} {v}"),
+                    KeyStyle::Kwarg => format!("{k} {v}"),
+                };
+                (
+                    format!("( {sep} {kv} )*"),
+                    format!("( {kv} ( {sep} {kv} )* )?"),
+                )
+            }
+        };
+        if items.is_empty() {
+            return Ok(tail_empty);
+        }
+        // start(i): nothing written yet; after(i): something written, each item needs `sep`.
+        let after = |i: usize| -> String {
+            let mut parts: Vec<String> = items[i..]
+                .iter()
+                .map(|(kv, req)| {
+                    if *req {
+                        format!("{sep} {kv}")
+                    } else {
+                        format!("( {sep} {kv} )?")
+                    }
+                })
+                .collect();
+            if !tail_written.is_empty() {
+                parts.push(tail_written.clone());
+            }
+            parts.join(" ")
+        };
+        let mut start = String::new();
+        let mut closing = 0usize;
+        for (i, (kv, req)) in items.iter().enumerate() {
+            let rest = after(i + 1);
+            let seq = if rest.is_empty() {
+                kv.clone()
+            } else {
+                format!("{kv} {rest}")
+            };
+            if *req {
+                start.push_str(&seq);
+                break;
+            }
+            start.push_str(&format!("( {seq} | "));
+            closing += 1;
+            if i + 1 == items.len() {
+                start.push_str(&tail_empty);
+            }
+        }
+        for _ in 0..closing {
+            start.push_str(" )");
+        }
+        Ok(start)
+    }
+
+    /// A rule for the key of an undeclared member (with its `=` for keyword arguments): any key
+    /// except the `declared` names. Dict keys are JSON strings without `\\u` or `\\/` escapes,
+    /// so no other spelling can denote a declared name; keyword names are Python identifiers.
+    fn excluded_key(
+        &mut self,
+        ctx: &Ctx<'_>,
+        pointer: &str,
+        declared: &[String],
+        style: KeyStyle,
+        hint: &str,
+        out: &mut Emitter,
+    ) -> Result<String, GrammarError> {
+        #[derive(Default)]
+        struct Node {
+            end: bool,
+            children: BTreeMap<char, Node>,
+        }
+        let mut root = Node::default();
+        for name in declared {
+            let ok = match style {
+                KeyStyle::Kwarg => is_identifier(name),
+                KeyStyle::DictKey => !name.chars().any(|c| c == '"' || c == '\\' || c < ' '),
+            };
+            if !ok {
+                self.unsupported(
+                    ctx,
+                    pointer,
+                    "properties",
+                    &format!("cannot exclude the key {name:?} from undeclared members"),
+                )?;
+                continue;
+            }
+            let mut n = &mut root;
+            for c in name.chars() {
+                n = n.children.entry(c).or_default();
+            }
+            n.end = true;
+        }
+        let name = out.fresh(&format!("{hint}-extra-key"));
+        let body = match style {
+            KeyStyle::DictKey => {
+                let ch = "[^\"\\\\\\x00-\\x1F]";
+                let esc = "\"\\\\\" [\"\\\\bfnrt]";
+                let rest = format!("( {ch} | {esc} )* \"\\\"\"");
+                fn expr(node: &Node, rest: &str, esc: &str) -> String {
+                    let mut alts = Vec::new();
+                    if !node.end {
+                        alts.push("\"\\\"\"".to_owned());
+                    }
+                    let kids: String = node.children.keys().map(|&c| class_char(c)).collect();
+                    alts.push(format!("( [^\"\\\\\\x00-\\x1F{kids}] | {esc} ) {rest}"));
+                    for (c, child) in &node.children {
+                        alts.push(format!(
+                            "{} {}",
+                            gbnf_literal(&c.to_string()),
+                            expr(child, rest, esc)
+                        ));
+                    }
+                    format!("( {} )", alts.join(" | "))
+                }
+                format!("\"\\\"\" {}", expr(&root, &rest, esc))
+            }
+            KeyStyle::Kwarg => {
+                fn class_without(chars: &str, kids: &BTreeMap<char, Node>) -> String {
+                    let keep: String = chars.chars().filter(|c| !kids.contains_key(c)).collect();
+                    if keep.is_empty() {
+                        String::new()
+                    } else {
+                        format!("[{keep}]")
+                    }
+                }
+                const FIRST: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_";
+                const NEXT: &str =
+                    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_";
+                fn expr(node: &Node, first: bool) -> String {
+                    let mut alts = Vec::new();
+                    if !node.end && !first {
+                        alts.push("\"=\"".to_owned());
+                    }
+                    let class = class_without(if first { FIRST } else { NEXT }, &node.children);
+                    if !class.is_empty() {
+                        alts.push(format!("{class} [a-zA-Z0-9_]* \"=\""));
+                    }
+                    for (c, child) in &node.children {
+                        alts.push(format!(
+                            "{} {}",
+                            gbnf_literal(&c.to_string()),
+                            expr(child, false)
+                        ));
+                    }
+                    format!("( {} )", alts.join(" | "))
+                }
+                expr(&root, true)
+            }
+        };
+        out.comment(&format!(
+            "keys other than {}",
+            declared
+                .iter()
+                .map(|d| format!("'{d}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        out.rule(&name, &body);
+        Ok(name)
+    }
+
+    fn generic(&mut self, out: &mut Emitter) -> String {
+        if let Some(g) = &self.generic {
+            return g.clone();
+        }
+        let s = self.space.clone();
+        let value = out.fresh("py-value");
+        let list = out.fresh("py-list");
+        let dict = out.fresh("py-dict");
+        let string = self.generic_string(out);
+        let number = out.fresh("py-number");
+        out.comment("any Python literal");
+        out.rule(
+            &value,
+            &format!("{string} | {number} | \"True\" | \"False\" | \"None\" | {list} | {dict}"),
+        );
+        out.rule(
+            &list,
+            &format!("\"[\" {s} ( {value} ( \",\" {s} {value} )* )? \"]\""),
+        );
+        out.rule(
+            &dict,
+            &format!(
+                "\"{{\" {s} ( {string} \":\" {s} {value} ( \",\" {s} {string} \":\" {s} {value} )* )? \"}}\""
+            ),
+        );
+        out.rule(
+            &number,
+            "\"-\"? ( [0-9] | [1-9] [0-9]{1,15} ) ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?",
+        );
+        self.generic = Some(value.clone());
+        value
+    }
+
+    fn generic_string(&mut self, out: &mut Emitter) -> String {
+        let name = format!("{}py-string", out.prefix);
+        if !out.used.contains_key(&name) {
+            let n = out.fresh("py-string");
+            out.rule(
+                &n,
+                "\"\\\"\" ( [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} ) )* \"\\\"\"",
+            );
+        }
+        name
+    }
+
+    /// A rule (or expression) for a Python literal satisfying `schema`.
+    fn value(
+        &mut self,
+        ctx: &Ctx<'_>,
+        schema: &Value,
+        pointer: &str,
+        hint: &str,
+        conv: &mut SchemaConverter,
+        out: &mut Emitter,
+    ) -> Result<String, GrammarError> {
+        let obj = match schema {
+            Value::Bool(true) => return Ok(self.generic(out)),
+            Value::Bool(false) => {
+                self.unsupported(ctx, pointer, "false", "a schema that accepts nothing")?;
+                return Ok(self.generic(out));
+            }
+            Value::Object(o) => o,
+            _ => return Ok(self.generic(out)),
+        };
+        if let Some(Value::String(r)) = obj.get("$ref") {
+            return self.reference(ctx, r, pointer, conv, out);
+        }
+        if let Some(c) = obj.get("const") {
+            return Ok(literal_alts(std::slice::from_ref(c)));
+        }
+        if let Some(Value::Array(values)) = obj.get("enum") {
+            if values.is_empty() {
+                self.unsupported(ctx, &format!("{pointer}/enum"), "enum", "an empty enum")?;
+                return Ok(self.generic(out));
+            }
+            return Ok(literal_alts(values));
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(Value::Array(alts)) = obj.get(key) {
+                if key == "oneOf" {
+                    self.warnings.push(format!(
+                        "tool '{}', {pointer}: oneOf is treated as anyOf in pythonic calls",
+                        ctx.tool
+                    ));
+                }
+                let mut parts = Vec::new();
+                for (i, a) in alts.iter().enumerate() {
+                    let merged = merge_siblings(obj, a, key);
+                    parts.push(self.value(
+                        ctx,
+                        &merged,
+                        &format!("{pointer}/{key}/{i}"),
+                        &format!("{hint}-{i}"),
+                        conv,
+                        out,
+                    )?);
+                }
+                let name = out.fresh(hint);
+                out.rule(&name, &parts.join(" | "));
+                return Ok(name);
+            }
+        }
+        if let Some(Value::Array(all)) = obj.get("allOf") {
+            if all.len() == 1 {
+                let merged = merge_siblings(obj, &all[0], "allOf");
+                return self.value(ctx, &merged, &format!("{pointer}/allOf/0"), hint, conv, out);
+            }
+            self.unsupported(ctx, pointer, "allOf", "several allOf members")?;
+        }
+        let types: Vec<String> = match obj.get("type") {
+            Some(Value::String(t)) => vec![t.clone()],
+            Some(Value::Array(ts)) => ts
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            _ => infer_types(obj),
+        };
+        let known: &[&str] = &[
+            "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable",
+        ];
+        for key in obj.keys() {
+            let k = key.as_str();
+            let relevant = ANNOTATIONS.contains(&k)
+                || known.contains(&k)
+                || STRING_KEYWORDS.contains(&k)
+                || NUMBER_KEYWORDS.contains(&k)
+                || matches!(
+                    k,
+                    "properties"
+                        | "required"
+                        | "additionalProperties"
+                        | "items"
+                        | "prefixItems"
+                        | "minItems"
+                        | "maxItems"
+                );
+            if !relevant {
+                self.unsupported(ctx, &format!("{pointer}/{k}"), k, "keyword")?;
+            }
+        }
+        if types.is_empty() {
+            return Ok(self.generic(out));
+        }
+        let mut parts = Vec::new();
+        for t in &types {
+            let part = match t.as_str() {
+                "null" => "\"None\"".to_owned(),
+                "boolean" => "( \"True\" | \"False\" )".to_owned(),
+                "string" | "number" | "integer" => {
+                    let allowed: &[&str] = if t == "string" {
+                        STRING_KEYWORDS
+                    } else {
+                        NUMBER_KEYWORDS
+                    };
+                    let mut leaf = Map::new();
+                    leaf.insert("type".into(), Value::String(t.clone()));
+                    for (k, v) in obj {
+                        if allowed.contains(&k.as_str()) {
+                            leaf.insert(k.clone(), v.clone());
+                        }
+                    }
+                    let leaf = Value::Object(leaf);
+                    let memo_key = leaf.to_string();
+                    match self.leaves.get(&memo_key) {
+                        Some(rule) => rule.clone(),
+                        None => {
+                            let leaf_hint = if leaf.as_object().is_some_and(|m| m.len() == 1) {
+                                format!("py-{t}-value")
+                            } else {
+                                format!("py-{hint}-{t}")
+                            };
+                            let rule = conv.add_schema(&leaf_hint, &leaf).map_err(|error| {
+                                GrammarError::Schema {
+                                    tool: ctx.tool.to_owned(),
+                                    error: pointed(error, pointer),
+                                }
+                            })?;
+                            self.leaves.insert(memo_key, rule.clone());
+                            rule
+                        }
+                    }
+                }
+                "array" => self.array(ctx, obj, pointer, hint, conv, out)?,
+                "object" => {
+                    let s = self.space.clone();
+                    let entries =
+                        self.entries(ctx, obj, pointer, hint, conv, out, KeyStyle::DictKey)?;
+                    let name = out.fresh(hint);
+                    out.rule(&name, &format!("\"{{\" {s} {entries} {s} \"}}\""));
+                    name
+                }
+                other => {
+                    self.unsupported(ctx, &format!("{pointer}/type"), "type", other)?;
+                    self.generic(out)
+                }
+            };
+            parts.push(part);
+        }
+        if parts.len() == 1 {
+            return Ok(parts.remove(0));
+        }
+        Ok(format!("( {} )", parts.join(" | ")))
+    }
+
+    fn array(
+        &mut self,
+        ctx: &Ctx<'_>,
+        obj: &Map<String, Value>,
+        pointer: &str,
+        hint: &str,
+        conv: &mut SchemaConverter,
+        out: &mut Emitter,
+    ) -> Result<String, GrammarError> {
+        let s = self.space.clone();
+        let min = obj.get("minItems").and_then(Value::as_u64).unwrap_or(0) as usize;
+        let max = obj
+            .get("maxItems")
+            .and_then(Value::as_u64)
+            .map(|m| m as usize);
+        let mut prefix = Vec::new();
+        if let Some(Value::Array(pi)) = obj.get("prefixItems") {
+            for (i, sub) in pi.iter().enumerate() {
+                prefix.push(self.value(
+                    ctx,
+                    sub,
+                    &format!("{pointer}/prefixItems/{i}"),
+                    &format!("{hint}-{i}"),
+                    conv,
+                    out,
+                )?);
+            }
+        }
+        let item = match obj.get("items") {
+            Some(Value::Bool(false)) => None,
+            Some(Value::Array(_)) => {
+                self.unsupported(ctx, &format!("{pointer}/items"), "items", "array form")?;
+                Some(self.generic(out))
+            }
+            Some(sub) => Some(self.value(
+                ctx,
+                sub,
+                &format!("{pointer}/items"),
+                &format!("{hint}-item"),
+                conv,
+                out,
+            )?),
+            None => Some(self.generic(out)),
+        };
+        if !prefix.is_empty() && (min > 0 || max.is_some()) {
+            self.unsupported(ctx, pointer, "minItems", "bounds together with prefixItems")?;
+        }
+        let sep = format!("\",\" {s}");
+        let body = if !prefix.is_empty() {
+            // Prefix items: all of them, possibly fewer (a prefix), then more items.
+            let mut seq = String::new();
+            let mut close = 0;
+            for (i, p) in prefix.iter().enumerate() {
+                if i == 0 {
+                    seq.push_str(&format!("( {p} "));
+                } else {
+                    seq.push_str(&format!("( {sep} {p} "));
+                }
+                close += 1;
+            }
+            if let Some(item) = &item {
+                seq.push_str(&format!("( {sep} {item} )* "));
+            }
+            for _ in 0..close {
+                seq.push_str(")? ");
+            }
+            seq
+        } else if let Some(item) = &item {
+            match (min, max) {
+                (0, None) => format!("( {item} ( {sep} {item} )* )?"),
+                (1, None) => format!("{item} ( {sep} {item} )*"),
+                (m, None) => format!("{item} ( {sep} {item} ){{{},}}", m - 1),
+                (0, Some(0)) => String::new(),
+                (0, Some(n)) => format!("( {item} ( {sep} {item} ){{0,{}}} )?", n - 1),
+                (m, Some(n)) => format!(
+                    "{item} ( {sep} {item} ){{{},{}}}",
+                    m - 1,
+                    n.saturating_sub(1).max(m - 1)
+                ),
+            }
+        } else {
+            String::new()
+        };
+        let name = out.fresh(hint);
+        out.rule(&name, &format!("\"[\" {s} {body} {s} \"]\""));
+        Ok(name)
+    }
+
+    fn reference(
+        &mut self,
+        ctx: &Ctx<'_>,
+        reference: &str,
+        pointer: &str,
+        conv: &mut SchemaConverter,
+        out: &mut Emitter,
+    ) -> Result<String, GrammarError> {
+        let key = (ctx.tool.to_owned(), reference.to_owned());
+        if let Some(rule) = self.refs.get(&key) {
+            return Ok(rule.clone());
+        }
+        let Some(frag) = reference.strip_prefix('#') else {
+            self.unsupported(
+                ctx,
+                &format!("{pointer}/$ref"),
+                "$ref",
+                "only local references",
+            )?;
+            return Ok(self.generic(out));
+        };
+        let Some(target) = ctx.root.pointer(frag).cloned() else {
+            self.unsupported(
+                ctx,
+                &format!("{pointer}/$ref"),
+                "$ref",
+                "unresolved reference",
+            )?;
+            return Ok(self.generic(out));
+        };
+        let hint = slug(frag.rsplit('/').next().unwrap_or("ref"));
+        let name = out.fresh(&format!("ref-{hint}"));
+        self.refs.insert(key, name.clone());
+        let body = self.value(ctx, &target, frag, &format!("{hint}-v"), conv, out)?;
+        out.rule(&name, &body);
+        Ok(name)
+    }
+}
+
+fn pointed(mut e: SchemaError, prefix: &str) -> SchemaError {
+    if !prefix.is_empty() && !e.pointer.starts_with(prefix) {
+        e.pointer = format!("{prefix}{}", e.pointer);
+    }
+    e
+}
+
+/// Merges the keywords beside an `anyOf`/`oneOf`/`allOf` into one of its members.
+fn merge_siblings(parent: &Map<String, Value>, member: &Value, key: &str) -> Value {
+    let Value::Object(m) = member else {
+        return member.clone();
+    };
+    let mut merged = m.clone();
+    for (k, v) in parent {
+        if k != key && !ANNOTATIONS.contains(&k.as_str()) && !merged.contains_key(k) {
+            merged.insert(k.clone(), v.clone());
+        }
+    }
+    Value::Object(merged)
+}
+
+fn infer_types(obj: &Map<String, Value>) -> Vec<String> {
+    let mut t = Vec::new();
+    if obj.keys().any(|k| STRING_KEYWORDS.contains(&k.as_str())) {
+        t.push("string".to_owned());
+    }
+    if obj.keys().any(|k| NUMBER_KEYWORDS.contains(&k.as_str())) {
+        t.push("number".to_owned());
+    }
+    if obj.contains_key("properties")
+        || obj.contains_key("required")
+        || obj.contains_key("additionalProperties")
+    {
+        t.push("object".to_owned());
+    }
+    if obj.contains_key("items")
+        || obj.contains_key("prefixItems")
+        || obj.contains_key("minItems")
+        || obj.contains_key("maxItems")
+    {
+        t.push("array".to_owned());
+    }
+    t
+}
+
+/// Alternatives matching exactly these values written as Python literals (spaced and compact).
+fn literal_alts(values: &[Value]) -> String {
+    let mut alts: Vec<String> = Vec::new();
+    for v in values {
+        for spacing in [Spacing::Spaced, Spacing::Compact] {
+            let mut s = String::new();
+            write_python(v, spacing, &mut s);
+            let lit = gbnf_literal(&s);
+            if !alts.contains(&lit) {
+                alts.push(lit);
+            }
+        }
+    }
+    format!("( {} )", alts.join(" | "))
+}

@@ -1,0 +1,355 @@
+//! Prompt builders: full expected strings per family. The Llama 3.1 system prompt is compared
+//! with seed 004's "Expected System Prompt Output", copied verbatim.
+
+use serde_json::{Value, json};
+use toolrail_tools::prompt::{
+    PromptError, PromptFamily, build_prompt, gemma_prompt, generic_prompt, hermes_prompt,
+    llama31_prompt,
+};
+
+/// The tools of seed 004, as OpenAI function objects.
+fn seed004_tools() -> Vec<Value> {
+    vec![
+        json!({
+            "type": "function",
+            "function": {
+                "name": "search_memory",
+                "description": "Search historical conversation context for relevant information that may have slid out of the current context window",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "query": {"type": "string", "description": "The search query to find relevant information"},
+                        "max_results": {"type": "string", "description": "Maximum number of results to return"}
+                    },
+                    "required": ["query"]
+                }
+            }
+        }),
+        json!({
+            "name": "get_fact",
+            "description": "Retrieve a specific piece of information that was previously stored...",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "key": {"type": "string", "description": "Identifier of the fact to retrieve"}
+                },
+                "required": ["key"]
+            }
+        }),
+        json!({
+            "name": "set_fact",
+            "description": "Store a specific piece of information for later retrieval...",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "key": {"type": "string", "description": "Identifier for the fact to store"},
+                    "value": {"type": "string", "description": "Content of the fact to store"}
+                },
+                "required": ["key", "value"]
+            }
+        }),
+    ]
+}
+
+fn weather_tool() -> Vec<Value> {
+    vec![json!({
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "days": {"type": "integer"},
+                "hours": {"type": "array", "items": {"type": "integer"}},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "default": "celsius"}
+            },
+            "required": ["city"]
+        }
+    })]
+}
+
+/// Seed 004's expected Llama 3.1 system prompt, verbatim.
+const SEED004_SYSTEM: &str = r#"Environment: ipython
+
+When you receive a tool call response, use the output to format an answer to the original user question.
+
+Given the following functions, please respond with a JSON for a function call with its proper arguments that best answers the given prompt.
+
+Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}. Do not use variables.
+
+{
+  "type": "function",
+  "function": {
+    "name": "search_memory",
+    "description": "Search historical conversation context for relevant information that may have slid out of the current context window",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "query": {
+          "type": "string",
+          "description": "The search query to find relevant information"
+        },
+        "max_results": {
+          "type": "string",
+          "description": "Maximum number of results to return"
+        }
+      },
+      "required": ["query"]
+    }
+  }
+}
+
+{
+  "type": "function",
+  "function": {
+    "name": "get_fact",
+    "description": "Retrieve a specific piece of information that was previously stored...",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "key": {
+          "type": "string",
+          "description": "Identifier of the fact to retrieve"
+        }
+      },
+      "required": ["key"]
+    }
+  }
+}
+
+{
+  "type": "function",
+  "function": {
+    "name": "set_fact",
+    "description": "Store a specific piece of information for later retrieval...",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "key": {
+          "type": "string",
+          "description": "Identifier for the fact to store"
+        },
+        "value": {
+          "type": "string",
+          "description": "Content of the fact to store"
+        }
+      },
+      "required": ["key", "value"]
+    }
+  }
+}"#;
+
+#[test]
+fn llama31_matches_seed004_exactly() {
+    let prompt = llama31_prompt(&seed004_tools(), "What did I say about Rome?", None);
+    let expected = format!(
+        "<|start_header_id|>system<|end_header_id|>\n\n{SEED004_SYSTEM}<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWhat did I say about Rome?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+    );
+    assert_eq!(prompt, Ok(expected));
+}
+
+#[test]
+fn llama31_with_system_text_and_nested_schema() {
+    let prompt = llama31_prompt(&weather_tool(), "Weather in Oslo?", Some("Answer briefly."));
+    let expected = r#"<|start_header_id|>system<|end_header_id|>
+
+Environment: ipython
+
+Answer briefly.
+
+When you receive a tool call response, use the output to format an answer to the original user question.
+
+Given the following functions, please respond with a JSON for a function call with its proper arguments that best answers the given prompt.
+
+Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}. Do not use variables.
+
+{
+  "type": "function",
+  "function": {
+    "name": "get_weather",
+    "description": "Current weather for a city.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "city": {
+          "type": "string"
+        },
+        "days": {
+          "type": "integer"
+        },
+        "hours": {
+          "type": "array",
+          "items": {
+            "type": "integer"
+          }
+        },
+        "unit": {
+          "type": "string",
+          "enum": ["celsius", "fahrenheit"],
+          "default": "celsius"
+        }
+      },
+      "required": ["city"]
+    }
+  }
+}<|eot_id|><|start_header_id|>user<|end_header_id|>
+
+Weather in Oslo?<|eot_id|><|start_header_id|>assistant<|end_header_id|>
+
+"#;
+    assert_eq!(prompt.as_deref(), Ok(expected));
+}
+
+#[test]
+fn hermes_full_prompt() {
+    let prompt = hermes_prompt(&weather_tool(), "Weather in Oslo?", Some("You are Qwen."));
+    let expected = r#"<|im_start|>system
+You are Qwen.
+
+# Tools
+
+You may call one or more functions to assist with the user query.
+
+You are provided with function signatures within <tools></tools> XML tags:
+<tools>
+{"type": "function", "function": {"name": "get_weather", "description": "Current weather for a city.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}, "hours": {"type": "array", "items": {"type": "integer"}}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "default": "celsius"}}, "required": ["city"]}}}
+</tools>
+
+For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:
+<tool_call>
+{"name": <function-name>, "arguments": <args-json-object>}
+</tool_call><|im_end|>
+<|im_start|>user
+Weather in Oslo?<|im_end|>
+<|im_start|>assistant
+"#;
+    assert_eq!(prompt.as_deref(), Ok(expected));
+}
+
+#[test]
+fn hermes_without_system_lists_every_tool() {
+    let prompt = hermes_prompt(&seed004_tools(), "hi", None).unwrap_or_default();
+    assert!(prompt.starts_with("<|im_start|>system\n# Tools\n\n"));
+    let tools_block: Vec<&str> = prompt
+        .lines()
+        .skip_while(|l| *l != "<tools>")
+        .skip(1)
+        .take_while(|l| *l != "</tools>")
+        .collect();
+    assert_eq!(tools_block.len(), 3);
+    assert!(
+        tools_block[0]
+            .starts_with(r#"{"type": "function", "function": {"name": "search_memory", "#)
+    );
+    assert!(
+        tools_block[0].contains(r#""properties": {"query": {"#),
+        "required first"
+    );
+}
+
+#[test]
+fn gemma_full_prompt() {
+    let prompt = gemma_prompt(&weather_tool(), "Weather in Oslo?", Some("Be terse."));
+    let expected = r#"<start_of_turn>user
+Be terse.
+
+You have access to the following tools:
+
+{"name": "get_weather", "description": "Current weather for a city.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}, "hours": {"type": "array", "items": {"type": "integer"}}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "default": "celsius"}}, "required": ["city"]}}
+
+To call a tool, reply with only call:NAME{ARGUMENTS}, where NAME is the tool's name and ARGUMENTS is a JSON object of its arguments, for example:
+call:tool_name{"argument": "value"}
+
+Weather in Oslo?<end_of_turn>
+<start_of_turn>model
+"#;
+    assert_eq!(prompt.as_deref(), Ok(expected));
+}
+
+#[test]
+fn generic_full_prompt() {
+    let prompt = generic_prompt(&seed004_tools(), "What did I say about Rome?", None);
+    let expected = r#"You can call the following tools:
+- search_memory(query: string, max_results?: string): Search historical conversation context for relevant information that may have slid out of the current context window
+- get_fact(key: string): Retrieve a specific piece of information that was previously stored...
+- set_fact(key: string, value: string): Store a specific piece of information for later retrieval...
+
+To call a tool, reply with only a JSON object {"name": tool name, "arguments": {argument name: value}}.
+
+User: What did I say about Rome?
+Assistant:"#;
+    assert_eq!(prompt.as_deref(), Ok(expected));
+}
+
+#[test]
+fn generic_signature_types_and_defaults() {
+    let prompt = generic_prompt(&weather_tool(), "Weather in Oslo?", Some("System text."));
+    let expected = r#"System text.
+
+You can call the following tools:
+- get_weather(city: string, days?: integer, hours?: array of integer, unit: "celsius" | "fahrenheit" = "celsius"): Current weather for a city.
+
+To call a tool, reply with only a JSON object {"name": tool name, "arguments": {argument name: value}}.
+
+User: Weather in Oslo?
+Assistant:"#;
+    assert_eq!(prompt.as_deref(), Ok(expected));
+}
+
+#[test]
+fn build_prompt_dispatches_and_families_parse() {
+    for family in PromptFamily::ALL {
+        assert_eq!(family.name().parse::<PromptFamily>(), Ok(family));
+        let built = build_prompt(family, &weather_tool(), "q", None);
+        assert!(built.is_ok_and(|p| p.contains("get_weather")));
+    }
+    assert_eq!("qwen".parse::<PromptFamily>(), Ok(PromptFamily::Hermes));
+    assert!(matches!(
+        "gpt".parse::<PromptFamily>(),
+        Err(PromptError::UnknownFamily(_))
+    ));
+}
+
+#[test]
+fn bad_tools_are_errors() {
+    let err = llama31_prompt(&[json!({"description": "no name"})], "q", None);
+    assert_eq!(
+        err,
+        Err(PromptError::BadTool {
+            index: 0,
+            message: "missing `name`".to_owned()
+        })
+    );
+    let err = hermes_prompt(&[json!({"name": "a"}), json!(3)], "q", None);
+    assert!(matches!(err, Err(PromptError::BadTool { index: 1, .. })));
+    let err = gemma_prompt(&[json!({"name": "a", "parameters": []})], "q", None);
+    assert!(matches!(err, Err(PromptError::BadTool { index: 0, .. })));
+}
+
+#[test]
+fn tool_without_parameters_or_description() {
+    let prompt = generic_prompt(&[json!({"name": "get_now"})], "time?", None);
+    assert!(prompt.is_ok_and(|p| p.contains("- get_now()\n")));
+    let prompt = gemma_prompt(&[json!({"name": "get_now"})], "time?", None);
+    assert!(prompt.is_ok_and(|p| {
+        p.contains(r#"{"name": "get_now", "parameters": {"type": "object", "properties": {}}}"#)
+    }));
+}
+
+#[test]
+fn prompts_round_trip_through_the_extractor() {
+    // The answer formats each prompt asks for are understood by the extractor.
+    use toolrail_tools::extract::extract_calls;
+    let answers = [
+        r#"{"name": "get_weather", "parameters": {"city": "Oslo"}}"#,
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>",
+        r#"call:get_weather{"city": "Oslo"}"#,
+        r#"{"name": "get_weather", "arguments": {"city": "Oslo"}}"#,
+    ];
+    for answer in answers {
+        let calls = extract_calls(answer).tool_calls();
+        assert_eq!(calls.len(), 1, "{answer}");
+        assert_eq!(calls[0].name, "get_weather");
+        assert_eq!(calls[0].arguments.get("city"), Some(&json!("Oslo")));
+    }
+}

@@ -1,0 +1,701 @@
+//! The analysis job: tool set (or plain schema) → grammar → lint findings → test-input verdict
+//! and the stacks at the cursor. It runs on its own thread ([`Analyzer`]), coalescing quick edits
+//! (debounce), and hands back a complete [`Analysis`] the panes read.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
+
+use crate::Repaint;
+use crate::workspace::{GrammarSettings, SchemaMode, SchemaSettings, Workspace};
+use toolrail_engine::Engine;
+use toolrail_engine::check::{Verdict, check_with};
+use toolrail_engine::snapshot::Snapshot;
+use toolrail_gbnf::{Diagnostic, Grammar, LineCol};
+use toolrail_tools::grammar::{GrammarError, ToolGrammar, schema_grammar, tool_call_grammar};
+use toolrail_tools::pool::{PoolDecision, PoolRules, filter_pool};
+use toolrail_tools::toolset::{ToolSet, ToolSetError};
+
+/// What the analysis reads from the workspace.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AnalysisInput {
+    /// The tool set or schema and its grammar options.
+    pub schema: SchemaSettings,
+    /// The user prompt (the pool filter's query).
+    pub prompt: String,
+    /// Hand-edited grammar, if switched on.
+    pub grammar: GrammarSettings,
+    /// The test input.
+    pub test_input: String,
+    /// Byte offset in the test input whose stacks are shown.
+    pub cursor: usize,
+}
+
+impl AnalysisInput {
+    /// The input for a workspace with the test cursor at `cursor` (clamped to a char boundary).
+    pub fn from_workspace(ws: &Workspace, cursor: usize) -> Self {
+        let mut cursor = cursor.min(ws.test_input.len());
+        while !ws.test_input.is_char_boundary(cursor) {
+            cursor -= 1;
+        }
+        Self {
+            schema: ws.schema.clone(),
+            prompt: ws.prompt.clone(),
+            grammar: ws.grammar.clone(),
+            test_input: ws.test_input.clone(),
+            cursor,
+        }
+    }
+
+    fn grammar_part(&self) -> (&SchemaSettings, &str, &GrammarSettings) {
+        (&self.schema, &self.prompt, &self.grammar)
+    }
+}
+
+/// One tool of the tool list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolEntry {
+    /// The tool's name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Switched on by the user.
+    pub enabled: bool,
+    /// The pool filter's decision (when the filter is on).
+    pub pool: Option<PoolDecision>,
+    /// In the grammar: enabled and kept by the pool filter.
+    pub in_grammar: bool,
+}
+
+/// An error in the schema editor's text, located as precisely as possible.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaIssue {
+    /// The full message (names the tool and JSON pointer when known).
+    pub message: String,
+    /// Line and column in the editor text, when known.
+    pub position: Option<LineCol>,
+    /// Byte range in the editor text to underline, when known.
+    pub span: Option<Range<usize>>,
+}
+
+/// The verdict on the test input, and the stacks at the cursor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestReport {
+    /// The whole-input verdict.
+    pub verdict: Verdict,
+    /// The human list of what was expected at the rejected byte or at the end.
+    pub expected: Vec<String>,
+    /// The byte offset the stacks belong to (the cursor, or the rejected byte if earlier).
+    pub stacks_at: usize,
+    /// The stacks after the text up to `stacks_at`.
+    pub stacks: Snapshot,
+}
+
+/// The result of one analysis.
+#[derive(Debug, Clone, Default)]
+pub struct Analysis {
+    /// Increases with every analysis handed out.
+    pub revision: u64,
+    /// The input it was computed from.
+    pub input: AnalysisInput,
+    /// The tool set's description (tool-set mode).
+    pub description: Option<String>,
+    /// The tool list (tool-set mode).
+    pub tools: Vec<ToolEntry>,
+    /// The tools the grammar was built from (enabled and kept), for the validator.
+    pub tool_set: Option<ToolSet>,
+    /// What is wrong with the schema text, if anything.
+    pub schema_issue: Option<SchemaIssue>,
+    /// The generated GBNF ("" when generation failed).
+    pub generated: String,
+    /// Converter warnings.
+    pub warnings: Vec<String>,
+    /// The grammar in force: hand-edited text when switched on, else the generated one.
+    pub grammar_text: String,
+    /// Lint findings on `grammar_text` (parse errors included).
+    pub findings: Vec<Diagnostic>,
+    /// The compiled grammar, when `grammar_text` builds.
+    pub grammar: Option<Arc<Grammar>>,
+    /// The test input's verdict, when the grammar builds.
+    pub test: Option<TestReport>,
+    /// Time the grammar part took (zero when it came from the cache).
+    pub grammar_time: Duration,
+    /// Time the test part took.
+    pub test_time: Duration,
+}
+
+/// The grammar part of an analysis (everything but the test input), cached between runs.
+#[derive(Debug, Clone, Default)]
+struct GrammarPart {
+    description: Option<String>,
+    tools: Vec<ToolEntry>,
+    tool_set: Option<ToolSet>,
+    schema_issue: Option<SchemaIssue>,
+    generated: String,
+    warnings: Vec<String>,
+    grammar_text: String,
+    findings: Vec<Diagnostic>,
+    grammar: Option<Arc<Grammar>>,
+}
+
+/// Computes analyses, caching the grammar part and the recognizer between calls.
+#[derive(Default)]
+pub struct Computer {
+    cached: Option<(AnalysisInput, GrammarPart)>,
+    engine: Option<Engine>,
+    revision: u64,
+}
+
+impl Computer {
+    /// Analyses `input`, reusing the grammar part when only the test input or cursor changed.
+    pub fn compute(&mut self, input: &AnalysisInput) -> Analysis {
+        let t0 = Instant::now();
+        let reuse =
+            matches!(&self.cached, Some((old, _)) if old.grammar_part() == input.grammar_part());
+        if !reuse {
+            let part = grammar_part(input);
+            self.engine = part.grammar.as_ref().map(|g| Engine::new(Arc::clone(g)));
+            self.cached = Some((input.clone(), part));
+        }
+        let grammar_time = if reuse { Duration::ZERO } else { t0.elapsed() };
+        let t1 = Instant::now();
+        let test = self.engine.as_mut().map(|e| test_report(e, input));
+        let test_time = t1.elapsed();
+        let part = self
+            .cached
+            .as_ref()
+            .map(|(_, p)| p.clone())
+            .unwrap_or_default();
+        self.revision += 1;
+        Analysis {
+            revision: self.revision,
+            input: input.clone(),
+            description: part.description,
+            tools: part.tools,
+            tool_set: part.tool_set,
+            schema_issue: part.schema_issue,
+            generated: part.generated,
+            warnings: part.warnings,
+            grammar_text: part.grammar_text,
+            findings: part.findings,
+            grammar: part.grammar,
+            test,
+            grammar_time,
+            test_time,
+        }
+    }
+}
+
+fn test_report(engine: &mut Engine, input: &AnalysisInput) -> TestReport {
+    let text = input.test_input.as_bytes();
+    let verdict = check_with(engine, text);
+    let expected = verdict.expected.describe();
+    let mut stacks_at = input.cursor.min(text.len());
+    if let Some(off) = verdict.offset {
+        stacks_at = stacks_at.min(off);
+    }
+    let start = engine.initial();
+    let state = match engine.feed(start, &text[..stacks_at]) {
+        Ok(s) => s,
+        Err((_, before)) => before,
+    };
+    let stacks = engine.snapshot(state);
+    TestReport {
+        verdict,
+        expected,
+        stacks_at,
+        stacks,
+    }
+}
+
+fn grammar_part(input: &AnalysisInput) -> GrammarPart {
+    let mut part = GrammarPart::default();
+    let settings = &input.schema;
+    let generated = match settings.mode {
+        SchemaMode::ToolSet => tool_set_grammar(input, &mut part),
+        SchemaMode::PlainSchema => plain_schema_grammar(settings, &mut part),
+    };
+    if let Some(g) = generated {
+        part.generated = g.text;
+        part.warnings = g.warnings;
+    }
+    part.grammar_text = if input.grammar.hand_edited {
+        input.grammar.text.clone()
+    } else {
+        part.generated.clone()
+    };
+    if !part.grammar_text.is_empty() || input.grammar.hand_edited {
+        part.findings = toolrail_gbnf::lint::lint_default(&part.grammar_text);
+        part.grammar = Grammar::parse(&part.grammar_text).ok().map(Arc::new);
+    }
+    part
+}
+
+fn parse_json(text: &str, part: &mut GrammarPart) -> Option<serde_json::Value> {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            let position = LineCol {
+                line: e.line() as u32,
+                column: e.column() as u32,
+            };
+            let offset = offset_of(text, position);
+            part.schema_issue = Some(SchemaIssue {
+                message: format!("{}:{}: {e}", e.line(), e.column()),
+                position: Some(position),
+                span: offset.map(|o| o..next_char_end(text, o)),
+            });
+            None
+        }
+    }
+}
+
+fn tool_set_grammar(input: &AnalysisInput, part: &mut GrammarPart) -> Option<ToolGrammar> {
+    let settings = &input.schema;
+    let doc = parse_json(&settings.text, part)?;
+    let set = match ToolSet::from_value(&doc) {
+        Ok(set) => set,
+        Err(e) => {
+            part.schema_issue = Some(issue_at_pointer(&settings.text, &e));
+            return None;
+        }
+    };
+    part.description = set.description.clone();
+    let names: Vec<&str> = set.names();
+    let decisions = settings
+        .pool_filter
+        .then(|| filter_pool(&PoolRules::default().entries(&names), &input.prompt));
+    let mut kept = Vec::new();
+    for (i, tool) in set.tools().iter().enumerate() {
+        let enabled = !settings.disabled_tools.contains(&tool.name);
+        let pool = decisions.as_ref().and_then(|d| d.get(i).cloned());
+        let in_grammar = enabled && pool.as_ref().is_none_or(|d| d.kept);
+        if in_grammar {
+            kept.push(tool.clone());
+        }
+        part.tools.push(ToolEntry {
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            enabled,
+            pool,
+            in_grammar,
+        });
+    }
+    let chosen = match ToolSet::new(kept) {
+        Ok(set) => set,
+        Err(e) => {
+            part.schema_issue = Some(issue_at_pointer(&settings.text, &e));
+            return None;
+        }
+    };
+    let result = tool_call_grammar(&chosen, &settings.grammar_options());
+    part.tool_set = Some(chosen);
+    match result {
+        Ok(g) => Some(g),
+        Err(e) => {
+            let place = match &e {
+                GrammarError::Schema { tool, error } => Some((
+                    tool.as_str(),
+                    error.pointer.as_str(),
+                    error.keyword.as_str(),
+                )),
+                GrammarError::Unsupported {
+                    tool,
+                    pointer,
+                    keyword,
+                    ..
+                } => Some((tool.as_str(), pointer.as_str(), keyword.as_str())),
+                _ => None,
+            };
+            let span = place.and_then(|(tool, pointer, keyword)| {
+                locate_in_tool(&settings.text, &doc, tool, pointer, keyword)
+            });
+            part.schema_issue = Some(located_issue(&settings.text, e.to_string(), span));
+            None
+        }
+    }
+}
+
+/// The text span of `keyword` at `pointer` (relative to the tool's parameters schema) inside
+/// the definition of tool `name`; the nearest enclosing value when the exact place is not in the
+/// text (loaders normalise some shapes).
+fn locate_in_tool(
+    text: &str,
+    doc: &serde_json::Value,
+    name: &str,
+    pointer: &str,
+    keyword: &str,
+) -> Option<Range<usize>> {
+    let (list, base) = match doc {
+        serde_json::Value::Array(items) => (items, String::new()),
+        serde_json::Value::Object(obj) => match obj.get("tools") {
+            Some(serde_json::Value::Array(items)) => (items, "/tools".to_owned()),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let (index, item) = list.iter().enumerate().find(|(_, t)| {
+        let f = t.get("function").unwrap_or(t);
+        f.get("name").and_then(serde_json::Value::as_str) == Some(name)
+    })?;
+    let function = if item.get("function").is_some() {
+        format!("{base}/{index}/function")
+    } else {
+        format!("{base}/{index}")
+    };
+    let inner = pointer.trim_start_matches('#');
+    let mut candidates = vec![
+        format!(
+            "{function}/parameters{inner}/{}",
+            toolrail_tools::toolset::escape_pointer(keyword)
+        ),
+        format!("{function}/parameters{inner}"),
+    ];
+    let mut cut = format!("{function}/parameters{inner}");
+    while let Some(at) = cut.rfind('/') {
+        cut.truncate(at);
+        if cut.len() < function.len() {
+            break;
+        }
+        candidates.push(cut.clone());
+    }
+    candidates
+        .iter()
+        .find_map(|p| crate::jsonpos::locate(text, p))
+}
+
+fn located_issue(text: &str, message: String, span: Option<Range<usize>>) -> SchemaIssue {
+    let position = span
+        .as_ref()
+        .map(|s| toolrail_gbnf::source::line_col(text.as_bytes(), s.start));
+    let message = match &position {
+        Some(at) => format!("{at}: {message}"),
+        None => message,
+    };
+    SchemaIssue {
+        message,
+        position,
+        span,
+    }
+}
+
+fn plain_schema_grammar(settings: &SchemaSettings, part: &mut GrammarPart) -> Option<ToolGrammar> {
+    let doc = parse_json(&settings.text, part)?;
+    match schema_grammar(&doc, &settings.grammar_options()) {
+        Ok(g) => Some(g),
+        Err(e) => {
+            part.schema_issue = Some(SchemaIssue {
+                message: e.to_string(),
+                position: None,
+                span: None,
+            });
+            None
+        }
+    }
+}
+
+fn issue_at_pointer(text: &str, e: &ToolSetError) -> SchemaIssue {
+    let pointer = match e {
+        ToolSetError::Shape { pointer, .. } | ToolSetError::Tool { pointer, .. } => Some(pointer),
+        ToolSetError::Duplicate { pointer, .. } => Some(pointer),
+        ToolSetError::Json(_) => None,
+    };
+    let span = pointer.and_then(|p| crate::jsonpos::locate(text, p));
+    located_issue(text, e.to_string(), span)
+}
+
+/// Byte offset of a 1-based line:column (columns in chars), if inside the text.
+fn offset_of(text: &str, at: LineCol) -> Option<usize> {
+    let line_start = if at.line <= 1 {
+        0
+    } else {
+        text.match_indices('\n')
+            .nth(at.line as usize - 2)
+            .map(|(i, _)| i + 1)?
+    };
+    let col = at.column.saturating_sub(1) as usize;
+    let rest = &text[line_start..];
+    let within = rest
+        .char_indices()
+        .nth(col)
+        .map(|(i, _)| i)
+        .unwrap_or(rest.len());
+    Some(line_start + within)
+}
+
+fn next_char_end(text: &str, at: usize) -> usize {
+    text[at..]
+        .chars()
+        .next()
+        .map(|c| at + c.len_utf8())
+        .unwrap_or(at)
+}
+
+/// Runs [`Computer`] on a background thread: the UI submits inputs and picks up results without
+/// waiting. Inputs that arrive within the debounce delay of each other are coalesced (only the
+/// last is analysed); test-input-only changes skip the delay because they are cheap.
+pub struct Analyzer {
+    jobs: Sender<AnalysisInput>,
+    results: Receiver<Analysis>,
+    submitted: Option<AnalysisInput>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Analyzer {
+    /// Starts the analysis thread; `repaint` is called when a result is ready.
+    pub fn start(debounce: Duration, repaint: Repaint) -> Self {
+        let (jobs, job_rx) = crossbeam_channel::bounded::<AnalysisInput>(16);
+        let (result_tx, results) = crossbeam_channel::bounded::<Analysis>(4);
+        let handle = std::thread::Builder::new()
+            .name("toolrail-analysis".into())
+            .spawn(move || worker(job_rx, result_tx, debounce, repaint))
+            .ok();
+        Self {
+            jobs,
+            results,
+            submitted: None,
+            handle,
+        }
+    }
+
+    /// Submits `input` unless it equals the last one submitted. Returns true if submitted.
+    pub fn submit(&mut self, input: AnalysisInput) -> bool {
+        if self.submitted.as_ref() == Some(&input) {
+            return false;
+        }
+        if self.handle.is_none() {
+            return false;
+        }
+        let sent = self.jobs.try_send(input.clone()).is_ok();
+        if sent {
+            self.submitted = Some(input);
+        }
+        sent
+    }
+
+    /// The newest finished analysis, if one arrived since the last call.
+    pub fn poll(&mut self) -> Option<Analysis> {
+        let mut latest = None;
+        loop {
+            match self.results.try_recv() {
+                Ok(a) => latest = Some(a),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return latest,
+            }
+        }
+    }
+
+    /// Waits up to `timeout` for the analysis of the last submitted input (headless runs and
+    /// tests, which need a settled UI).
+    pub fn wait_settled(&mut self, timeout: Duration) -> Option<Analysis> {
+        let deadline = Instant::now() + timeout;
+        let mut latest = None;
+        loop {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            match self.results.recv_timeout(remaining) {
+                Ok(a) => {
+                    let done = Some(&a.input) == self.submitted.as_ref();
+                    latest = Some(a);
+                    if done {
+                        return latest;
+                    }
+                }
+                Err(_) => return latest,
+            }
+        }
+    }
+}
+
+impl Drop for Analyzer {
+    fn drop(&mut self) {
+        // Closing the job channel ends the worker loop once it has finished its current job;
+        // results are drained meanwhile so that it never waits on a full result channel.
+        let (closed, _) = crossbeam_channel::bounded(0);
+        self.jobs = closed;
+        if let Some(handle) = self.handle.take() {
+            while !handle.is_finished() {
+                let _ = self.results.recv_timeout(Duration::from_millis(10));
+            }
+            let _ = handle.join();
+        }
+    }
+}
+
+fn worker(
+    jobs: Receiver<AnalysisInput>,
+    results: Sender<Analysis>,
+    debounce: Duration,
+    repaint: Repaint,
+) {
+    let mut computer = Computer::default();
+    let mut last: Option<AnalysisInput> = None;
+    while let Ok(mut input) = jobs.recv() {
+        // Coalesce: keep taking newer inputs while they keep coming within the delay.
+        loop {
+            while let Ok(newer) = jobs.try_recv() {
+                input = newer;
+            }
+            let cheap = last
+                .as_ref()
+                .is_some_and(|l| l.grammar_part() == input.grammar_part());
+            if cheap {
+                break;
+            }
+            match jobs.recv_timeout(debounce) {
+                Ok(newer) => input = newer,
+                Err(_) => break,
+            }
+        }
+        let analysis = computer.compute(&input);
+        last = Some(input);
+        if results.send(analysis).is_err() {
+            return;
+        }
+        repaint();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input() -> AnalysisInput {
+        AnalysisInput::from_workspace(&Workspace::default(), usize::MAX)
+    }
+
+    #[test]
+    fn default_workspace_builds_a_grammar_and_rejects_the_bad_unit() {
+        let a = Computer::default().compute(&input());
+        assert!(a.schema_issue.is_none(), "{:?}", a.schema_issue);
+        assert!(a.grammar_text.contains("root ::="));
+        assert!(a.grammar.is_some());
+        let test = a.test.unwrap();
+        assert_eq!(
+            test.verdict.kind,
+            toolrail_engine::check::VerdictKind::Rejected
+        );
+        let text = &a.input.test_input;
+        let off = test.verdict.offset.unwrap();
+        assert!(text[off..].starts_with("kelvin"), "rejected at {off}");
+    }
+
+    #[test]
+    fn bad_json_names_line_and_column() {
+        let mut i = input();
+        i.schema.text = "{\n  \"tools\": [,]\n}".into();
+        let a = Computer::default().compute(&i);
+        let issue = a.schema_issue.unwrap();
+        assert_eq!(
+            issue.position,
+            Some(LineCol {
+                line: 2,
+                column: 13
+            })
+        );
+        assert_eq!(issue.span, Some(14..15));
+        assert!(a.grammar.is_none());
+    }
+
+    #[test]
+    fn disabled_tools_leave_the_grammar() {
+        let mut i = input();
+        i.schema.text = crate::samples::find("planner_get_inputs.json")
+            .unwrap()
+            .text
+            .into();
+        let all = Computer::default().compute(&i);
+        assert!(all.grammar_text.contains("get_now"));
+        i.schema.disabled_tools = vec!["get_now".into()];
+        let some = Computer::default().compute(&i);
+        assert!(!some.grammar_text.contains("\\\"get_now\\\""));
+        assert!(
+            !some
+                .tools
+                .iter()
+                .find(|t| t.name == "get_now")
+                .unwrap()
+                .in_grammar
+        );
+    }
+
+    #[test]
+    fn the_pool_filter_drops_escape_hatches_the_prompt_does_not_ask_for() {
+        let tool = |name: &str| serde_json::json!({"name": name, "description": "", "parameters": {"type": "object", "properties": {}}});
+        let mut i = input();
+        i.schema.text =
+            serde_json::json!([tool("search"), tool("request_location_from_user")]).to_string();
+        i.schema.pool_filter = true;
+        i.prompt = "find a good pizza".into();
+        let a = Computer::default().compute(&i);
+        let hatch = a
+            .tools
+            .iter()
+            .find(|t| t.name == "request_location_from_user")
+            .unwrap();
+        assert!(!hatch.in_grammar);
+        assert!(!hatch.pool.as_ref().unwrap().kept);
+        assert!(!a.grammar_text.contains("request_location_from_user"));
+        i.prompt = "find a good pizza near me".into();
+        let a = Computer::default().compute(&i);
+        assert!(a.grammar_text.contains("request_location_from_user"));
+    }
+
+    #[test]
+    fn a_bad_tool_is_located_by_its_pointer() {
+        let mut i = input();
+        i.schema.text = "[\n  {\"name\": \"ok\"},\n  {\"description\": \"no name\"}\n]".into();
+        let a = Computer::default().compute(&i);
+        let issue = a.schema_issue.unwrap();
+        assert!(issue.message.contains("/1"), "{}", issue.message);
+        assert_eq!(issue.position.map(|p| p.line), Some(3), "{}", issue.message);
+    }
+
+    #[test]
+    fn an_unsupported_keyword_is_located_in_its_tool() {
+        let mut i = input();
+        i.schema.text = r#"{"tools": [
+  {"name": "a", "parameters": {"type": "object", "properties": {}}},
+  {"type": "function", "function": {"name": "b", "parameters": {"type": "object",
+    "properties": {"x": {"type": "string", "not": {"const": "y"}}}}}}
+]}"#
+        .into();
+        let a = Computer::default().compute(&i);
+        let issue = a.schema_issue.unwrap();
+        let span = issue.span.clone().expect("located");
+        assert!(
+            i.schema.text[span].starts_with("\"not\""),
+            "{}",
+            issue.message
+        );
+        assert_eq!(issue.position.map(|p| p.line), Some(4), "{}", issue.message);
+        assert!(issue.message.contains("tool 'b'"), "{}", issue.message);
+    }
+
+    #[test]
+    fn plain_schema_mode_and_hand_edited_grammars() {
+        let mut i = input();
+        i.schema.mode = SchemaMode::PlainSchema;
+        i.schema.text = r#"{"type": "object", "properties": {"n": {"type": "integer"}}}"#.into();
+        i.test_input = r#"{"n": 12}"#.into();
+        let a = Computer::default().compute(&i);
+        assert!(a.test.unwrap().verdict.is_accepted());
+        i.grammar.hand_edited = true;
+        i.grammar.text = "root ::= \"x\" undefined-rule\n".into();
+        let a = Computer::default().compute(&i);
+        assert!(a.grammar.is_none());
+        assert!(
+            a.findings
+                .iter()
+                .any(|f| f.message.contains("undefined-rule"))
+        );
+    }
+
+    #[test]
+    fn the_analyzer_thread_answers() {
+        let mut an = Analyzer::start(Duration::from_millis(10), crate::no_repaint());
+        assert!(an.submit(input()));
+        let a = an.wait_settled(Duration::from_secs(30)).unwrap();
+        assert!(a.grammar.is_some());
+    }
+}

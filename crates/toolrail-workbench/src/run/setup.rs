@@ -1,0 +1,310 @@
+//! What a run is made of: the workspace's inputs (tools, envelope, grammar) and the run settings
+//! (prompt, engine, sampling), turned into the worker's [`RunRequest`] and a prompt preview.
+
+use serde_json::{Value, json};
+
+use super::RunError;
+use crate::transcript::Sampling;
+use toolrail_llm::worker::{EngineKind, RunRequest};
+use toolrail_llm::{ChatFormat, ChatMessage, Model, ModelSpec, PromptSource};
+use toolrail_tools::envelope::Format;
+use toolrail_tools::prompt::{PromptFamily, build_prompt};
+use toolrail_tools::toolset::ToolSet;
+use toolrail_tools::validate::ValidateOptions;
+
+/// What the workspace gives a run: the tools offered in the prompt and checked afterwards, the
+/// envelope calls are written in, and the grammar that constrains the model.
+#[derive(Clone, Debug)]
+pub struct RunInputs {
+    /// The (enabled) tool set, if the grammar came from tools; offered in the prompt and used to
+    /// validate the output.
+    pub tools: Option<ToolSet>,
+    /// The envelope tool calls are written in.
+    pub format: Format,
+    /// How outputs are read by the validator (parallel calls, plain text allowed).
+    pub validate: ValidateOptions,
+    /// The GBNF grammar (generated from the tools or written by hand); `None` allows only
+    /// unconstrained runs.
+    pub grammar: Option<String>,
+}
+
+impl Default for RunInputs {
+    fn default() -> Self {
+        RunInputs {
+            tools: None,
+            format: Format::OpenAi,
+            validate: ValidateOptions::default(),
+            grammar: None,
+        }
+    }
+}
+
+impl RunInputs {
+    /// The tools as OpenAI-style function objects, as the prompt builders take them.
+    pub fn tool_values(&self) -> Vec<Value> {
+        self.tools
+            .iter()
+            .flat_map(|t| t.tools())
+            .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
+            .collect()
+    }
+}
+
+/// How the prompt text is made from the system and user text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PromptStyle {
+    /// The model's own way: its `models.toml` family; else, without tools, the GGUF chat
+    /// template (when the model is loaded and llama.cpp knows it); else the family matching the
+    /// envelope.
+    #[default]
+    Model,
+    /// One of toolrail's prompt builders.
+    Family(PromptFamily),
+    /// The user text verbatim (the system text is ignored).
+    Raw,
+}
+
+/// The settings of a run that the Generation pane edits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSetup {
+    /// System text (empty: none).
+    pub system: String,
+    /// The user's message (or the whole prompt with [`PromptStyle::Raw`]).
+    pub user: String,
+    /// How the prompt is built.
+    pub style: PromptStyle,
+    /// Which engine masks the tokens.
+    pub engine: EngineKind,
+    /// Sampling parameters.
+    pub sampling: Sampling,
+    /// Context size (`None`: the model spec's, else the default).
+    pub context: Option<u32>,
+    /// Decoding threads (`None`: the model spec's, else the number of cores).
+    pub threads: Option<u32>,
+    /// How many candidates to record before and after the mask at each step.
+    pub show: usize,
+}
+
+impl Default for RunSetup {
+    fn default() -> Self {
+        RunSetup {
+            system: String::new(),
+            user: "What is the weather in Paris?".into(),
+            style: PromptStyle::Model,
+            engine: EngineKind::Toolrail,
+            sampling: Sampling::default(),
+            context: None,
+            threads: None,
+            show: 8,
+        }
+    }
+}
+
+/// A built prompt and where its format came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PromptPreview {
+    /// The text sent to the model.
+    pub text: String,
+    /// A short label: `gemma prompt builder`, `GGUF chat template`, `raw`.
+    pub source: String,
+}
+
+/// The prompt family that matches an envelope, for models that name none.
+pub fn family_for(format: Format) -> PromptFamily {
+    match format {
+        Format::Llama3 => PromptFamily::Llama31,
+        Format::Hermes => PromptFamily::Hermes,
+        Format::Gemma => PromptFamily::Gemma,
+        Format::OpenAi | Format::Pythonic => PromptFamily::Generic,
+    }
+}
+
+/// The sampling parameters with a model entry's defaults applied over `base`.
+pub fn sampling_with_defaults(base: &Sampling, spec: &ModelSpec) -> Sampling {
+    let d = &spec.sampling;
+    Sampling {
+        temperature: d.temperature.unwrap_or(base.temperature),
+        top_k: d.top_k.unwrap_or(base.top_k),
+        top_p: d.top_p.unwrap_or(base.top_p),
+        min_p: d.min_p.unwrap_or(base.min_p),
+        seed: d.seed.map_or(base.seed, u64::from),
+        max_tokens: d.max_tokens.unwrap_or(base.max_tokens),
+        finish_in_budget: base.finish_in_budget,
+        repeat_penalty: d.repeat_penalty.unwrap_or(base.repeat_penalty),
+    }
+}
+
+/// Builds the prompt for `setup` and `inputs`. `model` (when loaded) gives the GGUF chat
+/// template; `spec` (when chosen) gives the model's family.
+pub fn build_prompt_preview(
+    setup: &RunSetup,
+    inputs: &RunInputs,
+    model: Option<&Model>,
+    spec: Option<&ModelSpec>,
+) -> Result<PromptPreview, RunError> {
+    let tools = inputs.tool_values();
+    let system = (!setup.system.trim().is_empty()).then_some(setup.system.as_str());
+    let family = match setup.style {
+        PromptStyle::Raw => {
+            return Ok(PromptPreview {
+                text: setup.user.clone(),
+                source: "raw".into(),
+            });
+        }
+        PromptStyle::Family(family) => family,
+        PromptStyle::Model => match spec.map(|s| s.chat_format) {
+            Some(ChatFormat::Family(family)) => family,
+            _ => {
+                if tools.is_empty()
+                    && let Some(model) = model
+                    && let Some(preview) = template_prompt(model, setup)?
+                {
+                    return Ok(preview);
+                }
+                family_for(inputs.format)
+            }
+        },
+    };
+    let text = build_prompt(family, &tools, &setup.user, system)
+        .map_err(|e| RunError::Prompt(e.to_string()))?;
+    Ok(PromptPreview {
+        text,
+        source: format!("{} prompt builder", family.name()),
+    })
+}
+
+/// The GGUF chat template applied by llama.cpp, if the model has one llama.cpp recognises.
+fn template_prompt(model: &Model, setup: &RunSetup) -> Result<Option<PromptPreview>, RunError> {
+    let mut messages = Vec::new();
+    if !setup.system.trim().is_empty() {
+        messages.push(ChatMessage::system(setup.system.clone()));
+    }
+    messages.push(ChatMessage::user(setup.user.clone()));
+    let prompt = model
+        .chat_prompt(&messages, &[])
+        .map_err(|e| RunError::Prompt(e.to_string()))?;
+    Ok(
+        (prompt.source == PromptSource::GgufTemplate).then(|| PromptPreview {
+            text: prompt.text,
+            source: "GGUF chat template".into(),
+        }),
+    )
+}
+
+/// The worker's request for `setup`, `inputs` and an already built prompt.
+pub fn build_request(
+    setup: &RunSetup,
+    inputs: &RunInputs,
+    prompt: String,
+    spec: Option<&ModelSpec>,
+    start_paused: bool,
+) -> Result<RunRequest, RunError> {
+    let grammar = match setup.engine {
+        EngineKind::None => None,
+        EngineKind::Toolrail | EngineKind::Llama => match &inputs.grammar {
+            Some(text) if !text.trim().is_empty() => Some(text.clone()),
+            _ => return Err(RunError::NoGrammar(setup.engine.name())),
+        },
+    };
+    Ok(RunRequest {
+        prompt,
+        grammar,
+        engine: setup.engine,
+        sampling: setup.sampling.clone(),
+        start_paused,
+        show: setup.show,
+        context: setup.context.or(spec.and_then(|s| s.context)),
+        threads: setup.threads.or(spec.and_then(|s| s.threads)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolrail_llm::ModelSpec;
+
+    fn weather() -> RunInputs {
+        let tools = ToolSet::from_json_str(
+            r#"[{"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]"#,
+        )
+        .unwrap();
+        RunInputs {
+            tools: Some(tools),
+            format: Format::Hermes,
+            grammar: Some("root ::= \"x\"".into()),
+            ..RunInputs::default()
+        }
+    }
+
+    #[test]
+    fn the_model_style_follows_the_spec_family_else_the_envelope() {
+        let setup = RunSetup::default();
+        let inputs = weather();
+        let by_envelope = build_prompt_preview(&setup, &inputs, None, None).unwrap();
+        assert_eq!(by_envelope.source, "hermes prompt builder");
+        assert!(by_envelope.text.contains("<tools>"), "{}", by_envelope.text);
+        let mut spec = ModelSpec::from_path("m.gguf");
+        spec.chat_format = ChatFormat::Family(PromptFamily::Gemma);
+        let by_spec = build_prompt_preview(&setup, &inputs, None, Some(&spec)).unwrap();
+        assert_eq!(by_spec.source, "gemma prompt builder");
+        assert!(
+            by_spec.text.contains("<start_of_turn>user"),
+            "{}",
+            by_spec.text
+        );
+        let raw = RunSetup {
+            style: PromptStyle::Raw,
+            user: "verbatim".into(),
+            ..RunSetup::default()
+        };
+        assert_eq!(
+            build_prompt_preview(&raw, &inputs, None, None)
+                .unwrap()
+                .text,
+            "verbatim"
+        );
+    }
+
+    #[test]
+    fn requests_take_the_grammar_only_for_constrained_engines_and_spec_defaults() {
+        let inputs = weather();
+        let mut spec = ModelSpec::from_path("m.gguf");
+        spec.threads = Some(3);
+        spec.context = Some(2048);
+        let setup = RunSetup {
+            engine: EngineKind::None,
+            ..RunSetup::default()
+        };
+        let free = build_request(&setup, &inputs, "p".into(), Some(&spec), false).unwrap();
+        assert_eq!(free.grammar, None);
+        assert_eq!((free.threads, free.context), (Some(3), Some(2048)));
+        let setup = RunSetup {
+            engine: EngineKind::Toolrail,
+            threads: Some(1),
+            ..RunSetup::default()
+        };
+        let constrained = build_request(&setup, &inputs, "p".into(), Some(&spec), true).unwrap();
+        assert_eq!(constrained.grammar.as_deref(), Some("root ::= \"x\""));
+        assert_eq!(constrained.threads, Some(1));
+        assert!(constrained.start_paused);
+        let no_grammar = RunInputs {
+            grammar: None,
+            ..weather()
+        };
+        let err = build_request(&setup, &no_grammar, "p".into(), None, false).unwrap_err();
+        assert!(
+            err.to_string().contains("toolrail engine needs a grammar"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn model_sampling_defaults_override_the_base() {
+        let mut spec = ModelSpec::from_path("m.gguf");
+        spec.sampling.temperature = Some(0.7);
+        spec.sampling.seed = Some(9);
+        let s = sampling_with_defaults(&Sampling::default(), &spec);
+        assert_eq!((s.temperature, s.seed), (0.7, 9));
+        assert_eq!(s.top_k, Sampling::default().top_k);
+    }
+}

@@ -1,0 +1,279 @@
+//! What the app keeps for its run panes: the [`RunController`], the run settings the Generation
+//! pane edits (persisted in the workspace's `run` value), and the glue that turns the app's
+//! actions (Run, Step, Continue, Cancel, Export transcript) into controller calls.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    LoadState, PromptStyle, RunController, RunError, RunId, RunInputs, RunPhase, RunSetup,
+    StartMode,
+};
+use crate::Repaint;
+use crate::actions::Action;
+use crate::analysis::Analysis;
+use crate::transcript::Sampling;
+use toolrail_llm::ModelSpec;
+use toolrail_llm::worker::EngineKind;
+use toolrail_tools::prompt::PromptFamily;
+
+/// The run settings, as the workspace stores them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunSettings {
+    /// The models file the model list comes from.
+    pub models_file: PathBuf,
+    /// The chosen `models.toml` entry.
+    pub model: String,
+    /// A GGUF file opened directly (used instead of `model` when set).
+    pub gguf: Option<PathBuf>,
+    /// The engine.
+    pub engine: EngineKind,
+    /// Sampling parameters.
+    pub sampling: Sampling,
+    /// How the prompt is built: `model`, `raw`, or a family name (`llama3`, `hermes`, `gemma`,
+    /// `generic`).
+    pub prompt_style: String,
+    /// System text.
+    pub system: String,
+    /// Decoding threads (`None`: the model's).
+    pub threads: Option<u32>,
+    /// Candidates recorded per step.
+    pub show: usize,
+    /// The transcript exported last (reopened for replay when the app starts).
+    pub last_transcript: Option<PathBuf>,
+    /// The user closed the recorded demo run: do not reopen it.
+    pub demo_closed: bool,
+}
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        RunSettings {
+            models_file: PathBuf::from("models.toml"),
+            model: "gemma-3-270m".into(),
+            gguf: None,
+            engine: EngineKind::Toolrail,
+            sampling: Sampling::default(),
+            prompt_style: "model".into(),
+            system: String::new(),
+            threads: None,
+            show: 8,
+            last_transcript: None,
+            demo_closed: false,
+        }
+    }
+}
+
+impl RunSettings {
+    /// The prompt style as a [`PromptStyle`] (`model` when the name is unknown).
+    pub fn style(&self) -> PromptStyle {
+        match self.prompt_style.as_str() {
+            "raw" => PromptStyle::Raw,
+            "model" => PromptStyle::Model,
+            name => name
+                .parse::<PromptFamily>()
+                .map_or(PromptStyle::Model, PromptStyle::Family),
+        }
+    }
+
+    /// The model to load: the opened GGUF, else the named entry of the models file.
+    pub fn model_spec(&self) -> Result<ModelSpec, String> {
+        if let Some(path) = &self.gguf {
+            return Ok(ModelSpec::from_path(path.clone()));
+        }
+        ModelSpec::find(&self.models_file, &self.model).map_err(|e| e.to_string())
+    }
+}
+
+/// The run panes' state: the controller, the settings, what the user selected.
+#[derive(Default)]
+pub struct RunState {
+    /// The run controller.
+    pub controller: RunController,
+    /// The settings the Generation pane edits.
+    pub settings: RunSettings,
+    /// True once the settings were read from the workspace.
+    pub settings_loaded: bool,
+    /// The run the panes show.
+    pub shown: Option<RunId>,
+    /// Messages for the status bar, taken by the panes.
+    pub messages: Vec<String>,
+    /// Offer the recorded demo run when the workspace remembers no transcript (interactive use
+    /// and screenshots; tests start without it).
+    pub demo: bool,
+    /// The Export transcript action was given: the Transcript pane asks where to save.
+    pub export_requested: bool,
+    /// A Run or Step asked for while no model was loaded: the selected model is loading and
+    /// the run starts as soon as it is ready (dropped if the load fails).
+    pub pending_start: Option<StartMode>,
+    notify_set: bool,
+}
+
+impl RunState {
+    /// Reads the settings from the workspace's `run` value (defaults when absent or unreadable)
+    /// and, unless a replay is already open, reopens the last transcript for replay if it still
+    /// exists, shown to its end (so `toolrail gui --screenshot` shows it); with [`RunState::demo`] and no transcript
+    /// remembered, opens the recorded demo run instead (until the user closes it).
+    pub fn load_settings(&mut self, value: &serde_json::Value) {
+        self.settings_loaded = true;
+        if !value.is_null() {
+            match serde_json::from_value::<RunSettings>(value.clone()) {
+                Ok(settings) => self.settings = settings,
+                Err(e) => self
+                    .messages
+                    .push(format!("run settings in the workspace ignored: {e}")),
+            }
+        }
+        if self.controller.replay().is_none()
+            && let Some(path) = self.settings.last_transcript.clone()
+            && path.is_file()
+        {
+            match self.controller.open_transcript(&path) {
+                // Shown whole, its last token selected, as when the run ended.
+                Ok(()) => {
+                    if let Some(replay) = self.controller.replay_mut() {
+                        replay.seek(replay.len());
+                    }
+                }
+                Err(e) => self.messages.push(e.to_string()),
+            }
+        }
+        if self.demo
+            && !self.settings.demo_closed
+            && self.settings.last_transcript.is_none()
+            && self.controller.replay().is_none()
+            && let Err(e) = self.controller.open_demo()
+        {
+            self.messages.push(e.to_string());
+        }
+    }
+
+    /// The settings as the workspace's `run` value.
+    pub fn settings_value(&self) -> serde_json::Value {
+        serde_json::to_value(&self.settings).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The workspace's inputs for a run, from the latest analysis.
+    pub fn inputs(analysis: &Analysis) -> RunInputs {
+        let schema = &analysis.input.schema;
+        RunInputs {
+            tools: analysis.tool_set.clone(),
+            format: schema.format(),
+            validate: toolrail_tools::validate::ValidateOptions {
+                parallel: schema.parallel,
+                auto: schema.auto,
+            },
+            grammar: analysis
+                .grammar
+                .as_ref()
+                .map(|_| analysis.grammar_text.clone()),
+        }
+    }
+
+    /// The run setup from the settings and the workspace's prompt.
+    pub fn setup(&self, analysis: &Analysis) -> RunSetup {
+        let s = &self.settings;
+        RunSetup {
+            system: s.system.clone(),
+            user: analysis.input.prompt.clone(),
+            style: s.style(),
+            engine: s.engine,
+            sampling: s.sampling.clone(),
+            context: None,
+            threads: s.threads,
+            show: s.show.max(1),
+        }
+    }
+
+    /// Starts a run (loading the model first if none is loaded is left to the user).
+    pub fn start(&mut self, analysis: &Analysis, mode: StartMode) -> Result<RunId, RunError> {
+        let id = self
+            .controller
+            .start(&self.setup(analysis), &Self::inputs(analysis), mode)?;
+        self.shown = Some(id);
+        Ok(id)
+    }
+
+    /// Called once per frame before the panes draw: takes the run actions out of `actions`,
+    /// drains the loader's and worker's events, and asks for frames while work is under way.
+    pub fn logic(&mut self, actions: &mut Vec<Action>, analysis: &Analysis, repaint: &Repaint) {
+        if !self.notify_set {
+            self.controller.set_notify(std::sync::Arc::clone(repaint));
+            self.notify_set = true;
+        }
+        let mut rest = Vec::with_capacity(actions.len());
+        for action in actions.drain(..) {
+            let result = match action {
+                Action::Run => self.start_or_load(analysis, StartMode::Run),
+                Action::Step => match self.controller.active().map(|r| r.phase) {
+                    Some(RunPhase::Paused { .. }) => self.controller.step(),
+                    Some(_) => Ok(()),
+                    None => self.start_or_load(analysis, StartMode::Step),
+                },
+                Action::Continue => self.controller.resume(),
+                Action::Cancel => {
+                    self.controller.cancel();
+                    Ok(())
+                }
+                Action::ExportTranscript => {
+                    self.export_requested = true;
+                    Ok(())
+                }
+                other => {
+                    rest.push(other);
+                    Ok(())
+                }
+            };
+            if let Err(e) = result {
+                self.messages.push(e.to_string());
+            }
+        }
+        *actions = rest;
+        self.controller.poll();
+        self.messages.extend(self.controller.take_messages());
+        self.start_pending(analysis);
+        if self.controller.is_busy() {
+            // The worker notifies on each event; this keeps the load bar and timings moving.
+            repaint();
+        }
+    }
+
+    /// Starts a run; with no model loaded, first loads the selected one (the run then starts
+    /// when it is ready), so that Run works on a fresh start without a separate Load.
+    pub fn start_or_load(&mut self, analysis: &Analysis, mode: StartMode) -> Result<(), RunError> {
+        match self.start(analysis, mode) {
+            Err(RunError::NoModel) => match self.settings.model_spec() {
+                Ok(spec) => {
+                    self.controller.load(spec)?;
+                    self.pending_start = Some(mode);
+                    Ok(())
+                }
+                Err(e) => Err(RunError::ModelSpec(e)),
+            },
+            other => other.map(|_| ()),
+        }
+    }
+
+    /// Starts the run a Run or Step asked for while the model was loading, once it is loaded.
+    fn start_pending(&mut self, analysis: &Analysis) {
+        let Some(mode) = self.pending_start else {
+            return;
+        };
+        match self.controller.load_state() {
+            LoadState::Ready { .. } => {
+                self.pending_start = None;
+                if let Err(e) = self.start(analysis, mode) {
+                    self.messages.push(e.to_string());
+                }
+            }
+            LoadState::Loading { .. } => {}
+            LoadState::Empty | LoadState::Failed { .. } => self.pending_start = None,
+        }
+    }
+
+    /// Called when the app closes: cancels the run; the worker ends when the controller drops.
+    pub fn shutdown(&mut self) {
+        self.controller.cancel();
+    }
+}

@@ -1,0 +1,165 @@
+//! Transcripts: everything about one generation run — model, prompt, tools, grammar,
+//! parameters, every token with its candidates before and after the mask and the grammar stacks
+//! after it, the result and its validation — as a versioned JSON file that reopens for replay,
+//! and as Markdown for people.
+
+mod markdown;
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+pub use markdown::to_markdown;
+
+/// The transcript format version this build writes and reads.
+pub const TRANSCRIPT_VERSION: u32 = 1;
+
+/// One generation run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Transcript {
+    /// Format version ([`TRANSCRIPT_VERSION`]).
+    pub version: u32,
+    /// The toolrail version that wrote it.
+    pub toolrail_version: String,
+    /// Seconds since the Unix epoch when the run started.
+    pub created_unix: u64,
+    /// The model.
+    pub model: ModelInfo,
+    /// The prompt as sent to the model (after the chat template or prompt builder).
+    pub prompt: String,
+    /// The tool set, when the grammar came from tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<serde_json::Value>,
+    /// The tool-call envelope (`openai`, `llama3`, ...), when the grammar came from tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    /// The GBNF grammar, unless the run was unconstrained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grammar: Option<String>,
+    /// Which engine masked the tokens: `toolrail`, `llama` or `none`.
+    pub engine: String,
+    /// Sampling parameters.
+    pub sampling: Sampling,
+    /// Every generated token, in order.
+    pub tokens: Vec<TokenRecord>,
+    /// The generated text.
+    pub output: String,
+    /// Why generation stopped.
+    pub stop: Stop,
+    /// The validation of the output (the validator's report as JSON), when tools were given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<serde_json::Value>,
+    /// Totals over the run.
+    pub totals: Totals,
+}
+
+/// What identifies the model.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// Name (a models.toml entry or the file name).
+    pub name: String,
+    /// Path of the GGUF file.
+    pub path: String,
+    /// Architecture from the GGUF metadata.
+    pub architecture: String,
+    /// Vocabulary size.
+    pub vocab_size: u32,
+    /// File size in bytes.
+    pub file_size: u64,
+}
+
+pub use toolrail_llm::record::{Candidate, PENALTY_WINDOW, Sampling, Stop, TokenRecord, Totals};
+
+/// Why a transcript could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum TranscriptError {
+    /// The file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is not a transcript (with line:column from the JSON parser).
+    #[error("{path}:{line}:{column}: not a toolrail transcript: {message}")]
+    Format {
+        /// The file.
+        path: String,
+        /// 1-based line of the problem.
+        line: usize,
+        /// 1-based column of the problem.
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// Written by a newer toolrail.
+    #[error("{path}: transcript version {found} is newer than this toolrail reads ({supported})")]
+    Version {
+        /// The file.
+        path: String,
+        /// Its version.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
+}
+
+impl Transcript {
+    /// Saves as pretty JSON, atomically.
+    pub fn save(&self, path: &Path) -> Result<(), TranscriptError> {
+        let json = serde_json::to_vec_pretty(self).map_err(|e| TranscriptError::Format {
+            path: path.display().to_string(),
+            line: 0,
+            column: 0,
+            message: e.to_string(),
+        })?;
+        crate::fsutil::write_atomic(path, &json).map_err(|source| TranscriptError::Io {
+            path: path.display().to_string(),
+            source,
+        })
+    }
+
+    /// Reads a transcript, checking its version first.
+    pub fn load(path: &Path) -> Result<Transcript, TranscriptError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| TranscriptError::Io {
+            path: shown.clone(),
+            source,
+        })?;
+        Self::from_json(&text, &shown)
+    }
+
+    /// Parses a transcript from JSON text (`name` is used in messages).
+    pub fn from_json(text: &str, name: &str) -> Result<Transcript, TranscriptError> {
+        let format = |e: serde_json::Error| TranscriptError::Format {
+            path: name.to_string(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        };
+        let value: serde_json::Value = serde_json::from_str(text).map_err(format)?;
+        let version = value
+            .get("version")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0) as u32;
+        if version > TRANSCRIPT_VERSION {
+            return Err(TranscriptError::Version {
+                path: name.to_string(),
+                found: version,
+                supported: TRANSCRIPT_VERSION,
+            });
+        }
+        serde_json::from_str(text).map_err(format)
+    }
+
+    /// Saves the Markdown rendering, atomically.
+    pub fn save_markdown(&self, path: &Path) -> Result<(), TranscriptError> {
+        crate::fsutil::write_atomic(path, to_markdown(self).as_bytes()).map_err(|source| {
+            TranscriptError::Io {
+                path: path.display().to_string(),
+                source,
+            }
+        })
+    }
+}

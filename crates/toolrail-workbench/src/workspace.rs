@@ -1,0 +1,409 @@
+//! The workspace: everything the user set up (tool set text, envelope and options, hand-edited
+//! grammar, test input, prompt, layout, theme, run settings), kept as one versioned JSON file in
+//! the platform's config folder and saved atomically.
+//!
+//! A file that cannot be read as a workspace is never lost: it is renamed to
+//! `<name>.bad-<unix seconds>` next to where it was, the app starts from defaults and shows the
+//! message [`Loaded::notice`] carries.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::samples;
+use toolrail_tools::envelope::Format;
+use toolrail_tools::grammar::GrammarOptions;
+
+/// The version written into new workspace files; files with a higher one are not read.
+pub const WORKSPACE_VERSION: u32 = 1;
+
+/// The file name inside the config folder.
+pub const WORKSPACE_FILE: &str = "workspace.json";
+
+/// What the Tools/Schema editor holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SchemaMode {
+    /// A tool set (OpenAI or bare function definitions): the grammar is the tool-call grammar.
+    #[default]
+    ToolSet,
+    /// One plain JSON Schema: the grammar matches JSON values of that schema.
+    PlainSchema,
+}
+
+/// Light or dark look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Theme {
+    /// Dark background.
+    #[default]
+    Dark,
+    /// Light background.
+    Light,
+}
+
+/// The tool set or schema and how it becomes a grammar.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SchemaSettings {
+    /// The JSON text in the editor.
+    pub text: String,
+    /// Where the text came from: a sample's file name, a path, or "" when typed.
+    pub source: String,
+    /// Tool set or plain schema.
+    pub mode: SchemaMode,
+    /// The envelope, by its command-line name (`openai`, `llama3`, `hermes`, `gemma`, `pythonic`).
+    pub envelope: String,
+    /// Several calls allowed.
+    pub parallel: bool,
+    /// Plain text allowed instead of calls.
+    pub auto: bool,
+    /// No whitespace between JSON tokens.
+    pub compact: bool,
+    /// Unsupported keywords are warnings, not errors.
+    pub lenient: bool,
+    /// Tools the user switched off (left out of the grammar).
+    pub disabled_tools: Vec<String>,
+    /// Apply seed 001's pool filter (escape-hatch tools leave unless the prompt asks for them).
+    pub pool_filter: bool,
+}
+
+impl Default for SchemaSettings {
+    fn default() -> Self {
+        let sample = &samples::SAMPLES[0];
+        Self {
+            text: sample.text.to_owned(),
+            source: sample.file.to_owned(),
+            mode: SchemaMode::ToolSet,
+            envelope: sample.format.as_str().to_owned(),
+            parallel: false,
+            auto: false,
+            compact: false,
+            lenient: false,
+            disabled_tools: Vec::new(),
+            pool_filter: false,
+        }
+    }
+}
+
+impl SchemaSettings {
+    /// The envelope as a [`Format`] (`openai` when the stored name is unknown).
+    pub fn format(&self) -> Format {
+        self.envelope.parse().unwrap_or(Format::OpenAi)
+    }
+
+    /// The grammar options these settings describe.
+    pub fn grammar_options(&self) -> GrammarOptions {
+        GrammarOptions {
+            format: self.format(),
+            parallel: self.parallel,
+            auto: self.auto,
+            compact: self.compact,
+            lenient: self.lenient,
+        }
+    }
+}
+
+/// The grammar pane's own state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct GrammarSettings {
+    /// Use the hand-edited text instead of the generated grammar.
+    pub hand_edited: bool,
+    /// The hand-edited GBNF.
+    pub text: String,
+}
+
+/// Everything the app keeps across restarts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Workspace {
+    /// File format version ([`WORKSPACE_VERSION`]).
+    pub version: u32,
+    /// The tool set or schema.
+    pub schema: SchemaSettings,
+    /// The grammar pane.
+    pub grammar: GrammarSettings,
+    /// The Test input pane's text.
+    pub test_input: String,
+    /// The user prompt (also the pool filter's query).
+    pub prompt: String,
+    /// Light or dark.
+    pub theme: Theme,
+    /// The pane layout, as the UI serialises it (opaque here).
+    pub layout: Option<serde_json::Value>,
+    /// Settings of the run controller (model, sampling, engine), as it serialises them.
+    pub run: serde_json::Value,
+}
+
+impl Default for Workspace {
+    fn default() -> Self {
+        Self {
+            version: WORKSPACE_VERSION,
+            schema: SchemaSettings::default(),
+            grammar: GrammarSettings::default(),
+            test_input:
+                r#"{"name": "get_weather", "arguments": {"city": "Paris", "unit": "kelvin"}}"#
+                    .to_owned(),
+            prompt: "What is the weather in Paris?".to_owned(),
+            theme: Theme::Dark,
+            layout: None,
+            run: serde_json::Value::Null,
+        }
+    }
+}
+
+/// Why a workspace could not be saved.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    /// Writing the file failed.
+    #[error("cannot save the workspace to {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Serialising failed (not expected for this plain data).
+    #[error("cannot serialise the workspace: {0}")]
+    Serialise(#[from] serde_json::Error),
+}
+
+/// A loaded workspace and what the user should be told about loading it.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The workspace (defaults when there was no readable file).
+    pub workspace: Workspace,
+    /// A message for the user when the file was unreadable (and where its copy is).
+    pub notice: Option<String>,
+}
+
+/// The default workspace file: `<config dir>/toolrail/workspace.json`, or `None` when the
+/// platform has no home folder.
+pub fn default_path() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "toolrail").map(|d| d.config_dir().join(WORKSPACE_FILE))
+}
+
+/// Reads the workspace at `path`. A missing file gives defaults silently; an unreadable one
+/// (bad JSON, wrong shape, newer version, not UTF-8) is moved aside to a `.bad-<secs>` copy and
+/// gives defaults with a notice naming the problem and the copy.
+pub fn load(path: &Path) -> Loaded {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Loaded {
+                workspace: Workspace::default(),
+                notice: None,
+            };
+        }
+        Err(e) => {
+            return Loaded {
+                workspace: Workspace::default(),
+                notice: Some(format!(
+                    "cannot read the workspace {}: {e}; starting from defaults",
+                    path.display()
+                )),
+            };
+        }
+    };
+    let problem = match serde_json::from_slice::<Workspace>(&bytes) {
+        Ok(ws) if ws.version <= WORKSPACE_VERSION => {
+            return Loaded {
+                workspace: ws,
+                notice: None,
+            };
+        }
+        Ok(ws) => format!(
+            "it has version {}, newer than this toolrail's {WORKSPACE_VERSION}",
+            ws.version
+        ),
+        Err(e) => format!("line {}, column {}: {e}", e.line(), e.column()),
+    };
+    let backup = backup_path(path);
+    let kept = match std::fs::rename(path, &backup) {
+        Ok(()) => format!("the file was kept as {}", backup.display()),
+        Err(e) => format!(
+            "it could not be moved aside ({e}) and will be overwritten on the next save unless you move it"
+        ),
+    };
+    Loaded {
+        workspace: Workspace::default(),
+        notice: Some(format!(
+            "the workspace {} could not be read ({problem}); starting from defaults, {kept}",
+            path.display()
+        )),
+    }
+}
+
+fn backup_path(path: &Path) -> PathBuf {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| WORKSPACE_FILE.to_owned());
+    let mut candidate = path.with_file_name(format!("{name}.bad-{secs}"));
+    let mut n = 1;
+    while candidate.exists() {
+        candidate = path.with_file_name(format!("{name}.bad-{secs}-{n}"));
+        n += 1;
+    }
+    candidate
+}
+
+/// Writes the workspace to `path` atomically (creating the folder).
+pub fn save(path: &Path, workspace: &Workspace) -> Result<(), WorkspaceError> {
+    let text = serde_json::to_string_pretty(workspace)?;
+    write_text(path, &text)
+}
+
+fn write_text(path: &Path, text: &str) -> Result<(), WorkspaceError> {
+    let write = || {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        crate::fsutil::write_atomic(path, text.as_bytes())
+    };
+    write().map_err(|source| WorkspaceError::Write {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Debounced saving: call [`Autosave::tick`] every frame; the file is written once the workspace
+/// has stopped changing for the delay, and [`Autosave::flush`] writes it at once (on exit).
+#[derive(Debug)]
+pub struct Autosave {
+    path: PathBuf,
+    delay: Duration,
+    saved: String,
+    changed: Option<(String, Instant)>,
+}
+
+impl Autosave {
+    /// Autosave to `path` of a workspace whose current state is already on disk (or default).
+    pub fn new(path: PathBuf, current: &Workspace, delay: Duration) -> Self {
+        Self {
+            path,
+            delay,
+            saved: serde_json::to_string_pretty(current).unwrap_or_default(),
+            changed: None,
+        }
+    }
+
+    /// The file it writes.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Notes the current workspace and saves it when it has been stable for the delay. Returns
+    /// the save error, if one happened now.
+    pub fn tick(&mut self, workspace: &Workspace, now: Instant) -> Result<(), WorkspaceError> {
+        let text = serde_json::to_string_pretty(workspace)?;
+        if text == self.saved {
+            self.changed = None;
+            return Ok(());
+        }
+        match &self.changed {
+            Some((pending, since)) if *pending == text => {
+                if now.duration_since(*since) >= self.delay {
+                    self.write(text)?;
+                }
+            }
+            _ => self.changed = Some((text, now)),
+        }
+        Ok(())
+    }
+
+    /// True while a change waits to be written.
+    pub fn pending(&self) -> bool {
+        self.changed.is_some()
+    }
+
+    /// Saves now if the workspace differs from what is on disk.
+    pub fn flush(&mut self, workspace: &Workspace) -> Result<(), WorkspaceError> {
+        let text = serde_json::to_string_pretty(workspace)?;
+        if text != self.saved {
+            self.write(text)?;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, text: String) -> Result<(), WorkspaceError> {
+        write_text(&self.path, &text)?;
+        self.saved = text;
+        self.changed = None;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_through_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub").join(WORKSPACE_FILE);
+        let mut ws = Workspace {
+            test_input: "hello".into(),
+            ..Workspace::default()
+        };
+        ws.schema.envelope = "hermes".into();
+        ws.theme = Theme::Light;
+        save(&path, &ws).unwrap();
+        let loaded = load(&path);
+        assert!(loaded.notice.is_none());
+        assert_eq!(loaded.workspace, ws);
+    }
+
+    #[test]
+    fn a_corrupt_file_is_kept_and_defaults_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(WORKSPACE_FILE);
+        std::fs::write(&path, "{\"version\": 1,\n \"test_input\": [}").unwrap();
+        let loaded = load(&path);
+        let notice = loaded.notice.unwrap();
+        assert!(notice.contains("line 2"), "{notice}");
+        assert_eq!(loaded.workspace, Workspace::default());
+        let backups: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(backups.len(), 1);
+        assert!(backups[0].starts_with("workspace.json.bad-"), "{backups:?}");
+        let kept = std::fs::read_to_string(dir.path().join(&backups[0])).unwrap();
+        assert_eq!(kept, "{\"version\": 1,\n \"test_input\": [}");
+    }
+
+    #[test]
+    fn a_newer_version_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(WORKSPACE_FILE);
+        std::fs::write(&path, "{\"version\": 99}").unwrap();
+        let loaded = load(&path);
+        assert!(loaded.notice.unwrap().contains("version 99"));
+    }
+
+    #[test]
+    fn autosave_waits_for_the_change_to_settle() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(WORKSPACE_FILE);
+        let mut ws = Workspace::default();
+        let mut auto = Autosave::new(path.clone(), &ws, Duration::from_millis(500));
+        let t0 = Instant::now();
+        ws.prompt = "changed".into();
+        auto.tick(&ws, t0).unwrap();
+        assert!(!path.exists());
+        auto.tick(&ws, t0 + Duration::from_millis(100)).unwrap();
+        assert!(!path.exists());
+        auto.tick(&ws, t0 + Duration::from_millis(600)).unwrap();
+        assert_eq!(load(&path).workspace.prompt, "changed");
+        ws.prompt = "again".into();
+        auto.flush(&ws).unwrap();
+        assert_eq!(load(&path).workspace.prompt, "again");
+    }
+}

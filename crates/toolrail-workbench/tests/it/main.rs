@@ -1,0 +1,8 @@
+//! Transcripts and the run controller (the latter on the real test model).
+//!
+//! One test binary per crate: each module is one former test file.
+
+mod common;
+mod prompt_preview;
+mod transcript;
+mod workbench_run;

@@ -1,0 +1,114 @@
+//! Transcripts save atomically, reopen identical, render to Markdown, and refuse files that are
+//! not transcripts (with line:column) or that a newer toolrail wrote.
+
+use std::sync::Arc;
+
+use toolrail_engine::Engine;
+use toolrail_gbnf::Grammar;
+use toolrail_workbench::transcript::{
+    Candidate, ModelInfo, Sampling, Stop, TokenRecord, Totals, Transcript, TranscriptError,
+    to_markdown,
+};
+
+fn sample_transcript() -> Transcript {
+    let grammar_text = "root ::= \"{\\\"ok\\\": \" (\"true\" | \"false\") \"}\"";
+    let grammar = Arc::new(Grammar::parse(grammar_text).unwrap());
+    let mut engine = Engine::new(grammar);
+    let mut state = engine.initial();
+    let mut tokens = Vec::new();
+    for (i, piece) in ["{\"ok\"", ": ", "tr", "ue", "}"].iter().enumerate() {
+        state = engine.feed(state, piece.as_bytes()).unwrap();
+        tokens.push(TokenRecord {
+            index: i as u32,
+            id: 100 + i as u32,
+            piece: piece.to_string(),
+            piece_hex: None,
+            budget_replaced: None,
+            forced: i == 2,
+            before: vec![Candidate {
+                id: 7,
+                piece: "Sure".into(),
+                probability: 0.6,
+                masked: true,
+            }],
+            after: vec![Candidate {
+                id: 100 + i as u32,
+                piece: piece.to_string(),
+                probability: 0.9,
+                masked: false,
+            }],
+            allowed: 3,
+            stacks: Some(engine.snapshot(state)),
+            decode_ms: 15.5,
+            mask_ms: 0.2,
+        });
+    }
+    Transcript {
+        version: toolrail_workbench::transcript::TRANSCRIPT_VERSION,
+        toolrail_version: env!("CARGO_PKG_VERSION").into(),
+        created_unix: 1_790_000_000,
+        model: ModelInfo {
+            name: "gemma-3-270m".into(),
+            path: "/m.gguf".into(),
+            architecture: "gemma3".into(),
+            vocab_size: 262144,
+            file_size: 253_000_000,
+        },
+        prompt: "Is it ok? | answer in JSON".into(),
+        tools: None,
+        format: None,
+        grammar: Some(grammar_text.into()),
+        engine: "toolrail".into(),
+        sampling: Sampling::default(),
+        tokens,
+        output: "{\"ok\": true}".into(),
+        stop: Stop::EndOfGeneration,
+        validation: Some(serde_json::json!({"valid": true})),
+        totals: Totals {
+            tokens: 5,
+            decode_ms: 77.5,
+            mask_ms: 1.0,
+            tokens_per_s: 60.0,
+        },
+    }
+}
+
+#[test]
+fn save_and_reopen_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    let t = sample_transcript();
+    t.save(&path).unwrap();
+    assert_eq!(Transcript::load(&path).unwrap(), t);
+    let md = dir.path().join("run.md");
+    t.save_markdown(&md).unwrap();
+    let text = std::fs::read_to_string(md).unwrap();
+    assert!(text.contains("| 2 | `tr` (forced) | 0.90 | 3 |"), "{text}");
+    assert!(text.contains("```gbnf\nroot ::="), "{text}");
+    assert!(
+        text.contains("Is it ok? | answer in JSON"),
+        "prompt kept verbatim in its fence"
+    );
+}
+
+#[test]
+fn markdown_escapes_table_cells() {
+    let mut t = sample_transcript();
+    t.tokens[0].piece = "a|b\n".into();
+    assert!(to_markdown(&t).contains("`a\\|b\\n`"));
+}
+
+#[test]
+fn bad_files_are_named_with_position() {
+    let err = Transcript::from_json("{\"version\": 1,\n \"model\": 3}", "x.json").unwrap_err();
+    match err {
+        TranscriptError::Format { line, .. } => assert_eq!(line, 2),
+        other => panic!("{other}"),
+    }
+    let err = Transcript::from_json("{\"version\": 99}", "x.json").unwrap_err();
+    assert!(
+        matches!(err, TranscriptError::Version { found: 99, .. }),
+        "{err}"
+    );
+    assert!(Transcript::load(std::path::Path::new("/no/such/file.json")).is_err());
+}

@@ -1,0 +1,196 @@
+//! `toolrail bench --model M (--tools T [--format F] | --grammar G) [--prompt P] [--tokens N]
+//! [--json]`: the same prompt greedily under each engine in one process (see
+//! [`toolrail_llm::bench`]); prints mask times, tokens/s, the ratios, and the mask differences
+//! between toolrail and llama.cpp.
+
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use serde_json::{Value, json};
+
+use super::generate::ModelArgs;
+use super::grammar::FormatArg;
+use toolrail_llm::Model;
+use toolrail_llm::bench::{BenchOptions, BenchReport, bench};
+use toolrail_llm::worker::EngineKind;
+use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
+use toolrail_tools::prompt::build_prompt;
+use toolrail_tools::toolset::ToolSet;
+use toolrail_workbench::run::family_for;
+
+/// Arguments of `toolrail bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// A tool set: the grammar is its tool-call grammar, the prompt offers the tools.
+    #[arg(long, conflicts_with = "grammar", required_unless_present = "grammar")]
+    pub tools: Option<String>,
+    /// The envelope tool calls are written in (with --tools).
+    #[arg(long, value_enum, default_value_t = FormatArg::Openai)]
+    pub format: FormatArg,
+    /// A GBNF grammar file (instead of --tools); the prompt is used as it is.
+    #[arg(long)]
+    pub grammar: Option<String>,
+    /// The user's message (with --tools) or the whole prompt (with --grammar).
+    #[arg(long)]
+    pub prompt: Option<String>,
+    /// Tokens per engine at most.
+    #[arg(long, default_value_t = 64)]
+    pub tokens: u32,
+    /// Decoding threads per engine (1 keeps ggml's thread pool from spinning on busy cores).
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The prompt when --tools is given without --prompt.
+const DEFAULT_TOOLS_PROMPT: &str = "Call the most fitting tool, with every argument filled in.";
+/// The prompt when --grammar is given without --prompt.
+const DEFAULT_GRAMMAR_PROMPT: &str = "Here is a long, detailed example:\n";
+
+/// Runs `toolrail bench`: exit 0 when toolrail's and llama.cpp's masks agree, 1 when they differ.
+pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    let spec = args.model.resolve()?;
+    let (grammar, prompt, what) = match (&args.tools, &args.grammar) {
+        (Some(path), _) => {
+            let text = String::from_utf8(super::read_input(path)?)
+                .with_context(|| format!("{path}: not UTF-8"))?;
+            let tools = ToolSet::from_json_str(&text).with_context(|| path.clone())?;
+            let opts = GrammarOptions {
+                format: args.format.into(),
+                ..GrammarOptions::default()
+            };
+            let grammar = tool_call_grammar(&tools, &opts)?.text;
+            let values: Vec<Value> = tools
+                .tools()
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
+                .collect();
+            let query = args.prompt.as_deref().unwrap_or(DEFAULT_TOOLS_PROMPT);
+            let prompt = build_prompt(family_for(args.format.into()), &values, query, None)?;
+            (grammar, prompt, path.clone())
+        }
+        (None, Some(path)) => (
+            super::read_grammar(path)?,
+            args.prompt
+                .clone()
+                .unwrap_or_else(|| DEFAULT_GRAMMAR_PROMPT.to_owned()),
+            path.clone(),
+        ),
+        (None, None) => bail!("give --tools or --grammar"),
+    };
+    if !args.json {
+        eprintln!("loading {} ...", spec.path.display());
+    }
+    let model = Model::load(&spec, |_| true)?;
+    let report = bench(
+        &model,
+        &grammar,
+        &prompt,
+        BenchOptions {
+            tokens: args.tokens,
+            threads: Some(args.threads),
+        },
+    )?;
+    if args.json {
+        println!("{}", to_json(&spec.name, &what, &report));
+    } else {
+        print_table(&spec.name, &what, &report);
+    }
+    Ok(if report.mask_differences == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The `--json` object: the documented keys first, then extras.
+fn to_json(model: &str, grammar: &str, report: &BenchReport) -> Value {
+    let engines: Vec<Value> = report
+        .engines
+        .iter()
+        .map(|e| {
+            json!({
+                "engine": e.engine.name(),
+                "mask_ms_p50": round(e.mask_ms_p50, 4),
+                "mask_ms_p99": round(e.mask_ms_p99, 4),
+                "mask_ms_max": round(e.mask_ms_max, 4),
+                "tokens_per_s": round(e.tokens_per_s, 2),
+                "mask_ms_mean": round(e.mask_ms_mean, 4),
+                "tokens": e.tokens,
+                "end": e.end,
+                "ratio_to_unconstrained": report.ratio_to_unconstrained(e.engine).map(|r| round(r, 3)),
+            })
+        })
+        .collect();
+    json!({
+        "model": model,
+        "vocab": report.vocab,
+        "engines": engines,
+        "mask_differences": report.mask_differences,
+        "compared_steps": report.compared_steps,
+        "same_tokens": report.same_tokens,
+        "toolrail_vs_llama_speedup": report.speedup_vs_llama().map(|r| round(r, 1)),
+        "setup_ms": round(report.setup_ms(), 1),
+        "table_ms": round(report.table_ms, 1),
+        "trie_ms": round(report.trie_ms, 1),
+        "trie_nodes": report.trie_nodes,
+        "grammar": grammar,
+        "text": report.toolrail_text,
+    })
+}
+
+fn print_table(model: &str, grammar: &str, report: &BenchReport) {
+    println!(
+        "model {model}, vocabulary {} tokens, grammar {grammar}",
+        report.vocab
+    );
+    println!(
+        "set-up: token table {:.1} ms + trie {:.1} ms = {:.1} ms ({} trie nodes)",
+        report.table_ms,
+        report.trie_ms,
+        report.setup_ms(),
+        report.trie_nodes
+    );
+    println!(
+        "{:<9} {:>6} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8}",
+        "engine", "tokens", "mask p50", "mask p99", "mask max", "mask mean", "tokens/s", "vs none"
+    );
+    for e in &report.engines {
+        let ratio = report
+            .ratio_to_unconstrained(e.engine)
+            .map_or("-".to_owned(), |r| format!("{:.0}%", r * 100.0));
+        println!(
+            "{:<9} {:>6} {:>7.3} ms {:>7.3} ms {:>7.3} ms {:>7.3} ms {:>9.1} {:>8}",
+            e.engine.name(),
+            e.tokens,
+            e.mask_ms_p50,
+            e.mask_ms_p99,
+            e.mask_ms_max,
+            e.mask_ms_mean,
+            e.tokens_per_s,
+            ratio
+        );
+    }
+    if let Some(speedup) = report.speedup_vs_llama() {
+        println!("toolrail's masks are {speedup:.0}x faster than llama.cpp's (mean)");
+    }
+    println!(
+        "mask differences toolrail vs llama.cpp: {} over {} compared steps; same tokens: {}",
+        report.mask_differences,
+        report.compared_steps,
+        if report.same_tokens { "yes" } else { "no" }
+    );
+    if report.engine(EngineKind::Toolrail).is_some() {
+        println!("toolrail text: {:?}", report.toolrail_text);
+    }
+}
+
+fn round(x: f64, digits: i32) -> f64 {
+    let scale = 10f64.powi(digits);
+    (x * scale).round() / scale
+}

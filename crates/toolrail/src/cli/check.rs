@@ -1,0 +1,102 @@
+//! `toolrail check GRAMMAR [INPUT|-] [--prefix] [--json]`.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use toolrail_engine::{VerdictKind, check};
+use toolrail_gbnf::source::LineIndex;
+
+/// Arguments of `toolrail check`.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The GBNF grammar file (start rule `root`).
+    pub grammar: String,
+    /// The text to check: a file, or `-` (the default) for standard input.
+    #[arg(default_value = "-")]
+    pub input: String,
+    /// Treat an incomplete input (a valid prefix) as success.
+    #[arg(long)]
+    pub prefix: bool,
+    /// Print one JSON object instead of a report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct JsonVerdict {
+    verdict: VerdictKind,
+    offset: Option<usize>,
+    line: u32,
+    column: u32,
+    expected: Vec<String>,
+}
+
+/// Runs `toolrail check`.
+pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
+    let grammar = match super::load_grammar(&args.grammar) {
+        Ok(g) => Arc::new(g),
+        Err(code) => return Ok(code),
+    };
+    let input = super::read_input(&args.input)?;
+    let verdict = check(&grammar, &input);
+    let expected = verdict.expected.describe();
+    if args.json {
+        let out = JsonVerdict {
+            verdict: verdict.kind,
+            offset: verdict.offset,
+            line: verdict.position.line,
+            column: verdict.position.column,
+            expected,
+        };
+        println!("{}", serde_json::to_string(&out)?);
+    } else {
+        let name = if args.input == "-" {
+            "<stdin>"
+        } else {
+            args.input.as_str()
+        };
+        match verdict.kind {
+            VerdictKind::Accepted => println!("{name}: accepted"),
+            VerdictKind::Incomplete => {
+                println!(
+                    "{name}:{}: incomplete: the input is a valid prefix but the grammar needs more",
+                    verdict.position
+                );
+                println!("expected: {}", expected.join(", "));
+            }
+            VerdictKind::TooAmbiguous => {
+                println!(
+                    "{name}:{}: stopped at byte {}: the grammar is so ambiguous that more than 65,536 stacks are live (llama.cpp would crawl and run out of memory here)",
+                    verdict.position,
+                    verdict.offset.unwrap_or(0)
+                );
+            }
+            VerdictKind::Rejected => {
+                let offset = verdict.offset.unwrap_or(0);
+                println!("{name}:{}: rejected at byte {offset}", verdict.position);
+                let index = LineIndex::new(&input);
+                let line = String::from_utf8_lossy(index.line_text(&input, verdict.position.line));
+                let pad: String = line
+                    .chars()
+                    .take(verdict.position.column as usize - 1)
+                    .map(|c| if c == '\t' { '\t' } else { ' ' })
+                    .collect();
+                println!("  | {line}\n  | {pad}^");
+                if expected.is_empty() {
+                    println!("expected: nothing (the grammar was already complete)");
+                } else {
+                    println!("expected: {}", expected.join(", "));
+                }
+            }
+        }
+    }
+    Ok(match verdict.kind {
+        VerdictKind::Accepted => ExitCode::SUCCESS,
+        VerdictKind::Rejected => ExitCode::from(1),
+        VerdictKind::Incomplete if args.prefix => ExitCode::SUCCESS,
+        VerdictKind::Incomplete => ExitCode::from(3),
+        VerdictKind::TooAmbiguous => ExitCode::from(2),
+    })
+}

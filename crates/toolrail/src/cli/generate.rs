@@ -1,0 +1,292 @@
+//! `toolrail generate --model M (--tools T [--format F] | --grammar G) --prompt P [--engine E]
+//! [--transcript OUT.json] [--markdown OUT.md]`: runs the model under the grammar on the
+//! generation worker, streams the text, validates the result against the tools, and writes the
+//! transcript.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, bail};
+use serde_json::{Value, json};
+
+use super::grammar::FormatArg;
+use toolrail_llm::worker::{Command, EngineKind, Event, RunRequest, Worker};
+use toolrail_llm::{ChatFormat, Model, ModelSpec};
+use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
+use toolrail_tools::prompt::build_prompt;
+use toolrail_tools::toolset::ToolSet;
+use toolrail_tools::validate::{ValidateOptions, Validator};
+use toolrail_workbench::run::{family_for, sampling_with_defaults};
+use toolrail_workbench::transcript::{ModelInfo, Sampling, Stop, TRANSCRIPT_VERSION, Transcript};
+
+/// Arguments of `toolrail generate`.
+/// The `--engine` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineArg {
+    /// toolrail's own masks (token trie + memoized recognizer).
+    Toolrail,
+    /// llama.cpp's grammar sampler over the whole vocabulary.
+    Llama,
+    /// No grammar: the model's own choice.
+    None,
+}
+
+impl From<EngineArg> for EngineKind {
+    fn from(e: EngineArg) -> Self {
+        match e {
+            EngineArg::Toolrail => EngineKind::Toolrail,
+            EngineArg::Llama => EngineKind::Llama,
+            EngineArg::None => EngineKind::None,
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct GenerateArgs {
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// A tool set: the grammar is its tool-call grammar, the prompt offers the tools.
+    #[arg(long, conflicts_with = "grammar")]
+    pub tools: Option<String>,
+    /// The envelope tool calls are written in (with --tools).
+    #[arg(long, value_enum, default_value_t = FormatArg::Openai)]
+    pub format: FormatArg,
+    /// A GBNF grammar file (instead of --tools).
+    #[arg(long)]
+    pub grammar: Option<String>,
+    /// The user's message (or the whole prompt with --raw).
+    #[arg(long)]
+    pub prompt: String,
+    /// Use --prompt verbatim instead of building a prompt for the model family.
+    #[arg(long)]
+    pub raw: bool,
+    /// Which engine masks the tokens.
+    #[arg(long, value_enum, default_value_t = EngineArg::Toolrail)]
+    pub engine: EngineArg,
+    /// Stop after this many tokens (default: the models.toml entry's, else 256).
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// Temperature, 0 for greedy (default: the entry's, else 0).
+    #[arg(long)]
+    pub temperature: Option<f32>,
+    /// Top-k, 0 for off (default: the entry's, else 40).
+    #[arg(long)]
+    pub top_k: Option<u32>,
+    /// Top-p, 1 for off (default: the entry's, else 0.95).
+    #[arg(long)]
+    pub top_p: Option<f32>,
+    /// Min-p, 0 for off (default: the entry's, else 0.05).
+    #[arg(long)]
+    pub min_p: Option<f32>,
+    /// Random seed (default: the entry's, else 0).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Repetition penalty over the last 64 generated tokens, 1 for off (default: the entry's,
+    /// else 1).
+    #[arg(long)]
+    pub repeat_penalty: Option<f32>,
+    /// Let the sampled token stand even when it leaves too few tokens to finish the grammar
+    /// (by default, near --max-tokens the most likely token that can still finish is taken).
+    #[arg(long)]
+    pub no_budget_guard: bool,
+    /// Write the transcript (JSON) here.
+    #[arg(long)]
+    pub transcript: Option<PathBuf>,
+    /// Write the transcript as Markdown here.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+}
+
+/// `--model` and `--models`: the commands that run a model find it the same way.
+#[derive(Debug, clap::Args)]
+pub struct ModelArgs {
+    /// A GGUF file, or the name of a `models.toml` entry.
+    #[arg(long)]
+    pub model: String,
+    /// The models file to look names up in.
+    #[arg(long, default_value = "models.toml")]
+    pub models: PathBuf,
+}
+
+impl ModelArgs {
+    /// Finds the model: an existing file, else a `models.toml` entry.
+    pub fn resolve(&self) -> anyhow::Result<ModelSpec> {
+        let (model, models) = (&self.model, &self.models);
+        if Path::new(model).is_file() {
+            return Ok(ModelSpec::from_path(model));
+        }
+        if !models.is_file() {
+            bail!(
+                "no file '{model}', and no models file {} to look the name up in",
+                models.display()
+            );
+        }
+        Ok(ModelSpec::find(models, model)?)
+    }
+}
+
+/// Runs `toolrail generate`: exit 0 when the run ends normally (and the output is a valid call
+/// when tools were given), 1 when the output is not valid, 2 on errors.
+pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
+    let spec = args.model.resolve()?;
+    eprintln!("loading {} ...", spec.path.display());
+    let model = Model::load(&spec, |_| true)?;
+    let tools = match &args.tools {
+        Some(path) => {
+            let text = String::from_utf8(super::read_input(path)?)
+                .with_context(|| format!("{path}: not UTF-8"))?;
+            Some(ToolSet::from_json_str(&text).with_context(|| path.clone())?)
+        }
+        None => None,
+    };
+    let grammar = match (&tools, &args.grammar) {
+        (Some(tools), _) => {
+            let opts = GrammarOptions {
+                format: args.format.into(),
+                ..GrammarOptions::default()
+            };
+            Some(tool_call_grammar(tools, &opts)?.text)
+        }
+        (None, Some(path)) => Some(super::read_grammar(path)?),
+        (None, None) if args.engine == EngineArg::None => None,
+        (None, None) => bail!("give --tools or --grammar (or --engine none)"),
+    };
+    let tool_values: Vec<Value> = tools
+        .iter()
+        .flat_map(|t| t.tools())
+        .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
+        .collect();
+    let prompt = if args.raw {
+        args.prompt.clone()
+    } else {
+        let family = match spec.chat_format {
+            ChatFormat::Family(f) => f,
+            ChatFormat::Auto => family_for(args.format.into()),
+        };
+        build_prompt(family, &tool_values, &args.prompt, None)?
+    };
+    // The command line over the models.toml entry's defaults over toolrail's.
+    let defaults = sampling_with_defaults(&Sampling::default(), &spec);
+    let sampling = Sampling {
+        temperature: args.temperature.unwrap_or(defaults.temperature),
+        top_k: args.top_k.unwrap_or(defaults.top_k),
+        top_p: args.top_p.unwrap_or(defaults.top_p),
+        min_p: args.min_p.unwrap_or(defaults.min_p),
+        seed: args.seed.unwrap_or(defaults.seed),
+        max_tokens: args.max_tokens.unwrap_or(defaults.max_tokens),
+        finish_in_budget: !args.no_budget_guard,
+        repeat_penalty: args.repeat_penalty.unwrap_or(defaults.repeat_penalty),
+    };
+    let info = model.info().clone();
+    let worker = Worker::spawn_with(Some(model), Arc::new(|| {}));
+    let request = RunRequest {
+        prompt: prompt.clone(),
+        grammar: grammar.clone(),
+        engine: args.engine.into(),
+        sampling: sampling.clone(),
+        start_paused: false,
+        show: 5,
+        context: None,
+        threads: None,
+    };
+    worker.send(Command::Start(Box::new(request)));
+    let created_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut tokens = Vec::new();
+    let (stop, totals, output) = loop {
+        match worker.events().recv() {
+            Ok(Event::Token(record)) => {
+                print!("{}", record.piece);
+                let _ = std::io::stdout().flush();
+                tokens.push(*record);
+            }
+            Ok(Event::Done {
+                stop,
+                totals,
+                output,
+            }) => break (stop, totals, output),
+            Ok(Event::Error(message)) => eprintln!("toolrail: {message}"),
+            Ok(_) => {}
+            Err(_) => bail!("the generation worker stopped unexpectedly"),
+        }
+    };
+    println!();
+    let stop_text = match &stop {
+        Stop::EndOfGeneration => "end of generation".to_string(),
+        Stop::MaxTokens => format!("token limit ({})", sampling.max_tokens),
+        Stop::Cancelled => "cancelled".to_string(),
+        Stop::DeadEnd { offset, expected } => {
+            format!(
+                "dead end at byte {offset}: no token can continue; expected {}",
+                expected.join(", ")
+            )
+        }
+        Stop::Error { message } => format!("error: {message}"),
+    };
+    eprintln!(
+        "stopped: {stop_text}; {} tokens, {:.1} tokens/s, mask {:.2} ms total",
+        totals.tokens, totals.tokens_per_s, totals.mask_ms
+    );
+    let mut valid = true;
+    let validation = match &tools {
+        Some(tools) => {
+            let report = Validator::new(tools)?.validate_output(
+                args.format.into(),
+                &output,
+                ValidateOptions::default(),
+            );
+            valid = report.is_valid();
+            match report.feedback() {
+                Some(feedback) => eprintln!("validation: invalid: {feedback}"),
+                None => eprintln!("validation: valid call"),
+            }
+            Some(
+                json!({"valid": valid, "messages": report.messages(), "feedback": report.feedback()}),
+            )
+        }
+        None => None,
+    };
+    let transcript = Transcript {
+        version: TRANSCRIPT_VERSION,
+        toolrail_version: env!("CARGO_PKG_VERSION").into(),
+        created_unix,
+        model: ModelInfo {
+            name: spec.name.clone(),
+            path: info.path.display().to_string(),
+            architecture: info.architecture.clone(),
+            vocab_size: info.vocab_size as u32,
+            file_size: info.file_size,
+        },
+        prompt,
+        tools: tools.as_ref().map(|_| Value::Array(tool_values.clone())),
+        format: tools
+            .as_ref()
+            .map(|_| format!("{:?}", args.format).to_lowercase()),
+        grammar,
+        engine: EngineKind::from(args.engine).name().into(),
+        sampling,
+        tokens,
+        output,
+        stop: stop.clone(),
+        validation,
+        totals,
+    };
+    if let Some(path) = &args.transcript {
+        transcript.save(path)?;
+        eprintln!("transcript: {}", path.display());
+    }
+    if let Some(path) = &args.markdown {
+        transcript.save_markdown(path)?;
+        eprintln!("markdown: {}", path.display());
+    }
+    Ok(match stop {
+        Stop::Error { .. } | Stop::DeadEnd { .. } => ExitCode::from(2),
+        _ if !valid => ExitCode::from(1),
+        _ => ExitCode::SUCCESS,
+    })
+}

@@ -1,0 +1,131 @@
+//! Command-line interface: clap subcommands over the library. Exit codes follow one rule
+//! everywhere: 0 success, 1 a negative verdict (rejected, invalid), 2 usage or input errors,
+//! 3 an incomplete input for `check`.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub mod bench;
+pub mod bench_calls;
+pub mod check;
+pub mod extract;
+pub mod generate;
+pub mod grammar;
+pub mod gui;
+pub mod lint;
+pub mod sample;
+pub mod validate;
+
+/// toolrail: a playground and debugger for grammar-constrained tool calling with llama.cpp.
+#[derive(Debug, Parser)]
+#[command(name = "toolrail", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do (the desktop app when omitted).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Match a text against a GBNF grammar: exit 0 accepted, 1 rejected, 3 incomplete, 2 errors.
+    Check(check::CheckArgs),
+    /// List every finding about a GBNF grammar (exit 1 if any is an error).
+    Lint(lint::LintArgs),
+    /// Print random strings the grammar accepts.
+    Sample(sample::SampleArgs),
+    /// Print the rules exactly as llama.cpp compiles them (synthesised rules included).
+    Compile(lint::CompileArgs),
+    /// Find tool calls in free text (model output without a grammar): exit 0 if any, 1 if none.
+    Extract(extract::ExtractArgs),
+    /// Print the tool-call grammar of a tool set (or, with --schema, of a JSON Schema).
+    Grammar(grammar::GrammarArgs),
+    /// Check a model output against a tool set: exit 0 valid call, 1 not, 2 errors.
+    Validate(validate::ValidateArgs),
+    /// Run a GGUF model under a grammar or tool set, token by token; print the text and its validation.
+    Generate(generate::GenerateArgs),
+    /// Measure the engines on one prompt: mask times, tokens/s, toolrail vs llama.cpp masks.
+    Bench(bench::BenchArgs),
+    /// Seed 001's bench on BFCL questions: valid calls and first-tool match, with and without grammar.
+    BenchCalls(bench_calls::BenchCallsArgs),
+    /// Open the desktop app (also what `toolrail` with no arguments does).
+    Gui(gui::GuiArgs),
+}
+
+/// Entry point of the `toolrail` binary.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let default_gui = Command::Gui(gui::GuiArgs::default());
+    let result = match cli.command.as_ref().unwrap_or(&default_gui) {
+        Command::Check(args) => check::run(args),
+        Command::Lint(args) => lint::run(args),
+        Command::Sample(args) => sample::run(args),
+        Command::Compile(args) => lint::run_compile(args),
+        Command::Extract(args) => extract::run(args),
+        Command::Grammar(args) => grammar::run(args),
+        Command::Validate(args) => validate::run(args),
+        Command::Generate(args) => generate::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::BenchCalls(args) => bench_calls::run(args),
+        Command::Gui(args) => gui::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("toolrail: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Reads a file, or standard input for `-`.
+pub fn read_input(path: &str) -> anyhow::Result<Vec<u8>> {
+    if path == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin().read_to_end(&mut buf)?;
+        Ok(buf)
+    } else {
+        std::fs::read(path).map_err(|e| anyhow::anyhow!("cannot read {path}: {e}"))
+    }
+}
+
+/// Reads a grammar file as UTF-8, naming the first bad byte's line:column otherwise.
+pub fn read_grammar(path: &str) -> anyhow::Result<String> {
+    let bytes = read_input(path)?;
+    String::from_utf8(bytes).map_err(|e| {
+        let offset = e.utf8_error().valid_up_to();
+        let at = toolrail_gbnf::source::line_col(e.as_bytes(), offset);
+        anyhow::anyhow!("{path}:{at}: the grammar is not valid UTF-8 (byte offset {offset})")
+    })
+}
+
+/// Parses and builds a grammar file, printing every finding on failure.
+pub fn load_grammar(path: &str) -> Result<toolrail_gbnf::Grammar, ExitCode> {
+    let text = match read_grammar(path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("toolrail: {e:#}");
+            return Err(ExitCode::from(2));
+        }
+    };
+    toolrail_gbnf::Grammar::parse(&text).map_err(|e| {
+        let name = Path::new(path).display().to_string();
+        for d in &e.diagnostics {
+            eprintln!("{}", d.render(text.as_bytes(), &name));
+        }
+        ExitCode::from(2)
+    })
+}

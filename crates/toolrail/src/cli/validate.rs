@@ -1,0 +1,194 @@
+//! `toolrail validate TOOLS OUTPUT [--format F] [--parallel] [--auto] [--json]`: checks a model
+//! output against a tool set. Exit 0 when the output is a valid call (or, with `--auto`, plain
+//! text), 1 when it is not (every problem printed, then the one-line feedback for the model),
+//! 2 on usage or input errors.
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use serde_json::{Value, json};
+
+use super::grammar::FormatArg;
+use toolrail_tools::toolset::ToolSet;
+use toolrail_tools::validate::{Report, ValidateOptions, Validator};
+
+/// Arguments of `toolrail validate`.
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// The tool set (OpenAI `tools` array, bare function list, or `{"tools": [...]}`).
+    pub tools: String,
+    /// The model output to check, or `-` for standard input.
+    pub output: String,
+    /// The envelope the output is written in.
+    #[arg(long, value_enum, default_value_t = FormatArg::Openai)]
+    pub format: FormatArg,
+    /// Accept several calls (a JSON list, or envelopes separated by newlines).
+    #[arg(long)]
+    pub parallel: bool,
+    /// Accept plain text that does not start like a call.
+    #[arg(long)]
+    pub auto: bool,
+    /// Print the verdict as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `toolrail validate`.
+pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
+    let tools_text = super::read_input(&args.tools)?;
+    let tools_text = String::from_utf8(tools_text)
+        .with_context(|| format!("{}: not valid UTF-8", args.tools))?;
+    let tools = ToolSet::from_json_str(&tools_text).with_context(|| args.tools.clone())?;
+    let validator = Validator::new(&tools)?;
+    let output = super::read_input(&args.output)?;
+    let output = String::from_utf8(output)
+        .with_context(|| format!("{}: the output is not valid UTF-8", args.output))?;
+    let opts = ValidateOptions {
+        parallel: args.parallel,
+        auto: args.auto,
+    };
+    let report = validator.validate_output(args.format.into(), &output, opts);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report_json(&report))?);
+    } else {
+        print_report(&report);
+    }
+    Ok(if report.is_valid() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn print_report(report: &Report) {
+    if let Some(e) = &report.parse_error {
+        println!(
+            "not a {} tool call: at byte {}: {}",
+            report.format, e.offset, e.message
+        );
+    }
+    for issue in &report.output_issues {
+        println!("{issue}");
+    }
+    if report.text && report.output_issues.is_empty() {
+        println!("plain text, no tool call (allowed by --auto)");
+    }
+    for call in &report.calls {
+        if call.is_valid() {
+            println!("call {}: {} — valid", call.index, call.name);
+        } else {
+            println!("call {}: {} — invalid", call.index, call.name);
+            for issue in &call.issues {
+                let at = if issue.pointer.is_empty() {
+                    "(arguments)"
+                } else {
+                    issue.pointer.as_str()
+                };
+                println!("  {at} [{}] {}", issue.keyword, issue.message);
+            }
+        }
+    }
+    if let Some(fb) = report.feedback() {
+        println!("feedback: {fb}");
+    }
+}
+
+/// The verdict as JSON (`--json`).
+fn report_json(report: &Report) -> Value {
+    let calls: Vec<Value> = report
+        .calls
+        .iter()
+        .map(|c| {
+            let issues: Vec<Value> = c
+                .issues
+                .iter()
+                .map(|i| json!({"pointer": i.pointer, "keyword": i.keyword, "message": i.message}))
+                .collect();
+            json!({
+                "index": c.index,
+                "name": c.name,
+                "arguments": c.arguments,
+                "valid": c.is_valid(),
+                "issues": issues,
+                "feedback": c.feedback,
+            })
+        })
+        .collect();
+    json!({
+        "valid": report.is_valid(),
+        "format": report.format.as_str(),
+        "text": report.text,
+        "parse_error": report.parse_error.as_ref().map(|e| json!({"offset": e.offset, "message": e.message})),
+        "output_issues": report.output_issues,
+        "calls": calls,
+        "feedback": report.feedback(),
+        "category": report.category(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(dir: &std::path::Path, output: &str, format: FormatArg) -> ValidateArgs {
+        let tools = dir.join("tools.json");
+        std::fs::write(
+            &tools,
+            r#"[{"name": "get_weather", "parameters": {"type": "object",
+                "properties": {"city": {"type": "string"}}, "required": ["city"]}}]"#,
+        )
+        .unwrap();
+        let out = dir.join("output.txt");
+        std::fs::write(&out, output).unwrap();
+        ValidateArgs {
+            tools: tools.display().to_string(),
+            output: out.display().to_string(),
+            format,
+            parallel: false,
+            auto: false,
+            json: true,
+        }
+    }
+
+    #[test]
+    fn exit_codes() {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = args(
+            dir.path(),
+            r#"get_weather(city="Oslo")"#,
+            FormatArg::Pythonic,
+        );
+        assert_eq!(run(&ok).unwrap(), ExitCode::SUCCESS);
+        let bad = args(
+            dir.path(),
+            r#"get_weather(town="Oslo")"#,
+            FormatArg::Pythonic,
+        );
+        assert_eq!(run(&bad).unwrap(), ExitCode::from(1));
+        let missing = ValidateArgs {
+            tools: dir.path().join("nope.json").display().to_string(),
+            ..args(dir.path(), "", FormatArg::Openai)
+        };
+        assert!(
+            run(&missing).is_err(),
+            "input errors are exit 2 in cli::main"
+        );
+    }
+
+    #[test]
+    fn json_report_carries_feedback() {
+        let tools = ToolSet::from_value(&serde_json::json!([{"name": "f", "parameters": {
+            "type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}}]))
+        .unwrap();
+        let v = Validator::new(&tools).unwrap();
+        let r = v.validate_output(
+            toolrail_tools::envelope::Format::OpenAi,
+            r#"{"name": "f", "arguments": {}}"#,
+            ValidateOptions::default(),
+        );
+        let j = report_json(&r);
+        assert_eq!(j["valid"], false);
+        assert_eq!(j["feedback"], "missing required args ['a'] for tool 'f'");
+        assert_eq!(j["calls"][0]["issues"][0]["keyword"], "required");
+    }
+}

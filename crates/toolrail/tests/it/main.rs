@@ -1,0 +1,5 @@
+//! The command-line interface, run as a process.
+//!
+//! One test binary per crate: each module is one former test file.
+
+mod cli_check;
