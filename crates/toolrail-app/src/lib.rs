@@ -111,7 +111,7 @@ impl Shared {
             self.run.load_settings(&self.workspace.run);
         }
         if saved.as_ref() != Some(&self.run.settings) {
-            self.workspace.run = self.run.settings_value();
+            self.workspace.run = self.run.settings.clone();
             *saved = Some(self.run.settings.clone());
         }
         for message in std::mem::take(&mut self.run.messages) {

@@ -117,10 +117,10 @@ pub enum LlmError {
     },
 
     /// No entry of that name.
-    #[error("{}: no model named '{name}' (known: {known})", .file.display())]
+    #[error("{models}: no model named '{name}' (known: {known})")]
     UnknownModel {
-        /// The file.
-        file: PathBuf,
+        /// Where the models came from (a file, or the built-in default).
+        models: String,
         /// The name asked for.
         name: String,
         /// The names it has, comma-separated.

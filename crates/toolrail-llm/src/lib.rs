@@ -51,8 +51,9 @@ pub use grammar_sampler::LlamaGrammarSampler;
 pub use model::{Model, ModelInfo};
 pub use session::{DEFAULT_CONTEXT, Session, SessionOptions};
 pub use spec::{
-    ChatFormat, ModelSpec, SamplingDefaults, TEST_MODEL_FILE, expand_tilde, model_dir,
-    test_model_for_suite, test_model_path,
+    ChatFormat, MODELS_FILE, ModelSpec, Models, ModelsSource, SamplingDefaults, TEST_MODEL_FILE,
+    builtin_models, expand_tilde, model_dir, models_file_candidates, test_model_for_suite,
+    test_model_path,
 };
 
 /// The process's llama.cpp backend, initialised on first use with llama.cpp's log silenced

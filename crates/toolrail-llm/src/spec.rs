@@ -151,24 +151,6 @@ impl ModelSpec {
         Self::parse(&text, file)
     }
 
-    /// The entry called `name` in the models file `file`.
-    pub fn find(file: &Path, name: &str) -> Result<ModelSpec, LlmError> {
-        let specs = Self::load_file(file)?;
-        let known = specs
-            .iter()
-            .map(|s| s.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ");
-        specs
-            .into_iter()
-            .find(|s| s.name == name)
-            .ok_or_else(|| LlmError::UnknownModel {
-                file: file.to_path_buf(),
-                name: name.to_owned(),
-                known,
-            })
-    }
-
     /// Parses the text of a models file; `file` names it in errors and anchors relative paths.
     pub fn parse(text: &str, file: &Path) -> Result<Vec<ModelSpec>, LlmError> {
         let raw: RawFile = toml::from_str(text).map_err(|e| LlmError::ModelsFile {
@@ -200,6 +182,111 @@ impl ModelSpec {
         }
         Ok(specs)
     }
+}
+
+/// The name of the file that lists models by name.
+pub const MODELS_FILE: &str = "models.toml";
+
+/// Where the models toolrail knows by name came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModelsSource {
+    /// A `models.toml` file.
+    File(PathBuf),
+    /// No file was found: the built-in entry for the test model ([`builtin_models`]).
+    BuiltIn,
+}
+
+impl std::fmt::Display for ModelsSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelsSource::File(path) => write!(f, "{}", path.display()),
+            ModelsSource::BuiltIn => write!(f, "built-in default (no {MODELS_FILE} found)"),
+        }
+    }
+}
+
+/// The models toolrail knows by name, and where they came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Models {
+    /// The file they were read from, or the built-in default.
+    pub source: ModelsSource,
+    /// The entries, in file order.
+    pub specs: Vec<ModelSpec>,
+}
+
+impl Models {
+    /// Reads the models: from `explicit` when given (an error when it cannot be read), else from
+    /// the first `models.toml` of [`models_file_candidates`], else the built-in default, so that
+    /// a toolrail launched from anywhere finds the test model in its cache.
+    pub fn load(explicit: Option<&Path>) -> Result<Models, LlmError> {
+        let file = match explicit {
+            Some(file) => Some(file.to_path_buf()),
+            None => models_file_candidates().into_iter().find(|p| p.is_file()),
+        };
+        Ok(match file {
+            Some(file) => Models {
+                specs: ModelSpec::load_file(&file)?,
+                source: ModelsSource::File(file),
+            },
+            None => Models {
+                specs: builtin_models(),
+                source: ModelsSource::BuiltIn,
+            },
+        })
+    }
+
+    /// The entry called `name`.
+    pub fn find(&self, name: &str) -> Result<ModelSpec, LlmError> {
+        self.specs
+            .iter()
+            .find(|s| s.name == name)
+            .cloned()
+            .ok_or_else(|| LlmError::UnknownModel {
+                models: self.source.to_string(),
+                name: name.to_owned(),
+                known: self
+                    .specs
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+}
+
+/// Where `models.toml` is looked for when no file is named, in order: the platform config
+/// folder (`~/.config/toolrail/` on Linux), the folder of the running executable, the current
+/// folder.
+pub fn models_file_candidates() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(dirs) = directories::ProjectDirs::from("", "", "toolrail") {
+        out.push(dirs.config_dir().join(MODELS_FILE));
+    }
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+    {
+        out.push(dir.join(MODELS_FILE));
+    }
+    out.push(PathBuf::from(MODELS_FILE));
+    out
+}
+
+/// The entry used when no `models.toml` exists: the test model (Gemma 3 270M, fetched by
+/// `scripts/fetch-model.sh`) at [`test_model_path`], as the repository's `models.toml` lists it.
+pub fn builtin_models() -> Vec<ModelSpec> {
+    vec![ModelSpec {
+        name: "gemma-3-270m".into(),
+        path: test_model_path(),
+        context: Some(4096),
+        gpu_layers: 0,
+        threads: None,
+        chat_format: ChatFormat::Family(PromptFamily::Gemma),
+        sampling: SamplingDefaults {
+            temperature: Some(0.0),
+            ..SamplingDefaults::default()
+        },
+    }]
 }
 
 impl From<&ModelSpec> for ModelSpec {
@@ -403,9 +490,34 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("models.toml");
         std::fs::write(&file, text).unwrap();
-        let err = ModelSpec::find(&file, "b").unwrap_err().to_string();
+        let models = Models::load(Some(&file)).unwrap();
+        assert_eq!(models.source, ModelsSource::File(file.clone()));
+        let err = models.find("b").unwrap_err().to_string();
         assert!(err.ends_with("no model named 'b' (known: a)"), "{err}");
-        assert_eq!(ModelSpec::find(&file, "a").unwrap().name, "a");
+        assert_eq!(models.find("a").unwrap().name, "a");
+        // A named file that cannot be read is an error, never the built-in default.
+        let missing = dir.path().join("nope.toml");
+        assert!(Models::load(Some(&missing)).is_err());
+    }
+
+    #[test]
+    fn the_builtin_default_is_the_repository_entry_for_the_test_model() {
+        let file = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join(MODELS_FILE);
+        let repo = Models::load(Some(&file)).unwrap();
+        let builtin = builtin_models();
+        assert_eq!(builtin.len(), 1);
+        let (a, b) = (&repo.specs[0], &builtin[0]);
+        assert_eq!(
+            (&a.name, a.context, a.chat_format),
+            (&b.name, b.context, b.chat_format)
+        );
+        assert_eq!(a.sampling, b.sampling);
+        assert_eq!(b.path, test_model_path());
+        // The last place looked in is the current folder.
+        assert_eq!(
+            models_file_candidates().last(),
+            Some(&PathBuf::from(MODELS_FILE))
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::time::Instant;
 use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded};
 
 use super::sampling::{Scored, choose, penalized};
-use super::{LlamaGrammarSampler, LlmError, Model, ModelInfo, ModelSpec, SessionOptions};
+use super::{LlamaGrammarSampler, LlmError, Model, SessionOptions};
 use crate::record::{Candidate, PENALTY_WINDOW, Sampling, Stop, TokenRecord, Totals};
 use toolrail_engine::sample::SplitMix64;
 use toolrail_engine::{BudgetGuard, Engine, MaskEngine, State, TokenMask};
@@ -42,9 +42,14 @@ impl EngineKind {
     }
 }
 
+/// Which run a request or an event belongs to (chosen by whoever sends the request).
+pub type RunId = u64;
+
 /// One generation run.
 #[derive(Clone, Debug)]
 pub struct RunRequest {
+    /// The run's id: every event of this run carries it.
+    pub id: RunId,
     /// The whole prompt (after the chat template or prompt builder), tokenized with special tokens.
     pub prompt: String,
     /// The GBNF grammar (ignored by the `none` engine, which runs unconstrained).
@@ -66,8 +71,6 @@ pub struct RunRequest {
 /// What the worker is told.
 #[derive(Clone, Debug)]
 pub enum Command {
-    /// Load a model (replacing the current one).
-    Load(ModelSpec),
     /// Start a run (the model must be loaded).
     Start(Box<RunRequest>),
     /// Generate one token, then pause.
@@ -88,10 +91,6 @@ pub enum Command {
 /// What the worker reports.
 #[derive(Clone, Debug)]
 pub enum Event {
-    /// Fraction of the model loaded.
-    LoadProgress(f32),
-    /// The model is loaded.
-    Loaded(Box<ModelInfo>),
     /// A run started: the prompt is decoded.
     Started {
         /// Prompt length in tokens.
@@ -122,14 +121,23 @@ pub enum Event {
         /// The generated text (lossy UTF-8).
         output: String,
     },
-    /// Something failed outside a run (e.g. loading).
+    /// A command for this run could not be carried out (e.g. a second start while it runs).
     Error(String),
+}
+
+/// An event and the run it belongs to.
+#[derive(Clone, Debug)]
+pub struct RunEvent {
+    /// The run ([`RunRequest::id`]).
+    pub run: RunId,
+    /// What happened.
+    pub event: Event,
 }
 
 /// A handle on the worker thread.
 pub struct Worker {
     commands: Sender<Command>,
-    events: Receiver<Event>,
+    events: Receiver<RunEvent>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -143,22 +151,17 @@ impl std::fmt::Debug for Worker {
 pub type Notify = Arc<dyn Fn() + Send + Sync>;
 
 impl Worker {
-    /// Starts the worker thread with no model.
-    pub fn spawn(notify: Notify) -> Worker {
-        Self::spawn_with(None, notify)
-    }
-
-    /// Starts the worker thread with an already loaded model.
-    pub fn spawn_with(model: Option<Model>, notify: Notify) -> Worker {
+    /// Starts the worker thread, which owns `model` from now on.
+    pub fn spawn(model: Model, notify: Notify) -> Worker {
         let (commands, command_rx) = bounded::<Command>(64);
-        let (event_tx, events) = bounded::<Event>(4096);
+        let (event_tx, events) = bounded::<RunEvent>(4096);
         let thread = std::thread::Builder::new()
             .name("toolrail-generation".into())
             .spawn(move || {
                 let mut state = WorkerState {
-                    model: model.map(|m| {
-                        let masks = MaskEngine::new(m.shared_token_table());
-                        (m, masks)
+                    model: Some({
+                        let masks = MaskEngine::new(model.shared_token_table());
+                        (model, masks)
                     }),
                     commands: command_rx,
                     events: event_tx,
@@ -180,7 +183,7 @@ impl Worker {
     }
 
     /// The event stream.
-    pub fn events(&self) -> &Receiver<Event> {
+    pub fn events(&self) -> &Receiver<RunEvent> {
         &self.events
     }
 }
@@ -200,7 +203,7 @@ impl Drop for Worker {
 struct WorkerState {
     model: Option<(Model, MaskEngine)>,
     commands: Receiver<Command>,
-    events: Sender<Event>,
+    events: Sender<RunEvent>,
     notify: Notify,
 }
 
@@ -215,8 +218,8 @@ enum Flow {
 }
 
 impl WorkerState {
-    fn emit(&self, event: Event) {
-        let _ = self.events.send(event);
+    fn emit(&self, run: RunId, event: Event) {
+        let _ = self.events.send(RunEvent { run, event });
         (self.notify)();
     }
 
@@ -224,7 +227,6 @@ impl WorkerState {
         while let Ok(command) = self.commands.recv() {
             match command {
                 Command::Shutdown => return,
-                Command::Load(spec) => self.load(&spec),
                 Command::Start(request) => {
                     if self.run(&request) {
                         return;
@@ -239,35 +241,19 @@ impl WorkerState {
         }
     }
 
-    fn load(&mut self, spec: &ModelSpec) {
-        let events = self.events.clone();
-        let notify = Arc::clone(&self.notify);
-        let loaded = Model::load(spec, move |fraction| {
-            let _ = events.try_send(Event::LoadProgress(fraction));
-            notify();
-            true
-        });
-        match loaded {
-            Ok(model) => {
-                let masks = MaskEngine::new(model.shared_token_table());
-                let info = Box::new(model.info().clone());
-                self.model = Some((model, masks));
-                self.emit(Event::Loaded(info));
-            }
-            Err(e) => self.emit(Event::Error(e.to_string())),
-        }
-    }
-
     /// Runs one request; returns true if the worker must shut down.
     fn run(&mut self, request: &RunRequest) -> bool {
         let Some((model, mut masks)) = self.model.take() else {
-            self.emit(Event::Done {
-                stop: Stop::Error {
-                    message: "no model is loaded".into(),
+            self.emit(
+                request.id,
+                Event::Done {
+                    stop: Stop::Error {
+                        message: "no model is loaded".into(),
+                    },
+                    totals: Totals::default(),
+                    output: String::new(),
                 },
-                totals: Totals::default(),
-                output: String::new(),
-            });
+            );
             return false;
         };
         masks.clear_cache();
@@ -284,20 +270,23 @@ impl WorkerState {
             ),
         };
         self.model = Some((model, masks));
-        self.emit(Event::Done {
-            stop,
-            totals,
-            output: String::from_utf8_lossy(&output).into_owned(),
-        });
+        self.emit(
+            request.id,
+            Event::Done {
+                stop,
+                totals,
+                output: String::from_utf8_lossy(&output).into_owned(),
+            },
+        );
         shutdown
     }
 
     /// Waits for or polls commands before a token.
-    fn next_flow(&self, paused: &mut bool, index: u32) -> Flow {
+    fn next_flow(&self, run: RunId, paused: &mut bool, index: u32) -> Flow {
         let forced = None;
         loop {
             let command = if *paused {
-                self.emit(Event::Paused { next_index: index });
+                self.emit(run, Event::Paused { next_index: index });
                 match self.commands.recv() {
                     Ok(c) => c,
                     Err(_) => return Flow::Shutdown,
@@ -337,9 +326,10 @@ impl WorkerState {
                         pause_after: *paused,
                     };
                 }
-                Command::Load(_) | Command::Start(_) => {
-                    self.emit(Event::Error("a run is in progress: cancel it first".into()))
-                }
+                Command::Start(other) => self.emit(
+                    other.id,
+                    Event::Error("a run is in progress: cancel it first".into()),
+                ),
             }
         }
     }
@@ -383,10 +373,13 @@ impl WorkerState {
         let started = Instant::now();
         session.decode(&prompt)?;
         let mut decode_ms = ms(started);
-        self.emit(Event::Started {
-            prompt_tokens: prompt.len(),
-            prompt_ms: decode_ms,
-        });
+        self.emit(
+            request.id,
+            Event::Started {
+                prompt_tokens: prompt.len(),
+                prompt_ms: decode_ms,
+            },
+        );
 
         let run_started = Instant::now();
         let mut rng = SplitMix64::new(request.sampling.seed);
@@ -400,7 +393,7 @@ impl WorkerState {
             if index >= request.sampling.max_tokens {
                 break Stop::MaxTokens;
             }
-            let (forced, pause_after) = match self.next_flow(&mut paused, index) {
+            let (forced, pause_after) = match self.next_flow(request.id, &mut paused, index) {
                 Flow::Go {
                     forced,
                     pause_after,
@@ -445,7 +438,7 @@ impl WorkerState {
             let token = match forced {
                 Some(token) => {
                     if let Some(reason) = refusal(model, mask.as_ref(), token) {
-                        self.emit(Event::Refused { token, reason });
+                        self.emit(request.id, Event::Refused { token, reason });
                         paused = true;
                         continue;
                     }
@@ -512,7 +505,7 @@ impl WorkerState {
             totals.mask_ms += mask_ms;
             output.extend_from_slice(&piece);
             generated.push(token);
-            self.emit(Event::Token(Box::new(record)));
+            self.emit(request.id, Event::Token(Box::new(record)));
             index += 1;
             let decode_started = Instant::now();
             session.feed(token)?;

@@ -24,8 +24,9 @@ use serde_json::{Map, Number, Value};
 use std::fmt;
 use std::str::FromStr;
 
-/// A tool-call envelope.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A tool-call envelope. Stored (workspace files) by its command-line name, e.g. `"openai"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(into = "&'static str", try_from = "String")]
 pub enum Format {
     /// `{"name": ..., "arguments": {...}}`.
     OpenAi,
@@ -84,6 +85,19 @@ impl fmt::Display for Format {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown format '{0}' (expected openai, llama3, hermes, gemma or pythonic)")]
 pub struct UnknownFormat(pub String);
+
+impl From<Format> for &'static str {
+    fn from(f: Format) -> Self {
+        f.as_str()
+    }
+}
+
+impl TryFrom<String> for Format {
+    type Error = UnknownFormat;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
 
 impl FromStr for Format {
     type Err = UnknownFormat;

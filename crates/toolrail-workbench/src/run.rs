@@ -35,7 +35,7 @@ use serde_json::Value;
 use crate::transcript::{
     self, Stop, TRANSCRIPT_VERSION, TokenRecord, Totals, Transcript, TranscriptError,
 };
-use toolrail_llm::worker::{Command, EngineKind, Event, Notify, RunRequest, Worker};
+use toolrail_llm::worker::{Command, EngineKind, Event, Notify, RunEvent, RunRequest, Worker};
 use toolrail_llm::{Model, ModelSpec};
 
 pub use outcome::Outcome;
@@ -46,8 +46,8 @@ pub use setup::{
 };
 pub use state::{RunSettings, RunState};
 
-/// Identifies a run within one controller (1, 2, ...).
-pub type RunId = u64;
+/// Identifies a run within one controller (1, 2, ...); the worker tags its events with it.
+pub use toolrail_llm::worker::RunId;
 
 /// At most this many worker events are handled per [`RunController::poll`], so one frame
 /// never spends long on a burst.
@@ -443,10 +443,7 @@ impl RunController {
         self.load_state = LoadState::Ready {
             name: model.spec().name.clone(),
         };
-        self.worker = Some(Worker::spawn_with(
-            Some(model.clone()),
-            Arc::clone(&self.notify),
-        ));
+        self.worker = Some(Worker::spawn(model.clone(), Arc::clone(&self.notify)));
         self.model = Some(model);
     }
 
@@ -474,7 +471,7 @@ impl RunController {
     /// when the worker is free. Call once per frame.
     pub fn poll(&mut self) {
         self.poll_load();
-        let events: Vec<Event> = match &self.worker {
+        let events: Vec<RunEvent> = match &self.worker {
             Some(worker) => std::iter::from_fn(|| worker.events().try_recv().ok())
                 .take(EVENTS_PER_POLL)
                 .collect(),
@@ -555,21 +552,20 @@ impl RunController {
         sent
     }
 
-    fn handle(&mut self, event: Event) {
-        let Some(id) = self.active else {
+    fn handle(&mut self, RunEvent { run: id, event }: RunEvent) {
+        // Events of a run that is no longer active (e.g. cancelled and replaced) are stale.
+        if self.active != Some(id) {
             if let Event::Error(message) = event {
                 self.messages.push(message);
             }
             return;
-        };
+        }
         let mut command = None;
         let mut ended = false;
         let Some(run) = self.runs.iter_mut().find(|r| r.id == id) else {
             return;
         };
         match event {
-            // The controller loads models itself.
-            Event::LoadProgress(_) | Event::Loaded(_) => {}
             Event::Error(message) => run.errors.push(message),
             Event::Started {
                 prompt_tokens,
@@ -684,7 +680,7 @@ impl RunController {
         &mut self,
         kind: RunKind,
         inputs: RunInputs,
-        request: RunRequest,
+        mut request: RunRequest,
         prompt_source: String,
         start: StartMode,
     ) -> Result<RunId, RunError> {
@@ -698,6 +694,7 @@ impl RunController {
         let info = model.info();
         let id = self.next_id;
         self.next_id += 1;
+        request.id = id;
         self.runs.push(Run {
             id,
             kind,

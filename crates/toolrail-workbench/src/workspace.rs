@@ -11,6 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::run::RunSettings;
 use crate::samples;
 use toolrail_tools::envelope::Format;
 use toolrail_tools::grammar::GrammarOptions;
@@ -53,8 +54,9 @@ pub struct SchemaSettings {
     pub source: String,
     /// Tool set or plain schema.
     pub mode: SchemaMode,
-    /// The envelope, by its command-line name (`openai`, `llama3`, `hermes`, `gemma`, `pythonic`).
-    pub envelope: String,
+    /// The envelope (stored by its command-line name: `openai`, `llama3`, `hermes`, `gemma`,
+    /// `pythonic`).
+    pub envelope: Format,
     /// Several calls allowed.
     pub parallel: bool,
     /// Plain text allowed instead of calls.
@@ -76,7 +78,7 @@ impl Default for SchemaSettings {
             text: sample.text.to_owned(),
             source: sample.file.to_owned(),
             mode: SchemaMode::ToolSet,
-            envelope: sample.format.as_str().to_owned(),
+            envelope: sample.format,
             parallel: false,
             auto: false,
             compact: false,
@@ -88,15 +90,10 @@ impl Default for SchemaSettings {
 }
 
 impl SchemaSettings {
-    /// The envelope as a [`Format`] (`openai` when the stored name is unknown).
-    pub fn format(&self) -> Format {
-        self.envelope.parse().unwrap_or(Format::OpenAi)
-    }
-
     /// The grammar options these settings describe.
     pub fn grammar_options(&self) -> GrammarOptions {
         GrammarOptions {
-            format: self.format(),
+            format: self.envelope,
             parallel: self.parallel,
             auto: self.auto,
             compact: self.compact,
@@ -133,8 +130,10 @@ pub struct Workspace {
     pub theme: Theme,
     /// The pane layout, as the UI serialises it (opaque here).
     pub layout: Option<serde_json::Value>,
-    /// Settings of the run controller (model, sampling, engine), as it serialises them.
-    pub run: serde_json::Value,
+    /// Settings of the run controller (model, sampling, engine, prompt style); `null` in older
+    /// files reads as the defaults.
+    #[serde(deserialize_with = "null_as_default")]
+    pub run: RunSettings,
 }
 
 impl Default for Workspace {
@@ -149,9 +148,18 @@ impl Default for Workspace {
             prompt: "What is the weather in Paris?".to_owned(),
             theme: Theme::Dark,
             layout: None,
-            run: serde_json::Value::Null,
+            run: RunSettings::default(),
         }
     }
+}
+
+/// Reads `null` as the type's default (older workspace files wrote `"run": null`).
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// Why a workspace could not be saved.
@@ -352,12 +360,48 @@ mod tests {
             test_input: "hello".into(),
             ..Workspace::default()
         };
-        ws.schema.envelope = "hermes".into();
+        ws.schema.envelope = Format::Hermes;
         ws.theme = Theme::Light;
         save(&path, &ws).unwrap();
         let loaded = load(&path);
         assert!(loaded.notice.is_none());
         assert_eq!(loaded.workspace, ws);
+    }
+
+    #[test]
+    fn files_written_before_the_typed_fields_still_load() {
+        use crate::run::PromptStyle;
+        use toolrail_tools::prompt::PromptFamily;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(WORKSPACE_FILE);
+        // The envelope and the prompt style were free strings; `run` was opaque JSON, `null`
+        // until the Generation pane wrote it; the models file defaulted to "models.toml".
+        std::fs::write(
+            &path,
+            r#"{"version": 1, "schema": {"envelope": "hermes"}, "run": null}"#,
+        )
+        .unwrap();
+        let loaded = load(&path);
+        assert!(loaded.notice.is_none(), "{:?}", loaded.notice);
+        assert_eq!(loaded.workspace.schema.envelope, Format::Hermes);
+        assert_eq!(loaded.workspace.run, RunSettings::default());
+        std::fs::write(
+            &path,
+            r#"{"version": 1, "run": {"models_file": "models.toml", "prompt_style": "gemma"}}"#,
+        )
+        .unwrap();
+        let run = load(&path).workspace.run;
+        assert_eq!(run.models_file, None);
+        assert_eq!(run.prompt_style, PromptStyle::Family(PromptFamily::Gemma));
+        // What they are written as has not changed.
+        save(&path, &load(&path).workspace).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(r#""prompt_style": "gemma""#), "{text}");
+        assert!(text.contains(r#""envelope": "openai""#), "{text}");
+        // An unknown name is an error the user is told about, not a silent default.
+        std::fs::write(&path, r#"{"version": 1, "schema": {"envelope": "xml"}}"#).unwrap();
+        let notice = load(&path).notice.unwrap();
+        assert!(notice.contains("unknown format 'xml'"), "{notice}");
     }
 
     #[test]

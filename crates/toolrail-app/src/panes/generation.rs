@@ -14,9 +14,9 @@ use egui::{Color32, RichText};
 
 use crate::Shared;
 use crate::token_view::{TokenStrip, mask_plot, stop_text, token_details};
-use toolrail_llm::ModelSpec;
 use toolrail_llm::worker::EngineKind;
-use toolrail_tools::prompt::PromptFamily;
+use toolrail_llm::{ModelSpec, Models};
+use toolrail_workbench::run::PromptStyle;
 use toolrail_workbench::run::{LoadState, Run, RunPhase, RunSettings, RunState};
 use toolrail_workbench::transcript::TokenRecord;
 
@@ -25,7 +25,7 @@ use toolrail_workbench::transcript::TokenRecord;
 pub struct GenerationPane {
     strip: TokenStrip,
     selected: Option<usize>,
-    models: Option<Result<Vec<ModelSpec>, String>>,
+    models: Option<Result<Models, String>>,
     saved_settings: Option<RunSettings>,
 }
 
@@ -52,10 +52,13 @@ impl GenerationPane {
         let mut open_gguf = false;
         let run = &mut shared.run;
         let models = self.models.get_or_insert_with(|| {
-            ModelSpec::load_file(&run.settings.models_file).map_err(|e| e.to_string())
+            Models::load(run.settings.models_file.as_deref()).map_err(|e| e.to_string())
         });
         ui.horizontal(|ui| {
-            let label = ui.label("Model");
+            let mut label = ui.label("Model");
+            if let Ok(models) = models {
+                label = label.on_hover_text(format!("models from {}", models.source));
+            }
             let selected = match &run.settings.gguf {
                 Some(path) => path.display().to_string(),
                 None => run.settings.model.clone(),
@@ -63,8 +66,8 @@ impl GenerationPane {
             egui::ComboBox::from_id_salt("generation-model")
                 .selected_text(selected)
                 .show_ui(ui, |ui| {
-                    if let Ok(specs) = models {
-                        for spec in specs.iter() {
+                    if let Ok(models) = models {
+                        for spec in &models.specs {
                             let chosen =
                                 run.settings.gguf.is_none() && run.settings.model == spec.name;
                             if ui.selectable_label(chosen, &spec.name).clicked() {
@@ -254,12 +257,10 @@ fn prompt_section(ui: &mut egui::Ui, shared: &mut Shared) {
     ui.horizontal(|ui| {
         let label = ui.label("Prompt format");
         egui::ComboBox::from_id_salt("generation-prompt-style")
-            .selected_text(settings.prompt_style.clone())
+            .selected_text(settings.prompt_style.name())
             .show_ui(ui, |ui| {
-                let mut names = vec!["model", "raw"];
-                names.extend(PromptFamily::ALL.iter().map(|f| f.name()));
-                for name in names {
-                    ui.selectable_value(&mut settings.prompt_style, name.to_owned(), name);
+                for style in PromptStyle::all() {
+                    ui.selectable_value(&mut settings.prompt_style, style, style.name());
                 }
             })
             .response

@@ -141,7 +141,7 @@ fn source_row(ui: &mut egui::Ui, shared: &mut Shared) {
                         schema.text = sample.text.to_owned();
                         schema.source = sample.file.to_owned();
                         schema.mode = SchemaMode::ToolSet;
-                        schema.envelope = sample.format.as_str().to_owned();
+                        schema.envelope = sample.format;
                         schema.disabled_tools.clear();
                     }
                 }
@@ -202,7 +202,7 @@ fn options_row(ui: &mut egui::Ui, shared: &mut Shared) {
         ui.separator();
         let tool_set = schema.mode == SchemaMode::ToolSet;
         ui.add_enabled_ui(tool_set, |ui| {
-            let mut format = schema.format();
+            let mut format = schema.envelope;
             egui::ComboBox::from_label("Envelope")
                 .selected_text(format.as_str())
                 .show_ui(ui, |ui| {
@@ -210,8 +210,8 @@ fn options_row(ui: &mut egui::Ui, shared: &mut Shared) {
                         ui.selectable_value(&mut format, f, f.as_str());
                     }
                 });
-            if format != schema.format() {
-                schema.envelope = format.as_str().to_owned();
+            if format != schema.envelope {
+                schema.envelope = format;
             }
             ui.checkbox(&mut schema.parallel, "parallel")
                 .on_hover_text("Allow several calls");

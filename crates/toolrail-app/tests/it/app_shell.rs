@@ -9,6 +9,7 @@ use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use toolrail_app::dialogs::FileRequest;
 use toolrail_app::{AppOptions, PaneKind, ToolrailApp};
+use toolrail_tools::envelope::Format;
 use toolrail_workbench::workspace::{self, Theme, Workspace};
 
 const SIZE: [f32; 2] = [1440.0, 900.0];
@@ -140,7 +141,7 @@ fn the_workspace_round_trips_through_its_file() {
     let saved = workspace::load(&dir.path().join("workspace.json"));
     assert!(saved.notice.is_none());
     assert_eq!(saved.workspace.theme, Theme::Light);
-    assert_eq!(saved.workspace.schema.envelope, "hermes");
+    assert_eq!(saved.workspace.schema.envelope, Format::Hermes);
     assert!(saved.workspace.layout.is_some());
     drop(harness);
 
@@ -158,10 +159,6 @@ fn a_corrupt_workspace_is_kept_aside_and_the_app_says_so() {
     harness.get_by_label_contains("could not be read");
     let mut loaded = harness.state().shared.workspace.clone();
     loaded.layout = None;
-    // The Generation pane writes its (default) run settings back into the workspace.
-    let run: toolrail_workbench::run::RunSettings =
-        serde_json::from_value(std::mem::take(&mut loaded.run)).unwrap();
-    assert_eq!(run, toolrail_workbench::run::RunSettings::default());
     assert_eq!(loaded, Workspace::default());
     let kept = std::fs::read_dir(dir.path())
         .unwrap()
@@ -369,7 +366,10 @@ fn a_remembered_transcript_reopens_whole_instead_of_the_demo_run() {
     let dir = tempfile::tempdir().unwrap();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/weather_run.json");
     let ws = Workspace {
-        run: serde_json::json!({ "last_transcript": fixture }),
+        run: toolrail_workbench::run::RunSettings {
+            last_transcript: Some(fixture.clone()),
+            ..Default::default()
+        },
         ..Workspace::default()
     };
     workspace::save(&dir.path().join("workspace.json"), &ws).unwrap();

@@ -21,6 +21,7 @@ fn model() -> Option<Model> {
 
 fn request(prompt: &str, grammar: Option<&str>, engine: EngineKind, max_tokens: u32) -> RunRequest {
     RunRequest {
+        id: 1,
         prompt: prompt.into(),
         grammar: grammar.map(str::to_string),
         engine,
@@ -36,11 +37,14 @@ fn request(prompt: &str, grammar: Option<&str>, engine: EngineKind, max_tokens: 
     }
 }
 
+/// The next event; every event is tagged with the run that asked for it.
 fn next(worker: &Worker) -> Event {
-    worker
+    let tagged = worker
         .events()
         .recv_timeout(Duration::from_secs(120))
-        .expect("an event within 2 minutes")
+        .expect("an event within 2 minutes");
+    assert_eq!(tagged.run, 1, "an event of another run: {:?}", tagged.event);
+    tagged.event
 }
 
 /// Runs to the end; returns the tokens, the stop and the output.
@@ -60,7 +64,7 @@ fn run_to_end(worker: &Worker, req: RunRequest) -> (Vec<TokenRecord>, Stop, Stri
 fn end_of_generation_only_where_the_grammar_is_complete() {
     let Some(model) = model() else { return };
     let grammar = "root ::= \"yes\" | \"no\" | \"maybe, \" [a-z]{1,12} \".\"";
-    let worker = Worker::spawn_with(Some(model), Arc::new(|| {}));
+    let worker = Worker::spawn(model, Arc::new(|| {}));
     let (tokens, stop, output) = run_to_end(
         &worker,
         request(
@@ -99,7 +103,7 @@ fn model_is_eog(id: u32) -> bool {
 #[test]
 fn cancel_stops_within_one_token() {
     let Some(model) = model() else { return };
-    let worker = Worker::spawn_with(Some(model), Arc::new(|| {}));
+    let worker = Worker::spawn(model, Arc::new(|| {}));
     worker.send(Command::Start(Box::new(request(
         "Write a long story:",
         Some("root ::= [a-zA-Z ,.]{1,2000}"),
@@ -135,7 +139,7 @@ fn forcing_a_masked_token_is_refused_with_a_reason() {
     let eog = model.eog_tokens()[0];
     let yes = model.tokenize("yes", false, false)[0];
     let zzz = model.tokenize("zzz", false, false)[0];
-    let worker = Worker::spawn_with(Some(model), Arc::new(|| {}));
+    let worker = Worker::spawn(model, Arc::new(|| {}));
     let mut req = request(
         "Answer:",
         Some("root ::= \"yes\" | \"no\""),
@@ -173,7 +177,7 @@ fn a_continuation_no_token_can_spell_ends_with_the_diagnostic() {
     let Some(model) = model() else { return };
     // llama.cpp decodes 4-byte sequences up to 0x3FFFFF (lead bytes F5-FF included), and byte
     // tokens can spell any of those; 0x400000 no sequence of pieces can.
-    let worker = Worker::spawn_with(Some(model), Arc::new(|| {}));
+    let worker = Worker::spawn(model, Arc::new(|| {}));
     let (tokens, stop, _) = run_to_end(
         &worker,
         request(
@@ -213,7 +217,7 @@ fn toolrail_and_llama_engines_generate_the_same_tokens() {
         None,
     )
     .unwrap();
-    let worker = Worker::spawn_with(Some(model), Arc::new(|| {}));
+    let worker = Worker::spawn(model, Arc::new(|| {}));
     let (ours, stop_ours, out_ours) = run_to_end(
         &worker,
         request(&prompt, Some(&grammar), EngineKind::Toolrail, 80),
@@ -243,7 +247,7 @@ fn the_budget_guard_closes_the_grammar_before_max_tokens() {
     let grammar = r#"root ::= "{\"pi\": " [0-9] "." [0-9]+ "}""#;
     let prompt = "The first hundred digits of pi, as JSON:";
     let g = Arc::new(Grammar::parse(grammar).unwrap());
-    let worker = Worker::spawn_with(Some(model), Arc::new(|| {}));
+    let worker = Worker::spawn(model, Arc::new(|| {}));
     for engine in [EngineKind::Toolrail, EngineKind::Llama] {
         let (tokens, stop, output) =
             run_to_end(&worker, request(prompt, Some(grammar), engine, 16));
@@ -285,7 +289,7 @@ fn the_repetition_penalty_breaks_a_loop() {
     let Some(model) = model() else { return };
     let grammar = "root ::= [a-z ]{1,200}";
     let prompt = "Say it forty times: la la la la la la la la la la";
-    let worker = Worker::spawn_with(Some(model), Arc::new(|| {}));
+    let worker = Worker::spawn(model, Arc::new(|| {}));
     let repeats = |tokens: &[TokenRecord]| {
         let ids: Vec<u32> = tokens.iter().map(|t| t.id).collect();
         ids.iter()

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use toolrail_gbnf::{Grammar, TokenVocabulary};
 use toolrail_llm::{
-    ChatFormat, ChatMessage, LlmError, Model, ModelSpec, PromptSource, test_model_path,
+    ChatFormat, ChatMessage, LlmError, Model, ModelSpec, Models, PromptSource, test_model_path,
 };
 use toolrail_tools::prompt::PromptFamily;
 
@@ -190,7 +190,10 @@ fn chat_prompts_use_the_builders_without_a_template() {
 
     // The models.toml entry says gemma.
     let file = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("models.toml");
-    let mut spec = ModelSpec::find(&file, "gemma-3-270m").unwrap();
+    let mut spec = Models::load(Some(&file))
+        .unwrap()
+        .find("gemma-3-270m")
+        .unwrap();
     assert_eq!(spec.chat_format, ChatFormat::Family(PromptFamily::Gemma));
     spec.path = model.info().path.clone();
     let gemma = Model::load(&spec, |_| true).unwrap();

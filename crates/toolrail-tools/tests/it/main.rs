@@ -5,6 +5,7 @@
 
 mod bfcl;
 mod extract;
+mod golden;
 mod grammar;
 mod pool;
 mod prompt;

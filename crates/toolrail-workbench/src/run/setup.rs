@@ -50,8 +50,10 @@ impl RunInputs {
     }
 }
 
-/// How the prompt text is made from the system and user text.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How the prompt text is made from the system and user text. Stored (workspace files) by its
+/// name: `model`, `raw`, or a prompt family's name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "&'static str", try_from = "String")]
 pub enum PromptStyle {
     /// The model's own way: its `models.toml` family; else, without tools, the GGUF chat
     /// template (when the model is loaded and llama.cpp knows it); else the family matching the
@@ -62,6 +64,45 @@ pub enum PromptStyle {
     Family(PromptFamily),
     /// The user text verbatim (the system text is ignored).
     Raw,
+}
+
+impl PromptStyle {
+    /// Every style, in the order the Generation pane offers them.
+    pub fn all() -> impl Iterator<Item = PromptStyle> {
+        [PromptStyle::Model, PromptStyle::Raw]
+            .into_iter()
+            .chain(PromptFamily::ALL.iter().map(|f| PromptStyle::Family(*f)))
+    }
+
+    /// The style's name (`model`, `raw`, or the family's name).
+    pub fn name(self) -> &'static str {
+        match self {
+            PromptStyle::Model => "model",
+            PromptStyle::Raw => "raw",
+            PromptStyle::Family(f) => f.name(),
+        }
+    }
+}
+
+impl From<PromptStyle> for &'static str {
+    fn from(style: PromptStyle) -> Self {
+        style.name()
+    }
+}
+
+impl TryFrom<String> for PromptStyle {
+    type Error = String;
+    fn try_from(name: String) -> Result<Self, Self::Error> {
+        PromptStyle::all()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<_> = PromptStyle::all().map(PromptStyle::name).collect();
+                format!(
+                    "unknown prompt style '{name}' (expected {})",
+                    names.join(", ")
+                )
+            })
+    }
 }
 
 /// The settings of a run that the Generation pane edits.
@@ -207,6 +248,8 @@ pub fn build_request(
         },
     };
     Ok(RunRequest {
+        // The controller gives the run its id when it queues it.
+        id: 0,
         prompt,
         grammar,
         engine: setup.engine,

@@ -14,16 +14,26 @@ use crate::Repaint;
 use crate::actions::Action;
 use crate::analysis::Analysis;
 use crate::transcript::Sampling;
-use toolrail_llm::ModelSpec;
 use toolrail_llm::worker::EngineKind;
-use toolrail_tools::prompt::PromptFamily;
+use toolrail_llm::{MODELS_FILE, ModelSpec, Models};
+
+/// Reads a stored models file; the bare name `models.toml` (what older workspaces stored for
+/// "the current folder's") means "look it up".
+fn models_file_or_lookup<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<PathBuf>, D::Error> {
+    let file = Option::<PathBuf>::deserialize(deserializer)?;
+    Ok(file.filter(|f| f.as_os_str() != MODELS_FILE))
+}
 
 /// The run settings, as the workspace stores them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RunSettings {
-    /// The models file the model list comes from.
-    pub models_file: PathBuf,
+    /// The models file the model list comes from (`None`: looked up as
+    /// [`Models::load`] does; older workspaces' `"models.toml"` reads as `None`).
+    #[serde(deserialize_with = "models_file_or_lookup")]
+    pub models_file: Option<PathBuf>,
     /// The chosen `models.toml` entry.
     pub model: String,
     /// A GGUF file opened directly (used instead of `model` when set).
@@ -34,7 +44,7 @@ pub struct RunSettings {
     pub sampling: Sampling,
     /// How the prompt is built: `model`, `raw`, or a family name (`llama3`, `hermes`, `gemma`,
     /// `generic`).
-    pub prompt_style: String,
+    pub prompt_style: PromptStyle,
     /// System text.
     pub system: String,
     /// Decoding threads (`None`: the model's).
@@ -50,12 +60,12 @@ pub struct RunSettings {
 impl Default for RunSettings {
     fn default() -> Self {
         RunSettings {
-            models_file: PathBuf::from("models.toml"),
+            models_file: None,
             model: "gemma-3-270m".into(),
             gguf: None,
             engine: EngineKind::Toolrail,
             sampling: Sampling::default(),
-            prompt_style: "model".into(),
+            prompt_style: PromptStyle::Model,
             system: String::new(),
             threads: None,
             show: 8,
@@ -66,23 +76,14 @@ impl Default for RunSettings {
 }
 
 impl RunSettings {
-    /// The prompt style as a [`PromptStyle`] (`model` when the name is unknown).
-    pub fn style(&self) -> PromptStyle {
-        match self.prompt_style.as_str() {
-            "raw" => PromptStyle::Raw,
-            "model" => PromptStyle::Model,
-            name => name
-                .parse::<PromptFamily>()
-                .map_or(PromptStyle::Model, PromptStyle::Family),
-        }
-    }
-
     /// The model to load: the opened GGUF, else the named entry of the models file.
     pub fn model_spec(&self) -> Result<ModelSpec, String> {
         if let Some(path) = &self.gguf {
             return Ok(ModelSpec::from_path(path.clone()));
         }
-        ModelSpec::find(&self.models_file, &self.model).map_err(|e| e.to_string())
+        Models::load(self.models_file.as_deref())
+            .and_then(|models| models.find(&self.model))
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -111,20 +112,12 @@ pub struct RunState {
 }
 
 impl RunState {
-    /// Reads the settings from the workspace's `run` value (defaults when absent or unreadable)
-    /// and, unless a replay is already open, reopens the last transcript for replay if it still
+    /// Takes the settings kept in the workspace and, unless a replay is already open, reopens the last transcript for replay if it still
     /// exists, shown to its end (so `toolrail gui --screenshot` shows it); with [`RunState::demo`] and no transcript
     /// remembered, opens the recorded demo run instead (until the user closes it).
-    pub fn load_settings(&mut self, value: &serde_json::Value) {
+    pub fn load_settings(&mut self, settings: &RunSettings) {
         self.settings_loaded = true;
-        if !value.is_null() {
-            match serde_json::from_value::<RunSettings>(value.clone()) {
-                Ok(settings) => self.settings = settings,
-                Err(e) => self
-                    .messages
-                    .push(format!("run settings in the workspace ignored: {e}")),
-            }
-        }
+        self.settings = settings.clone();
         if self.controller.replay().is_none()
             && let Some(path) = self.settings.last_transcript.clone()
             && path.is_file()
@@ -149,17 +142,12 @@ impl RunState {
         }
     }
 
-    /// The settings as the workspace's `run` value.
-    pub fn settings_value(&self) -> serde_json::Value {
-        serde_json::to_value(&self.settings).unwrap_or(serde_json::Value::Null)
-    }
-
     /// The workspace's inputs for a run, from the latest analysis.
     pub fn inputs(analysis: &Analysis) -> RunInputs {
         let schema = &analysis.input.schema;
         RunInputs {
             tools: analysis.tool_set.clone(),
-            format: schema.format(),
+            format: schema.envelope,
             validate: toolrail_tools::validate::ValidateOptions {
                 parallel: schema.parallel,
                 auto: schema.auto,
@@ -177,7 +165,7 @@ impl RunState {
         RunSetup {
             system: s.system.clone(),
             user: analysis.input.prompt.clone(),
-            style: s.style(),
+            style: s.prompt_style,
             engine: s.engine,
             sampling: s.sampling.clone(),
             context: None,

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::grammar::FormatArg;
 use toolrail_llm::worker::{Command, EngineKind, Event, RunRequest, Worker};
-use toolrail_llm::{ChatFormat, Model, ModelSpec};
+use toolrail_llm::{ChatFormat, Model, ModelSpec, Models};
 use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
 use toolrail_tools::prompt::build_prompt;
 use toolrail_tools::toolset::ToolSet;
@@ -107,25 +107,24 @@ pub struct ModelArgs {
     /// A GGUF file, or the name of a `models.toml` entry.
     #[arg(long)]
     pub model: String,
-    /// The models file to look names up in.
-    #[arg(long, default_value = "models.toml")]
-    pub models: PathBuf,
+    /// The models file to look names up in (default: the first `models.toml` in the config
+    /// folder, beside the executable or in the current folder; else the built-in entry for the
+    /// test model).
+    #[arg(long)]
+    pub models: Option<PathBuf>,
 }
 
 impl ModelArgs {
     /// Finds the model: an existing file, else a `models.toml` entry.
     pub fn resolve(&self) -> anyhow::Result<ModelSpec> {
-        let (model, models) = (&self.model, &self.models);
+        let model = &self.model;
         if Path::new(model).is_file() {
             return Ok(ModelSpec::from_path(model));
         }
-        if !models.is_file() {
-            bail!(
-                "no file '{model}', and no models file {} to look the name up in",
-                models.display()
-            );
-        }
-        Ok(ModelSpec::find(models, model)?)
+        let models = Models::load(self.models.as_deref())?;
+        models
+            .find(model)
+            .with_context(|| format!("no file '{model}', and no entry of that name"))
     }
 }
 
@@ -182,8 +181,9 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         repeat_penalty: args.repeat_penalty.unwrap_or(defaults.repeat_penalty),
     };
     let info = model.info().clone();
-    let worker = Worker::spawn_with(Some(model), Arc::new(|| {}));
+    let worker = Worker::spawn(model, Arc::new(|| {}));
     let request = RunRequest {
+        id: 1,
         prompt: prompt.clone(),
         grammar: grammar.clone(),
         engine: args.engine.into(),
@@ -199,7 +199,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         .map_or(0, |d| d.as_secs());
     let mut tokens = Vec::new();
     let (stop, totals, output) = loop {
-        match worker.events().recv() {
+        match worker.events().recv().map(|e| e.event) {
             Ok(Event::Token(record)) => {
                 print!("{}", record.piece);
                 let _ = std::io::stdout().flush();
