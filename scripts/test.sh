@@ -35,9 +35,10 @@ scripts/fetch-model.sh >/dev/null
 if [ "${CI:-}" = "true" ]; then export CARGO_INCREMENTAL=0; fi
 
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
+started=$SECONDS
 cargo fmt --all --check
-cargo clippy --locked --all-targets -- -D warnings
-cargo test --locked --all-targets
+cargo clippy --locked --workspace --all-targets -- -D warnings
+cargo test --locked --workspace --all-targets
 # The whole app under Xvfb: opens with a fresh default workspace, renders, saves a screenshot.
 shot_ws="$(mktemp -d)"
 xvfb-run -a -s "-screen 0 1600x1000x24" \
@@ -49,3 +50,4 @@ test -s docs/screenshot.png || { echo "error: docs/screenshot.png was not writte
 CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}" cargo check --locked --manifest-path fuzz/Cargo.toml
 # How much disk the build took (CI machines have little to spare).
 du -sh "${CARGO_TARGET_DIR:-target}" 2>/dev/null || true
+echo "test command: $((SECONDS - started)) s from fmt to the fuzz check"

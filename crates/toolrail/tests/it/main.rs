@@ -3,3 +3,4 @@
 //! One test binary per crate: each module is one former test file.
 
 mod cli_check;
+mod layers;
