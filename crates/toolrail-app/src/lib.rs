@@ -1,6 +1,7 @@
 //! The desktop app (eframe/egui): six panes in an egui_tiles layout over the workbench state.
 //!
-//! This module is egui only. Every pane is a struct in [`panes`] with
+//! Layer: the top library (see ARCHITECTURE.md), the only crate with egui and eframe.
+//! Invariant: the app draws; it decides nothing. Every pane is a struct in [`panes`] with
 //! `fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared)`; [`Shared`] is what panes share:
 //! the workspace, the latest analysis, the run state, the action queue and the grammar focus.
 //! The grammar, tools and model logic live in [`toolrail_workbench`] and below.
@@ -312,7 +313,7 @@ impl ToolrailApp {
         let mut tree = saved_layout.unwrap_or_else(default_layout);
         let autosave = options.autosave.then(|| {
             Autosave::new(
-                options.workspace_path.clone(),
+                loaded.save_path.clone(),
                 &loaded.workspace,
                 Duration::from_secs(1),
             )

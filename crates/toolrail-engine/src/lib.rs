@@ -1,5 +1,11 @@
 //! The recognizer over sets of llama.cpp grammar stacks: feeding text or tokens, verdicts,
-//! what may come next, snapshots of the stacks, and random strings of a grammar.
+//! what may come next, token masks over a vocabulary, snapshots of the stacks, random strings
+//! of a grammar, and the budget guard.
+//!
+//! Layer: above `toolrail-gbnf` only (see ARCHITECTURE.md); no C++. Invariants: the engine
+//! knows no model (a vocabulary arrives as a [`TokenTable`]); stacks, their order and the
+//! accepted strings are exactly llama.cpp's; work is bounded (a grammar too ambiguous to follow
+//! is a verdict, not a hang).
 
 pub mod check;
 pub mod finish;

@@ -285,3 +285,33 @@ impl GrammarError {
         self.diagnostics.first().map_or(Code::Unknown, |d| d.code)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_is_documented_with_its_severity() {
+        let doc =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/lint.md"))
+                .unwrap();
+        for code in Code::ALL.iter().filter(|c| **c != Code::Unknown) {
+            let row = doc
+                .lines()
+                .find(|l| l.starts_with(&format!("| {code} |")))
+                .unwrap_or_else(|| panic!("{code} is not in docs/lint.md"));
+            let severity = row.split('|').nth(2).unwrap_or("").trim();
+            assert!(
+                severity.starts_with(&code.severity().to_string()),
+                "{code}: docs/lint.md says {severity}, the code says {}",
+                code.severity()
+            );
+        }
+        assert_eq!(Code::ALL.len(), 25);
+        assert!(
+            Code::ALL
+                .windows(2)
+                .all(|w| w[0] < w[1] && w[0].as_str() < w[1].as_str())
+        );
+    }
+}

@@ -1,5 +1,12 @@
 //! GBNF, llama.cpp's grammar dialect: parsed exactly as llama.cpp parses it ([`parser`]),
-//! compiled into its element encoding ([`Grammar`]), linted ([`lint`]) and printed ([`printer`]).
+//! compiled into its element encoding ([`Grammar`]), linted ([`lint`]) and printed ([`printer`]);
+//! findings carry a stable [`Code`] with its severity; [`charset`] holds the character sets
+//! classes denote.
+//!
+//! Layer: the bottom of toolrail (see ARCHITECTURE.md). Depends on no other toolrail crate and
+//! on no C++, GUI or command-line crate. Invariants: the same symbol ids, rule order and
+//! repetition rewrite as llama.cpp's `llama_grammar_parser`; every failure is a
+//! [`GrammarError`] naming code, line:column and a hint, never a panic.
 
 pub mod charset;
 pub mod diagnostic;

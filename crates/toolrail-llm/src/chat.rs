@@ -45,6 +45,18 @@ pub enum PromptSource {
     GgufTemplate,
     /// One of toolrail's prompt builders.
     Builder(PromptFamily),
+    /// The user's text verbatim (no template, no builder).
+    Raw,
+}
+
+impl std::fmt::Display for PromptSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PromptSource::GgufTemplate => f.write_str("GGUF chat template"),
+            PromptSource::Builder(family) => write!(f, "{} prompt builder", family.name()),
+            PromptSource::Raw => f.write_str("raw"),
+        }
+    }
 }
 
 /// A prompt ready to tokenize (with `add_special = true`, `parse_special = true`).

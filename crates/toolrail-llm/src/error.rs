@@ -127,6 +127,10 @@ pub enum LlmError {
         known: String,
     },
 
+    /// A decoding thread count out of range.
+    #[error("decoding threads: {0}")]
+    Threads(String),
+
     /// A llama.cpp context could not be created.
     #[error("cannot create a llama.cpp context: {0}")]
     Context(String),

@@ -2,6 +2,11 @@
 //! their metadata and vocabulary as llama.cpp's grammar sees it, tokenization, chat prompts, a
 //! small decoding session, and llama.cpp's own grammar sampler made safe (the `llama` engine).
 //!
+//! Layer: above gbnf, engine and tools (see ARCHITECTURE.md); the only crate that builds C++
+//! (llama.cpp through llama-cpp-2) and touches its pointers. Invariants: every failure is an
+//! [`LlmError`], never an abort; the generation [`worker`] owns the model on one thread and
+//! tags every event with its run.
+//!
 //! | piece | what |
 //! | --- | --- |
 //! | [`backend`] | the one llama.cpp backend of the process, its log routed away from stderr |
@@ -52,8 +57,8 @@ pub use model::{Model, ModelInfo};
 pub use session::{DEFAULT_CONTEXT, Session, SessionOptions};
 pub use spec::{
     ChatFormat, MODELS_FILE, ModelSpec, Models, ModelsSource, SamplingDefaults, TEST_MODEL_FILE,
-    builtin_models, expand_tilde, model_dir, models_file_candidates, test_model_for_suite,
-    test_model_path,
+    builtin_models, check_threads, cores, expand_tilde, max_threads, model_dir,
+    models_file_candidates, test_model_for_suite, test_model_path, threads_beside_a_window,
 };
 
 /// The process's llama.cpp backend, initialised on first use with llama.cpp's log silenced

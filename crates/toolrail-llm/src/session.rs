@@ -14,6 +14,7 @@ use llama_cpp_2::token::LlamaToken;
 use super::backend;
 use super::error::LlmError;
 use super::model::Model;
+use super::spec::{check_threads, cores};
 
 /// Context size when neither the caller nor the spec gives one.
 pub const DEFAULT_CONTEXT: u32 = 4096;
@@ -69,16 +70,8 @@ impl<'m> Session<'m> {
             .or(spec.context)
             .unwrap_or(DEFAULT_CONTEXT)
             .clamp(1, trained);
-        let threads = options
-            .threads
-            .or(spec.threads)
-            .or_else(|| {
-                std::thread::available_parallelism()
-                    .ok()
-                    .and_then(|n| u32::try_from(n.get()).ok())
-            })
-            .unwrap_or(1)
-            .clamp(1, i32::MAX as u32) as i32;
+        let threads = options.threads.or(spec.threads).unwrap_or_else(cores);
+        let threads = check_threads(threads).map_err(LlmError::Threads)? as i32;
         let n_batch = PROMPT_BATCH.min(n_ctx);
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))

@@ -60,6 +60,39 @@ pub fn test_model_for_suite() -> Result<Option<PathBuf>, String> {
     Ok(None)
 }
 
+/// The machine's cores (1 when the platform cannot tell).
+pub fn cores() -> u32 {
+    std::thread::available_parallelism()
+        .ok()
+        .and_then(|n| u32::try_from(n.get()).ok())
+        .unwrap_or(1)
+}
+
+/// The most decoding threads toolrail accepts: twice the machine's cores. More only makes the
+/// threads wait for each other (ggml's workers spin), and thousands would exhaust the process.
+pub fn max_threads() -> u32 {
+    cores().saturating_mul(2)
+}
+
+/// Decoding threads when a window shares the machine: one core is left to the UI (ggml's
+/// spinning workers would otherwise starve it), at least one thread.
+pub fn threads_beside_a_window() -> u32 {
+    cores().saturating_sub(1).max(1)
+}
+
+/// Checks a decoding thread count: 1 to [`max_threads`].
+pub fn check_threads(threads: u32) -> Result<u32, String> {
+    let max = max_threads();
+    if (1..=max).contains(&threads) {
+        Ok(threads)
+    } else {
+        Err(format!(
+            "{threads} threads: use 1 to {max} (twice this machine's {} cores)",
+            cores()
+        ))
+    }
+}
+
 /// Expands a leading `~` (alone or followed by `/`) to the home directory.
 pub fn expand_tilde(path: &str) -> PathBuf {
     let home = || directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf());
@@ -102,6 +135,40 @@ pub struct SamplingDefaults {
     pub max_tokens: Option<u32>,
     /// Repetition penalty over the last generated tokens (1 = off).
     pub repeat_penalty: Option<f32>,
+}
+
+impl SamplingDefaults {
+    /// Checks the values that are set; a bad one gives its key (as in `models.toml`) and what is
+    /// wrong. The command line and `models.toml` share these rules.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if let Some(t) = self.temperature
+            && !(t.is_finite() && t >= 0.0)
+        {
+            return Err(("temperature", format!("must be 0 or more, not {t}")));
+        }
+        if let Some(p) = self.top_p
+            && !(p > 0.0 && p <= 1.0)
+        {
+            return Err(("top_p", format!("must be in (0, 1], not {p}")));
+        }
+        if let Some(p) = self.min_p
+            && !(0.0..=1.0).contains(&p)
+        {
+            return Err(("min_p", format!("must be in [0, 1], not {p}")));
+        }
+        if let Some(p) = self.repeat_penalty
+            && !(p.is_finite() && p > 0.0)
+        {
+            return Err((
+                "repeat_penalty",
+                format!("must be more than 0 (1 is off), not {p}"),
+            ));
+        }
+        if self.max_tokens == Some(0) {
+            return Err(("max_tokens", "must be at least 1".to_owned()));
+        }
+        Ok(())
+    }
 }
 
 /// A model and how to run it.
@@ -356,8 +423,8 @@ impl RawEntry {
         if self.context == Some(0) {
             return Err("`context` must be at least 1".to_owned());
         }
-        if self.threads == Some(0) {
-            return Err("`threads` must be at least 1".to_owned());
+        if let Some(threads) = self.threads {
+            check_threads(threads).map_err(|e| format!("`threads`: {e}"))?;
         }
         let chat_format = match self.chat_format.as_deref() {
             None | Some("auto") => ChatFormat::Auto,
@@ -367,28 +434,18 @@ impl RawEntry {
                 )
             })?),
         };
-        if let Some(t) = self.temperature
-            && !(t.is_finite() && t >= 0.0)
-        {
-            return Err(format!("`temperature` must be 0 or more, not {t}"));
-        }
-        if let Some(p) = self.top_p
-            && !(p > 0.0 && p <= 1.0)
-        {
-            return Err(format!("`top_p` must be in (0, 1], not {p}"));
-        }
-        if let Some(p) = self.min_p
-            && !(0.0..=1.0).contains(&p)
-        {
-            return Err(format!("`min_p` must be in [0, 1], not {p}"));
-        }
-        if let Some(p) = self.repeat_penalty
-            && !(p.is_finite() && p > 0.0)
-        {
-            return Err(format!(
-                "`repeat_penalty` must be more than 0 (1 is off), not {p}"
-            ));
-        }
+        let sampling = SamplingDefaults {
+            temperature: self.temperature,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            min_p: self.min_p,
+            seed: self.seed,
+            max_tokens: self.max_tokens,
+            repeat_penalty: self.repeat_penalty,
+        };
+        sampling
+            .check()
+            .map_err(|(key, message)| format!("`{key}` {message}"))?;
         Ok(ModelSpec {
             name: self.name,
             path,
@@ -396,15 +453,7 @@ impl RawEntry {
             gpu_layers: self.gpu_layers,
             threads: self.threads,
             chat_format,
-            sampling: SamplingDefaults {
-                temperature: self.temperature,
-                top_k: self.top_k,
-                top_p: self.top_p,
-                min_p: self.min_p,
-                seed: self.seed,
-                max_tokens: self.max_tokens,
-                repeat_penalty: self.repeat_penalty,
-            },
+            sampling,
         })
     }
 }
@@ -435,10 +484,22 @@ mod tests {
         let file = Path::new("/etc/toolrail/models.toml");
         let text = "[[model]]\nname = \"a\"\npath = \"a.gguf\"\nthreads = 0\n";
         let err = ModelSpec::parse(text, file).unwrap_err().to_string();
-        assert_eq!(
-            err,
-            "/etc/toolrail/models.toml: model 'a': `threads` must be at least 1"
+        assert!(
+            err.starts_with(
+                "/etc/toolrail/models.toml: model 'a': `threads`: 0 threads: use 1 to "
+            ),
+            "{err}"
         );
+        // Thousands of threads would be spawned as asked: refused, with the limit.
+        let text = "[[model]]\nname = \"a\"\npath = \"a.gguf\"\nthreads = 4096\n";
+        let err = ModelSpec::parse(text, file).unwrap_err().to_string();
+        let max = max_threads();
+        assert!(
+            err.contains(&format!("4096 threads: use 1 to {max}")),
+            "{err}"
+        );
+        assert_eq!(check_threads(max), Ok(max));
+        assert!(check_threads(max + 1).is_err());
 
         let text = "[[model]]\nname = \"a\"\npath = \"a.gguf\"\nrepeat_penalty = 0.0\n";
         let err = ModelSpec::parse(text, file).unwrap_err().to_string();

@@ -31,6 +31,12 @@ pub enum EngineKind {
     None,
 }
 
+impl std::fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl EngineKind {
     /// The engine's name as written in transcripts and on the command line.
     pub fn name(self) -> &'static str {

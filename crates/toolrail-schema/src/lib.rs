@@ -1,5 +1,9 @@
 //! JSON Schema → GBNF.
 //!
+//! Layer: depends on no other toolrail crate (see ARCHITECTURE.md); no C++. Invariant: a
+//! grammar it emits never accepts an instance the schema rejects; what it cannot express is an
+//! error naming the keyword and the JSON pointer.
+//!
 //! [`SchemaConverter`] turns JSON Schemas into GBNF rules that accept exactly the JSON texts
 //! valid against them, or says which keyword at which JSON pointer it cannot express
 //! ([`SchemaError`]); with [`ConvertOptions::lenient`] that becomes a [`Warning`] and the
@@ -21,7 +25,7 @@
 //!   in the order of `properties` (required names missing from `properties` after them, or
 //!   sorted in by name when `properties` is sorted by name), and undeclared members anywhere.
 //!   The same holds for object values of `const` and `enum`. No case of the
-//!   JSON-Schema-Test-Suite depends on the declared order (`tests/schema_suite.rs` checks every
+//!   JSON-Schema-Test-Suite depends on the declared order (`tests/it/suite.rs` checks every
 //!   member order of every instance);
 //! - leap seconds (`format: time`, `date-time`) are accepted with any offset, exactly when they
 //!   fall on 23:59:60 UTC (see [`formats`]).

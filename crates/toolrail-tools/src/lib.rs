@@ -1,4 +1,11 @@
-//! Tool definitions and the text side of tool calling: the shared call type, extraction of calls from free text, prompt builders per model family, and the pool filter.
+//! Tool definitions and the text side of tool calling: tool sets ([`toolset`]), the call
+//! envelopes and their grammars ([`envelope`], [`grammar`]), the call validator ([`validate`]),
+//! extraction of calls from free text ([`extract`]), prompt builders per model family
+//! ([`prompt`]) and the pool filter ([`pool`]).
+//!
+//! Layer: above `toolrail-schema` (see ARCHITECTURE.md); no C++, no model. Invariants: the
+//! grammar of a tool set and the validator agree on what a valid call is; bad input is an error
+//! naming the tool and the JSON pointer.
 pub mod call;
 pub mod extract;
 pub mod pool;

@@ -1,7 +1,11 @@
 //! The app's UI-free state and logic: the persisted workspace, the analysis job (tool set or
 //! schema → grammar → lint findings → test-input verdict and stacks), the actions keyboard
-//! shortcuts and buttons queue, and the run controller. Nothing here depends on egui, so it can be
-//! tested and reused without a window.
+//! shortcuts and buttons queue, the run controller, and transcripts.
+//!
+//! Layer: above `toolrail-llm` (see ARCHITECTURE.md); no egui, so everything here is tested
+//! without a window. Invariants: the UI never waits (analysis and generation run on background
+//! threads, results are polled); files are written atomically and an unreadable workspace is
+//! kept aside, never overwritten.
 
 use std::sync::Arc;
 

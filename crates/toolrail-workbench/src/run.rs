@@ -36,7 +36,7 @@ use crate::transcript::{
     self, Stop, TRANSCRIPT_VERSION, TokenRecord, Totals, Transcript, TranscriptError,
 };
 use toolrail_llm::worker::{Command, EngineKind, Event, Notify, RunEvent, RunRequest, Worker};
-use toolrail_llm::{Model, ModelSpec};
+use toolrail_llm::{Model, ModelSpec, PromptSource};
 
 pub use outcome::Outcome;
 pub use replay::Replay;
@@ -220,7 +220,7 @@ pub struct Run {
     /// What was sent to the worker.
     pub request: RunRequest,
     /// Where the prompt's format came from.
-    pub prompt_source: String,
+    pub prompt_source: PromptSource,
     /// The model it runs on.
     pub model: transcript::ModelInfo,
     /// Seconds since the Unix epoch when it was created.
@@ -273,9 +273,9 @@ impl Run {
             model: self.model.clone(),
             prompt: self.request.prompt.clone(),
             tools: with_tools.then(|| Value::Array(self.inputs.tool_values())),
-            format: with_tools.then(|| self.inputs.format.as_str().to_string()),
+            format: with_tools.then_some(self.inputs.format),
             grammar: self.request.grammar.clone(),
-            engine: self.request.engine.name().into(),
+            engine: self.request.engine,
             sampling: self.request.sampling.clone(),
             tokens: self.tokens.clone(),
             output,
@@ -681,7 +681,7 @@ impl RunController {
         kind: RunKind,
         inputs: RunInputs,
         mut request: RunRequest,
-        prompt_source: String,
+        prompt_source: PromptSource,
         start: StartMode,
     ) -> Result<RunId, RunError> {
         let Some(model) = &self.model else {
@@ -733,7 +733,7 @@ impl RunController {
         setup: &RunSetup,
         inputs: &RunInputs,
         start: StartMode,
-    ) -> Result<(RunRequest, String), RunError> {
+    ) -> Result<(RunRequest, PromptSource), RunError> {
         if self.model.is_none() {
             return Err(if self.loading.is_some() {
                 RunError::Loading
@@ -786,7 +786,7 @@ impl RunController {
             RunKind::Constrained,
             inputs.clone(),
             request_c,
-            source.clone(),
+            source,
             StartMode::Run,
         )?;
         let u = self.new_run(
@@ -830,7 +830,7 @@ impl RunController {
         let mut request = source.request.clone();
         request.start_paused = true;
         let inputs = source.inputs.clone();
-        let prompt_source = source.prompt_source.clone();
+        let prompt_source = source.prompt_source;
         if self.active == Some(from) {
             self.send(Command::Cancel);
         } else if self.is_busy() {

@@ -2,9 +2,11 @@
 //! grammar, test input, prompt, layout, theme, run settings), kept as one versioned JSON file in
 //! the platform's config folder and saved atomically.
 //!
-//! A file that cannot be read as a workspace is never lost: it is renamed to
-//! `<name>.bad-<unix seconds>` next to where it was, the app starts from defaults and shows the
-//! message [`Loaded::notice`] carries.
+//! A file that cannot be read as a workspace is never lost or overwritten: a damaged one is
+//! renamed to `<name>.bad-<unix seconds>` next to where it was; one that cannot be read at all
+//! (permissions) or moved aside is left as it is, and changes go to a copy beside it
+//! ([`Loaded::save_path`]). The app starts from defaults and shows the message
+//! [`Loaded::notice`] carries.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -185,6 +187,9 @@ pub struct Loaded {
     pub workspace: Workspace,
     /// A message for the user when the file was unreadable (and where its copy is).
     pub notice: Option<String>,
+    /// Where changes are to be saved: the file itself, or, when it exists but could be neither
+    /// read nor moved aside, a copy beside it (so the file is never overwritten unread).
+    pub save_path: PathBuf,
 }
 
 /// The default workspace file: `<config dir>/toolrail/workspace.json`, or `None` when the
@@ -193,35 +198,37 @@ pub fn default_path() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "toolrail").map(|d| d.config_dir().join(WORKSPACE_FILE))
 }
 
-/// Reads the workspace at `path`. A missing file gives defaults silently; an unreadable one
-/// (bad JSON, wrong shape, newer version, not UTF-8) is moved aside to a `.bad-<secs>` copy and
-/// gives defaults with a notice naming the problem and the copy.
+/// Reads the workspace at `path`. A missing file gives defaults silently; a damaged one (bad
+/// JSON, wrong shape, newer version, not UTF-8) is moved aside to a `.bad-<secs>` copy and gives
+/// defaults with a notice naming the problem and the copy; one that cannot be read or moved
+/// aside is left untouched, and [`Loaded::save_path`] points to a copy beside it.
 pub fn load(path: &Path) -> Loaded {
+    let fresh = |workspace: Workspace, notice: Option<String>| Loaded {
+        workspace,
+        notice,
+        save_path: path.to_path_buf(),
+    };
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Loaded {
-                workspace: Workspace::default(),
-                notice: None,
-            };
+            return fresh(Workspace::default(), None);
         }
         Err(e) => {
+            let copy = copy_path(path);
             return Loaded {
                 workspace: Workspace::default(),
                 notice: Some(format!(
-                    "cannot read the workspace {}: {e}; starting from defaults",
-                    path.display()
+                    "cannot read the workspace {}: {e}; it is left as it is, and this session \
+                     starts from defaults and saves to {}",
+                    path.display(),
+                    copy.display()
                 )),
+                save_path: copy,
             };
         }
     };
     let problem = match serde_json::from_slice::<Workspace>(&bytes) {
-        Ok(ws) if ws.version <= WORKSPACE_VERSION => {
-            return Loaded {
-                workspace: ws,
-                notice: None,
-            };
-        }
+        Ok(ws) if ws.version <= WORKSPACE_VERSION => return fresh(ws, None),
         Ok(ws) => format!(
             "it has version {}, newer than this toolrail's {WORKSPACE_VERSION}",
             ws.version
@@ -229,22 +236,43 @@ pub fn load(path: &Path) -> Loaded {
         Err(e) => format!("line {}, column {}: {e}", e.line(), e.column()),
     };
     let backup = backup_path(path);
-    let kept = match std::fs::rename(path, &backup) {
-        Ok(()) => format!("the file was kept as {}", backup.display()),
-        Err(e) => format!(
-            "it could not be moved aside ({e}) and will be overwritten on the next save unless you move it"
+    match std::fs::rename(path, &backup) {
+        Ok(()) => fresh(
+            Workspace::default(),
+            Some(format!(
+                "the workspace {} could not be read ({problem}); starting from defaults, the \
+                 file was kept as {}",
+                path.display(),
+                backup.display()
+            )),
         ),
-    };
-    Loaded {
-        workspace: Workspace::default(),
-        notice: Some(format!(
-            "the workspace {} could not be read ({problem}); starting from defaults, {kept}",
-            path.display()
-        )),
+        Err(e) => {
+            let copy = copy_path(path);
+            Loaded {
+                workspace: Workspace::default(),
+                notice: Some(format!(
+                    "the workspace {} could not be read ({problem}) nor moved aside ({e}); it is \
+                     left as it is, and this session starts from defaults and saves to {}",
+                    path.display(),
+                    copy.display()
+                )),
+                save_path: copy,
+            }
+        }
     }
 }
 
+/// A free name beside `path` for this session's copy: `<name>.copy-<unix seconds>`.
+fn copy_path(path: &Path) -> PathBuf {
+    free_sibling(path, "copy")
+}
+
 fn backup_path(path: &Path) -> PathBuf {
+    free_sibling(path, "bad")
+}
+
+/// `<name>.<tag>-<unix seconds>` beside `path`, with `-<n>` added until no file has the name.
+fn free_sibling(path: &Path, tag: &str) -> PathBuf {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -253,10 +281,10 @@ fn backup_path(path: &Path) -> PathBuf {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| WORKSPACE_FILE.to_owned());
-    let mut candidate = path.with_file_name(format!("{name}.bad-{secs}"));
+    let mut candidate = path.with_file_name(format!("{name}.{tag}-{secs}"));
     let mut n = 1;
-    while candidate.exists() {
-        candidate = path.with_file_name(format!("{name}.bad-{secs}-{n}"));
+    while candidate.symlink_metadata().is_ok() {
+        candidate = path.with_file_name(format!("{name}.{tag}-{secs}-{n}"));
         n += 1;
     }
     candidate
@@ -402,6 +430,39 @@ mod tests {
         std::fs::write(&path, r#"{"version": 1, "schema": {"envelope": "xml"}}"#).unwrap();
         let notice = load(&path).notice.unwrap();
         assert!(notice.contains("unknown format 'xml'"), "{notice}");
+    }
+
+    #[test]
+    fn a_workspace_that_cannot_be_read_is_never_overwritten() {
+        // A directory in place of the file: it exists, and reading it fails (as a file without
+        // read permission does for an ordinary user).
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(WORKSPACE_FILE);
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("inside"), "precious").unwrap();
+        let loaded = load(&path);
+        let notice = loaded.notice.unwrap();
+        assert!(notice.contains("left as it is"), "{notice}");
+        assert_ne!(loaded.save_path, path);
+        assert_eq!(loaded.save_path.parent(), path.parent());
+        assert!(
+            notice.contains(&loaded.save_path.display().to_string()),
+            "{notice}"
+        );
+        // Saving goes to the copy; the original is untouched.
+        let mut ws = loaded.workspace;
+        ws.test_input = "new work".into();
+        let mut auto = Autosave::new(
+            loaded.save_path.clone(),
+            &Workspace::default(),
+            Duration::ZERO,
+        );
+        auto.flush(&ws).unwrap();
+        assert_eq!(load(&loaded.save_path).workspace.test_input, "new work");
+        assert_eq!(
+            std::fs::read_to_string(path.join("inside")).unwrap(),
+            "precious"
+        );
     }
 
     #[test]

@@ -922,15 +922,22 @@ fn envelope(value: &Value, require_arguments: bool) -> Option<Result<ToolCall, (
         && !object.contains_key("name")
     {
         // OpenAI's call echo; `{"type": "function", "function": {..., "parameters"}}` is a tool
-        // definition, not a call.
-        if !function.contains_key("arguments") && require_arguments {
+        // definition, not a call (with or without a description).
+        if !function.contains_key("arguments")
+            && (require_arguments || function.contains_key("parameters"))
+        {
             return None;
         }
         return envelope(&Value::Object(function.clone()), require_arguments);
     }
     let name = object.get("name")?.as_str()?;
-    if object.contains_key("description") && !object.contains_key("arguments") {
-        // `{"name", "description", "parameters"}` is a tool definition.
+    if !object.contains_key("arguments")
+        && (object.contains_key("description")
+            || object.get("parameters").is_some_and(is_object_schema))
+    {
+        // `{"name", "description", "parameters"}` is a tool definition, and so is
+        // `{"name", "parameters"}` whose parameters are an object schema (a Llama 3 call's
+        // `parameters` hold the argument values instead).
         return None;
     }
     let arguments = object.get("arguments").or_else(|| object.get("parameters"));
@@ -959,6 +966,16 @@ fn envelope(value: &Value, require_arguments: bool) -> Option<Result<ToolCall, (
         }
     };
     Some(Ok(ToolCall::new(name, arguments)))
+}
+
+/// Whether `value` reads as a JSON Schema for an object (`"type": "object"` with `properties`
+/// mapping each name to a schema), as tool definitions' `parameters` are.
+fn is_object_schema(value: &Value) -> bool {
+    value.get("type").and_then(Value::as_str) == Some("object")
+        && value
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|props| props.values().all(Value::is_object))
 }
 
 /// A pythonic block (`<tool_code>`/`<tool_call>` body): `name(k=v)`, `[a(), b()]`, possibly

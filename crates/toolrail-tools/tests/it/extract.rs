@@ -620,6 +620,22 @@ fn tool_definitions_are_not_calls() {
 }
 
 #[test]
+fn tool_definitions_without_a_description_are_not_calls_either() {
+    let text = r#"{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}} {"name": "g", "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}"#;
+    let ex = extract_calls(text);
+    assert!(ex.calls.is_empty(), "{:?}", ex.calls);
+    // A Llama 3 call holds argument values under `parameters`: still a call.
+    let ex = extract_calls(r#"{"name": "g", "parameters": {"x": 3, "type": "object"}}"#);
+    assert_eq!(
+        ex.tool_calls(),
+        vec![call("g", json!({"x": 3, "type": "object"}))]
+    );
+    // An OpenAI call echo carries `arguments`: a call.
+    let ex = extract_calls(r#"{"type": "function", "function": {"name": "f", "arguments": "{}"}}"#);
+    assert_eq!(ex.tool_calls(), vec![call("f", json!({}))]);
+}
+
+#[test]
 fn mistral_tool_calls_prefix_leaves_with_the_calls() {
     let ex = extract_calls(r#"[TOOL_CALLS][{"name": "a", "arguments": {"k": 1}}]"#);
     assert_eq!(ex.tool_calls(), vec![call("a", json!({"k": 1}))]);

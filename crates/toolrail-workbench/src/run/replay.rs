@@ -136,7 +136,7 @@ mod tests {
             tools: None,
             format: None,
             grammar: None,
-            engine: "none".into(),
+            engine: toolrail_llm::worker::EngineKind::None,
             sampling: Sampling::default(),
             tokens: vec![token(0, "ab"), token(1, "c")],
             output: "abc".into(),

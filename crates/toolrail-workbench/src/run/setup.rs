@@ -6,7 +6,9 @@ use serde_json::{Value, json};
 use super::RunError;
 use crate::transcript::Sampling;
 use toolrail_llm::worker::{EngineKind, RunRequest};
-use toolrail_llm::{ChatFormat, ChatMessage, Model, ModelSpec, PromptSource};
+use toolrail_llm::{
+    ChatFormat, ChatMessage, Model, ModelSpec, PromptSource, threads_beside_a_window,
+};
 use toolrail_tools::envelope::Format;
 use toolrail_tools::prompt::{PromptFamily, build_prompt};
 use toolrail_tools::toolset::ToolSet;
@@ -120,7 +122,7 @@ pub struct RunSetup {
     pub sampling: Sampling,
     /// Context size (`None`: the model spec's, else the default).
     pub context: Option<u32>,
-    /// Decoding threads (`None`: the model spec's, else the number of cores).
+    /// Decoding threads (`None`: the model spec's, else all cores but one, left to the UI).
     pub threads: Option<u32>,
     /// How many candidates to record before and after the mask at each step.
     pub show: usize,
@@ -146,8 +148,8 @@ impl Default for RunSetup {
 pub struct PromptPreview {
     /// The text sent to the model.
     pub text: String,
-    /// A short label: `gemma prompt builder`, `GGUF chat template`, `raw`.
-    pub source: String,
+    /// Where it came from (shown as `gemma prompt builder`, `GGUF chat template`, `raw`).
+    pub source: PromptSource,
 }
 
 /// The prompt family that matches an envelope, for models that name none.
@@ -189,7 +191,7 @@ pub fn build_prompt_preview(
         PromptStyle::Raw => {
             return Ok(PromptPreview {
                 text: setup.user.clone(),
-                source: "raw".into(),
+                source: PromptSource::Raw,
             });
         }
         PromptStyle::Family(family) => family,
@@ -210,7 +212,7 @@ pub fn build_prompt_preview(
         .map_err(|e| RunError::Prompt(e.to_string()))?;
     Ok(PromptPreview {
         text,
-        source: format!("{} prompt builder", family.name()),
+        source: PromptSource::Builder(family),
     })
 }
 
@@ -225,9 +227,9 @@ fn template_prompt(model: &Model, setup: &RunSetup) -> Result<Option<PromptPrevi
         .chat_prompt(&messages, &[])
         .map_err(|e| RunError::Prompt(e.to_string()))?;
     Ok(
-        (prompt.source == PromptSource::GgufTemplate).then(|| PromptPreview {
+        (prompt.source == PromptSource::GgufTemplate).then_some(PromptPreview {
             text: prompt.text,
-            source: "GGUF chat template".into(),
+            source: PromptSource::GgufTemplate,
         }),
     )
 }
@@ -257,7 +259,12 @@ pub fn build_request(
         start_paused,
         show: setup.show,
         context: setup.context.or(spec.and_then(|s| s.context)),
-        threads: setup.threads.or(spec.and_then(|s| s.threads)),
+        threads: Some(
+            setup
+                .threads
+                .or(spec.and_then(|s| s.threads))
+                .unwrap_or_else(threads_beside_a_window),
+        ),
     })
 }
 
@@ -284,12 +291,12 @@ mod tests {
         let setup = RunSetup::default();
         let inputs = weather();
         let by_envelope = build_prompt_preview(&setup, &inputs, None, None).unwrap();
-        assert_eq!(by_envelope.source, "hermes prompt builder");
+        assert_eq!(by_envelope.source.to_string(), "hermes prompt builder");
         assert!(by_envelope.text.contains("<tools>"), "{}", by_envelope.text);
         let mut spec = ModelSpec::from_path("m.gguf");
         spec.chat_format = ChatFormat::Family(PromptFamily::Gemma);
         let by_spec = build_prompt_preview(&setup, &inputs, None, Some(&spec)).unwrap();
-        assert_eq!(by_spec.source, "gemma prompt builder");
+        assert_eq!(by_spec.source.to_string(), "gemma prompt builder");
         assert!(
             by_spec.text.contains("<start_of_turn>user"),
             "{}",

@@ -8,6 +8,8 @@ mod markdown;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use toolrail_llm::worker::EngineKind;
+use toolrail_tools::envelope::Format;
 
 pub use markdown::to_markdown;
 
@@ -30,14 +32,15 @@ pub struct Transcript {
     /// The tool set, when the grammar came from tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<serde_json::Value>,
-    /// The tool-call envelope (`openai`, `llama3`, ...), when the grammar came from tools.
+    /// The tool-call envelope (stored as `openai`, `llama3`, ...), when the grammar came from
+    /// tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub format: Option<String>,
+    pub format: Option<Format>,
     /// The GBNF grammar, unless the run was unconstrained.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grammar: Option<String>,
-    /// Which engine masked the tokens: `toolrail`, `llama` or `none`.
-    pub engine: String,
+    /// Which engine masked the tokens (stored as `toolrail`, `llama` or `none`).
+    pub engine: EngineKind,
     /// Sampling parameters.
     pub sampling: Sampling,
     /// Every generated token, in order.

@@ -1,7 +1,7 @@
 //! The Generation pane's prompt preview on a model whose GGUF carries a chat template: the
 //! preview is llama.cpp's rendering and says where it came from.
 
-use toolrail_llm::Model;
+use toolrail_llm::{Model, PromptSource};
 use toolrail_workbench::run::{RunInputs, RunSetup, build_prompt_preview};
 
 #[test]
@@ -27,7 +27,7 @@ fn the_preview_uses_the_gguf_chat_template_when_there_is_one() {
         ..RunSetup::default()
     };
     let preview = build_prompt_preview(&setup, &RunInputs::default(), Some(&model), None).unwrap();
-    assert_eq!(preview.source, "GGUF chat template");
+    assert_eq!(preview.source, PromptSource::GgufTemplate);
     // llama.cpp recognises the Gemma template: the system text joins the user's turn.
     let user = &setup.user;
     assert_eq!(

@@ -58,7 +58,7 @@ fn sample_transcript() -> Transcript {
         tools: None,
         format: None,
         grammar: Some(grammar_text.into()),
-        engine: "toolrail".into(),
+        engine: toolrail_llm::worker::EngineKind::Toolrail,
         sampling: Sampling::default(),
         tokens,
         output: "{\"ok\": true}".into(),

@@ -1,4 +1,4 @@
-//! The run controller (src/workbench/run.rs) on the real test model (Gemma 3 270M): records with
+//! The run controller (`src/run.rs`) on the real test model (Gemma 3 270M): records with
 //! candidates before and after the mask and the stacks after each token, step and cancel,
 //! forcing a masked token (refused) and an allowed one (a branch), the side-by-side pair with
 //! validation and extraction, export → reopen → replay, and loading a model with progress.
@@ -277,8 +277,8 @@ fn export_reopen_and_replay_equal_the_run() {
     assert_eq!(reopened, written);
     assert_eq!(reopened.tokens, run.tokens);
     assert_eq!(reopened.grammar, run.request.grammar);
-    assert_eq!(reopened.engine, "toolrail");
-    assert_eq!(reopened.format.as_deref(), Some("openai"));
+    assert_eq!(reopened.engine, EngineKind::Toolrail);
+    assert_eq!(reopened.format, Some(Format::OpenAi));
     assert_eq!(
         reopened.validation,
         run.outcome.as_ref().and_then(|o| o.to_json())

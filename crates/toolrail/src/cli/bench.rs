@@ -40,7 +40,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 64)]
     pub tokens: u32,
     /// Decoding threads per engine (1 keeps ggml's thread pool from spinning on busy cores).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = super::parse_threads)]
     pub threads: u32,
     /// Print one JSON object instead of a table.
     #[arg(long)]
@@ -97,9 +97,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         },
     )?;
     if args.json {
-        println!("{}", to_json(&spec.name, &what, &report));
+        outln!("{}", to_json(&spec.name, &what, &report))?;
     } else {
-        print_table(&spec.name, &what, &report);
+        print_table(&spec.name, &what, &report)?;
     }
     Ok(if report.mask_differences == 0 {
         ExitCode::SUCCESS
@@ -144,27 +144,34 @@ fn to_json(model: &str, grammar: &str, report: &BenchReport) -> Value {
     })
 }
 
-fn print_table(model: &str, grammar: &str, report: &BenchReport) {
-    println!(
+fn print_table(model: &str, grammar: &str, report: &BenchReport) -> std::io::Result<()> {
+    outln!(
         "model {model}, vocabulary {} tokens, grammar {grammar}",
         report.vocab
-    );
-    println!(
+    )?;
+    outln!(
         "set-up: token table {:.1} ms + trie {:.1} ms = {:.1} ms ({} trie nodes)",
         report.table_ms,
         report.trie_ms,
         report.setup_ms(),
         report.trie_nodes
-    );
-    println!(
+    )?;
+    outln!(
         "{:<9} {:>6} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8}",
-        "engine", "tokens", "mask p50", "mask p99", "mask max", "mask mean", "tokens/s", "vs none"
-    );
+        "engine",
+        "tokens",
+        "mask p50",
+        "mask p99",
+        "mask max",
+        "mask mean",
+        "tokens/s",
+        "vs none"
+    )?;
     for e in &report.engines {
         let ratio = report
             .ratio_to_unconstrained(e.engine)
             .map_or("-".to_owned(), |r| format!("{:.0}%", r * 100.0));
-        println!(
+        outln!(
             "{:<9} {:>6} {:>7.3} ms {:>7.3} ms {:>7.3} ms {:>7.3} ms {:>9.1} {:>8}",
             e.engine.name(),
             e.tokens,
@@ -174,20 +181,21 @@ fn print_table(model: &str, grammar: &str, report: &BenchReport) {
             e.mask_ms_mean,
             e.tokens_per_s,
             ratio
-        );
+        )?;
     }
     if let Some(speedup) = report.speedup_vs_llama() {
-        println!("toolrail's masks are {speedup:.0}x faster than llama.cpp's (mean)");
+        outln!("toolrail's masks are {speedup:.0}x faster than llama.cpp's (mean)")?;
     }
-    println!(
+    outln!(
         "mask differences toolrail vs llama.cpp: {} over {} compared steps; same tokens: {}",
         report.mask_differences,
         report.compared_steps,
         if report.same_tokens { "yes" } else { "no" }
-    );
+    )?;
     if report.engine(EngineKind::Toolrail).is_some() {
-        println!("toolrail text: {:?}", report.toolrail_text);
+        outln!("toolrail text: {:?}", report.toolrail_text)?;
     }
+    Ok(())
 }
 
 fn round(x: f64, digits: i32) -> f64 {

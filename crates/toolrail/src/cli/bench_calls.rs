@@ -45,7 +45,7 @@ pub struct BenchCallsArgs {
     #[arg(long)]
     pub no_budget_guard: bool,
     /// Decoding threads (1 keeps ggml's thread pool from spinning on busy cores).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = super::parse_threads)]
     pub threads: u32,
     /// Print one JSON object (summary and every answer) instead of a table.
     #[arg(long)]
@@ -78,7 +78,7 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
     };
     let mut results = Vec::with_capacity(cases.len());
     if !args.json {
-        println!(
+        outln!(
             "{} questions of {} (after the first {}), {} envelope and prompt, {} tokens at most, repetition penalty {}, budget guard {}",
             cases.len(),
             args.cases.display(),
@@ -87,11 +87,14 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
             args.max_tokens,
             args.repeat_penalty,
             if args.no_budget_guard { "off" } else { "on" }
-        );
-        println!(
+        )?;
+        outln!(
             "{:<18} {:<28} {:<34} {:<34}",
-            "case", "expected tool", "with grammar", "without grammar"
-        );
+            "case",
+            "expected tool",
+            "with grammar",
+            "without grammar"
+        )?;
     }
     for case in &cases {
         let result = run_case(&model, &mut masks, case, options)?;
@@ -108,19 +111,19 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
                     }
                 )
             };
-            println!(
+            outln!(
                 "{:<18} {:<28} {:<34} {:<34}",
                 result.id,
                 result.expected_tool.as_deref().unwrap_or("?"),
                 show(&result.with_grammar),
                 show(&result.without_grammar)
-            );
+            )?;
         }
         results.push(result);
     }
     let summary = CallsSummary::of(&results);
     if args.json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "model": spec.name,
@@ -133,27 +136,29 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
                 "summary": summary,
                 "results": results,
             })
-        );
+        )?;
     } else {
         let rate =
             |count: usize| format!("{count}/{} ({:.0}%)", summary.cases, summary.percent(count));
-        println!();
-        println!(
+        outln!()?;
+        outln!(
             "{:<16} {:<16} {:<16}",
-            "", "with grammar", "without grammar"
-        );
-        println!(
+            "",
+            "with grammar",
+            "without grammar"
+        )?;
+        outln!(
             "{:<16} {:<16} {:<16}",
             "valid call",
             rate(summary.valid_with_grammar),
             rate(summary.valid_without_grammar)
-        );
-        println!(
+        )?;
+        outln!(
             "{:<16} {:<16} {:<16}",
             "first-tool match",
             rate(summary.match_with_grammar),
             rate(summary.match_without_grammar)
-        );
+        )?;
     }
     Ok(if summary.valid_with_grammar == summary.cases {
         ExitCode::SUCCESS

@@ -50,7 +50,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             column: verdict.position.column,
             expected,
         };
-        println!("{}", serde_json::to_string(&out)?);
+        outln!("{}", serde_json::to_string(&out)?)?;
     } else {
         let name = if args.input == "-" {
             "<stdin>"
@@ -58,24 +58,24 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             args.input.as_str()
         };
         match verdict.kind {
-            VerdictKind::Accepted => println!("{name}: accepted"),
+            VerdictKind::Accepted => outln!("{name}: accepted")?,
             VerdictKind::Incomplete => {
-                println!(
+                outln!(
                     "{name}:{}: incomplete: the input is a valid prefix but the grammar needs more",
                     verdict.position
-                );
-                println!("expected: {}", expected.join(", "));
+                )?;
+                outln!("expected: {}", expected.join(", "))?;
             }
             VerdictKind::TooAmbiguous => {
-                println!(
+                outln!(
                     "{name}:{}: stopped at byte {}: the grammar is so ambiguous that more than 65,536 stacks are live (llama.cpp would crawl and run out of memory here)",
                     verdict.position,
                     verdict.offset.unwrap_or(0)
-                );
+                )?;
             }
             VerdictKind::Rejected => {
                 let offset = verdict.offset.unwrap_or(0);
-                println!("{name}:{}: rejected at byte {offset}", verdict.position);
+                outln!("{name}:{}: rejected at byte {offset}", verdict.position)?;
                 let index = LineIndex::new(&input);
                 let line = String::from_utf8_lossy(index.line_text(&input, verdict.position.line));
                 let pad: String = line
@@ -83,11 +83,11 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
                     .take(verdict.position.column as usize - 1)
                     .map(|c| if c == '\t' { '\t' } else { ' ' })
                     .collect();
-                println!("  | {line}\n  | {pad}^");
+                outln!("  | {line}\n  | {pad}^")?;
                 if expected.is_empty() {
-                    println!("expected: nothing (the grammar was already complete)");
+                    outln!("expected: nothing (the grammar was already complete)")?;
                 } else {
-                    println!("expected: {}", expected.join(", "));
+                    outln!("expected: {}", expected.join(", "))?;
                 }
             }
         }

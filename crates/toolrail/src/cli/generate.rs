@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::grammar::FormatArg;
 use toolrail_llm::worker::{Command, EngineKind, Event, RunRequest, Worker};
-use toolrail_llm::{ChatFormat, Model, ModelSpec, Models};
+use toolrail_llm::{ChatFormat, Model, ModelSpec, Models, SamplingDefaults};
 use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
 use toolrail_tools::prompt::build_prompt;
 use toolrail_tools::toolset::ToolSet;
@@ -131,6 +131,19 @@ impl ModelArgs {
 /// Runs `toolrail generate`: exit 0 when the run ends normally (and the output is a valid call
 /// when tools were given), 1 when the output is not valid, 2 on errors.
 pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
+    // The same rules as models.toml, checked before anything is loaded.
+    let given = SamplingDefaults {
+        temperature: args.temperature,
+        top_k: args.top_k,
+        top_p: args.top_p,
+        min_p: args.min_p,
+        seed: None,
+        max_tokens: args.max_tokens,
+        repeat_penalty: args.repeat_penalty,
+    };
+    if let Err((key, message)) = given.check() {
+        bail!("--{} {message}", key.replace('_', "-"));
+    }
     let spec = args.model.resolve()?;
     eprintln!("loading {} ...", spec.path.display());
     let model = Model::load(&spec, |_| true)?;
@@ -201,7 +214,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     let (stop, totals, output) = loop {
         match worker.events().recv().map(|e| e.event) {
             Ok(Event::Token(record)) => {
-                print!("{}", record.piece);
+                out!("{}", record.piece)?;
                 let _ = std::io::stdout().flush();
                 tokens.push(*record);
             }
@@ -215,7 +228,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
             Err(_) => bail!("the generation worker stopped unexpectedly"),
         }
     };
-    println!();
+    outln!()?;
     let stop_text = match &stop {
         Stop::EndOfGeneration => "end of generation".to_string(),
         Stop::MaxTokens => format!("token limit ({})", sampling.max_tokens),
@@ -264,11 +277,9 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         },
         prompt,
         tools: tools.as_ref().map(|_| Value::Array(tool_values.clone())),
-        format: tools
-            .as_ref()
-            .map(|_| format!("{:?}", args.format).to_lowercase()),
+        format: tools.as_ref().map(|_| args.format.into()),
         grammar,
-        engine: EngineKind::from(args.engine).name().into(),
+        engine: args.engine.into(),
         sampling,
         tokens,
         output,

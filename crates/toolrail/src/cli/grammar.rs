@@ -96,7 +96,7 @@ pub fn run(args: &GrammarArgs) -> anyhow::Result<ExitCode> {
         eprintln!("warning: {w}");
     }
     match &args.out {
-        None => print!("{}", grammar.text),
+        None => out!("{}", grammar.text)?,
         Some(path) => write_atomically(Path::new(path), grammar.text.as_bytes())?,
     }
     Ok(ExitCode::SUCCESS)

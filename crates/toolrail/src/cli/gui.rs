@@ -53,7 +53,7 @@ pub fn run(args: &GuiArgs) -> anyhow::Result<ExitCode> {
             .map_err(|_| anyhow!("the screenshot callback panicked"))?
             .take();
         match result {
-            Some(Ok(())) => println!("screenshot written to {}", out.display()),
+            Some(Ok(())) => outln!("screenshot written to {}", out.display())?,
             Some(Err(e)) => return Err(anyhow!(e)),
             None => {
                 return Err(anyhow!("the window closed before the screenshot was taken"))

@@ -22,18 +22,18 @@ pub fn run(args: &LintArgs) -> anyhow::Result<ExitCode> {
     let text = super::read_grammar(&args.grammar)?;
     let findings = lint(&text, &args.root);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&findings)?);
+        outln!("{}", serde_json::to_string_pretty(&findings)?)?;
     } else if findings.is_empty() {
-        println!("{}: no findings", args.grammar);
+        outln!("{}: no findings", args.grammar)?;
     } else {
         for d in &findings {
-            println!("{}\n", d.render(text.as_bytes(), &args.grammar));
+            outln!("{}\n", d.render(text.as_bytes(), &args.grammar))?;
         }
         let errors = findings
             .iter()
             .filter(|d| d.severity == Severity::Error)
             .count();
-        println!("{} finding(s), {errors} error(s)", findings.len());
+        outln!("{} finding(s), {errors} error(s)", findings.len())?;
     }
     let has_error = findings.iter().any(|d| d.severity == Severity::Error);
     Ok(if has_error {
@@ -54,7 +54,7 @@ pub struct CompileArgs {
 pub fn run_compile(args: &CompileArgs) -> anyhow::Result<ExitCode> {
     match super::load_grammar(&args.grammar) {
         Ok(grammar) => {
-            print!("{}", print_compiled(&grammar));
+            out!("{}", print_compiled(&grammar))?;
             Ok(ExitCode::SUCCESS)
         }
         Err(code) => Ok(code),

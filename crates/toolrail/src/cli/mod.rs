@@ -2,11 +2,33 @@
 //! everywhere: 0 success, 1 a negative verdict (rejected, invalid), 2 usage or input errors,
 //! 3 an incomplete input for `check`.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+/// `print!` to standard output that returns an error (naming standard output) instead of
+/// panicking when the pipe is closed or the disk is full.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($arg)*))
+    };
+}
+
+/// `println!` to standard output; see [`out!`].
+macro_rules! outln {
+    () => {
+        $crate::cli::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// The exit status of a command whose reader went away (a closed pipe), as a shell reports a
+/// process ended by SIGPIPE: 128 + 13.
+const BROKEN_PIPE_STATUS: u8 = 141;
 
 pub mod bench;
 pub mod bench_calls;
@@ -82,13 +104,51 @@ pub fn main() -> ExitCode {
         Command::BenchCalls(args) => bench_calls::run(args),
         Command::Gui(args) => gui::run(args),
     };
+    // What is still buffered must reach its reader too (a full disk is an error here).
+    let result = result.and_then(|code| {
+        std::io::stdout()
+            .flush()
+            .map_err(|e| stdout_error(e).into())
+            .map(|()| code)
+    });
     match result {
         Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => ExitCode::from(BROKEN_PIPE_STATUS),
         Err(e) => {
             eprintln!("toolrail: {e:#}");
             ExitCode::from(2)
         }
     }
+}
+
+/// Parses a `--threads` value: 1 to twice the machine's cores.
+pub fn parse_threads(text: &str) -> Result<u32, String> {
+    let n: u32 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of threads"))?;
+    toolrail_llm::check_threads(n)
+}
+
+/// Writes to standard output (see [`out!`]).
+pub fn write_stdout(args: std::fmt::Arguments) -> std::io::Result<()> {
+    std::io::stdout()
+        .lock()
+        .write_fmt(args)
+        .map_err(stdout_error)
+}
+
+/// A write error on standard output, saying so.
+fn stdout_error(e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("cannot write to standard output: {e}"))
+}
+
+/// Whether the command failed because its reader closed the pipe (not worth a message).
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// Reads a file, or standard input for `-`.

@@ -34,9 +34,9 @@ pub fn run(args: &SampleArgs) -> anyhow::Result<ExitCode> {
     for _ in 0..args.count {
         let s = sampler.sample(&mut rng, args.max_len)?;
         if args.json {
-            println!("{}", serde_json::to_string(&s)?);
+            outln!("{}", serde_json::to_string(&s)?)?;
         } else {
-            println!("{s}");
+            outln!("{s}")?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -49,9 +49,9 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     };
     let report = validator.validate_output(args.format.into(), &output, opts);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report_json(&report))?);
+        outln!("{}", serde_json::to_string_pretty(&report_json(&report))?)?;
     } else {
-        print_report(&report);
+        print_report(&report)?;
     }
     Ok(if report.is_valid() {
         ExitCode::SUCCESS
@@ -60,37 +60,40 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn print_report(report: &Report) {
+fn print_report(report: &Report) -> std::io::Result<()> {
     if let Some(e) = &report.parse_error {
-        println!(
+        outln!(
             "not a {} tool call: at byte {}: {}",
-            report.format, e.offset, e.message
-        );
+            report.format,
+            e.offset,
+            e.message
+        )?;
     }
     for issue in &report.output_issues {
-        println!("{issue}");
+        outln!("{issue}")?;
     }
     if report.text && report.output_issues.is_empty() {
-        println!("plain text, no tool call (allowed by --auto)");
+        outln!("plain text, no tool call (allowed by --auto)")?;
     }
     for call in &report.calls {
         if call.is_valid() {
-            println!("call {}: {} — valid", call.index, call.name);
+            outln!("call {}: {} — valid", call.index, call.name)?;
         } else {
-            println!("call {}: {} — invalid", call.index, call.name);
+            outln!("call {}: {} — invalid", call.index, call.name)?;
             for issue in &call.issues {
                 let at = if issue.pointer.is_empty() {
                     "(arguments)"
                 } else {
                     issue.pointer.as_str()
                 };
-                println!("  {at} [{}] {}", issue.keyword, issue.message);
+                outln!("  {at} [{}] {}", issue.keyword, issue.message)?;
             }
         }
     }
     if let Some(fb) = report.feedback() {
-        println!("feedback: {fb}");
+        outln!("feedback: {fb}")?;
     }
+    Ok(())
 }
 
 /// The verdict as JSON (`--json`).

@@ -2,5 +2,6 @@
 //!
 //! One test binary per crate: each module is one former test file.
 
+mod attacks;
 mod cli_check;
 mod layers;

@@ -1,0 +1,228 @@
+//! Hostile and careless use of the command line, run as a process: each case must end with a
+//! clear message or the right result — never a panic, an abort or a file clobbered.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+const TOOLRAIL: &str = env!("CARGO_BIN_EXE_toolrail");
+const WEATHER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../sample_schemas/weather.json"
+);
+const JSON_GBNF: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/corpus/gbnf/json.gbnf"
+);
+
+fn toolrail(args: &[&str]) -> Output {
+    Command::new(TOOLRAIL)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("toolrail runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// No Rust panic and no abort: the process ended with one of toolrail's own statuses.
+fn ended_cleanly(out: &Output) {
+    let err = stderr(out);
+    assert!(!err.contains("panicked"), "panic: {err}");
+    assert!(out.status.code().is_some(), "killed by a signal: {err}");
+    assert_ne!(out.status.code(), Some(101), "panic status: {err}");
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly_with_the_sigpipe_status() {
+    for args in [
+        vec!["sample", JSON_GBNF, "-n", "200000"],
+        vec!["grammar", WEATHER],
+        vec!["compile", JSON_GBNF],
+        vec!["lint", JSON_GBNF],
+    ] {
+        let mut child = Command::new(TOOLRAIL)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read one byte at most, then close the pipe (as `| head -c 1` does).
+        let mut stdout = child.stdout.take().unwrap();
+        let mut byte = [0u8; 1];
+        let _ = stdout.read(&mut byte);
+        drop(stdout);
+        let out = child.wait_with_output().unwrap();
+        ended_cleanly(&out);
+        let code = out.status.code();
+        // A short output may have been written whole before the pipe closed.
+        assert!(
+            code == Some(141) || code == Some(0),
+            "{args:?}: {code:?} {}",
+            stderr(&out)
+        );
+        if code == Some(141) {
+            assert_eq!(
+                stderr(&out),
+                "",
+                "{args:?}: a closed pipe is not worth a message"
+            );
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_disk_is_an_error_naming_standard_output() {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = Command::new(TOOLRAIL)
+        .args(["grammar", WEATHER])
+        .stdin(Stdio::null())
+        .stdout(file)
+        .output()
+        .unwrap();
+    ended_cleanly(&out);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("cannot write to standard output"), "{err}");
+}
+
+#[test]
+fn sampling_options_follow_the_models_toml_rules_before_anything_loads() {
+    for (flag, value, says) in [
+        (
+            "--temperature",
+            "NaN",
+            "--temperature must be 0 or more, not NaN",
+        ),
+        (
+            "--temperature",
+            "inf",
+            "--temperature must be 0 or more, not inf",
+        ),
+        ("--top-p", "2", "--top-p must be in (0, 1], not 2"),
+        ("--min-p", "-1", "--min-p must be in [0, 1], not -1"),
+        (
+            "--repeat-penalty",
+            "0",
+            "--repeat-penalty must be more than 0",
+        ),
+        ("--max-tokens", "0", "--max-tokens must be at least 1"),
+    ] {
+        let option = format!("{flag}={value}");
+        let out = toolrail(&[
+            "generate",
+            "--model",
+            "no-such-model",
+            "--prompt",
+            "hi",
+            &option,
+        ]);
+        ended_cleanly(&out);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let err = stderr(&out);
+        assert!(err.contains(says), "{flag} {value}: {err}");
+    }
+}
+
+#[test]
+fn absurd_thread_counts_are_refused_with_the_limit() {
+    let out = toolrail(&["bench", "--model", "x", "--threads", "4096"]);
+    ended_cleanly(&out);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("4096 threads: use 1 to"), "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let models = dir.path().join("models.toml");
+    std::fs::write(
+        &models,
+        "[[model]]\nname = \"t\"\npath = \"t.gguf\"\nthreads = 4096\n",
+    )
+    .unwrap();
+    let out = toolrail(&[
+        "generate",
+        "--model",
+        "t",
+        "--models",
+        models.to_str().unwrap(),
+        "--prompt",
+        "hi",
+    ]);
+    ended_cleanly(&out);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("model 't': `threads`: 4096 threads: use 1 to"),
+        "{err}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn grammar_output_never_clobbers_links_devices_or_permissions() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name);
+    let write = |target: &Path| {
+        let out = toolrail(&["grammar", WEATHER, "-o", target.to_str().unwrap()]);
+        ended_cleanly(&out);
+        out
+    };
+    // A symlinked target: the file it points to is written, the link stays.
+    std::fs::create_dir(at("shared")).unwrap();
+    std::fs::write(at("shared/real.gbnf"), "OLD").unwrap();
+    std::os::unix::fs::symlink("shared/real.gbnf", at("out.gbnf")).unwrap();
+    assert_eq!(write(&at("out.gbnf")).status.code(), Some(0));
+    assert!(
+        std::fs::symlink_metadata(at("out.gbnf"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(
+        std::fs::read_to_string(at("shared/real.gbnf"))
+            .unwrap()
+            .contains("root ::=")
+    );
+    // A 0600 file stays 0600.
+    std::fs::write(at("s.gbnf"), "secret").unwrap();
+    std::fs::set_permissions(at("s.gbnf"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(write(&at("s.gbnf")).status.code(), Some(0));
+    let mode = std::fs::metadata(at("s.gbnf"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+    // A directory is refused, by name.
+    std::fs::create_dir(at("d.gbnf")).unwrap();
+    let out = write(&at("d.gbnf"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("is a directory, not a file"),
+        "{}",
+        stderr(&out)
+    );
+    // A device (a private copy of /dev/null; needs root) is written through, not replaced.
+    let made = Command::new("mknod")
+        .arg(at("null"))
+        .args(["c", "1", "3"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if made {
+        assert_eq!(write(&at("null")).status.code(), Some(0));
+        assert!(
+            std::fs::metadata(at("null"))
+                .unwrap()
+                .file_type()
+                .is_char_device()
+        );
+    }
+}
