@@ -222,34 +222,108 @@ impl Diagnostic {
     }
 
     /// A multi-line report: `line:col: severity[code]: message`, the source line, a caret, the hint.
+    ///
+    /// A line longer than [`SHOWN_LINE_CHARS`] characters is shown as a window around the
+    /// finding, with `…` where it was cut; the work and the output do not grow with the line.
     pub fn render(&self, source: &[u8], file_name: &str) -> String {
-        let index = super::source::LineIndex::new(source);
-        let line = String::from_utf8_lossy(index.line_text(source, self.position.line));
+        let shown = ShownLine::around(source, self.span.start as usize);
         let width = (self.span.end.saturating_sub(self.span.start) as usize).clamp(1, 80);
-        let caret_pad: String = line
+        let caret_pad: String = shown
+            .before
             .chars()
-            .take(self.position.column as usize - 1)
             .map(|c| if c == '\t' { '\t' } else { ' ' })
             .collect();
+        let carets = width.min(shown.after.chars().count().max(1));
         let mut out = format!(
-            "{file_name}:{}: {}[{}]: {}\n  | {line}\n  | {caret_pad}{}",
+            "{file_name}:{}: {}[{}]: {}\n  | {}{}{}\n  | {caret_pad}{}",
             self.position,
             self.severity,
             self.code,
             self.message,
-            "^".repeat(
-                width.min(
-                    line.chars()
-                        .count()
-                        .saturating_sub(self.position.column as usize - 1)
-                        .max(1)
-                )
-            )
+            shown.before,
+            shown.after,
+            if shown.cut_right { "…" } else { "" },
+            "^".repeat(carets)
         );
         if let Some(hint) = &self.hint {
             out.push_str(&format!("\n  = hint: {hint}"));
         }
         out
+    }
+}
+
+/// The most characters of a source line a rendered finding shows.
+pub const SHOWN_LINE_CHARS: usize = 120;
+
+/// The part of a source line shown under a finding: the text before the finding's first byte
+/// (with a leading `…` if the line was cut there) and from it on.
+struct ShownLine {
+    before: String,
+    after: String,
+    cut_right: bool,
+}
+
+impl ShownLine {
+    /// The window of at most [`SHOWN_LINE_CHARS`] characters of the line holding byte `at`.
+    /// Scans at most a few hundred bytes either side, whatever the line's length.
+    fn around(source: &[u8], at: usize) -> ShownLine {
+        let at = at.min(source.len());
+        let is_lead = |b: u8| (b & 0xC0) != 0x80;
+        // Character starts before `at` on the same line, nearest first (at most the limit + 1).
+        let mut left: Vec<usize> = Vec::new();
+        let mut i = at;
+        while i > 0 && source[i - 1] != b'\n' && left.len() <= SHOWN_LINE_CHARS {
+            i -= 1;
+            if is_lead(source[i]) {
+                left.push(i);
+            }
+        }
+        let left_complete = left.len() <= SHOWN_LINE_CHARS;
+        let line_start = if left_complete { i } else { at };
+        // Character starts from `at` on, up to the line's end (at most the limit + 1).
+        let mut right: Vec<usize> = Vec::new();
+        let mut j = at;
+        while j < source.len() && source[j] != b'\n' && right.len() <= SHOWN_LINE_CHARS {
+            if is_lead(source[j]) {
+                right.push(j);
+            }
+            j += 1;
+        }
+        let right_complete = right.len() <= SHOWN_LINE_CHARS;
+        let mut line_end = if right_complete { j } else { at };
+        if right_complete && line_end > at && source[line_end - 1] == b'\r' {
+            line_end -= 1;
+            right.pop();
+        }
+        if left_complete && right_complete && left.len() + right.len() <= SHOWN_LINE_CHARS {
+            return ShownLine {
+                before: String::from_utf8_lossy(&source[line_start..at]).into_owned(),
+                after: String::from_utf8_lossy(&source[at..line_end]).into_owned(),
+                cut_right: false,
+            };
+        }
+        // Too long: keep half the window before the finding (more if the line ends sooner).
+        let room = SHOWN_LINE_CHARS - 2; // two `…` marks
+        let keep_left = left
+            .len()
+            .min((room / 2).max(room.saturating_sub(right.len())));
+        let keep_right = right.len().min(room - keep_left);
+        let from = if keep_left == 0 {
+            at
+        } else {
+            left[keep_left - 1]
+        };
+        let to = right.get(keep_right).copied().unwrap_or(line_end);
+        let cut_left = keep_left < left.len() || !left_complete;
+        ShownLine {
+            before: format!(
+                "{}{}",
+                if cut_left { "…" } else { "" },
+                String::from_utf8_lossy(&source[from..at])
+            ),
+            after: String::from_utf8_lossy(&source[at..to]).into_owned(),
+            cut_right: keep_right < right.len() || !right_complete,
+        }
     }
 }
 
@@ -289,6 +363,56 @@ impl GrammarError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at(source: &[u8], start: usize, len: usize) -> Diagnostic {
+        Diagnostic::new(Code::Syntax, source, Span::new(start, start + len), "bad")
+    }
+
+    /// The column (in characters) of the first caret, and the shown line above it.
+    fn caret_under(rendered: &str) -> (String, usize) {
+        let lines: Vec<&str> = rendered.lines().collect();
+        let shown = lines[1].strip_prefix("  | ").unwrap().to_string();
+        let caret = lines[2].strip_prefix("  | ").unwrap();
+        (shown, caret.chars().position(|c| c == '^').unwrap())
+    }
+
+    #[test]
+    fn short_lines_are_shown_whole() {
+        let src = b"root ::= \"a\"\nx ::= \ty \"b\"\r\n";
+        let d = at(src, 22, 1); // the opening quote of "b"
+        assert_eq!(
+            d.render(src, "g.gbnf"),
+            "g.gbnf:2:10: error[GB001]: bad\n  | x ::= \ty \"b\"\n  |       \t  ^"
+        );
+        let end = at(src, src.len(), 0);
+        assert!(end.render(src, "g").ends_with("  | \n  | ^"));
+    }
+
+    #[test]
+    fn a_huge_line_renders_a_window_with_the_caret_in_place() {
+        // 10 MB on one line, with multi-byte characters: a few hundred bytes of report.
+        let mut src = "é".repeat(5_000_000).into_bytes();
+        let offset = 2 * 2_500_000; // the 2,500,001st character
+        src[offset] = b'X';
+        src[offset + 1] = b'Y';
+        let d = at(&src, offset, 2);
+        let out = d.render(&src, "big.gbnf");
+        assert!(out.len() < 600, "{} bytes", out.len());
+        assert!(out.starts_with("big.gbnf:1:2500001: error[GB001]"));
+        let (shown, caret) = caret_under(&out);
+        assert!(shown.starts_with('…') && shown.ends_with('…'), "{shown}");
+        assert!(shown.chars().count() <= SHOWN_LINE_CHARS);
+        assert_eq!(shown.chars().nth(caret), Some('X'));
+        // Near either end of the line the window runs to that end.
+        let first = at(&src, 0, 1).render(&src, "g");
+        let (shown, caret) = caret_under(&first);
+        assert_eq!((caret, shown.chars().count()), (0, SHOWN_LINE_CHARS - 1));
+        assert!(shown.ends_with('…') && !shown.starts_with('…'));
+        let last = at(&src, src.len() - 2, 1).render(&src, "g");
+        let (shown, caret) = caret_under(&last);
+        assert!(shown.starts_with('…') && !shown.ends_with('…'), "{shown}");
+        assert_eq!(caret, shown.chars().count() - 1);
+    }
 
     #[test]
     fn every_code_is_documented_with_its_severity() {

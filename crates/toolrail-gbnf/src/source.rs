@@ -48,10 +48,21 @@ impl std::fmt::Display for LineCol {
     }
 }
 
-/// Maps byte offsets of a text to line:column, in O(log lines).
+/// Maps byte offsets of a text to line:column, in O(log lines + CHECKPOINT) per lookup after
+/// one linear pass over the text (so many lookups on one very long line stay linear too).
 #[derive(Clone, Debug)]
 pub struct LineIndex {
     line_starts: Vec<usize>,
+    /// Characters (UTF-8 lead bytes) before each multiple of [`CHECKPOINT`] bytes.
+    chars_before: Vec<usize>,
+}
+
+/// Spacing, in bytes, of the character-count checkpoints of a [`LineIndex`].
+const CHECKPOINT: usize = 4096;
+
+/// True for the bytes that start a character (everything but UTF-8 continuation bytes).
+fn starts_char(b: u8) -> bool {
+    (b & 0xC0) != 0x80
 }
 
 impl LineIndex {
@@ -64,7 +75,27 @@ impl LineIndex {
                 .filter(|(_, b)| **b == b'\n')
                 .map(|(i, _)| i + 1),
         );
-        LineIndex { line_starts }
+        let mut chars_before = Vec::with_capacity(text.len() / CHECKPOINT + 1);
+        let mut count = 0;
+        chars_before.push(0);
+        for chunk in text.chunks(CHECKPOINT) {
+            count += chunk.iter().filter(|b| starts_char(**b)).count();
+            chars_before.push(count);
+        }
+        LineIndex {
+            line_starts,
+            chars_before,
+        }
+    }
+
+    /// Characters in `text[..offset]`, from the nearest checkpoint.
+    fn chars_up_to(&self, text: &[u8], offset: usize) -> usize {
+        let chunk = offset / CHECKPOINT;
+        let base = self.chars_before.get(chunk).copied().unwrap_or(0);
+        base + text[chunk * CHECKPOINT..offset]
+            .iter()
+            .filter(|b| starts_char(**b))
+            .count()
     }
 
     /// Line and column of byte `offset` in `text` (the text this index was built from).
@@ -72,10 +103,14 @@ impl LineIndex {
         let offset = offset.min(text.len());
         let line = self.line_starts.partition_point(|&s| s <= offset).max(1) - 1;
         let start = self.line_starts[line];
-        let column = text[start..offset]
-            .iter()
-            .filter(|b| (**b & 0xC0) != 0x80)
-            .count();
+        let column = if offset - start <= CHECKPOINT {
+            text[start..offset]
+                .iter()
+                .filter(|b| starts_char(**b))
+                .count()
+        } else {
+            self.chars_up_to(text, offset) - self.chars_up_to(text, start)
+        };
         LineCol {
             line: line as u32 + 1,
             column: column as u32 + 1,
@@ -97,9 +132,22 @@ impl LineIndex {
     }
 }
 
-/// Line and column of `offset` in `text`, without keeping an index (for one-off messages).
+/// Line and column of `offset` in `text`, without keeping an index (for one-off messages):
+/// one pass over `text[..offset]`, no allocation. Many lookups in one text should share a
+/// [`LineIndex`] instead.
 pub fn line_col(text: &[u8], offset: usize) -> LineCol {
-    LineIndex::new(text).line_col(text, offset)
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let (line, start) = before
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .fold((0usize, 0usize), |(n, _), (i, _)| (n + 1, i + 1));
+    let column = before[start..].iter().filter(|b| starts_char(**b)).count();
+    LineCol {
+        line: line as u32 + 1,
+        column: column as u32 + 1,
+    }
 }
 
 #[cfg(test)]
@@ -120,5 +168,43 @@ mod tests {
         );
         assert_eq!(idx.line_text(text, 2), "çd".as_bytes());
         assert_eq!(idx.line_text(text, 3), b"x");
+        for offset in 0..=text.len() {
+            assert_eq!(idx.line_col(text, offset), line_col(text, offset));
+        }
+    }
+
+    #[test]
+    fn long_lines_use_the_checkpoints_and_agree_with_a_plain_count() {
+        // Several checkpoints of multi-byte characters on one line, after a first short line.
+        let mut text = b"x\n".to_vec();
+        for _ in 0..3 * CHECKPOINT {
+            text.extend_from_slice("é".as_bytes());
+        }
+        text.extend_from_slice(b"abc\nz");
+        let idx = LineIndex::new(&text);
+        for offset in [
+            2,
+            3,
+            4,
+            1000,
+            4096,
+            4097,
+            9000,
+            text.len() - 5,
+            text.len() - 1,
+        ] {
+            let plain = text[2..offset].iter().filter(|b| starts_char(**b)).count();
+            let at = idx.line_col(&text, offset);
+            assert_eq!(at, line_col(&text, offset));
+            if offset < text.len() - 2 {
+                assert_eq!(
+                    at,
+                    LineCol {
+                        line: 2,
+                        column: plain as u32 + 1
+                    }
+                );
+            }
+        }
     }
 }
