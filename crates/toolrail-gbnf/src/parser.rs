@@ -152,8 +152,18 @@ pub fn parse_with_vocab(
             .with_hint("remove the NUL byte"),
         );
     }
-    parser.parse_all()?;
-    parser.validate()?;
+    if let Err(mut e) = parser.parse_all().and_then(|()| parser.validate()) {
+        if visible.len() < source.len() {
+            // The error is about the text llama.cpp saw, which a NUL byte cut short: say so.
+            let nul = line_col(source.as_bytes(), visible.len());
+            if let Some(first) = e.diagnostics.first_mut() {
+                first.message.push_str(&format!(
+                    " (the grammar was cut at a NUL byte at {nul}: llama.cpp reads no further)"
+                ));
+            }
+        }
+        return Err(e);
+    }
     let Parser {
         symbols,
         rules,
@@ -1158,6 +1168,34 @@ mod tests {
     fn nul_ends_the_grammar_with_a_warning() {
         let g = parse("root ::= \"a\"\0 garbage").unwrap();
         assert_eq!(g.notes[0].code, "GB012");
+    }
+
+    #[test]
+    fn errors_caused_by_a_nul_name_it() {
+        // /work/shared/reliability/F23-nul-first.gbnf: nothing is left before the NUL.
+        let e = parse("\0root ::= \"a\"\n").unwrap_err();
+        assert_eq!(e.code(), "GB009");
+        assert!(
+            e.diagnostics[0]
+                .message
+                .contains("cut at a NUL byte at 1:1"),
+            "{e}"
+        );
+        // F23-nul-in-literal.gbnf: the literal is cut open.
+        let e = parse("root ::= \"a\0b\"\n").unwrap_err();
+        assert_eq!(e.code(), "GB002");
+        assert!(e.to_string().contains("cut at a NUL byte at 1:12"), "{e}");
+        // On a later line, and with errors that have nothing to do with it, it is still named.
+        let e = parse("root ::= x\n\0x ::= \"a\"").unwrap_err();
+        assert_eq!(e.code(), "GB101");
+        assert!(e.to_string().contains("NUL byte at 2:1"), "{e}");
+        // Without a NUL nothing is added.
+        assert!(
+            !parse("root ::= \"a")
+                .unwrap_err()
+                .to_string()
+                .contains("NUL")
+        );
     }
 }
 
