@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::source::{LineCol, Span, line_col};
+use super::source::{LineCol, LineIndex, Span, line_col};
 
 /// How serious a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -205,6 +205,25 @@ impl Diagnostic {
             message: message.into(),
             span,
             position: line_col(source, span.start as usize),
+            hint: None,
+        }
+    }
+
+    /// Like [`Diagnostic::new`], finding the position with `index` (built from `source`): for
+    /// many findings on one source, where one-off line counting would be quadratic.
+    pub fn new_indexed(
+        code: Code,
+        source: &[u8],
+        index: &LineIndex,
+        span: Span,
+        message: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            code,
+            severity: code.severity(),
+            message: message.into(),
+            span,
+            position: index.line_col(source, span.start as usize),
             hint: None,
         }
     }
