@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::source::{LineCol, LineIndex, Span, line_col};
+use super::source::{LineCol, LineExcerpt, LineIndex, Span, line_col};
 
 /// How serious a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -242,10 +242,11 @@ impl Diagnostic {
 
     /// A multi-line report: `line:col: severity[code]: message`, the source line, a caret, the hint.
     ///
-    /// A line longer than [`SHOWN_LINE_CHARS`] characters is shown as a window around the
-    /// finding, with `…` where it was cut; the work and the output do not grow with the line.
+    /// A line longer than [`SHOWN_LINE_CHARS`](crate::source::SHOWN_LINE_CHARS) characters is shown as a window around the
+    /// finding, with `…` where it was cut ([`LineExcerpt`]); the work and the output do not
+    /// grow with the line.
     pub fn render(&self, source: &[u8], file_name: &str) -> String {
-        let shown = ShownLine::around(source, self.span.start as usize);
+        let shown = LineExcerpt::around(source, self.span.start as usize);
         let width = (self.span.end.saturating_sub(self.span.start) as usize).clamp(1, 80);
         let caret_pad: String = shown
             .before
@@ -268,81 +269,6 @@ impl Diagnostic {
             out.push_str(&format!("\n  = hint: {hint}"));
         }
         out
-    }
-}
-
-/// The most characters of a source line a rendered finding shows.
-pub const SHOWN_LINE_CHARS: usize = 120;
-
-/// The part of a source line shown under a finding: the text before the finding's first byte
-/// (with a leading `…` if the line was cut there) and from it on.
-struct ShownLine {
-    before: String,
-    after: String,
-    cut_right: bool,
-}
-
-impl ShownLine {
-    /// The window of at most [`SHOWN_LINE_CHARS`] characters of the line holding byte `at`.
-    /// Scans at most a few hundred bytes either side, whatever the line's length.
-    fn around(source: &[u8], at: usize) -> ShownLine {
-        let at = at.min(source.len());
-        let is_lead = |b: u8| (b & 0xC0) != 0x80;
-        // Character starts before `at` on the same line, nearest first (at most the limit + 1).
-        let mut left: Vec<usize> = Vec::new();
-        let mut i = at;
-        while i > 0 && source[i - 1] != b'\n' && left.len() <= SHOWN_LINE_CHARS {
-            i -= 1;
-            if is_lead(source[i]) {
-                left.push(i);
-            }
-        }
-        let left_complete = left.len() <= SHOWN_LINE_CHARS;
-        let line_start = if left_complete { i } else { at };
-        // Character starts from `at` on, up to the line's end (at most the limit + 1).
-        let mut right: Vec<usize> = Vec::new();
-        let mut j = at;
-        while j < source.len() && source[j] != b'\n' && right.len() <= SHOWN_LINE_CHARS {
-            if is_lead(source[j]) {
-                right.push(j);
-            }
-            j += 1;
-        }
-        let right_complete = right.len() <= SHOWN_LINE_CHARS;
-        let mut line_end = if right_complete { j } else { at };
-        if right_complete && line_end > at && source[line_end - 1] == b'\r' {
-            line_end -= 1;
-            right.pop();
-        }
-        if left_complete && right_complete && left.len() + right.len() <= SHOWN_LINE_CHARS {
-            return ShownLine {
-                before: String::from_utf8_lossy(&source[line_start..at]).into_owned(),
-                after: String::from_utf8_lossy(&source[at..line_end]).into_owned(),
-                cut_right: false,
-            };
-        }
-        // Too long: keep half the window before the finding (more if the line ends sooner).
-        let room = SHOWN_LINE_CHARS - 2; // two `…` marks
-        let keep_left = left
-            .len()
-            .min((room / 2).max(room.saturating_sub(right.len())));
-        let keep_right = right.len().min(room - keep_left);
-        let from = if keep_left == 0 {
-            at
-        } else {
-            left[keep_left - 1]
-        };
-        let to = right.get(keep_right).copied().unwrap_or(line_end);
-        let cut_left = keep_left < left.len() || !left_complete;
-        ShownLine {
-            before: format!(
-                "{}{}",
-                if cut_left { "…" } else { "" },
-                String::from_utf8_lossy(&source[from..at])
-            ),
-            after: String::from_utf8_lossy(&source[at..to]).into_owned(),
-            cut_right: keep_right < right.len() || !right_complete,
-        }
     }
 }
 
@@ -382,6 +308,7 @@ impl GrammarError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::SHOWN_LINE_CHARS;
 
     fn at(source: &[u8], start: usize, len: usize) -> Diagnostic {
         Diagnostic::new(Code::Syntax, source, Span::new(start, start + len), "bad")

@@ -150,6 +150,88 @@ pub fn line_col(text: &[u8], offset: usize) -> LineCol {
     }
 }
 
+/// The most characters of a source line a rendered finding shows.
+pub const SHOWN_LINE_CHARS: usize = 120;
+
+/// The part of a line of text shown to point at one of its bytes (under a finding, at a
+/// rejected byte): at most [`SHOWN_LINE_CHARS`] characters, cut around the byte when the line
+/// is longer. Put together as `before`, `after`, then `…` if `cut_right`; a caret goes under
+/// the first character of `after`, after as many columns as `before` has characters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineExcerpt {
+    /// The line's text before the byte, starting with `…` if the line was cut there.
+    pub before: String,
+    /// The line's text from the byte on (to the line's end, or to the cut).
+    pub after: String,
+    /// True when the line goes on past `after`.
+    pub cut_right: bool,
+}
+
+impl LineExcerpt {
+    /// The window of at most [`SHOWN_LINE_CHARS`] characters of the line holding byte `at` of
+    /// `source` (lines end at `\n`; a `\r` before it is left out). Scans at most a few hundred
+    /// bytes either side, whatever the line's length.
+    pub fn around(source: &[u8], at: usize) -> LineExcerpt {
+        let at = at.min(source.len());
+        let is_lead = |b: u8| (b & 0xC0) != 0x80;
+        // Character starts before `at` on the same line, nearest first (at most the limit + 1).
+        let mut left: Vec<usize> = Vec::new();
+        let mut i = at;
+        while i > 0 && source[i - 1] != b'\n' && left.len() <= SHOWN_LINE_CHARS {
+            i -= 1;
+            if is_lead(source[i]) {
+                left.push(i);
+            }
+        }
+        let left_complete = left.len() <= SHOWN_LINE_CHARS;
+        let line_start = if left_complete { i } else { at };
+        // Character starts from `at` on, up to the line's end (at most the limit + 1).
+        let mut right: Vec<usize> = Vec::new();
+        let mut j = at;
+        while j < source.len() && source[j] != b'\n' && right.len() <= SHOWN_LINE_CHARS {
+            if is_lead(source[j]) {
+                right.push(j);
+            }
+            j += 1;
+        }
+        let right_complete = right.len() <= SHOWN_LINE_CHARS;
+        let mut line_end = if right_complete { j } else { at };
+        if right_complete && line_end > at && source[line_end - 1] == b'\r' {
+            line_end -= 1;
+            right.pop();
+        }
+        if left_complete && right_complete && left.len() + right.len() <= SHOWN_LINE_CHARS {
+            return LineExcerpt {
+                before: String::from_utf8_lossy(&source[line_start..at]).into_owned(),
+                after: String::from_utf8_lossy(&source[at..line_end]).into_owned(),
+                cut_right: false,
+            };
+        }
+        // Too long: keep half the window before the finding (more if the line ends sooner).
+        let room = SHOWN_LINE_CHARS - 2; // two `…` marks
+        let keep_left = left
+            .len()
+            .min((room / 2).max(room.saturating_sub(right.len())));
+        let keep_right = right.len().min(room - keep_left);
+        let from = if keep_left == 0 {
+            at
+        } else {
+            left[keep_left - 1]
+        };
+        let to = right.get(keep_right).copied().unwrap_or(line_end);
+        let cut_left = keep_left < left.len() || !left_complete;
+        LineExcerpt {
+            before: format!(
+                "{}{}",
+                if cut_left { "…" } else { "" },
+                String::from_utf8_lossy(&source[from..at])
+            ),
+            after: String::from_utf8_lossy(&source[at..to]).into_owned(),
+            cut_right: keep_right < right.len() || !right_complete,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
