@@ -174,28 +174,40 @@ impl LineExcerpt {
     pub fn around(source: &[u8], at: usize) -> LineExcerpt {
         let at = at.min(source.len());
         let is_lead = |b: u8| (b & 0xC0) != 0x80;
+        // At most this many bytes are looked at on either side (four per character, even when
+        // the text is not UTF-8 and has no character starts at all).
+        let max_bytes = 4 * (SHOWN_LINE_CHARS + 1);
         // Character starts before `at` on the same line, nearest first (at most the limit + 1).
         let mut left: Vec<usize> = Vec::new();
         let mut i = at;
-        while i > 0 && source[i - 1] != b'\n' && left.len() <= SHOWN_LINE_CHARS {
+        while i > 0
+            && source[i - 1] != b'\n'
+            && left.len() <= SHOWN_LINE_CHARS
+            && at - i < max_bytes
+        {
             i -= 1;
             if is_lead(source[i]) {
                 left.push(i);
             }
         }
-        let left_complete = left.len() <= SHOWN_LINE_CHARS;
-        let line_start = if left_complete { i } else { at };
+        let left_complete = (i == 0 || source[i - 1] == b'\n') && left.len() <= SHOWN_LINE_CHARS;
+        let line_start = i;
         // Character starts from `at` on, up to the line's end (at most the limit + 1).
         let mut right: Vec<usize> = Vec::new();
         let mut j = at;
-        while j < source.len() && source[j] != b'\n' && right.len() <= SHOWN_LINE_CHARS {
+        while j < source.len()
+            && source[j] != b'\n'
+            && right.len() <= SHOWN_LINE_CHARS
+            && j - at < max_bytes
+        {
             if is_lead(source[j]) {
                 right.push(j);
             }
             j += 1;
         }
-        let right_complete = right.len() <= SHOWN_LINE_CHARS;
-        let mut line_end = if right_complete { j } else { at };
+        let right_complete =
+            (j == source.len() || source[j] == b'\n') && right.len() <= SHOWN_LINE_CHARS;
+        let mut line_end = j;
         if right_complete && line_end > at && source[line_end - 1] == b'\r' {
             line_end -= 1;
             right.pop();
@@ -253,6 +265,27 @@ mod tests {
         for offset in 0..=text.len() {
             assert_eq!(idx.line_col(text, offset), line_col(text, offset));
         }
+    }
+
+    #[test]
+    fn excerpts_look_at_a_bounded_number_of_bytes() {
+        // A million continuation bytes (no character starts): the excerpt still stops early.
+        let mut text = vec![0x80u8; 1_000_000];
+        text[500_000] = b'X';
+        let excerpt = LineExcerpt::around(&text, 500_000);
+        assert!(excerpt.before.starts_with('…') && excerpt.cut_right);
+        assert!(excerpt.before.len() + excerpt.after.len() < 4 * 4 * (SHOWN_LINE_CHARS + 2));
+        assert!(excerpt.after.starts_with('X'));
+        // A short line in the middle of a text is shown whole, without its `\r`.
+        let excerpt = LineExcerpt::around(b"a\r\nbc d\r\ne", 6);
+        assert_eq!(
+            excerpt,
+            LineExcerpt {
+                before: "bc ".into(),
+                after: "d".into(),
+                cut_right: false
+            }
+        );
     }
 
     #[test]
