@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::source::{LineCol, Span, line_col};
+use super::source::{LineCol, LineExcerpt, LineIndex, Span, line_col};
 
 /// How serious a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -209,6 +209,25 @@ impl Diagnostic {
         }
     }
 
+    /// Like [`Diagnostic::new`], finding the position with `index` (built from `source`): for
+    /// many findings on one source, where one-off line counting would be quadratic.
+    pub fn new_indexed(
+        code: Code,
+        source: &[u8],
+        index: &LineIndex,
+        span: Span,
+        message: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            code,
+            severity: code.severity(),
+            message: message.into(),
+            span,
+            position: index.line_col(source, span.start as usize),
+            hint: None,
+        }
+    }
+
     /// The same finding with another severity than its code's usual one.
     pub fn with_severity(mut self, severity: Severity) -> Self {
         self.severity = severity;
@@ -222,29 +241,29 @@ impl Diagnostic {
     }
 
     /// A multi-line report: `line:col: severity[code]: message`, the source line, a caret, the hint.
+    ///
+    /// A line longer than [`SHOWN_LINE_CHARS`](crate::source::SHOWN_LINE_CHARS) characters is shown as a window around the
+    /// finding, with `…` where it was cut ([`LineExcerpt`]); the work and the output do not
+    /// grow with the line.
     pub fn render(&self, source: &[u8], file_name: &str) -> String {
-        let index = super::source::LineIndex::new(source);
-        let line = String::from_utf8_lossy(index.line_text(source, self.position.line));
+        let shown = LineExcerpt::around(source, self.span.start as usize);
         let width = (self.span.end.saturating_sub(self.span.start) as usize).clamp(1, 80);
-        let caret_pad: String = line
+        let caret_pad: String = shown
+            .before
             .chars()
-            .take(self.position.column as usize - 1)
             .map(|c| if c == '\t' { '\t' } else { ' ' })
             .collect();
+        let carets = width.min(shown.after.chars().count().max(1));
         let mut out = format!(
-            "{file_name}:{}: {}[{}]: {}\n  | {line}\n  | {caret_pad}{}",
+            "{file_name}:{}: {}[{}]: {}\n  | {}{}{}\n  | {caret_pad}{}",
             self.position,
             self.severity,
             self.code,
             self.message,
-            "^".repeat(
-                width.min(
-                    line.chars()
-                        .count()
-                        .saturating_sub(self.position.column as usize - 1)
-                        .max(1)
-                )
-            )
+            shown.before,
+            shown.after,
+            if shown.cut_right { "…" } else { "" },
+            "^".repeat(carets)
         );
         if let Some(hint) = &self.hint {
             out.push_str(&format!("\n  = hint: {hint}"));
@@ -289,6 +308,57 @@ impl GrammarError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::SHOWN_LINE_CHARS;
+
+    fn at(source: &[u8], start: usize, len: usize) -> Diagnostic {
+        Diagnostic::new(Code::Syntax, source, Span::new(start, start + len), "bad")
+    }
+
+    /// The column (in characters) of the first caret, and the shown line above it.
+    fn caret_under(rendered: &str) -> (String, usize) {
+        let lines: Vec<&str> = rendered.lines().collect();
+        let shown = lines[1].strip_prefix("  | ").unwrap().to_string();
+        let caret = lines[2].strip_prefix("  | ").unwrap();
+        (shown, caret.chars().position(|c| c == '^').unwrap())
+    }
+
+    #[test]
+    fn short_lines_are_shown_whole() {
+        let src = b"root ::= \"a\"\nx ::= \ty \"b\"\r\n";
+        let d = at(src, 22, 1); // the opening quote of "b"
+        assert_eq!(
+            d.render(src, "g.gbnf"),
+            "g.gbnf:2:10: error[GB001]: bad\n  | x ::= \ty \"b\"\n  |       \t  ^"
+        );
+        let end = at(src, src.len(), 0);
+        assert!(end.render(src, "g").ends_with("  | \n  | ^"));
+    }
+
+    #[test]
+    fn a_huge_line_renders_a_window_with_the_caret_in_place() {
+        // 10 MB on one line, with multi-byte characters: a few hundred bytes of report.
+        let mut src = "é".repeat(5_000_000).into_bytes();
+        let offset = 2 * 2_500_000; // the 2,500,001st character
+        src[offset] = b'X';
+        src[offset + 1] = b'Y';
+        let d = at(&src, offset, 2);
+        let out = d.render(&src, "big.gbnf");
+        assert!(out.len() < 600, "{} bytes", out.len());
+        assert!(out.starts_with("big.gbnf:1:2500001: error[GB001]"));
+        let (shown, caret) = caret_under(&out);
+        assert!(shown.starts_with('…') && shown.ends_with('…'), "{shown}");
+        assert!(shown.chars().count() <= SHOWN_LINE_CHARS);
+        assert_eq!(shown.chars().nth(caret), Some('X'));
+        // Near either end of the line the window runs to that end.
+        let first = at(&src, 0, 1).render(&src, "g");
+        let (shown, caret) = caret_under(&first);
+        assert_eq!((caret, shown.chars().count()), (0, SHOWN_LINE_CHARS - 1));
+        assert!(shown.ends_with('…') && !shown.starts_with('…'));
+        let last = at(&src, src.len() - 2, 1).render(&src, "g");
+        let (shown, caret) = caret_under(&last);
+        assert!(shown.starts_with('…') && !shown.ends_with('…'), "{shown}");
+        assert_eq!(caret, shown.chars().count() - 1);
+    }
 
     #[test]
     fn every_code_is_documented_with_its_severity() {

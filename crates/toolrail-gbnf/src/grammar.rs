@@ -381,34 +381,60 @@ impl Grammar {
 
     /// Rules that derive the empty string (fixpoint; tokens and classes consume).
     pub fn nullable_rules(&self) -> Vec<bool> {
+        self.rules_deriving(|_| false)
+    }
+
+    /// The rules with an alternative whose terminals all pass `terminal_ok` (called with the
+    /// position of a class start or token element) and whose referenced rules are all such
+    /// rules themselves: the least fixpoint, found in one pass over the grammar and one visit
+    /// per reference (each rule is settled once, then wakes the alternatives that use it).
+    pub(crate) fn rules_deriving(&self, terminal_ok: impl Fn(u32) -> bool) -> Vec<bool> {
         let n = self.rule_count();
-        let mut nullable = vec![false; n];
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for (r, rule) in self.parsed.rules.iter().enumerate() {
-                if nullable[r] {
-                    continue;
-                }
-                let mut alt_ok = true;
-                for e in rule {
+        // Per alternative: its rule and how many of its references are not yet known to derive.
+        let mut alts: Vec<(u32, usize)> = Vec::new();
+        let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut derives = vec![false; n];
+        let mut settled: Vec<u32> = Vec::new();
+        for r in 0..n as u32 {
+            for start in self.alternatives(r) {
+                let index = alts.len();
+                let mut unknown = 0;
+                let mut possible = true;
+                let mut pos = start;
+                while !self.is_end_of_sequence(pos) {
+                    let e = self.element(pos);
                     match e.kind {
-                        ElementKind::End | ElementKind::Alt => {
-                            if alt_ok {
-                                nullable[r] = true;
-                                changed = true;
-                                break;
-                            }
-                            alt_ok = true;
+                        ElementKind::RuleRef => {
+                            unknown += 1;
+                            users[e.value as usize].push(index);
                         }
-                        ElementKind::RuleRef => alt_ok &= nullable[e.value as usize],
-                        ElementKind::CharRngUpper | ElementKind::CharAlt => {}
-                        _ => alt_ok = false,
+                        ElementKind::CharAlt | ElementKind::CharRngUpper => {}
+                        _ => possible &= terminal_ok(pos),
                     }
+                    pos += 1;
+                }
+                // An impossible alternative never reaches zero unknowns.
+                alts.push((r, if possible { unknown } else { usize::MAX }));
+                if possible && unknown == 0 && !derives[r as usize] {
+                    derives[r as usize] = true;
+                    settled.push(r);
                 }
             }
         }
-        nullable
+        while let Some(r) = settled.pop() {
+            for &index in &users[r as usize] {
+                let (rule, unknown) = &mut alts[index];
+                if *unknown == usize::MAX {
+                    continue;
+                }
+                *unknown -= 1;
+                if *unknown == 0 && !derives[*rule as usize] {
+                    derives[*rule as usize] = true;
+                    settled.push(*rule);
+                }
+            }
+        }
+        derives
     }
 
     /// A rule on which llama.cpp's stack expansion never terminates: a cycle of references
@@ -438,21 +464,73 @@ impl Grammar {
                 }
             }
         }
-        // A growing edge u -> v lies on a cycle iff v reaches u.
-        for (from, to) in growing {
-            let mut seen = vec![false; n];
-            let mut todo = vec![to];
-            while let Some(r) = todo.pop() {
-                if r == from {
-                    return Some(from);
+        // A growing edge u -> v lies on a cycle iff v reaches u, i.e. iff u and v are in the
+        // same strongly connected component (found once for the whole graph, in linear time).
+        let component = strong_components(&edges);
+        growing
+            .into_iter()
+            .find(|&(from, to)| component[from] == component[to])
+            .map(|(from, _)| from)
+    }
+}
+
+/// The strongly connected component of every node of `edges` (Tarjan's algorithm, iterative so
+/// that long rule chains cannot overflow the call stack); nodes share a number iff each
+/// reaches the other.
+fn strong_components(edges: &[Vec<usize>]) -> Vec<usize> {
+    const NONE: usize = usize::MAX;
+    let n = edges.len();
+    let mut index = vec![NONE; n];
+    let mut low = vec![0; n];
+    let mut on_stack = vec![false; n];
+    let mut component = vec![NONE; n];
+    let mut stack: Vec<usize> = Vec::new();
+    let mut next_index = 0;
+    let mut next_component = 0;
+    // (node, next edge to look at)
+    let mut calls: Vec<(usize, usize)> = Vec::new();
+    for root in 0..n {
+        if index[root] != NONE {
+            continue;
+        }
+        calls.push((root, 0));
+        index[root] = next_index;
+        low[root] = next_index;
+        next_index += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut next)) = calls.last_mut() {
+            if let Some(&w) = edges[v].get(*next) {
+                *next += 1;
+                if index[w] == NONE {
+                    index[w] = next_index;
+                    low[w] = next_index;
+                    next_index += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    calls.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
                 }
-                if !std::mem::replace(&mut seen[r], true) {
-                    todo.extend(edges[r].iter().copied());
+                continue;
+            }
+            calls.pop();
+            if let Some(&(parent, _)) = calls.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    component[w] = next_component;
+                    if w == v {
+                        break;
+                    }
                 }
+                next_component += 1;
             }
         }
-        None
     }
+    component
 }
 
 #[cfg(test)]
@@ -465,6 +543,70 @@ mod tests {
         let e = Grammar::parse("root ::= a \"x\"\na ::= e a \"y\" | \"z\"\ne ::= f\nf ::= ")
             .unwrap_err();
         assert_eq!(e.code(), "GB104");
+    }
+
+    /// The plain fixpoint `rules_deriving` replaced: sweep all rules until nothing changes.
+    fn nullable_by_sweeps(g: &Grammar) -> Vec<bool> {
+        let mut nullable = vec![false; g.rule_count()];
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for r in 0..g.rule_count() as u32 {
+                let ok = !nullable[r as usize]
+                    && g.alternatives(r).into_iter().any(|start| {
+                        let mut pos = start;
+                        while !g.is_end_of_sequence(pos) {
+                            let e = g.element(pos);
+                            let fine = match e.kind {
+                                ElementKind::RuleRef => nullable[e.value as usize],
+                                ElementKind::CharAlt | ElementKind::CharRngUpper => true,
+                                _ => false,
+                            };
+                            if !fine {
+                                return false;
+                            }
+                            pos += 1;
+                        }
+                        true
+                    });
+                if ok {
+                    nullable[r as usize] = true;
+                    changed = true;
+                }
+            }
+        }
+        nullable
+    }
+
+    #[test]
+    fn nullable_rules_match_the_plain_fixpoint() {
+        for text in [
+            "root ::= a b\na ::= b | \"x\"\nb ::= c c\nc ::= \"\" | [a-z] c",
+            "root ::= (\"a\"? [b-c]*)* d d\nd ::= e | \"\"\ne ::= \"q\" d",
+            "root ::= x\nx ::= y z\ny ::= z | \"b\" x \"a\"\nz ::= [^a] | ",
+            "root ::= [a]{0,3} \"b\"{2} <[5]>?",
+        ] {
+            let g = Grammar::parse(text).unwrap();
+            assert_eq!(g.nullable_rules(), nullable_by_sweeps(&g), "{text}");
+        }
+    }
+
+    #[test]
+    fn left_recursion_is_found_through_long_chains() {
+        // A cycle closed only at the end of a 20,000-rule chain, where every edge is a candidate
+        // (a search per candidate was quadratic; the components are found once).
+        let n = 20_000;
+        let mut text = String::from("root ::= r0 \"x\"\n");
+        for i in 0..n {
+            text.push_str(&format!("r{i} ::= e r{} \"a\" | \"b\"\n", i + 1));
+        }
+        text.push_str("e ::= f\nf ::= \"\"\n");
+        let open = format!("{text}r{n} ::= \"c\"\n");
+        assert!(Grammar::parse(&open).is_ok());
+        let closed = format!("{text}r{n} ::= r0 \"c\"\n");
+        let e = Grammar::parse(&closed).unwrap_err();
+        assert_eq!(e.code(), "GB104");
+        assert!(e.to_string().contains("'r0'"), "{e}");
     }
 
     #[test]

@@ -22,4 +22,4 @@ pub use diagnostic::{Code, Diagnostic, GrammarError, Severity};
 pub use element::{Element, ElementKind};
 pub use grammar::{DEFAULT_ROOT, Grammar, Position};
 pub use parser::{ParsedGrammar, SymbolKind, TokenVocabulary, parse, parse_with_vocab};
-pub use source::{LineCol, LineIndex, Span};
+pub use source::{LineCol, LineExcerpt, LineIndex, Span};

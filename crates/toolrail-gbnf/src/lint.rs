@@ -8,7 +8,7 @@ use super::diagnostic::{Code, Diagnostic, Severity};
 use super::element::ElementKind;
 use super::grammar::{DEFAULT_ROOT, Grammar};
 use super::parser::{self, ParsedGrammar, SymbolKind};
-use super::source::Span;
+use super::source::{LineIndex, Span};
 use crate::charset::class_chars;
 
 /// Every finding about `source` with start rule `root`, sorted by position.
@@ -16,16 +16,17 @@ pub fn lint(source: &str, root: &str) -> Vec<Diagnostic> {
     let mut findings = match parser::parse(source) {
         Err(e) => e.diagnostics,
         Ok(parsed) => {
+            let index = LineIndex::new(parsed.source.as_bytes());
             let mut findings = parsed.notes.clone();
-            findings.extend(duplicate_definitions(&parsed));
+            findings.extend(duplicate_definitions(&parsed, &index));
             match Grammar::build(parsed.clone(), root) {
                 Err(e) => {
                     findings.extend(e.diagnostics);
-                    findings.extend(unused_rules(&parsed, parsed.symbol_id(root)));
+                    findings.extend(unused_rules(&parsed, parsed.symbol_id(root), &index));
                 }
-                Ok(grammar) => findings.extend(analyse(&grammar)),
+                Ok(grammar) => findings.extend(analyse(&grammar, &index)),
             }
-            findings.extend(optional_chains(&parsed));
+            findings.extend(optional_chains(&parsed, &index));
             findings
         }
     };
@@ -43,27 +44,35 @@ fn src(parsed: &ParsedGrammar) -> &[u8] {
     parsed.source.as_bytes()
 }
 
-fn definition_span(parsed: &ParsedGrammar, symbol: u32) -> Span {
-    parsed
-        .definitions
-        .iter()
-        .rev()
-        .find(|d| d.symbol == symbol)
-        .map_or(parsed.symbols[symbol as usize].span, |d| d.name_span)
+/// Where each symbol is defined for findings: the name of its last definition, else the
+/// symbol's own span (one pass over the definitions).
+fn definition_spans(parsed: &ParsedGrammar) -> Vec<Span> {
+    let mut spans: Vec<Span> = parsed.symbols.iter().map(|s| s.span).collect();
+    for d in &parsed.definitions {
+        if let Some(span) = spans.get_mut(d.symbol as usize) {
+            *span = d.name_span;
+        }
+    }
+    spans
 }
 
-fn duplicate_definitions(parsed: &ParsedGrammar) -> Vec<Diagnostic> {
+fn duplicate_definitions(parsed: &ParsedGrammar, index: &LineIndex) -> Vec<Diagnostic> {
     let mut out = Vec::new();
+    // The index of each symbol's last definition: every earlier one is a duplicate.
+    let mut last = vec![usize::MAX; parsed.symbols.len()];
     for (i, d) in parsed.definitions.iter().enumerate() {
-        if parsed.definitions[i + 1..]
-            .iter()
-            .any(|later| later.symbol == d.symbol)
-        {
+        if let Some(slot) = last.get_mut(d.symbol as usize) {
+            *slot = i;
+        }
+    }
+    for (i, d) in parsed.definitions.iter().enumerate() {
+        if last.get(d.symbol as usize).is_some_and(|&l| l != i) {
             let name = &parsed.symbols[d.symbol as usize].name;
             out.push(
-                Diagnostic::new(
+                Diagnostic::new_indexed(
                     Code::DuplicateRule,
                     src(parsed),
+                    index,
                     d.name_span,
                     format!("rule '{name}' is defined again later; llama.cpp silently keeps only the last definition"),
                 )
@@ -91,8 +100,9 @@ fn reachable(parsed: &ParsedGrammar, root: u32) -> Vec<bool> {
     seen
 }
 
-fn unused_rules(parsed: &ParsedGrammar, root: Option<u32>) -> Vec<Diagnostic> {
+fn unused_rules(parsed: &ParsedGrammar, root: Option<u32>, index: &LineIndex) -> Vec<Diagnostic> {
     let Some(root) = root else { return Vec::new() };
+    let def_spans = definition_spans(parsed);
     let seen = reachable(parsed, root);
     parsed
         .symbols
@@ -100,10 +110,11 @@ fn unused_rules(parsed: &ParsedGrammar, root: Option<u32>) -> Vec<Diagnostic> {
         .enumerate()
         .filter(|(i, s)| s.kind == SymbolKind::Named && !seen.get(*i).copied().unwrap_or(true))
         .map(|(i, s)| {
-            Diagnostic::new(
+            Diagnostic::new_indexed(
                 Code::UnusedRule,
                 src(parsed),
-                definition_span(parsed, i as u32),
+                index,
+                def_spans[i],
                 format!(
                     "rule '{}' is never used from '{}'",
                     s.name, parsed.symbols[root as usize].name
@@ -116,7 +127,7 @@ fn unused_rules(parsed: &ParsedGrammar, root: Option<u32>) -> Vec<Diagnostic> {
 
 /// Runs of the same optional item (`x? x? x?`): each `?` adds stacks that llama.cpp carries at
 /// every step, which makes sampling slow; `x{0,3}` nests them instead.
-fn optional_chains(parsed: &ParsedGrammar) -> Vec<Diagnostic> {
+fn optional_chains(parsed: &ParsedGrammar, index: &LineIndex) -> Vec<Diagnostic> {
     let text = parsed.source.as_bytes();
     let mut out = Vec::new();
     for seq in &parsed.sequences {
@@ -135,9 +146,10 @@ fn optional_chains(parsed: &ParsedGrammar) -> Vec<Diagnostic> {
             if j - i >= 2 {
                 let op = String::from_utf8_lossy(operand);
                 out.push(
-                    Diagnostic::new(
+                    Diagnostic::new_indexed(
                         Code::OptionalChain,
                         text,
+                        index,
                         seq[i].span.join(seq[j - 1].span),
                         format!("{} optional copies of {op} in a row multiply llama.cpp's stacks and slow sampling", j - i),
                     )
@@ -151,54 +163,29 @@ fn optional_chains(parsed: &ParsedGrammar) -> Vec<Diagnostic> {
 }
 
 /// Productivity, reachability and dead ends on a built grammar.
-fn analyse(grammar: &Grammar) -> Vec<Diagnostic> {
+fn analyse(grammar: &Grammar, index: &LineIndex) -> Vec<Diagnostic> {
     let parsed = grammar.parsed();
+    let def_spans = definition_spans(parsed);
     let text = parsed.source.as_bytes();
     let n = grammar.rule_count();
-    let mut out = unused_rules(parsed, Some(grammar.root()));
+    let mut out = unused_rules(parsed, Some(grammar.root()), index);
 
     // A class that matches no character can never be passed.
     let class_ok = |pos: u32| !class_chars(grammar, pos).is_empty();
     // productive[r]: rule r derives at least one finite string (of characters or tokens).
-    let mut productive = vec![false; n];
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for r in 0..n as u32 {
-            if productive[r as usize] {
-                continue;
-            }
-            let ok = grammar.alternatives(r).into_iter().any(|start| {
-                let mut pos = start;
-                while !grammar.is_end_of_sequence(pos) {
-                    let e = grammar.element(pos);
-                    let fine = match e.kind {
-                        ElementKind::RuleRef => productive[e.value as usize],
-                        ElementKind::CharAlt | ElementKind::CharRngUpper => true,
-                        ElementKind::Token | ElementKind::TokenNot => true,
-                        _ => class_ok(pos),
-                    };
-                    if !fine {
-                        return false;
-                    }
-                    pos += 1;
-                }
-                true
-            });
-            if ok {
-                productive[r as usize] = true;
-                changed = true;
-            }
-        }
-    }
+    let productive = grammar.rules_deriving(|pos| match grammar.element(pos).kind {
+        ElementKind::Token | ElementKind::TokenNot => true,
+        _ => class_ok(pos),
+    });
 
     let root = grammar.root();
     if !productive[root as usize] {
         out.push(
-            Diagnostic::new(
+            Diagnostic::new_indexed(
                 Code::EmptyLanguage,
                 text,
-                definition_span(parsed, root),
+                index,
+                def_spans[root as usize],
                 "the grammar matches no string at all: every way through it loops for ever or hits a class that matches nothing",
             )
             .with_hint("give each recursive rule an alternative that ends"),
@@ -248,10 +235,11 @@ fn analyse(grammar: &Grammar) -> Vec<Diagnostic> {
         let symbol = grammar.symbol(r);
         if symbol.kind == SymbolKind::Named && !productive[r as usize] && r != root {
             out.push(
-                Diagnostic::new(
+                Diagnostic::new_indexed(
                     Code::NeverFinishes,
                     text,
-                    definition_span(parsed, r),
+                    index,
+                    def_spans[r as usize],
                     format!("rule '{}' can never finish: every alternative loops for ever or hits a class that matches nothing", symbol.name),
                 )
                 .with_severity(if viable[r as usize] { Severity::Error } else { Severity::Warning })
@@ -267,9 +255,10 @@ fn analyse(grammar: &Grammar) -> Vec<Diagnostic> {
             _ => "this character class matches nothing".to_string(),
         };
         out.push(
-            Diagnostic::new(
+            Diagnostic::new_indexed(
                 Code::DeadEnd,
                 text,
+                index,
                 grammar.span(pos),
                 format!("dead end: once generation gets here the grammar can never be completed ({what}); the model can never stop, and an end-of-generation token here aborts llama.cpp"),
             )
@@ -283,9 +272,10 @@ fn analyse(grammar: &Grammar) -> Vec<Diagnostic> {
         let e = elements[pos];
         if e.kind == ElementKind::CharRngUpper && elements[pos - 1].value > e.value {
             out.push(
-                Diagnostic::new(
+                Diagnostic::new_indexed(
                     Code::BackwardsRange,
                     text,
+                    index,
                     grammar.span(pos as u32 - 1).join(grammar.span(pos as u32)),
                     "this range is written backwards and matches no character",
                 )
@@ -342,5 +332,102 @@ mod tests {
         assert_eq!(codes("root ::= \"a\"{0,5000}"), vec!["GB105"]);
         assert_eq!(codes("root ::= x"), vec!["GB101"]);
         assert_eq!(codes("root ::= [z-a] | \"b\""), vec!["GB112"]);
+    }
+
+    /// Sizes chosen so that a return to quadratic work shows as a hang, not as a timing: each
+    /// of these took 20 s to minutes in a release build when a pass was quadratic (a fixpoint
+    /// over all rules per rule, a search of all definitions per rule, a line count over the
+    /// whole source per finding, every defined name tried per undefined one), and takes
+    /// milliseconds when every pass is linear. No time is asserted.
+    const BIG: usize = 20_000;
+
+    fn big(rule: impl Fn(usize) -> String, head: &str) -> String {
+        let mut text = String::from(head);
+        for i in 0..BIG {
+            text.push_str(&rule(i));
+            text.push('\n');
+        }
+        text
+    }
+
+    #[test]
+    fn long_rule_chains_lint_cleanly() {
+        // Productivity has to travel back from the last rule to the first.
+        let chain = big(|i| format!("r{i} ::= \"a\" r{}", i + 1), "root ::= r0\n")
+            + &format!("r{BIG} ::= \"a\"\n");
+        assert!(lint_default(&chain).is_empty());
+        // Each rule starts with the next one: a left-recursion candidate at every step.
+        let left = big(|i| format!("r{i} ::= r{} \"a\"", i + 1), "root ::= r0\n")
+            + &format!("r{BIG} ::= \"a\"\n");
+        assert!(lint_default(&left).is_empty());
+        // Nullable all the way down, defined last rule first.
+        let mut nullable = String::from("root ::= r0 \"x\"\n");
+        nullable.push_str(&format!("r{BIG} ::= \"\"\n"));
+        for i in (0..BIG).rev() {
+            nullable.push_str(&format!("r{i} ::= r{} | \"a\"\n", i + 1));
+        }
+        assert!(lint_default(&nullable).is_empty());
+        // ... and one that never ends, found at the far end of the chain.
+        let endless = big(|i| format!("r{i} ::= \"a\" r{}", i + 1), "root ::= r0\n")
+            + &format!("r{BIG} ::= \"a\" r{BIG}\n");
+        let findings = lint_default(&endless);
+        assert_eq!(
+            findings
+                .iter()
+                .filter(|d| d.code == Code::NeverFinishes)
+                .count(),
+            BIG + 1
+        );
+        let last = findings
+            .iter()
+            .rev()
+            .find(|d| d.code == Code::NeverFinishes)
+            .unwrap();
+        assert_eq!(last.position.line as usize, BIG + 2);
+    }
+
+    #[test]
+    fn many_findings_and_many_rules_lint_in_one_pass() {
+        // Unused rules, each defined twice: 2 findings per rule, positions on every line.
+        let unused = big(
+            |i| format!("u{i} ::= \"a\"\nu{i} ::= \"b\""),
+            "root ::= \"x\"\n",
+        );
+        let findings = lint_default(&unused);
+        assert_eq!(
+            findings
+                .iter()
+                .filter(|d| d.code == Code::UnusedRule)
+                .count(),
+            BIG
+        );
+        assert_eq!(
+            findings
+                .iter()
+                .filter(|d| d.code == Code::DuplicateRule)
+                .count(),
+            BIG
+        );
+        assert_eq!(findings.last().unwrap().position.line as usize, 2 * BIG + 1);
+        // Undefined references, each with a defined name one edit away.
+        let mut undefined = String::from("root ::=");
+        for i in 0..BIG {
+            undefined.push_str(&format!(" u{i}"));
+        }
+        undefined.push('\n');
+        undefined.push_str(&big(|i| format!("d{i} ::= \"a\""), ""));
+        let findings = lint_default(&undefined);
+        assert_eq!(findings.len(), BIG);
+        assert_eq!(findings[0].hint.as_deref(), Some("did you mean 'd0'?"));
+        assert_eq!(
+            findings[BIG - 1].position.column as usize,
+            undefined.rfind(&format!(" u{}", BIG - 1)).unwrap() + 2
+        );
+        // A long alternation.
+        let mut alternatives = String::from("root ::= \"v0\"");
+        for i in 1..BIG {
+            alternatives.push_str(&format!(" | \"v{i}\""));
+        }
+        assert!(lint_default(&alternatives).is_empty());
     }
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::diagnostic::{Code, Diagnostic, GrammarError};
 use super::element::{Element, ElementKind};
-use super::source::{Span, line_col};
+use super::source::{LineIndex, Span, line_col};
 
 /// llama.cpp's `MAX_REPETITION_THRESHOLD`.
 pub const MAX_REPETITION: u64 = 2000;
@@ -139,6 +139,7 @@ pub fn parse_with_vocab(
         sequences: Vec::new(),
         notes: Vec::new(),
         depth: 0,
+        line_index: std::cell::OnceCell::new(),
     };
     if visible.len() < source.len() {
         let at = Span::new(visible.len(), visible.len() + 1);
@@ -152,8 +153,18 @@ pub fn parse_with_vocab(
             .with_hint("remove the NUL byte"),
         );
     }
-    parser.parse_all()?;
-    parser.validate()?;
+    if let Err(mut e) = parser.parse_all().and_then(|()| parser.validate()) {
+        if visible.len() < source.len() {
+            // The error is about the text llama.cpp saw, which a NUL byte cut short: say so.
+            let nul = line_col(source.as_bytes(), visible.len());
+            if let Some(first) = e.diagnostics.first_mut() {
+                first.message.push_str(&format!(
+                    " (the grammar was cut at a NUL byte at {nul}: llama.cpp reads no further)"
+                ));
+            }
+        }
+        return Err(e);
+    }
     let Parser {
         symbols,
         rules,
@@ -211,6 +222,8 @@ struct Parser<'s> {
     sequences: Vec<Vec<SequenceItem>>,
     notes: Vec<Diagnostic>,
     depth: usize,
+    /// Line starts of `src`, built on the first finding (notes can be many).
+    line_index: std::cell::OnceCell<LineIndex>,
 }
 
 const UNDERSCORE_HINT: &str = "llama.cpp rejects '_' in rule names; use '-'";
@@ -229,7 +242,8 @@ impl<'s> Parser<'s> {
 
     fn error(&self, code: Code, at: usize, len: usize, message: impl Into<String>) -> Diagnostic {
         let end = (at + len.max(1)).min(self.src.len().max(at));
-        Diagnostic::new(code, self.src, Span::new(at, end), message)
+        let index = self.line_index.get_or_init(|| LineIndex::new(self.src));
+        Diagnostic::new_indexed(code, self.src, index, Span::new(at, end), message)
     }
 
     fn fail<T>(&self, diagnostic: Diagnostic) -> PResult<T> {
@@ -1007,22 +1021,27 @@ impl<'s> Parser<'s> {
         if undefined.is_empty() {
             return Ok(());
         }
+        // The first reference to each symbol, in one pass.
+        let mut first_reference: Vec<Option<Span>> = vec![None; self.symbols.len()];
+        for r in &self.references {
+            if let Some(slot @ None) = first_reference.get_mut(r.symbol as usize) {
+                *slot = Some(r.span);
+            }
+        }
+        let mut suggestions = Suggestions::new(self.defined_names());
         let diagnostics = undefined
             .iter()
             .map(|&id| {
-                let span = self
-                    .references
-                    .iter()
-                    .find(|r| r.symbol == id)
-                    .map_or(self.symbols[id as usize].span, |r| r.span);
+                let span = first_reference[id as usize].unwrap_or(self.symbols[id as usize].span);
                 let name = &self.symbols[id as usize].name;
-                let mut d = Diagnostic::new(
+                let mut d = self.error(
                     Code::UndefinedRule,
-                    self.src,
-                    span,
+                    span.start as usize,
+                    0,
                     format!("rule '{name}' is used but never defined"),
                 );
-                if let Some(close) = closest_name(name, self.defined_names()) {
+                d.span = span;
+                if let Some(close) = suggestions.closest(name) {
                     d = d.with_hint(format!("did you mean '{close}'?"));
                 } else {
                     d = d.with_hint(format!("define it: {name} ::= ..."));
@@ -1044,25 +1063,76 @@ impl<'s> Parser<'s> {
     }
 }
 
-/// The defined name closest to `name` by edit distance, if it is close enough to be a typo.
-fn closest_name<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .map(|c| (edit_distance(name, c), c))
-        .filter(|(d, c)| *d <= (name.len().max(c.len()) / 3).max(1))
-        .min()
-        .map(|(_, c)| c)
+/// How many edit-distance cells and candidate looks all "did you mean" suggestions of one
+/// grammar may take together: far more than any real grammar needs (a thousand undefined
+/// names against a thousand similar ones), but a bound, so that tens of thousands of
+/// undefined names cost a fraction of a second, not minutes; past it, the remaining names get
+/// the plain "define it" hint.
+const SUGGESTION_WORK: u64 = 30_000_000;
+
+/// "Did you mean" suggestions among the defined names of one grammar, with a shared work bound.
+struct Suggestions<'a> {
+    /// Defined names with their characters, by number of characters.
+    by_length: Vec<(Vec<char>, &'a str)>,
+    /// Work left, in edit-distance cells and candidates looked at.
+    work_left: u64,
 }
 
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
+impl<'a> Suggestions<'a> {
+    fn new(names: impl Iterator<Item = &'a str>) -> Self {
+        let mut by_length: Vec<(Vec<char>, &str)> =
+            names.map(|n| (n.chars().collect(), n)).collect();
+        by_length.sort_by_key(|(chars, _)| chars.len());
+        Suggestions {
+            by_length,
+            work_left: SUGGESTION_WORK,
+        }
+    }
+
+    /// The defined name closest to `name` by edit distance, if it is close enough to be a typo
+    /// (distance at most a third of the longer name, at least 1; ties go to the smaller name).
+    fn closest(&mut self, name: &str) -> Option<&'a str> {
+        let a: Vec<char> = name.chars().collect();
+        let len = a.len();
+        // Only names whose length is within the allowed distance can be close enough.
+        let shortest = len.saturating_sub((len / 3).max(1));
+        let longest = (len * 3 / 2).max(len + 1);
+        let from = self.by_length.partition_point(|(c, _)| c.len() < shortest);
+        let mut best: Option<(usize, &'a str)> = None;
+        for (b, candidate) in &self.by_length[from..] {
+            if b.len() > longest {
+                break;
+            }
+            let cost = 1 + (a.len() as u64 + 1) * (b.len() as u64 + 1);
+            if cost > self.work_left {
+                self.work_left = 0;
+                return None;
+            }
+            self.work_left -= cost;
+            // Rule names are ASCII (word characters), so characters and bytes agree here.
+            let limit = (name.len().max(candidate.len()) / 3).max(1);
+            if len.abs_diff(b.len()) > limit {
+                continue;
+            }
+            let d = edit_distance(&a, b);
+            if d <= limit && best.is_none_or(|(bd, bc)| (d, *candidate) < (bd, bc)) {
+                best = Some((d, candidate));
+            }
+        }
+        best.map(|(_, c)| c)
+    }
+}
+
+fn edit_distance(a: &[char], b: &[char]) -> usize {
     let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.iter().enumerate() {
+        cur[0] = i + 1;
         for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
+            let cost = usize::from(ca != cb);
             cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
         }
-        prev = cur;
+        std::mem::swap(&mut prev, &mut cur);
     }
     prev[b.len()]
 }
@@ -1118,6 +1188,76 @@ mod tests {
     }
 
     #[test]
+    fn suggestions_are_the_closest_name_and_their_work_is_bounded() {
+        // Against trying every name (the former way), on names of many lengths with ties.
+        let defined = [
+            "number",
+            "numbers",
+            "nums",
+            "value",
+            "values",
+            "valve",
+            "a",
+            "ab",
+            "abc",
+            "object",
+            "objects",
+            "item-list",
+            "item-lists",
+            "x1",
+            "x2",
+        ];
+        let naive = |name: &str| {
+            defined
+                .iter()
+                .map(|c| {
+                    (
+                        edit_distance(
+                            &name.chars().collect::<Vec<_>>(),
+                            &c.chars().collect::<Vec<_>>(),
+                        ),
+                        *c,
+                    )
+                })
+                .filter(|(d, c)| *d <= (name.len().max(c.len()) / 3).max(1))
+                .min()
+                .map(|(_, c)| c)
+        };
+        let mut suggestions = Suggestions::new(defined.iter().copied());
+        for name in [
+            "numero",
+            "num",
+            "nums",
+            "valu",
+            "vals",
+            "b",
+            "abcd",
+            "objet",
+            "itemlist",
+            "x3",
+            "x",
+            "zzzzzz",
+            "item-listss",
+            "n",
+        ] {
+            assert_eq!(suggestions.closest(name), naive(name), "{name}");
+        }
+        // 20,000 undefined names, each one edit from 20,000 defined ones: every pair was tried
+        // (400 million distances, minutes); now the work stops at the bound and the rest get
+        // the plain hint.
+        let names: Vec<String> = (0..20_000).map(|i| format!("d{i}")).collect();
+        let mut suggestions = Suggestions::new(names.iter().map(String::as_str));
+        let mut suggested = 0;
+        for i in 0..20_000 {
+            if suggestions.closest(&format!("u{i}")).is_some() {
+                suggested += 1;
+            }
+        }
+        assert!(suggested > 0 && suggested < 20_000, "{suggested}");
+        assert_eq!(suggestions.work_left, 0);
+    }
+
+    #[test]
     fn synthesised_names_follow_llama() {
         let g = parse("root ::= (\"a\" | b)* c?\nb ::= \"b\"\nc ::= \"c\"").unwrap();
         let names: Vec<&str> = g.symbols.iter().map(|s| s.name.as_str()).collect();
@@ -1158,6 +1298,34 @@ mod tests {
     fn nul_ends_the_grammar_with_a_warning() {
         let g = parse("root ::= \"a\"\0 garbage").unwrap();
         assert_eq!(g.notes[0].code, "GB012");
+    }
+
+    #[test]
+    fn errors_caused_by_a_nul_name_it() {
+        // /work/shared/reliability/F23-nul-first.gbnf: nothing is left before the NUL.
+        let e = parse("\0root ::= \"a\"\n").unwrap_err();
+        assert_eq!(e.code(), "GB009");
+        assert!(
+            e.diagnostics[0]
+                .message
+                .contains("cut at a NUL byte at 1:1"),
+            "{e}"
+        );
+        // F23-nul-in-literal.gbnf: the literal is cut open.
+        let e = parse("root ::= \"a\0b\"\n").unwrap_err();
+        assert_eq!(e.code(), "GB002");
+        assert!(e.to_string().contains("cut at a NUL byte at 1:12"), "{e}");
+        // On a later line, and with errors that have nothing to do with it, it is still named.
+        let e = parse("root ::= x\n\0x ::= \"a\"").unwrap_err();
+        assert_eq!(e.code(), "GB101");
+        assert!(e.to_string().contains("NUL byte at 2:1"), "{e}");
+        // Without a NUL nothing is added.
+        assert!(
+            !parse("root ::= \"a")
+                .unwrap_err()
+                .to_string()
+                .contains("NUL")
+        );
     }
 }
 
