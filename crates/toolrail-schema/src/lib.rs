@@ -27,6 +27,15 @@
 //!   The same holds for object values of `const` and `enum`. No case of the
 //!   JSON-Schema-Test-Suite depends on the declared order (`tests/it/suite.rs` checks every
 //!   member order of every instance);
+//! - size keywords (`minLength`, `maxLength`, `minItems`, `maxItems`, `minProperties`,
+//!   `maxProperties`) and `pattern` repetitions above [`MAX_REPEAT_TOTAL`] are an error (lenient:
+//!   the bound is dropped with a [`Warning`], which only widens the grammar), and documents
+//!   nested deeper than [`MAX_DOCUMENT_DEPTH`] are refused before any work;
+//! - contradictory bounds (`minLength` above `maxLength`, `minimum` above `maximum` or exclusive
+//!   bounds leaving no value, `minItems` above `maxItems`, `minProperties` above
+//!   `maxProperties` or below the required count, an empty `enum`, a required property that
+//!   can never be present) are an error naming the keyword and pointer, never a grammar that
+//!   silently matches nothing;
 //! - leap seconds (`format: time`, `date-time`) are accepted with any offset, exactly when they
 //!   fall on 23:59:60 UTC (see [`formats`]).
 //!
@@ -82,6 +91,8 @@ pub mod validate;
 
 use serde_json::Value;
 
+pub use convert::MAX_DOCUMENT_DEPTH;
+pub use regex::MAX_REPEAT_TOTAL;
 pub use strings::gbnf_literal;
 
 /// Whitespace allowed between JSON tokens.
