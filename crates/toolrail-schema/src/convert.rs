@@ -129,16 +129,14 @@ fn is_identifier(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
 }
 
-fn alts(mut parts: Vec<String>) -> Frag {
-    let mut seen = Vec::new();
-    parts.retain(|p| {
-        if seen.contains(p) {
-            false
-        } else {
-            seen.push(p.clone());
-            true
-        }
-    });
+/// The alternation of `parts`, duplicates dropped (first occurrence kept; a hash set, so that
+/// an enum of 100,000 values stays near-linear).
+fn alts(parts: Vec<String>) -> Frag {
+    let mut seen: rustc_hash::FxHashSet<String> = rustc_hash::FxHashSet::default();
+    let mut parts: Vec<String> = parts
+        .into_iter()
+        .filter(|p| seen.insert(p.clone()))
+        .collect();
     match parts.len() {
         0 => None,
         1 => parts.pop(),

@@ -266,3 +266,25 @@ fn contradictory_bounds_are_errors_naming_the_keywords() {
         .is_ok()
     );
 }
+
+#[test]
+fn an_enum_of_100k_strings_converts_in_near_linear_time() {
+    // 100,000 values: a quadratic dedup (10^10 string comparisons) would take minutes here,
+    // near-linear work takes well under a second; no timed assertion, the structure is checked.
+    let n = 100_000;
+    let values: Vec<Value> = (0..n).map(|i| json!(format!("v{i}"))).collect();
+    let mut with_dup = values.clone();
+    with_dup.push(json!("v7"));
+    let t = std::time::Instant::now();
+    let c = schema_to_gbnf(&json!({"enum": with_dup}), &ConvertOptions::default()).unwrap();
+    println!("enum of {n} strings: {:?}", t.elapsed());
+    // every value once (the duplicate dropped)
+    assert_eq!(c.gbnf.matches("\"\\\"v").count(), n, "values");
+    assert!(c.gbnf.contains(r#""\"v99999\"""#) && !c.gbnf.contains("v100000"));
+    // (the engine is not run on it: 100,000 alternatives exceed its stack-set budget)
+    let small: Vec<Value> = values.into_iter().take(1000).collect();
+    let c = schema_to_gbnf(&json!({"enum": small}), &ConvertOptions::default()).unwrap();
+    let g = grammar(&c.gbnf);
+    assert!(toolrail_engine::check(&g, b"\"v999\"").is_accepted());
+    assert!(!toolrail_engine::check(&g, b"\"v1000\"").is_accepted());
+}
