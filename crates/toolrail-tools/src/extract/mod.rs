@@ -36,8 +36,11 @@
 //! The prose is the text with the accepted calls cut out, along with adjacent wrapper tokens
 //! (`<|python_tag|>`, `[TOOL_CALLS]`, Gemma's `<|tool_call>`/`<tool_call|>`, a `print(...)`
 //! around a pythonic call) and Markdown code fences left empty; malformed candidates stay in
-//! the prose. Everything runs in time roughly linear in the text for ordinary output;
-//! pathological inputs with thousands of unclosed brackets can make the JSON sweeps quadratic.
+//! the prose. Everything runs in time roughly linear in the text for ordinary output; the
+//! bracket sweeps read each opener's outcome from a table built once per text (`scan::Brackets`),
+//! so thousands of unclosed brackets stay linear too (1 MB of `{`). Known remaining
+//! non-linear cases: spans already claimed are searched linearly per candidate (many thousands
+//! of calls in one text), and overlapping string literals seen from different openers.
 
 mod pylit;
 mod relaxed;
@@ -51,7 +54,7 @@ use serde_json::{Map, Value};
 use crate::call::ToolCall;
 use pylit::PyArg;
 use relaxed::{offset_of, parse_relaxed};
-use scan::{Quotes, ScanEnd, balanced_end};
+use scan::{Brackets, Quotes, ScanEnd, balanced_end};
 
 /// The text shape a call was found in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -160,11 +163,14 @@ pub fn extract_calls_with(text: &str, options: &ExtractOptions) -> Extraction {
         removed: Vec::new(),
         calls: Vec::new(),
         diagnostics: Vec::new(),
+        json: Brackets::new(text, Quotes::Json),
+        relaxed: Brackets::new(text, Quotes::Relaxed),
+        python: Brackets::new(text, Quotes::Python),
     };
     ex.tool_call_tags();
     ex.function_tags();
     ex.tool_code_blocks();
-    let inside_envelopes = envelope_spans(text, &ex.claimed);
+    let inside_envelopes = envelope_spans(text, &ex.claimed, &ex.json);
     ex.gemma_calls(&inside_envelopes);
     ex.llama_dot_calls(&inside_envelopes);
     ex.bare_json();
@@ -182,12 +188,28 @@ struct Extractor<'a> {
     removed: Vec<Range<usize>>,
     calls: Vec<ExtractedCall>,
     diagnostics: Vec<Diagnostic>,
+    /// Where the bracket at each position closes, per quoting style (the sweeps try every
+    /// opener; the tables keep that linear, see [`Brackets`]).
+    json: Brackets,
+    relaxed: Brackets,
+    python: Brackets,
 }
 
 /// A call parsed from a candidate, before the tool filter.
 type Parsed = Result<Vec<ToolCall>, (usize, String)>;
 
 impl Extractor<'_> {
+    /// [`json_value_end`] over the whole text, from the table.
+    fn json_value_end(&self, start: usize) -> Option<usize> {
+        match self.text.as_bytes().get(start) {
+            Some(b'{' | b'[') => match self.json.end(self.text, start) {
+                ScanEnd::Closed(end) => Some(end),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     fn is_claimed(&self, pos: usize) -> bool {
         self.claimed.iter().any(|r| r.contains(&pos))
     }
@@ -276,7 +298,7 @@ impl Extractor<'_> {
                 None => {
                     // No closing tag (generation stopped early): take the JSON that follows.
                     let json_start = skip_ws(text, body_start);
-                    match json_value_end(text, json_start) {
+                    match self.json_value_end(json_start) {
                         Some(end) => {
                             let parsed = self.parse_block_body(json_start..end);
                             let noted = parsed.is_ok();
@@ -323,7 +345,7 @@ impl Extractor<'_> {
         }
         if inner.starts_with("call:") || inner.starts_with("_call:") {
             let at = start + usize::from(inner.starts_with('_'));
-            return match gemma_call_at(text, at) {
+            return match gemma_call_at(text, at, &self.relaxed) {
                 GemmaCandidate::Call { span, parsed } if span.end == end => parsed,
                 GemmaCandidate::Call { span, .. } => {
                     Err((span.end, "unexpected text after the call".to_owned()))
@@ -412,7 +434,7 @@ impl Extractor<'_> {
             if !sentinel_ok {
                 continue;
             }
-            match gemma_call_at(text, start) {
+            match gemma_call_at(text, start, &self.relaxed) {
                 GemmaCandidate::NotACall => {}
                 GemmaCandidate::Unclosed { span, at, message } => {
                     self.diagnose(CallPattern::GemmaCall, span, at, message);
@@ -446,7 +468,7 @@ impl Extractor<'_> {
                 continue;
             }
             let open = dot + DOT_CALL.len() - 1;
-            let ScanEnd::Closed(end) = balanced_end(text, open, Quotes::Python) else {
+            let ScanEnd::Closed(end) = self.python.end(text, open) else {
                 continue;
             };
             let name = &text[name_start..dot];
@@ -468,7 +490,7 @@ impl Extractor<'_> {
                 i += 1;
                 continue;
             }
-            let end = match balanced_end(text, i, Quotes::Json) {
+            let end = match self.json.end(text, i) {
                 ScanEnd::Closed(end) => end,
                 unbalanced => {
                     if c == b'{' && looks_like_envelope(&text[i..]) {
@@ -532,7 +554,7 @@ impl Extractor<'_> {
                 i += 1;
                 continue;
             }
-            let ScanEnd::Closed(end) = balanced_end(text, i, Quotes::Python) else {
+            let ScanEnd::Closed(end) = self.python.end(text, i) else {
                 i += 1;
                 continue;
             };
@@ -567,7 +589,7 @@ impl Extractor<'_> {
                 i += len;
                 continue;
             }
-            let ScanEnd::Closed(end) = balanced_end(text, open, Quotes::Python) else {
+            let ScanEnd::Closed(end) = self.python.end(text, open) else {
                 i += len;
                 continue;
             };
@@ -626,7 +648,7 @@ enum GemmaCandidate {
 
 /// Reads `call:verb{args}` starting at `start` (the `c` of `call:`; a `_` just before it is
 /// the tokenizer artifact and joins the span). The sentinel rule is the caller's business.
-fn gemma_call_at(text: &str, start: usize) -> GemmaCandidate {
+fn gemma_call_at(text: &str, start: usize, relaxed: &Brackets) -> GemmaCandidate {
     const KEYWORD: &str = "call:";
     let bytes = text.as_bytes();
     if !text[start..].starts_with(KEYWORD) {
@@ -650,7 +672,7 @@ fn gemma_call_at(text: &str, start: usize) -> GemmaCandidate {
     } else {
         start
     };
-    let end = match balanced_end(text, open, Quotes::Relaxed) {
+    let end = match relaxed.end(text, open) {
         ScanEnd::Closed(end) => end,
         ScanEnd::Mismatched(at) => {
             return GemmaCandidate::Unclosed {
@@ -700,7 +722,7 @@ fn gemma_call_at(text: &str, start: usize) -> GemmaCandidate {
 /// Spans of the bare JSON envelopes in `text` outside `claimed` (what the bare-JSON sweep
 /// would take). Patterns that run before that sweep ignore candidates strictly inside them,
 /// so `call:` or `.call(` written inside a JSON string value is not a call.
-fn envelope_spans(text: &str, claimed: &[Range<usize>]) -> Vec<Range<usize>> {
+fn envelope_spans(text: &str, claimed: &[Range<usize>], json: &Brackets) -> Vec<Range<usize>> {
     let bytes = text.as_bytes();
     let mut spans = Vec::new();
     let mut i = 0;
@@ -710,7 +732,7 @@ fn envelope_spans(text: &str, claimed: &[Range<usize>]) -> Vec<Range<usize>> {
             i += 1;
             continue;
         }
-        if let ScanEnd::Closed(end) = balanced_end(text, i, Quotes::Json)
+        if let ScanEnd::Closed(end) = json.end(text, i)
             && let Ok(value) = serde_json::from_str::<Value>(&text[i..end])
             && matches!(envelopes_in(&value, true), Some(Ok(_)))
         {

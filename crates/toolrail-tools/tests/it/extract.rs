@@ -859,3 +859,23 @@ mod properties {
         }
     }
 }
+
+// ---- hostile input (F15) ---------------------------------------------------------------------
+
+#[test]
+fn a_megabyte_of_openers_finishes_and_finds_the_call_after_it() {
+    // 1 MB of `{` used to take over a minute (every opener rescanned the rest of the text); the
+    // bracket tables make it linear. No timed assertion: a quadratic sweep would not finish.
+    for opener in ["{", "[", "(", "{\"name\": ", "call:f{", "f("] {
+        let mut text = opener.repeat((1 << 20) / opener.len());
+        text.push_str(r#" then {"name": "get_weather", "arguments": {"city": "Paris"}}"#);
+        let t = std::time::Instant::now();
+        let ex = extract_calls(&text);
+        println!("1 MB of {opener:?}: {:?}", t.elapsed());
+        assert_eq!(
+            ex.tool_calls(),
+            vec![call("get_weather", json!({"city": "Paris"}))],
+            "{opener:?}"
+        );
+    }
+}
