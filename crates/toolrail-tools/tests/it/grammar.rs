@@ -538,3 +538,41 @@ fn email_grammar_and_validator_agree() {
         assert_eq!(r.is_valid_call(), ok, "{call}: {:?}", r.feedback());
     }
 }
+
+// ---- hostile schemas (F1, F12) ---------------------------------------------------------------
+
+fn reliability(name: &str) -> Option<String> {
+    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../.."))
+        .join("shared/reliability")
+        .join(name);
+    std::fs::read_to_string(path).ok()
+}
+
+#[test]
+fn an_unsatisfiable_tool_is_an_error_naming_tool_keyword_and_pointer() {
+    // F12: minLength 3 > maxLength 2 used to give a grammar in which tool f matched nothing
+    let text = reliability("F12-unsat-tool.json").unwrap_or_else(|| {
+        r#"[{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"s": {"type": "string", "minLength": 3, "maxLength": 2}}, "required": ["s"]}}}]"#.to_string()
+    });
+    let tools = ToolSet::from_json_str(&text).unwrap();
+    match tool_call_grammar(&tools, &GrammarOptions::default()) {
+        Err(GrammarError::Schema { tool, error }) => {
+            assert_eq!(tool, "f");
+            assert_eq!(error.keyword, "minLength");
+            assert!(error.pointer.ends_with("/properties/s"), "{error}");
+            assert!(error.message.contains("maxLength 2"), "{error}");
+        }
+        other => panic!("expected a schema error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_huge_max_length_in_a_tool_is_an_error() {
+    let tools = ToolSet::from_value(&json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"s": {"type": "string", "maxLength": 1_000_000_000u64}}}}}])).unwrap();
+    match tool_call_grammar(&tools, &GrammarOptions::default()) {
+        Err(GrammarError::Schema { tool, error }) => {
+            assert_eq!((tool.as_str(), error.keyword.as_str()), ("f", "maxLength"));
+        }
+        other => panic!("expected a schema error, got {other:?}"),
+    }
+}
