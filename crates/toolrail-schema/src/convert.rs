@@ -168,8 +168,10 @@ fn percent_decode(s: &str) -> String {
 impl Converter {
     /// A converter with no schemas yet.
     pub(crate) fn new(opts: ConvertOptions) -> Self {
+        let mut rules = RuleTable::new(opts.whitespace);
+        rules.capped_digits = opts.llama_compat;
         Self {
-            rules: RuleTable::new(opts.whitespace),
+            rules,
             opts,
             warnings: Vec::new(),
             docs: Vec::new(),
@@ -1224,9 +1226,10 @@ impl Converter {
                     "the bounds leave no integer between them: no integer is valid",
                 ));
             }
-            Ok(numbers::int_range(l, h).map(|r| format!("{r} ( \".\" \"0\"+ )?")))
+            Ok(numbers::int_range(l, h, self.opts.llama_compat)
+                .map(|r| format!("{r} ( \".\" \"0\"+ )?")))
         } else {
-            numbers::number_range(lo.as_ref(), hi.as_ref())
+            numbers::number_range(lo.as_ref(), hi.as_ref(), self.opts.llama_compat)
                 .map_err(|m| Self::invalid("minimum", cx, m))
         }
     }

@@ -17,8 +17,8 @@
 //!   (`\"`, `\\`, `\n`, `\u001f`...), as every JSON serializer writes them;
 //! - numbers under bounds, integers and enum members are written without exponent; integers
 //!   may carry a zero fraction (`3.0` is an integer in JSON Schema);
-//! - integer parts have at most 16 digits unless a bound says otherwise (as llama.cpp; larger
-//!   numbers can use an exponent where exponents are allowed);
+//! - integer parts have any number of digits (in [`ConvertOptions::llama_compat`] mode at
+//!   most 16 unless a bound says otherwise, as llama.cpp's `integral-part`);
 //! - object members may come in any order (JSON objects are unordered) when the object has at
 //!   most [`ANY_ORDER_MAX_MEMBERS`] declared members (properties, and required names missing
 //!   from `properties`); beyond that, or with [`MemberOrder::Declared`], declared members appear
@@ -51,6 +51,7 @@
 //!   written required first, then optional, then additional ones (llama.cpp's order), and
 //!   `required` names missing from `properties` are not required;
 //! - a list under `items`/`prefixItems` is a tuple of exactly that length; `oneOf` is `anyOf`;
+//! - integer parts stop at 16 digits where no bound limits them (llama.cpp's `integral-part`);
 //! - every keyword llama.cpp ignores (siblings of `$ref`, `anyOf`, `const`, `enum`; number
 //!   bounds; `multipleOf`; `uniqueItems`; `not`; `if`; formats it does not know; ...) is dropped
 //!   with a [`Warning`] instead of an error, whatever [`ConvertOptions::lenient`] says.

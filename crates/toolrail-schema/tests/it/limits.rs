@@ -288,3 +288,76 @@ fn an_enum_of_100k_strings_converts_in_near_linear_time() {
     assert!(toolrail_engine::check(&g, b"\"v999\"").is_accepted());
     assert!(!toolrail_engine::check(&g, b"\"v1000\"").is_accepted());
 }
+
+#[test]
+fn integers_of_any_length_where_the_schema_allows_them() {
+    // F9: the grammar capped integer parts at 16 digits (as llama.cpp), rejecting valid values
+    let long = "123456789012345678901234567890";
+    for schema in [
+        json!({"type": "integer"}),
+        json!({"type": "number"}),
+        json!({"type": "integer", "minimum": 5}),
+        json!({"type": "number", "exclusiveMinimum": 0.5}),
+        json!({"type": "integer", "maximum": -5}),
+    ] {
+        let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+        let g = grammar(&c.gbnf);
+        let neg = schema.get("maximum").is_some();
+        for digits in [&long[..17], long] {
+            let text = if neg {
+                format!("-{digits}")
+            } else {
+                digits.to_string()
+            };
+            assert!(
+                toolrail_engine::check(&g, text.as_bytes()).is_accepted(),
+                "{schema} {text}\n{}",
+                c.gbnf
+            );
+        }
+        assert!(
+            !toolrail_engine::check(&g, b"0123").is_accepted(),
+            "{schema}"
+        );
+    }
+    // bounded ranges stay exact
+    let c = schema_to_gbnf(
+        &json!({"type": "integer", "minimum": -7, "maximum": 100}),
+        &ConvertOptions::default(),
+    )
+    .unwrap();
+    let g = grammar(&c.gbnf);
+    for (text, ok) in [
+        ("100", true),
+        ("-7", true),
+        ("101", false),
+        ("-8", false),
+        (&long[..17], false),
+    ] {
+        assert_eq!(
+            toolrail_engine::check(&g, text.as_bytes()).is_accepted(),
+            ok,
+            "{text}"
+        );
+    }
+    // llama_compat keeps llama.cpp's 16 digits
+    let compat = ConvertOptions {
+        llama_compat: true,
+        ..Default::default()
+    };
+    for schema in [
+        json!({"type": "integer"}),
+        json!({"type": "integer", "minimum": 5}),
+    ] {
+        let c = schema_to_gbnf(&schema, &compat).unwrap();
+        let g = grammar(&c.gbnf);
+        assert!(
+            toolrail_engine::check(&g, &long.as_bytes()[..16]).is_accepted(),
+            "{schema}"
+        );
+        assert!(
+            !toolrail_engine::check(&g, &long.as_bytes()[..17]).is_accepted(),
+            "{schema}"
+        );
+    }
+}

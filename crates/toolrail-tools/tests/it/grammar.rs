@@ -576,3 +576,23 @@ fn a_huge_max_length_in_a_tool_is_an_error() {
         other => panic!("expected a schema error, got {other:?}"),
     }
 }
+
+#[test]
+fn a_17_digit_integer_call_is_accepted_by_grammar_and_validator() {
+    // F9: integer parts were capped at 16 digits, so the grammar rejected what validate accepts
+    let tools = ToolSet::from_value(&json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}}])).unwrap();
+    let call = r#"{"name": "f", "arguments": {"n": 12345678901234567}}"#;
+    let (text, g) = compile(&tools, &GrammarOptions::default());
+    assert!(accepts(&g, call), "{text}");
+    assert!(
+        accepts(
+            &g,
+            &call.replace("12345678901234567", "123456789012345678901234567890")
+        ),
+        "{text}"
+    );
+    assert!(
+        !accepts(&g, &call.replace("12345678901234567", "012")),
+        "{text}"
+    );
+}
