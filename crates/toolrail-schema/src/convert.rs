@@ -91,8 +91,9 @@ pub(crate) struct Converter {
 pub const MAX_DOCUMENT_DEPTH: usize = 512;
 
 /// Refuses a document nested deeper than [`MAX_DOCUMENT_DEPTH`], without recursion; the error
-/// names the key at which the limit is crossed and its JSON pointer.
-fn check_depth(schema: &Value) -> Result<(), SchemaError> {
+/// names the key at which the limit is crossed and its JSON pointer (from `#`). Callers that
+/// walk a schema recursively before converting it (tool loading) call this first.
+pub fn check_depth(schema: &Value) -> Result<(), SchemaError> {
     // (value, depth, pointer of the value): pointers are built only along the current path
     let mut stack: Vec<(&Value, usize, String, String)> =
         vec![(schema, 1, "#".to_string(), "schema".to_string())];

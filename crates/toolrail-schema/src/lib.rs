@@ -92,7 +92,7 @@ pub mod validate;
 
 use serde_json::Value;
 
-pub use convert::MAX_DOCUMENT_DEPTH;
+pub use convert::{MAX_DOCUMENT_DEPTH, check_depth};
 pub use regex::MAX_REPEAT_TOTAL;
 pub use strings::gbnf_literal;
 

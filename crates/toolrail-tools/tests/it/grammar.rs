@@ -596,3 +596,41 @@ fn a_17_digit_integer_call_is_accepted_by_grammar_and_validator() {
         "{text}"
     );
 }
+
+#[test]
+fn a_deeply_nested_tool_schema_is_an_error_not_a_stack_overflow() {
+    // 100,000 nested `items` (built without json!, which serializes recursively)
+    let mut v = json!({});
+    for _ in 0..100_000 {
+        let mut m = serde_json::Map::new();
+        m.insert("items".to_string(), v);
+        v = Value::Object(m);
+    }
+    let mut props = serde_json::Map::new();
+    props.insert("a".to_string(), v);
+    let mut params = serde_json::Map::new();
+    params.insert("type".to_string(), json!("object"));
+    params.insert("properties".to_string(), Value::Object(props));
+    let mut func = serde_json::Map::new();
+    func.insert("name".to_string(), json!("f"));
+    func.insert("parameters".to_string(), Value::Object(params));
+    let mut tool = serde_json::Map::new();
+    tool.insert("type".to_string(), json!("function"));
+    tool.insert("function".to_string(), Value::Object(func));
+    let doc = Value::Array(vec![Value::Object(tool)]);
+    let result = ToolSet::from_value(&doc)
+        .map(|tools| tool_call_grammar(&tools, &GrammarOptions::default()).map(|_| ()));
+    // drop without recursion
+    let mut stack = vec![doc];
+    while let Some(mut x) = stack.pop() {
+        match &mut x {
+            Value::Object(m) => stack.extend(std::mem::take(m).into_iter().map(|(_, y)| y)),
+            Value::Array(a) => stack.append(a),
+            _ => {}
+        }
+    }
+    match result {
+        Err(e) => assert!(e.to_string().contains("nested deeper"), "{e}"),
+        Ok(r) => panic!("expected a tool set error, got {r:?}"),
+    }
+}
