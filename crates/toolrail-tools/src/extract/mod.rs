@@ -39,13 +39,13 @@
 //! the prose. Everything runs in time roughly linear in the text for ordinary output; the
 //! bracket sweeps read each opener's outcome from a table built once per text (`scan::Brackets`),
 //! so thousands of unclosed brackets stay linear too (1 MB of `{`). Known remaining
-//! non-linear cases: spans already claimed are searched linearly per candidate (many thousands
-//! of calls in one text), and overlapping string literals seen from different openers.
+//! non-linear case: overlapping string literals seen from different openers.
 
 mod pylit;
 mod relaxed;
 mod scan;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
@@ -159,7 +159,7 @@ pub fn extract_calls_with(text: &str, options: &ExtractOptions) -> Extraction {
     let mut ex = Extractor {
         text,
         options,
-        claimed: Vec::new(),
+        claimed: Spans::default(),
         removed: Vec::new(),
         calls: Vec::new(),
         diagnostics: Vec::new(),
@@ -183,7 +183,7 @@ struct Extractor<'a> {
     text: &'a str,
     options: &'a ExtractOptions,
     /// Spans no later pattern may look into (calls, and malformed candidates of a known shape).
-    claimed: Vec<Range<usize>>,
+    claimed: Spans,
     /// Spans cut out of the prose (accepted calls, with their wrappers).
     removed: Vec<Range<usize>>,
     calls: Vec<ExtractedCall>,
@@ -211,13 +211,11 @@ impl Extractor<'_> {
     }
 
     fn is_claimed(&self, pos: usize) -> bool {
-        self.claimed.iter().any(|r| r.contains(&pos))
+        self.claimed.contains(pos)
     }
 
     fn overlaps_claimed(&self, span: &Range<usize>) -> bool {
-        self.claimed
-            .iter()
-            .any(|r| r.start < span.end && span.start < r.end)
+        self.claimed.overlaps(span)
     }
 
     fn diagnose(&mut self, pattern: CallPattern, span: Range<usize>, at: usize, message: String) {
@@ -238,7 +236,7 @@ impl Extractor<'_> {
         parsed: Parsed,
     ) {
         self.claimed
-            .push(span.start.min(removal.start)..span.end.max(removal.end));
+            .insert(span.start.min(removal.start)..span.end.max(removal.end));
         match parsed {
             Err((at, message)) => self.diagnose(pattern, span, at, message),
             Ok(calls) => {
@@ -315,7 +313,7 @@ impl Extractor<'_> {
                         }
                         None => {
                             let end = text.len();
-                            self.claimed.push(start..end);
+                            self.claimed.insert(start..end);
                             self.diagnose(
                                 CallPattern::ToolCallTag,
                                 start..end,
@@ -564,7 +562,7 @@ impl Extractor<'_> {
                 for (span, call) in calls {
                     self.accept(CallPattern::Pythonic, span, i..end, Ok(vec![call]));
                 }
-                self.claimed.push(i..end);
+                self.claimed.insert(i..end);
                 i = end;
                 continue;
             }
@@ -722,13 +720,13 @@ fn gemma_call_at(text: &str, start: usize, relaxed: &Brackets) -> GemmaCandidate
 /// Spans of the bare JSON envelopes in `text` outside `claimed` (what the bare-JSON sweep
 /// would take). Patterns that run before that sweep ignore candidates strictly inside them,
 /// so `call:` or `.call(` written inside a JSON string value is not a call.
-fn envelope_spans(text: &str, claimed: &[Range<usize>], json: &Brackets) -> Vec<Range<usize>> {
+fn envelope_spans(text: &str, claimed: &Spans, json: &Brackets) -> Vec<Range<usize>> {
     let bytes = text.as_bytes();
     let mut spans = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
         let c = bytes[i];
-        if (c != b'{' && c != b'[') || claimed.iter().any(|r| r.contains(&i)) {
+        if (c != b'{' && c != b'[') || claimed.contains(i) {
             i += 1;
             continue;
         }
@@ -745,8 +743,62 @@ fn envelope_spans(text: &str, claimed: &[Range<usize>], json: &Brackets) -> Vec<
     spans
 }
 
+/// Whether `pos` is strictly inside one of `spans` (sorted and disjoint, as
+/// [`envelope_spans`] returns them).
 fn strictly_inside(spans: &[Range<usize>], pos: usize) -> bool {
-    spans.iter().any(|r| r.start < pos && pos < r.end)
+    let k = spans.partition_point(|r| r.start < pos);
+    k > 0 && spans.get(k - 1).is_some_and(|r| pos < r.end)
+}
+
+/// The union of claimed spans, as disjoint ranges by start (overlapping ones merged; touching
+/// ones kept apart, so that "strictly overlaps" answers stay the same as over the list).
+#[derive(Default)]
+struct Spans {
+    by_start: BTreeMap<usize, usize>,
+    /// Empty spans `p..p`: they contain nothing but overlap spans strictly around `p`.
+    empty: BTreeSet<usize>,
+}
+
+impl Spans {
+    fn insert(&mut self, r: Range<usize>) {
+        if r.start >= r.end {
+            self.empty.insert(r.start);
+            return;
+        }
+        let (mut start, mut end) = (r.start, r.end);
+        // disjoint and sorted by start, so also sorted by end: walk back while they overlap
+        let overlapping: Vec<usize> = self
+            .by_start
+            .range(..end)
+            .rev()
+            .take_while(|(_, e)| **e > start)
+            .map(|(s, _)| *s)
+            .collect();
+        for s in overlapping {
+            if let Some(e) = self.by_start.remove(&s) {
+                start = start.min(s);
+                end = end.max(e);
+            }
+        }
+        self.by_start.insert(start, end);
+    }
+
+    fn contains(&self, pos: usize) -> bool {
+        self.by_start
+            .range(..=pos)
+            .next_back()
+            .is_some_and(|(_, e)| pos < *e)
+    }
+
+    /// Some span `r` has `r.start < span.end && span.start < r.end`.
+    fn overlaps(&self, span: &Range<usize>) -> bool {
+        self.by_start
+            .range(..span.end)
+            .next_back()
+            .is_some_and(|(_, e)| *e > span.start)
+            || (span.start < span.end
+                && self.empty.range(span.start + 1..span.end).next().is_some())
+    }
 }
 
 /// Parses `<function=...` at `start` (not past `limit`): returns the pattern, the end of the
@@ -1303,5 +1355,36 @@ fn kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod spans_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The span set answers as the plain list of spans did.
+        #[test]
+        fn spans_agree_with_a_list(
+            spans in proptest::collection::vec((0usize..40, 0usize..8), 0..12),
+            queries in proptest::collection::vec((0usize..50, 0usize..8), 0..20),
+        ) {
+            let mut set = Spans::default();
+            let mut list: Vec<Range<usize>> = Vec::new();
+            for (s, l) in spans {
+                set.insert(s..s + l);
+                list.push(s..s + l);
+            }
+            for (s, l) in queries {
+                let q = s..s + l;
+                prop_assert_eq!(set.contains(s), list.iter().any(|r| r.contains(&s)));
+                prop_assert_eq!(
+                    set.overlaps(&q),
+                    list.iter().any(|r| r.start < q.end && q.start < r.end),
+                    "{:?} {:?}", list, q
+                );
+            }
+        }
     }
 }
