@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use super::keywords::ANNOTATIONS;
 use super::numbers::{self, Bound, Decimal};
-use super::regex::{pattern_to_gbnf, repeat};
+use super::regex::{MAX_REPEAT_TOTAL, pattern_to_gbnf, repeat};
 use super::rules::RuleTable;
 use super::strings::{encoded_char_set, gbnf_literal, json_encode_char};
 use super::validate::{check, json_eq, value_types};
@@ -86,20 +86,58 @@ pub(crate) struct Converter {
     root_referenced: bool,
 }
 
+/// The deepest nesting of JSON arrays and objects a schema document may have. Deeper documents
+/// are refused before any other work (the walk, cloning and merging recurse over the document).
+pub const MAX_DOCUMENT_DEPTH: usize = 512;
+
+/// Refuses a document nested deeper than [`MAX_DOCUMENT_DEPTH`], without recursion; the error
+/// names the key at which the limit is crossed and its JSON pointer (from `#`). Callers that
+/// walk a schema recursively before converting it (tool loading) call this first.
+pub fn check_depth(schema: &Value) -> Result<(), SchemaError> {
+    // (value, depth, pointer of the value): pointers are built only along the current path
+    let mut stack: Vec<(&Value, usize, String, String)> =
+        vec![(schema, 1, "#".to_string(), "schema".to_string())];
+    while let Some((v, depth, ptr, key)) = stack.pop() {
+        let children: Vec<(String, &Value)> = match v {
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .map(|(i, x)| (i.to_string(), x))
+                .collect(),
+            Value::Object(m) => m.iter().map(|(k, x)| (k.clone(), x)).collect(),
+            _ => continue,
+        };
+        if depth > MAX_DOCUMENT_DEPTH {
+            return Err(SchemaError {
+                keyword: key,
+                pointer: ptr,
+                message: format!(
+                    "the schema is nested deeper than {MAX_DOCUMENT_DEPTH} levels of arrays and objects"
+                ),
+            });
+        }
+        for (k, x) in children {
+            if matches!(x, Value::Array(_) | Value::Object(_)) {
+                let esc = k.replace('~', "~0").replace('/', "~1");
+                stack.push((x, depth + 1, format!("{ptr}/{esc}"), k));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn is_identifier(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
 }
 
-fn alts(mut parts: Vec<String>) -> Frag {
-    let mut seen = Vec::new();
-    parts.retain(|p| {
-        if seen.contains(p) {
-            false
-        } else {
-            seen.push(p.clone());
-            true
-        }
-    });
+/// The alternation of `parts`, duplicates dropped (first occurrence kept; a hash set, so that
+/// an enum of 100,000 values stays near-linear).
+fn alts(parts: Vec<String>) -> Frag {
+    let mut seen: rustc_hash::FxHashSet<String> = rustc_hash::FxHashSet::default();
+    let mut parts: Vec<String> = parts
+        .into_iter()
+        .filter(|p| seen.insert(p.clone()))
+        .collect();
     match parts.len() {
         0 => None,
         1 => parts.pop(),
@@ -131,8 +169,10 @@ fn percent_decode(s: &str) -> String {
 impl Converter {
     /// A converter with no schemas yet.
     pub(crate) fn new(opts: ConvertOptions) -> Self {
+        let mut rules = RuleTable::new(opts.whitespace);
+        rules.capped_digits = opts.llama_compat;
         Self {
-            rules: RuleTable::new(opts.whitespace),
+            rules,
             opts,
             warnings: Vec::new(),
             docs: Vec::new(),
@@ -356,6 +396,32 @@ impl Converter {
         }
     }
 
+    /// A size keyword's value (`minLength`, `maxItems`, ...) checked against
+    /// [`MAX_REPEAT_TOTAL`]: above it, an error naming the keyword and the limit; in lenient
+    /// mode a warning and `None`, the bound dropped (callers read a dropped minimum as 0 and a
+    /// dropped maximum as none, so the grammar only widens).
+    fn size_bound(
+        &mut self,
+        keyword: &str,
+        cx: &Ctx,
+        value: Option<u64>,
+    ) -> Result<Option<u64>, SchemaError> {
+        match value {
+            Some(v) if v > MAX_REPEAT_TOTAL => {
+                self.unsupported(
+                    keyword,
+                    cx,
+                    format!(
+                        "{v} is above the limit of {MAX_REPEAT_TOTAL} (llama.cpp expands every \
+                         repetition into copies, so the grammar would be unusable)"
+                    ),
+                )?;
+                Ok(None)
+            }
+            v => Ok(v),
+        }
+    }
+
     fn space(&mut self) -> &'static str {
         self.rules.primitive("space")
     }
@@ -374,6 +440,7 @@ impl Converter {
         schema: &Value,
         want_rule: bool,
     ) -> Result<String, SchemaError> {
+        check_depth(schema)?;
         let doc = self.docs.len();
         self.docs.push(Rc::new(schema.clone()));
         self.labels.push(label.to_string());
@@ -804,6 +871,13 @@ impl Converter {
         // enum / const
         if map.contains_key("enum") || map.contains_key("const") {
             let mut values: Vec<Value> = match map.get("enum") {
+                Some(Value::Array(a)) if a.is_empty() => {
+                    return Err(Self::invalid(
+                        "enum",
+                        cx,
+                        "an empty enum: no value is valid",
+                    ));
+                }
                 Some(Value::Array(a)) => a.clone(),
                 Some(_) => return Err(Self::invalid("enum", cx, "must be an array")),
                 None => vec![],
@@ -1096,6 +1170,23 @@ impl Converter {
             true,
             false,
         );
+        if let (Some(l), Some(h)) = (&lo, &hi) {
+            let o = numbers::cmp_decimal(&l.value, &h.value);
+            if o.is_gt() || (o.is_eq() && (l.exclusive || h.exclusive)) {
+                let name = |b: &Bound, lower: bool| match (b.exclusive, lower) {
+                    (true, true) => "exclusiveMinimum",
+                    (false, true) => "minimum",
+                    (true, false) => "exclusiveMaximum",
+                    (false, false) => "maximum",
+                };
+                let (lk, hk) = (name(l, true), name(h, false));
+                return Err(Self::invalid(
+                    lk,
+                    cx,
+                    format!("{lk} and {hk} leave no number between them: no value is valid"),
+                ));
+            }
+        }
         if lo.is_none() && hi.is_none() {
             return Ok(Some(
                 self.rules
@@ -1127,9 +1218,19 @@ impl Converter {
                 }
                 None => None,
             };
-            Ok(numbers::int_range(l, h).map(|r| format!("{r} ( \".\" \"0\"+ )?")))
+            if let (Some(l), Some(h)) = (l, h)
+                && l > h
+            {
+                return Err(Self::invalid(
+                    "minimum",
+                    cx,
+                    "the bounds leave no integer between them: no integer is valid",
+                ));
+            }
+            Ok(numbers::int_range(l, h, self.opts.llama_compat)
+                .map(|r| format!("{r} ( \".\" \"0\"+ )?")))
         } else {
-            numbers::number_range(lo.as_ref(), hi.as_ref())
+            numbers::number_range(lo.as_ref(), hi.as_ref(), self.opts.llama_compat)
                 .map_err(|m| Self::invalid("minimum", cx, m))
         }
     }
@@ -1259,6 +1360,17 @@ impl Converter {
     fn string(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
         let len = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
         let (min, max) = (len("minLength")?, len("maxLength")?);
+        if let (Some(lo), Some(hi)) = (min, max)
+            && lo > hi
+        {
+            return Err(Self::invalid(
+                "minLength",
+                cx,
+                format!("minLength {lo} is above maxLength {hi}: no string is valid"),
+            ));
+        }
+        let min = self.size_bound("minLength", cx, min)?;
+        let max = self.size_bound("maxLength", cx, max)?;
         let lengths = min.is_some_and(|m| m > 0) || max.is_some();
         let mut format = map
             .get("format")
@@ -1312,9 +1424,6 @@ impl Converter {
             return Ok(Some(self.rules.primitive("string").to_string()));
         }
         let (min, max) = (min.unwrap_or(0), max);
-        if max.is_some_and(|m| m < min) {
-            return Ok(None);
-        }
         let c = self.char_rule();
         let clamp = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
         Ok(Some(format!(
@@ -1325,8 +1434,34 @@ impl Converter {
 
     fn array(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
         let count = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
-        let min = count("minItems")?.unwrap_or(0);
-        let mut max = count("maxItems")?;
+        let (min, max) = (count("minItems")?, count("maxItems")?);
+        if let (Some(lo), Some(hi)) = (min, max)
+            && lo > hi
+        {
+            return Err(Self::invalid(
+                "minItems",
+                cx,
+                format!("minItems {lo} is above maxItems {hi}: no array is valid"),
+            ));
+        }
+        let min = self.size_bound("minItems", cx, min)?.unwrap_or(0);
+        // items after the prefix that must be absent cap the length themselves (exact)
+        let no_rest = match (map.get("prefixItems"), map.get("items")) {
+            (Some(Value::Array(_)), rest) | (None, rest @ Some(Value::Array(_))) => {
+                let rest = if map.contains_key("prefixItems") {
+                    rest
+                } else {
+                    map.get("additionalItems")
+                };
+                rest == Some(&Value::Bool(false))
+            }
+            _ => false,
+        };
+        let mut max = if no_rest {
+            max
+        } else {
+            self.size_bound("maxItems", cx, max)?
+        };
         let unique = map
             .get("uniqueItems")
             .is_some_and(|u| u == &Value::Bool(true))
@@ -1606,6 +1741,15 @@ impl Converter {
         let count = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
         let min_p = count("minProperties")?.unwrap_or(0);
         let max_p = count("maxProperties")?;
+        if let Some(hi) = max_p
+            && min_p > hi
+        {
+            return Err(Self::invalid(
+                "minProperties",
+                cx,
+                format!("minProperties {min_p} is above maxProperties {hi}: no object is valid"),
+            ));
+        }
 
         self.consumed += 1;
         let r = (|| -> Result<Frag, SchemaError> {
@@ -1661,8 +1805,19 @@ impl Converter {
                     declared.push((r.clone(), kv, true));
                 }
             }
-            if declared.iter().any(|(_, kv, req)| *req && kv.is_none()) {
-                return Ok(None);
+            if let Some((name, _, _)) = declared.iter().find(|(_, kv, req)| *req && kv.is_none()) {
+                let why = if props.iter().any(|(k, _)| k == name) {
+                    "its schema under properties (or propertyNames) admits no value"
+                } else {
+                    "additionalProperties admits no value for it"
+                };
+                return Err(Self::invalid(
+                    "required",
+                    cx,
+                    format!(
+                        "required property {name:?} can never be present: {why}; no object is valid"
+                    ),
+                ));
             }
             if props.windows(2).all(|w| w[0].0 <= w[1].0) {
                 declared.sort_by(|a, b| a.0.cmp(&b.0));
@@ -1718,8 +1873,16 @@ impl Converter {
                 _ => None,
             };
             let n_req = members.iter().filter(|m| m.required).count() as u64;
-            if max_p.is_some_and(|m| m < n_req) || max_p.is_some_and(|m| m < min_p) {
-                return Ok(None);
+            if let Some(m) = max_p
+                && m < n_req
+            {
+                return Err(Self::invalid(
+                    "maxProperties",
+                    cx,
+                    format!(
+                        "maxProperties {m} is below the {n_req} required properties: no object is valid"
+                    ),
+                ));
             }
             let sep = format!("\",\" {sp}");
             if members.is_empty() {
@@ -1733,6 +1896,10 @@ impl Converter {
                 if max_p == Some(0) {
                     return Ok(Some(format!("\"{{\" {sp} \"}}\"")));
                 }
+                let min_p = self
+                    .size_bound("minProperties", cx, Some(min_p))?
+                    .unwrap_or(0);
+                let max_p = self.size_bound("maxProperties", cx, max_p)?;
                 let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
                 let rest = repeat(
                     &format!("{sep} {x}"),

@@ -17,8 +17,8 @@
 //!   (`\"`, `\\`, `\n`, `\u001f`...), as every JSON serializer writes them;
 //! - numbers under bounds, integers and enum members are written without exponent; integers
 //!   may carry a zero fraction (`3.0` is an integer in JSON Schema);
-//! - integer parts have at most 16 digits unless a bound says otherwise (as llama.cpp; larger
-//!   numbers can use an exponent where exponents are allowed);
+//! - integer parts have any number of digits (in [`ConvertOptions::llama_compat`] mode at
+//!   most 16 unless a bound says otherwise, as llama.cpp's `integral-part`);
 //! - object members may come in any order (JSON objects are unordered) when the object has at
 //!   most [`ANY_ORDER_MAX_MEMBERS`] declared members (properties, and required names missing
 //!   from `properties`); beyond that, or with [`MemberOrder::Declared`], declared members appear
@@ -27,6 +27,15 @@
 //!   The same holds for object values of `const` and `enum`. No case of the
 //!   JSON-Schema-Test-Suite depends on the declared order (`tests/it/suite.rs` checks every
 //!   member order of every instance);
+//! - size keywords (`minLength`, `maxLength`, `minItems`, `maxItems`, `minProperties`,
+//!   `maxProperties`) and `pattern` repetitions above [`MAX_REPEAT_TOTAL`] are an error (lenient:
+//!   the bound is dropped with a [`Warning`], which only widens the grammar), and documents
+//!   nested deeper than [`MAX_DOCUMENT_DEPTH`] are refused before any work;
+//! - contradictory bounds (`minLength` above `maxLength`, `minimum` above `maximum` or exclusive
+//!   bounds leaving no value, `minItems` above `maxItems`, `minProperties` above
+//!   `maxProperties` or below the required count, an empty `enum`, a required property that
+//!   can never be present) are an error naming the keyword and pointer, never a grammar that
+//!   silently matches nothing;
 //! - leap seconds (`format: time`, `date-time`) are accepted with any offset, exactly when they
 //!   fall on 23:59:60 UTC (see [`formats`]).
 //!
@@ -42,6 +51,7 @@
 //!   written required first, then optional, then additional ones (llama.cpp's order), and
 //!   `required` names missing from `properties` are not required;
 //! - a list under `items`/`prefixItems` is a tuple of exactly that length; `oneOf` is `anyOf`;
+//! - integer parts stop at 16 digits where no bound limits them (llama.cpp's `integral-part`);
 //! - every keyword llama.cpp ignores (siblings of `$ref`, `anyOf`, `const`, `enum`; number
 //!   bounds; `multipleOf`; `uniqueItems`; `not`; `if`; formats it does not know; ...) is dropped
 //!   with a [`Warning`] instead of an error, whatever [`ConvertOptions::lenient`] says.
@@ -82,6 +92,8 @@ pub mod validate;
 
 use serde_json::Value;
 
+pub use convert::{MAX_DOCUMENT_DEPTH, check_depth};
+pub use regex::MAX_REPEAT_TOTAL;
 pub use strings::gbnf_literal;
 
 /// Whitespace allowed between JSON tokens.

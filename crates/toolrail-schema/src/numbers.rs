@@ -143,8 +143,8 @@ fn seq(parts: &[&str]) -> String {
         .join(" ")
 }
 
-/// Integer parts have at most this many digits when no upper bound limits them (llama.cpp's
-/// `integral-part`).
+/// In [`crate::ConvertOptions::llama_compat`] mode, integer parts have at most this many digits
+/// when no upper bound limits them (llama.cpp's `integral-part`); otherwise any number of digits.
 pub(crate) const MAX_DIGITS: usize = 16;
 
 /// Digit strings of the same length between `a` and `b` inclusive (`a <= b`).
@@ -185,8 +185,9 @@ fn same_len(a: &[u8], b: &[u8]) -> String {
     seq(&[&prefix, &body])
 }
 
-/// Non-negative integers (no leading zeros) in `[lo, hi]`, `hi = None` for no upper bound.
-pub(crate) fn uint_range(lo: u128, hi: Option<u128>) -> Option<String> {
+/// Non-negative integers (no leading zeros) in `[lo, hi]`, `hi = None` for no upper bound
+/// (then at most [`MAX_DIGITS`] digits when `capped`, as llama.cpp, else any number).
+pub(crate) fn uint_range(lo: u128, hi: Option<u128>, capped: bool) -> Option<String> {
     if hi.is_some_and(|h| h < lo) {
         return None;
     }
@@ -211,8 +212,10 @@ pub(crate) fn uint_range(lo: u128, hi: Option<u128>) -> Option<String> {
         }
         None => {
             parts.push(same_len(lo_s.as_bytes(), "9".repeat(lo_s.len()).as_bytes()));
-            // like llama.cpp, an open upper side stops at 16 digits
-            if lo_s.len() < MAX_DIGITS {
+            if !capped {
+                parts.push(format!("[1-9] [0-9]{{{},}}", lo_s.len()));
+            } else if lo_s.len() < MAX_DIGITS {
+                // like llama.cpp, an open upper side stops at 16 digits
                 parts.push(format!("[1-9] [0-9]{{{},{}}}", lo_s.len(), MAX_DIGITS - 1));
             }
         }
@@ -221,8 +224,8 @@ pub(crate) fn uint_range(lo: u128, hi: Option<u128>) -> Option<String> {
 }
 
 /// Integers in `[lo, hi]` (either side open when None), canonical text (no `-0`, no leading
-/// zeros). `None` when the range is empty.
-pub(crate) fn int_range(lo: Option<i128>, hi: Option<i128>) -> Option<String> {
+/// zeros). `None` when the range is empty. `capped`: see [`uint_range`].
+pub(crate) fn int_range(lo: Option<i128>, hi: Option<i128>, capped: bool) -> Option<String> {
     if let (Some(l), Some(h)) = (lo, hi)
         && l > h
     {
@@ -236,14 +239,14 @@ pub(crate) fn int_range(lo: Option<i128>, hi: Option<i128>) -> Option<String> {
             _ => 1,
         };
         let m_hi = lo.map(|l| l.unsigned_abs());
-        if let Some(r) = uint_range(m_lo, m_hi) {
+        if let Some(r) = uint_range(m_lo, m_hi, capped) {
             parts.push(format!("\"-\" {r}"));
         }
     }
     if hi.is_none_or(|h| h >= 0) {
         let a = lo.map_or(0, |l| l.max(0) as u128);
         let b = hi.map(|h| h as u128);
-        if let Some(r) = uint_range(a, b) {
+        if let Some(r) = uint_range(a, b, capped) {
             parts.push(r);
         }
     }
@@ -358,7 +361,7 @@ fn frac_text(f: Frac) -> Option<String> {
 const ANY_FRAC: &str = "( \".\" [0-9]+ )?";
 
 /// Magnitudes `int(.frac)?` between non-negative bounds.
-fn magnitude_range(lo: &Bound, hi: Option<&Bound>) -> Option<String> {
+fn magnitude_range(lo: &Bound, hi: Option<&Bound>, capped: bool) -> Option<String> {
     if let Some(h) = hi {
         let ord = cmp_decimal(&lo.value, &h.value);
         if ord.is_gt() || (ord.is_eq() && (lo.exclusive || h.exclusive)) {
@@ -388,7 +391,7 @@ fn magnitude_range(lo: &Bound, hi: Option<&Bound>) -> Option<String> {
             };
             let mid_hi = hi_int.map(|h| h.saturating_sub(1));
             if hi_int.is_none_or(|h| h >= li + 2)
-                && let Some(r) = uint_range(li + 1, mid_hi)
+                && let Some(r) = uint_range(li + 1, mid_hi, capped)
             {
                 parts.push(format!("{r} {ANY_FRAC}"));
             }
@@ -424,9 +427,11 @@ fn zero(exclusive: bool) -> Bound {
 
 /// Numbers (text `-?int(.frac)?`, no exponent) between optional bounds. `None` when empty.
 /// Fails (Err) only when a bound is too large to handle.
+/// `capped`: see [`uint_range`].
 pub(crate) fn number_range(
     lo: Option<&Bound>,
     hi: Option<&Bound>,
+    capped: bool,
 ) -> Result<Option<String>, String> {
     for b in [lo, hi].into_iter().flatten() {
         if b.value.int.len() > 36 {
@@ -442,7 +447,7 @@ pub(crate) fn number_range(
             _ => zero(true),
         };
         let mag_hi = lo.map(negate);
-        if let Some(r) = magnitude_range(&mag_lo, mag_hi.as_ref()) {
+        if let Some(r) = magnitude_range(&mag_lo, mag_hi.as_ref(), capped) {
             parts.push(format!("\"-\" {r}"));
         }
     }
@@ -452,7 +457,7 @@ pub(crate) fn number_range(
             Some(l) if !l.value.neg => l.clone(),
             _ => zero(false),
         };
-        if let Some(r) = magnitude_range(&mag_lo, hi) {
+        if let Some(r) = magnitude_range(&mag_lo, hi, capped) {
             parts.push(r);
         }
     }
@@ -558,7 +563,7 @@ mod tests {
             (Some(123), Some(4567)),
         ];
         for &(lo, hi) in cases {
-            let g = int_range(lo, hi).unwrap();
+            let g = int_range(lo, hi, true).unwrap();
             let re = compile(&g);
             for v in -1200i128..1200 {
                 let want = lo.is_none_or(|l| v >= l) && hi.is_none_or(|h| v <= h);
@@ -568,7 +573,7 @@ mod tests {
             assert!(!matches(&g, "12345678901234567"));
             assert!(!matches(&g, "-0"));
         }
-        assert_eq!(int_range(Some(3), Some(2)), None);
+        assert_eq!(int_range(Some(3), Some(2), true), None);
     }
 
     #[test]
@@ -591,7 +596,7 @@ mod tests {
                         value: dec(s),
                         exclusive: hx,
                     });
-                    let g = number_range(lb.as_ref(), hb.as_ref()).unwrap();
+                    let g = number_range(lb.as_ref(), hb.as_ref(), true).unwrap();
                     let re = g.as_deref().map(compile);
                     for v in &values {
                         let d = dec(v);

@@ -122,7 +122,7 @@ pub(crate) fn pattern_to_gbnf(
         let unanchored_empty = !start && items.is_empty();
         let mut never = false;
         for h in items {
-            match translate(h, char_rule)? {
+            match translate(h, char_rule, 1)? {
                 Some(t) => parts.push(t),
                 None => never = true,
             }
@@ -218,22 +218,23 @@ pub(crate) fn is_atom(s: &str) -> bool {
     false
 }
 
-/// `expr{min,max}` in GBNF, split so that no bound exceeds llama.cpp's limit of 2000.
-pub(crate) fn repeat(expr: &str, min: u32, max: Option<u32>) -> String {
-    const LIMIT: u32 = 2000;
-    let atom = group(expr.to_string());
-    if max == Some(0) {
-        return "\"\"".into();
-    }
-    if min > LIMIT {
-        let rest = repeat(expr, min - LIMIT, max.map(|m| m - LIMIT));
-        return format!("{} {rest}", repeat(expr, LIMIT, Some(LIMIT)));
-    }
-    if let Some(m) = max.filter(|m| *m > LIMIT) {
-        let rest = repeat(expr, 0, Some(m - LIMIT));
-        return format!("{} {rest}", repeat(expr, min, Some(LIMIT)));
-    }
+/// The largest total repetition count the converter writes for one construct (a length or
+/// item-count bound, or a `pattern` repetition with its enclosing repetitions multiplied).
+///
+/// llama.cpp expands every `x{m,n}` into copies of `x` (at most 2000 per `{m,n}`; the converter
+/// chains chunks of 2000 above that), so the compiled grammar grows with the count: at 10^7 a
+/// grammar takes gigabytes to check, and deeper chains overflow stacks. Bounds above this limit
+/// are an error (or, in lenient mode, dropped with a warning when dropping only widens the
+/// grammar).
+pub const MAX_REPEAT_TOTAL: u64 = 100_000;
+
+/// llama.cpp's `MAX_REPETITION_THRESHOLD`: the largest count in one `{m,n}`.
+const LLAMA_MAX_REPETITION: u32 = 2000;
+
+/// One `expr{min,max}` with both bounds at most [`LLAMA_MAX_REPETITION`].
+fn repeat_chunk(expr: &str, atom: &str, min: u32, max: Option<u32>) -> String {
     match (min, max) {
+        (_, Some(0)) => "\"\"".into(),
         (0, None) => format!("{atom}*"),
         (1, None) => format!("{atom}+"),
         (0, Some(1)) => format!("{atom}?"),
@@ -244,7 +245,46 @@ pub(crate) fn repeat(expr: &str, min: u32, max: Option<u32>) -> String {
     }
 }
 
-fn translate(h: &Hir, char_rule: &mut dyn FnMut() -> String) -> Result<Option<String>, String> {
+/// `expr{min,max}` in GBNF, split so that no bound exceeds llama.cpp's limit of 2000 (chunks of
+/// 2000 chained; no recursion, so any count is safe here, but callers keep counts at most
+/// [`MAX_REPEAT_TOTAL`] so that the grammar stays usable). A maximum below the minimum is read
+/// as the minimum.
+pub(crate) fn repeat(expr: &str, min: u32, max: Option<u32>) -> String {
+    const LIMIT: u32 = LLAMA_MAX_REPETITION;
+    if max == Some(0) {
+        return "\"\"".into();
+    }
+    let atom = group(expr.to_string());
+    let mut max = max.map(|m| m.max(min));
+    let mut min = min;
+    let mut pieces = Vec::new();
+    while min > LIMIT {
+        pieces.push(repeat_chunk(expr, &atom, LIMIT, Some(LIMIT)));
+        min -= LIMIT;
+        max = max.map(|m| m - LIMIT);
+    }
+    match max {
+        Some(m) if m > LIMIT => {
+            pieces.push(repeat_chunk(expr, &atom, min, Some(LIMIT)));
+            let mut rest = m - LIMIT;
+            while rest > LIMIT {
+                pieces.push(repeat_chunk(expr, &atom, 0, Some(LIMIT)));
+                rest -= LIMIT;
+            }
+            pieces.push(repeat_chunk(expr, &atom, 0, Some(rest)));
+        }
+        _ => pieces.push(repeat_chunk(expr, &atom, min, max)),
+    }
+    pieces.join(" ")
+}
+
+/// `mult` is the product of the counts of the enclosing repetitions (llama.cpp expands nested
+/// repetitions into that many copies).
+fn translate(
+    h: &Hir,
+    char_rule: &mut dyn FnMut() -> String,
+    mult: u64,
+) -> Result<Option<String>, String> {
     Ok(match h.kind() {
         HirKind::Empty => Some("\"\"".to_string()),
         HirKind::Literal(lit) => {
@@ -267,18 +307,28 @@ fn translate(h: &Hir, char_rule: &mut dyn FnMut() -> String) -> Result<Option<St
             ));
         }
         HirKind::Repetition(rep) => {
-            match translate(&rep.sub, char_rule)? {
+            let count = u64::from(rep.max.unwrap_or(rep.min).max(rep.min)).max(1);
+            let total = mult.saturating_mul(count);
+            if total > MAX_REPEAT_TOTAL {
+                let max = rep.max.map(|m| m.to_string()).unwrap_or_default();
+                return Err(format!(
+                    "repetition {{{},{max}}} makes {total} copies (nested repetitions multiply); \
+                     the limit is {MAX_REPEAT_TOTAL}",
+                    rep.min
+                ));
+            }
+            match translate(&rep.sub, char_rule, total)? {
                 Some(sub) => Some(repeat(&sub, rep.min, rep.max)),
                 // x{0,n} of nothing matches the empty string
                 None if rep.min == 0 => Some("\"\"".to_string()),
                 None => None,
             }
         }
-        HirKind::Capture(cap) => translate(&cap.sub, char_rule)?.map(group),
+        HirKind::Capture(cap) => translate(&cap.sub, char_rule, mult)?.map(group),
         HirKind::Concat(xs) => {
             let mut parts = Vec::new();
             for x in xs {
-                match translate(x, char_rule)? {
+                match translate(x, char_rule, mult)? {
                     Some(p) => {
                         if p != "\"\"" {
                             parts.push(p)
@@ -296,7 +346,7 @@ fn translate(h: &Hir, char_rule: &mut dyn FnMut() -> String) -> Result<Option<St
         HirKind::Alternation(xs) => {
             let mut parts = Vec::new();
             for x in xs {
-                if let Some(p) = translate(x, char_rule)? {
+                if let Some(p) = translate(x, char_rule, mult)? {
                     parts.push(p);
                 }
             }
@@ -351,9 +401,35 @@ mod tests {
     }
 
     #[test]
+    fn huge_pattern_repetitions_are_refused() {
+        let mut c = || "char".to_string();
+        let e = pattern_to_gbnf("^a{100000000}$", &mut c).unwrap_err();
+        assert!(e.contains("100000000") && e.contains("limit"), "{e}");
+        // nested repetitions multiply
+        let e = pattern_to_gbnf("^(a{1000}){1000}$", &mut c).unwrap_err();
+        assert!(e.contains("1000000"), "{e}");
+        assert!(pattern_to_gbnf("^(a{100}){100}$", &mut c).is_ok());
+        assert!(pattern_to_gbnf("^a{5,100000}$", &mut c).is_ok());
+        assert!(pattern_to_gbnf("^a{5,100001}$", &mut c).is_err());
+        assert!(pattern_to_gbnf("^a{100001,}$", &mut c).is_err());
+    }
+
+    #[test]
     fn large_repeats_are_split() {
         assert_eq!(repeat("x", 0, Some(2500)), "x{0,2000} x{0,500}");
         assert_eq!(repeat("x", 2001, None), "x{2000} x+");
+        assert_eq!(repeat("x", 4000, Some(4000)), "x{2000} x{2000}");
+        assert_eq!(repeat("x", 2001, Some(2001)), "x{2000} x");
+        assert_eq!(
+            repeat("x", 2500, Some(6500)),
+            "x{2000} x{500,2000} x{0,2000} x{0,500}"
+        );
+        assert_eq!(repeat("x", 3, Some(3)), "x{3}");
+        // no recursion: a huge count is only long, never a stack overflow
+        assert_eq!(
+            repeat("x", u32::MAX, None).matches(' ').count() as u64,
+            u64::from(u32::MAX / 2000)
+        );
         assert!(is_atom("( a | b )"));
         assert!(!is_atom("( a ) ( b )"));
         assert!(is_atom(r#""a\"b""#));

@@ -17,6 +17,9 @@ struct Primitive {
     deps: &'static [&'static str],
 }
 
+/// llama.cpp's `integral-part` rule: at most 16 digits ([`RuleTable::capped_digits`]).
+const INTEGRAL_PART_CAPPED: &str = r#""0" | [1-9] [0-9]{0,15}"#;
+
 /// llama.cpp's `space` rule: nothing, one space, or one or two newlines followed by indentation.
 const SPACE_SPACED: &str = r#"| " " | "\n"{1,2} [ \t]{0,20}"#;
 
@@ -65,7 +68,8 @@ const PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "integral-part",
-        body: r#""0" | [1-9] [0-9]{0,15}"#,
+        // llama_compat (capped_digits): INTEGRAL_PART_CAPPED
+        body: r#""0" | [1-9] [0-9]*"#,
         deps: &[],
     },
     Primitive {
@@ -132,6 +136,9 @@ struct Rule {
 /// The rule table of one grammar under construction.
 pub(crate) struct RuleTable {
     whitespace: Whitespace,
+    /// `integral-part` stops at 16 digits, as llama.cpp's
+    /// ([`crate::ConvertOptions::llama_compat`]); otherwise any number of digits.
+    pub(crate) capped_digits: bool,
     rules: Vec<Rule>,
     by_name: FxHashMap<String, usize>,
     by_body: FxHashMap<String, usize>,
@@ -145,6 +152,7 @@ impl RuleTable {
     pub(crate) fn new(whitespace: Whitespace) -> Self {
         Self {
             whitespace,
+            capped_digits: false,
             rules: Vec::new(),
             by_name: FxHashMap::default(),
             by_body: FxHashMap::default(),
@@ -277,6 +285,8 @@ impl RuleTable {
                     Whitespace::Spaced => SPACE_SPACED,
                     Whitespace::Compact => "\"\"",
                 }
+            } else if p.name == "integral-part" && self.capped_digits {
+                INTEGRAL_PART_CAPPED
             } else {
                 p.body
             };

@@ -112,10 +112,18 @@ pub struct ToolSet {
 }
 
 impl ToolSet {
-    /// Builds a set from already normalised tools; fails on duplicate names.
+    /// Builds a set from already normalised tools; fails on duplicate names and on parameters
+    /// nested deeper than [`toolrail_schema::MAX_DOCUMENT_DEPTH`] (the schema walks recurse).
     pub fn new(tools: Vec<Tool>) -> Result<Self, ToolSetError> {
         let mut seen: HashMap<&str, usize> = HashMap::new();
         for (i, t) in tools.iter().enumerate() {
+            if let Err(e) = toolrail_schema::check_depth(&t.parameters) {
+                return Err(ToolSetError::Tool {
+                    tool: t.name.clone(),
+                    pointer: format!("/{i}/parameters{}", e.pointer.trim_start_matches('#')),
+                    message: e.message,
+                });
+            }
             if let Some(first) = seen.insert(t.name.as_str(), i) {
                 return Err(ToolSetError::Duplicate {
                     name: t.name.clone(),
@@ -333,6 +341,13 @@ pub fn normalise_parameters(schema: &Value, ptr: &str) -> Result<Value, (String,
             "parameters must be a JSON Schema object".into(),
         ));
     };
+    // the normalisation below recurses: refuse absurd nesting first (no recursion there)
+    toolrail_schema::check_depth(schema).map_err(|e| {
+        (
+            format!("{ptr}{}", e.pointer.trim_start_matches('#')),
+            e.message,
+        )
+    })?;
     let mut out = normalise_schema(schema, ptr)?;
     if let Value::Object(m) = &mut out {
         match m.get("type") {

@@ -36,13 +36,16 @@
 //! The prose is the text with the accepted calls cut out, along with adjacent wrapper tokens
 //! (`<|python_tag|>`, `[TOOL_CALLS]`, Gemma's `<|tool_call>`/`<tool_call|>`, a `print(...)`
 //! around a pythonic call) and Markdown code fences left empty; malformed candidates stay in
-//! the prose. Everything runs in time roughly linear in the text for ordinary output;
-//! pathological inputs with thousands of unclosed brackets can make the JSON sweeps quadratic.
+//! the prose. Everything runs in time roughly linear in the text for ordinary output; the
+//! bracket sweeps read each opener's outcome from a table built once per text (`scan::Brackets`),
+//! so thousands of unclosed brackets stay linear too (1 MB of `{`). Known remaining
+//! non-linear case: overlapping string literals seen from different openers.
 
 mod pylit;
 mod relaxed;
 mod scan;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
@@ -51,7 +54,7 @@ use serde_json::{Map, Value};
 use crate::call::ToolCall;
 use pylit::PyArg;
 use relaxed::{offset_of, parse_relaxed};
-use scan::{Quotes, ScanEnd, balanced_end};
+use scan::{Brackets, Quotes, ScanEnd, balanced_end};
 
 /// The text shape a call was found in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -156,15 +159,18 @@ pub fn extract_calls_with(text: &str, options: &ExtractOptions) -> Extraction {
     let mut ex = Extractor {
         text,
         options,
-        claimed: Vec::new(),
+        claimed: Spans::default(),
         removed: Vec::new(),
         calls: Vec::new(),
         diagnostics: Vec::new(),
+        json: Brackets::new(text, Quotes::Json),
+        relaxed: Brackets::new(text, Quotes::Relaxed),
+        python: Brackets::new(text, Quotes::Python),
     };
     ex.tool_call_tags();
     ex.function_tags();
     ex.tool_code_blocks();
-    let inside_envelopes = envelope_spans(text, &ex.claimed);
+    let inside_envelopes = envelope_spans(text, &ex.claimed, &ex.json);
     ex.gemma_calls(&inside_envelopes);
     ex.llama_dot_calls(&inside_envelopes);
     ex.bare_json();
@@ -177,25 +183,39 @@ struct Extractor<'a> {
     text: &'a str,
     options: &'a ExtractOptions,
     /// Spans no later pattern may look into (calls, and malformed candidates of a known shape).
-    claimed: Vec<Range<usize>>,
+    claimed: Spans,
     /// Spans cut out of the prose (accepted calls, with their wrappers).
     removed: Vec<Range<usize>>,
     calls: Vec<ExtractedCall>,
     diagnostics: Vec<Diagnostic>,
+    /// Where the bracket at each position closes, per quoting style (the sweeps try every
+    /// opener; the tables keep that linear, see [`Brackets`]).
+    json: Brackets,
+    relaxed: Brackets,
+    python: Brackets,
 }
 
 /// A call parsed from a candidate, before the tool filter.
 type Parsed = Result<Vec<ToolCall>, (usize, String)>;
 
 impl Extractor<'_> {
+    /// [`json_value_end`] over the whole text, from the table.
+    fn json_value_end(&self, start: usize) -> Option<usize> {
+        match self.text.as_bytes().get(start) {
+            Some(b'{' | b'[') => match self.json.end(self.text, start) {
+                ScanEnd::Closed(end) => Some(end),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     fn is_claimed(&self, pos: usize) -> bool {
-        self.claimed.iter().any(|r| r.contains(&pos))
+        self.claimed.contains(pos)
     }
 
     fn overlaps_claimed(&self, span: &Range<usize>) -> bool {
-        self.claimed
-            .iter()
-            .any(|r| r.start < span.end && span.start < r.end)
+        self.claimed.overlaps(span)
     }
 
     fn diagnose(&mut self, pattern: CallPattern, span: Range<usize>, at: usize, message: String) {
@@ -216,7 +236,7 @@ impl Extractor<'_> {
         parsed: Parsed,
     ) {
         self.claimed
-            .push(span.start.min(removal.start)..span.end.max(removal.end));
+            .insert(span.start.min(removal.start)..span.end.max(removal.end));
         match parsed {
             Err((at, message)) => self.diagnose(pattern, span, at, message),
             Ok(calls) => {
@@ -276,7 +296,7 @@ impl Extractor<'_> {
                 None => {
                     // No closing tag (generation stopped early): take the JSON that follows.
                     let json_start = skip_ws(text, body_start);
-                    match json_value_end(text, json_start) {
+                    match self.json_value_end(json_start) {
                         Some(end) => {
                             let parsed = self.parse_block_body(json_start..end);
                             let noted = parsed.is_ok();
@@ -293,7 +313,7 @@ impl Extractor<'_> {
                         }
                         None => {
                             let end = text.len();
-                            self.claimed.push(start..end);
+                            self.claimed.insert(start..end);
                             self.diagnose(
                                 CallPattern::ToolCallTag,
                                 start..end,
@@ -323,7 +343,7 @@ impl Extractor<'_> {
         }
         if inner.starts_with("call:") || inner.starts_with("_call:") {
             let at = start + usize::from(inner.starts_with('_'));
-            return match gemma_call_at(text, at) {
+            return match gemma_call_at(text, at, &self.relaxed) {
                 GemmaCandidate::Call { span, parsed } if span.end == end => parsed,
                 GemmaCandidate::Call { span, .. } => {
                     Err((span.end, "unexpected text after the call".to_owned()))
@@ -412,7 +432,7 @@ impl Extractor<'_> {
             if !sentinel_ok {
                 continue;
             }
-            match gemma_call_at(text, start) {
+            match gemma_call_at(text, start, &self.relaxed) {
                 GemmaCandidate::NotACall => {}
                 GemmaCandidate::Unclosed { span, at, message } => {
                     self.diagnose(CallPattern::GemmaCall, span, at, message);
@@ -446,7 +466,7 @@ impl Extractor<'_> {
                 continue;
             }
             let open = dot + DOT_CALL.len() - 1;
-            let ScanEnd::Closed(end) = balanced_end(text, open, Quotes::Python) else {
+            let ScanEnd::Closed(end) = self.python.end(text, open) else {
                 continue;
             };
             let name = &text[name_start..dot];
@@ -468,7 +488,7 @@ impl Extractor<'_> {
                 i += 1;
                 continue;
             }
-            let end = match balanced_end(text, i, Quotes::Json) {
+            let end = match self.json.end(text, i) {
                 ScanEnd::Closed(end) => end,
                 unbalanced => {
                     if c == b'{' && looks_like_envelope(&text[i..]) {
@@ -532,7 +552,7 @@ impl Extractor<'_> {
                 i += 1;
                 continue;
             }
-            let ScanEnd::Closed(end) = balanced_end(text, i, Quotes::Python) else {
+            let ScanEnd::Closed(end) = self.python.end(text, i) else {
                 i += 1;
                 continue;
             };
@@ -542,7 +562,7 @@ impl Extractor<'_> {
                 for (span, call) in calls {
                     self.accept(CallPattern::Pythonic, span, i..end, Ok(vec![call]));
                 }
-                self.claimed.push(i..end);
+                self.claimed.insert(i..end);
                 i = end;
                 continue;
             }
@@ -567,7 +587,7 @@ impl Extractor<'_> {
                 i += len;
                 continue;
             }
-            let ScanEnd::Closed(end) = balanced_end(text, open, Quotes::Python) else {
+            let ScanEnd::Closed(end) = self.python.end(text, open) else {
                 i += len;
                 continue;
             };
@@ -626,7 +646,7 @@ enum GemmaCandidate {
 
 /// Reads `call:verb{args}` starting at `start` (the `c` of `call:`; a `_` just before it is
 /// the tokenizer artifact and joins the span). The sentinel rule is the caller's business.
-fn gemma_call_at(text: &str, start: usize) -> GemmaCandidate {
+fn gemma_call_at(text: &str, start: usize, relaxed: &Brackets) -> GemmaCandidate {
     const KEYWORD: &str = "call:";
     let bytes = text.as_bytes();
     if !text[start..].starts_with(KEYWORD) {
@@ -650,7 +670,7 @@ fn gemma_call_at(text: &str, start: usize) -> GemmaCandidate {
     } else {
         start
     };
-    let end = match balanced_end(text, open, Quotes::Relaxed) {
+    let end = match relaxed.end(text, open) {
         ScanEnd::Closed(end) => end,
         ScanEnd::Mismatched(at) => {
             return GemmaCandidate::Unclosed {
@@ -700,17 +720,17 @@ fn gemma_call_at(text: &str, start: usize) -> GemmaCandidate {
 /// Spans of the bare JSON envelopes in `text` outside `claimed` (what the bare-JSON sweep
 /// would take). Patterns that run before that sweep ignore candidates strictly inside them,
 /// so `call:` or `.call(` written inside a JSON string value is not a call.
-fn envelope_spans(text: &str, claimed: &[Range<usize>]) -> Vec<Range<usize>> {
+fn envelope_spans(text: &str, claimed: &Spans, json: &Brackets) -> Vec<Range<usize>> {
     let bytes = text.as_bytes();
     let mut spans = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
         let c = bytes[i];
-        if (c != b'{' && c != b'[') || claimed.iter().any(|r| r.contains(&i)) {
+        if (c != b'{' && c != b'[') || claimed.contains(i) {
             i += 1;
             continue;
         }
-        if let ScanEnd::Closed(end) = balanced_end(text, i, Quotes::Json)
+        if let ScanEnd::Closed(end) = json.end(text, i)
             && let Ok(value) = serde_json::from_str::<Value>(&text[i..end])
             && matches!(envelopes_in(&value, true), Some(Ok(_)))
         {
@@ -723,8 +743,62 @@ fn envelope_spans(text: &str, claimed: &[Range<usize>]) -> Vec<Range<usize>> {
     spans
 }
 
+/// Whether `pos` is strictly inside one of `spans` (sorted and disjoint, as
+/// [`envelope_spans`] returns them).
 fn strictly_inside(spans: &[Range<usize>], pos: usize) -> bool {
-    spans.iter().any(|r| r.start < pos && pos < r.end)
+    let k = spans.partition_point(|r| r.start < pos);
+    k > 0 && spans.get(k - 1).is_some_and(|r| pos < r.end)
+}
+
+/// The union of claimed spans, as disjoint ranges by start (overlapping ones merged; touching
+/// ones kept apart, so that "strictly overlaps" answers stay the same as over the list).
+#[derive(Default)]
+struct Spans {
+    by_start: BTreeMap<usize, usize>,
+    /// Empty spans `p..p`: they contain nothing but overlap spans strictly around `p`.
+    empty: BTreeSet<usize>,
+}
+
+impl Spans {
+    fn insert(&mut self, r: Range<usize>) {
+        if r.start >= r.end {
+            self.empty.insert(r.start);
+            return;
+        }
+        let (mut start, mut end) = (r.start, r.end);
+        // disjoint and sorted by start, so also sorted by end: walk back while they overlap
+        let overlapping: Vec<usize> = self
+            .by_start
+            .range(..end)
+            .rev()
+            .take_while(|(_, e)| **e > start)
+            .map(|(s, _)| *s)
+            .collect();
+        for s in overlapping {
+            if let Some(e) = self.by_start.remove(&s) {
+                start = start.min(s);
+                end = end.max(e);
+            }
+        }
+        self.by_start.insert(start, end);
+    }
+
+    fn contains(&self, pos: usize) -> bool {
+        self.by_start
+            .range(..=pos)
+            .next_back()
+            .is_some_and(|(_, e)| pos < *e)
+    }
+
+    /// Some span `r` has `r.start < span.end && span.start < r.end`.
+    fn overlaps(&self, span: &Range<usize>) -> bool {
+        self.by_start
+            .range(..span.end)
+            .next_back()
+            .is_some_and(|(_, e)| *e > span.start)
+            || (span.start < span.end
+                && self.empty.range(span.start + 1..span.end).next().is_some())
+    }
 }
 
 /// Parses `<function=...` at `start` (not past `limit`): returns the pattern, the end of the
@@ -1281,5 +1355,36 @@ fn kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod spans_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The span set answers as the plain list of spans did.
+        #[test]
+        fn spans_agree_with_a_list(
+            spans in proptest::collection::vec((0usize..40, 0usize..8), 0..12),
+            queries in proptest::collection::vec((0usize..50, 0usize..8), 0..20),
+        ) {
+            let mut set = Spans::default();
+            let mut list: Vec<Range<usize>> = Vec::new();
+            for (s, l) in spans {
+                set.insert(s..s + l);
+                list.push(s..s + l);
+            }
+            for (s, l) in queries {
+                let q = s..s + l;
+                prop_assert_eq!(set.contains(s), list.iter().any(|r| r.contains(&s)));
+                prop_assert_eq!(
+                    set.overlaps(&q),
+                    list.iter().any(|r| r.start < q.end && q.start < r.end),
+                    "{:?} {:?}", list, q
+                );
+            }
+        }
     }
 }

@@ -859,3 +859,41 @@ mod properties {
         }
     }
 }
+
+// ---- hostile input (F15) ---------------------------------------------------------------------
+
+#[test]
+fn a_megabyte_of_openers_finishes_and_finds_the_call_after_it() {
+    // 1 MB of `{` used to take over a minute (every opener rescanned the rest of the text); the
+    // bracket tables make it linear. No timed assertion: a quadratic sweep would not finish.
+    for opener in ["{", "[", "(", "{\"name\": ", "call:f{", "f("] {
+        let mut text = opener.repeat((1 << 20) / opener.len());
+        text.push_str(r#" then {"name": "get_weather", "arguments": {"city": "Paris"}}"#);
+        let t = std::time::Instant::now();
+        let ex = extract_calls(&text);
+        println!("1 MB of {opener:?}: {:?}", t.elapsed());
+        assert_eq!(
+            ex.tool_calls(),
+            vec![call("get_weather", json!({"city": "Paris"}))],
+            "{opener:?}"
+        );
+    }
+}
+
+#[test]
+fn a_megabyte_of_calls_finishes() {
+    // claimed spans were searched linearly per candidate: 1 MB of back-to-back envelopes (about
+    // 33,000 calls) made that quadratic; they are now an ordered set. No timed assertion.
+    let one = r#"{"name": "f", "arguments": {"a": [1]}} "#;
+    let n = (1 << 20) / one.len();
+    let text = one.repeat(n);
+    let t = std::time::Instant::now();
+    let ex = extract_calls(&text);
+    println!(
+        "1 MB of calls: {} calls in {:?}",
+        ex.calls.len(),
+        t.elapsed()
+    );
+    assert_eq!(ex.calls.len(), n);
+    assert!(ex.calls.iter().all(|c| c.pattern == CallPattern::BareJson));
+}

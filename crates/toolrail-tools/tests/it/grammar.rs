@@ -538,3 +538,99 @@ fn email_grammar_and_validator_agree() {
         assert_eq!(r.is_valid_call(), ok, "{call}: {:?}", r.feedback());
     }
 }
+
+// ---- hostile schemas (F1, F12) ---------------------------------------------------------------
+
+fn reliability(name: &str) -> Option<String> {
+    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../.."))
+        .join("shared/reliability")
+        .join(name);
+    std::fs::read_to_string(path).ok()
+}
+
+#[test]
+fn an_unsatisfiable_tool_is_an_error_naming_tool_keyword_and_pointer() {
+    // F12: minLength 3 > maxLength 2 used to give a grammar in which tool f matched nothing
+    let text = reliability("F12-unsat-tool.json").unwrap_or_else(|| {
+        r#"[{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"s": {"type": "string", "minLength": 3, "maxLength": 2}}, "required": ["s"]}}}]"#.to_string()
+    });
+    let tools = ToolSet::from_json_str(&text).unwrap();
+    match tool_call_grammar(&tools, &GrammarOptions::default()) {
+        Err(GrammarError::Schema { tool, error }) => {
+            assert_eq!(tool, "f");
+            assert_eq!(error.keyword, "minLength");
+            assert!(error.pointer.ends_with("/properties/s"), "{error}");
+            assert!(error.message.contains("maxLength 2"), "{error}");
+        }
+        other => panic!("expected a schema error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_huge_max_length_in_a_tool_is_an_error() {
+    let tools = ToolSet::from_value(&json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"s": {"type": "string", "maxLength": 1_000_000_000u64}}}}}])).unwrap();
+    match tool_call_grammar(&tools, &GrammarOptions::default()) {
+        Err(GrammarError::Schema { tool, error }) => {
+            assert_eq!((tool.as_str(), error.keyword.as_str()), ("f", "maxLength"));
+        }
+        other => panic!("expected a schema error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_17_digit_integer_call_is_accepted_by_grammar_and_validator() {
+    // F9: integer parts were capped at 16 digits, so the grammar rejected what validate accepts
+    let tools = ToolSet::from_value(&json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}}])).unwrap();
+    let call = r#"{"name": "f", "arguments": {"n": 12345678901234567}}"#;
+    let (text, g) = compile(&tools, &GrammarOptions::default());
+    assert!(accepts(&g, call), "{text}");
+    assert!(
+        accepts(
+            &g,
+            &call.replace("12345678901234567", "123456789012345678901234567890")
+        ),
+        "{text}"
+    );
+    assert!(
+        !accepts(&g, &call.replace("12345678901234567", "012")),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_deeply_nested_tool_schema_is_an_error_not_a_stack_overflow() {
+    // 100,000 nested `items` (built without json!, which serializes recursively)
+    let mut v = json!({});
+    for _ in 0..100_000 {
+        let mut m = serde_json::Map::new();
+        m.insert("items".to_string(), v);
+        v = Value::Object(m);
+    }
+    let mut props = serde_json::Map::new();
+    props.insert("a".to_string(), v);
+    let mut params = serde_json::Map::new();
+    params.insert("type".to_string(), json!("object"));
+    params.insert("properties".to_string(), Value::Object(props));
+    let mut func = serde_json::Map::new();
+    func.insert("name".to_string(), json!("f"));
+    func.insert("parameters".to_string(), Value::Object(params));
+    let mut tool = serde_json::Map::new();
+    tool.insert("type".to_string(), json!("function"));
+    tool.insert("function".to_string(), Value::Object(func));
+    let doc = Value::Array(vec![Value::Object(tool)]);
+    let result = ToolSet::from_value(&doc)
+        .map(|tools| tool_call_grammar(&tools, &GrammarOptions::default()).map(|_| ()));
+    // drop without recursion
+    let mut stack = vec![doc];
+    while let Some(mut x) = stack.pop() {
+        match &mut x {
+            Value::Object(m) => stack.extend(std::mem::take(m).into_iter().map(|(_, y)| y)),
+            Value::Array(a) => stack.append(a),
+            _ => {}
+        }
+    }
+    match result {
+        Err(e) => assert!(e.to_string().contains("nested deeper"), "{e}"),
+        Ok(r) => panic!("expected a tool set error, got {r:?}"),
+    }
+}

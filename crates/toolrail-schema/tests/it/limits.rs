@@ -1,0 +1,363 @@
+//! Hostile sizes and contradictions: huge size keywords and pattern counts, deep nesting and
+//! unsatisfiable bounds are errors naming the keyword and the JSON pointer, never a crash, a
+//! huge grammar or a grammar silently matching nothing.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolrail_gbnf::Grammar;
+use toolrail_schema::{ConvertOptions, MAX_REPEAT_TOTAL, SchemaError, schema_to_gbnf};
+
+fn grammar(gbnf: &str) -> Arc<Grammar> {
+    Arc::new(Grammar::parse(gbnf).unwrap_or_else(|e| panic!("{e}\n{gbnf}")))
+}
+
+fn err(schema: &Value) -> SchemaError {
+    schema_to_gbnf(schema, &ConvertOptions::default()).unwrap_err()
+}
+
+fn lenient() -> ConvertOptions {
+    ConvertOptions {
+        lenient: true,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn huge_size_keywords_are_errors_naming_keyword_pointer_and_limit() {
+    for (keyword, schema) in [
+        (
+            "maxLength",
+            json!({"type": "string", "maxLength": 1_000_000_000u64}),
+        ),
+        (
+            "minLength",
+            json!({"type": "string", "minLength": 100_000_000u64}),
+        ),
+        (
+            "minItems",
+            json!({"type": "array", "minItems": 100_000_000u64}),
+        ),
+        (
+            "maxItems",
+            json!({"type": "array", "maxItems": 100_000_000u64}),
+        ),
+        (
+            "minProperties",
+            json!({"type": "object", "minProperties": 100_000_000u64}),
+        ),
+        (
+            "maxProperties",
+            json!({"type": "object", "maxProperties": 100_000_000u64}),
+        ),
+    ] {
+        let wrapped = json!({"type": "object", "properties": {"a": schema}});
+        let e = err(&wrapped);
+        assert_eq!(e.keyword, keyword, "{e}");
+        assert_eq!(e.pointer, "#/properties/a", "{e}");
+        assert!(e.message.contains(&MAX_REPEAT_TOTAL.to_string()), "{e}");
+    }
+}
+
+#[test]
+fn the_reproducer_schema_is_refused() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/reliability/F1-maxlength-1e9.schema.json"
+    );
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return; // the shared reproducers are not beside this checkout
+    };
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    let e = err(&schema);
+    assert_eq!((e.keyword.as_str(), e.pointer.as_str()), ("maxLength", "#"));
+}
+
+#[test]
+fn sizes_at_the_limit_convert_and_stay_exact() {
+    let n = MAX_REPEAT_TOTAL;
+    let c = schema_to_gbnf(
+        &json!({"type": "string", "minLength": 3, "maxLength": n}),
+        &ConvertOptions::default(),
+    )
+    .unwrap();
+    // chunks of at most 2000 (llama.cpp's limit per repetition)
+    assert!(
+        !c.gbnf.contains("{0,2001}") && c.gbnf.contains("{0,2000}"),
+        "{}",
+        c.gbnf
+    );
+    let g = grammar(&c.gbnf);
+    assert!(toolrail_engine::check(&g, b"\"abc\"").is_accepted());
+    assert!(!toolrail_engine::check(&g, b"\"ab\"").is_accepted());
+    for k in ["minItems", "maxItems"] {
+        assert!(
+            schema_to_gbnf(&json!({"type": "array", k: n}), &ConvertOptions::default()).is_ok()
+        );
+    }
+}
+
+#[test]
+fn a_huge_max_items_capped_by_the_items_themselves_is_exact() {
+    let schema = json!({"type": "array", "prefixItems": [{"type": "integer"}], "items": false, "maxItems": 1_000_000_000u64});
+    let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+    let g = grammar(&c.gbnf);
+    assert!(toolrail_engine::check(&g, b"[1]").is_accepted());
+    assert!(!toolrail_engine::check(&g, b"[1,2]").is_accepted());
+}
+
+#[test]
+fn lenient_mode_drops_huge_bounds_and_only_widens() {
+    let schema = json!({"type": "string", "minLength": 2, "maxLength": 1_000_000_000u64});
+    let c = schema_to_gbnf(&schema, &lenient()).unwrap();
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert_eq!(c.warnings[0].keyword, "maxLength");
+    let g = grammar(&c.gbnf);
+    assert!(toolrail_engine::check(&g, b"\"abcdef\"").is_accepted());
+    assert!(!toolrail_engine::check(&g, b"\"a\"").is_accepted());
+    // a dropped minimum accepts every valid string (and more)
+    let c = schema_to_gbnf(
+        &json!({"type": "string", "minLength": 1_000_000_000u64}),
+        &lenient(),
+    )
+    .unwrap();
+    assert_eq!(c.warnings[0].keyword, "minLength");
+    let g = grammar(&c.gbnf);
+    assert!(toolrail_engine::check(&g, b"\"a\"").is_accepted());
+}
+
+#[test]
+fn huge_pattern_repetitions_are_errors() {
+    for p in [
+        "^a{100000000}$",
+        "^(ab){1000}(c{1000}){1000}$",
+        "x{100001,}",
+    ] {
+        let e =
+            err(&json!({"type": "object", "properties": {"s": {"type": "string", "pattern": p}}}));
+        assert_eq!(
+            (e.keyword.as_str(), e.pointer.as_str()),
+            ("pattern", "#/properties/s"),
+            "{e}"
+        );
+        assert!(e.message.contains("limit"), "{e}");
+    }
+    assert!(
+        schema_to_gbnf(
+            &json!({"type": "string", "pattern": "^a{3000}$"}),
+            &ConvertOptions::default()
+        )
+        .is_ok()
+    );
+}
+
+/// Builds `{"items": {"items": ... {}}}` `depth` levels deep without recursion.
+fn nested_items(depth: usize) -> Value {
+    let mut v = json!({});
+    for _ in 0..depth {
+        // not json!: it serializes its arguments, recursively
+        let mut m = serde_json::Map::new();
+        m.insert("items".to_string(), v);
+        v = Value::Object(m);
+    }
+    v
+}
+
+/// Drops a deeply nested value without recursion (serde_json's drop recurses).
+fn drop_flat(v: Value) {
+    let mut stack = vec![v];
+    while let Some(mut v) = stack.pop() {
+        match &mut v {
+            Value::Object(m) => stack.extend(std::mem::take(m).into_iter().map(|(_, x)| x)),
+            Value::Array(a) => stack.append(a),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_stack_overflow() {
+    let schema = nested_items(100_000);
+    let e = schema_to_gbnf(&schema, &ConvertOptions::default()).map(|_| ());
+    drop_flat(schema);
+    let e = e.unwrap_err();
+    assert!(e.message.contains("nested deeper"), "{}", e.message);
+    assert_eq!(e.keyword, "items");
+    assert!(
+        e.pointer.starts_with("#/items/items/"),
+        "{}",
+        &e.pointer[..40]
+    );
+    // a few levels are fine
+    assert!(schema_to_gbnf(&nested_items(20), &ConvertOptions::default()).is_ok());
+}
+
+#[test]
+fn contradictory_bounds_are_errors_naming_the_keywords() {
+    for (schema, keyword, words) in [
+        (
+            json!({"type": "string", "minLength": 3, "maxLength": 2}),
+            "minLength",
+            &["minLength 3", "maxLength 2"][..],
+        ),
+        (
+            json!({"type": "integer", "minimum": 3, "maximum": 2}),
+            "minimum",
+            &["minimum", "maximum"][..],
+        ),
+        (
+            json!({"type": "number", "minimum": 2, "exclusiveMaximum": 2}),
+            "minimum",
+            &["exclusiveMaximum"][..],
+        ),
+        (
+            json!({"type": "number", "exclusiveMinimum": 2.5, "maximum": 2.5}),
+            "exclusiveMinimum",
+            &["maximum"][..],
+        ),
+        (
+            json!({"type": "integer", "minimum": 1.2, "maximum": 1.8}),
+            "minimum",
+            &["no integer"][..],
+        ),
+        (
+            json!({"type": "array", "minItems": 3, "maxItems": 1}),
+            "minItems",
+            &["maxItems 1"][..],
+        ),
+        (
+            json!({"type": "object", "minProperties": 3, "maxProperties": 1}),
+            "minProperties",
+            &["maxProperties 1"][..],
+        ),
+        (
+            json!({"type": "object", "required": ["a", "b"], "maxProperties": 1}),
+            "maxProperties",
+            &["required"][..],
+        ),
+        (json!({"enum": []}), "enum", &["empty"][..]),
+        (
+            json!({"type": "object", "properties": {"a": {}}, "required": ["b"], "additionalProperties": false}),
+            "required",
+            &["\"b\"", "additionalProperties"][..],
+        ),
+    ] {
+        let wrapped = json!({"type": "object", "properties": {"p": schema}});
+        let e = err(&wrapped);
+        assert_eq!(e.keyword, keyword, "{schema}: {e}");
+        assert_eq!(e.pointer, "#/properties/p", "{schema}: {e}");
+        for w in words {
+            assert!(e.message.contains(w), "{schema}: {e}");
+        }
+    }
+    // touching bounds leave one value
+    assert!(
+        schema_to_gbnf(
+            &json!({"type": "number", "minimum": 2, "maximum": 2}),
+            &ConvertOptions::default()
+        )
+        .is_ok()
+    );
+    assert!(
+        schema_to_gbnf(
+            &json!({"type": "string", "minLength": 2, "maxLength": 2}),
+            &ConvertOptions::default()
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn an_enum_of_100k_strings_converts_in_near_linear_time() {
+    // 100,000 values: a quadratic dedup (10^10 string comparisons) would take minutes here,
+    // near-linear work takes well under a second; no timed assertion, the structure is checked.
+    let n = 100_000;
+    let values: Vec<Value> = (0..n).map(|i| json!(format!("v{i}"))).collect();
+    let mut with_dup = values.clone();
+    with_dup.push(json!("v7"));
+    let t = std::time::Instant::now();
+    let c = schema_to_gbnf(&json!({"enum": with_dup}), &ConvertOptions::default()).unwrap();
+    println!("enum of {n} strings: {:?}", t.elapsed());
+    // every value once (the duplicate dropped)
+    assert_eq!(c.gbnf.matches("\"\\\"v").count(), n, "values");
+    assert!(c.gbnf.contains(r#""\"v99999\"""#) && !c.gbnf.contains("v100000"));
+    // (the engine is not run on it: 100,000 alternatives exceed its stack-set budget)
+    let small: Vec<Value> = values.into_iter().take(1000).collect();
+    let c = schema_to_gbnf(&json!({"enum": small}), &ConvertOptions::default()).unwrap();
+    let g = grammar(&c.gbnf);
+    assert!(toolrail_engine::check(&g, b"\"v999\"").is_accepted());
+    assert!(!toolrail_engine::check(&g, b"\"v1000\"").is_accepted());
+}
+
+#[test]
+fn integers_of_any_length_where_the_schema_allows_them() {
+    // F9: the grammar capped integer parts at 16 digits (as llama.cpp), rejecting valid values
+    let long = "123456789012345678901234567890";
+    for schema in [
+        json!({"type": "integer"}),
+        json!({"type": "number"}),
+        json!({"type": "integer", "minimum": 5}),
+        json!({"type": "number", "exclusiveMinimum": 0.5}),
+        json!({"type": "integer", "maximum": -5}),
+    ] {
+        let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+        let g = grammar(&c.gbnf);
+        let neg = schema.get("maximum").is_some();
+        for digits in [&long[..17], long] {
+            let text = if neg {
+                format!("-{digits}")
+            } else {
+                digits.to_string()
+            };
+            assert!(
+                toolrail_engine::check(&g, text.as_bytes()).is_accepted(),
+                "{schema} {text}\n{}",
+                c.gbnf
+            );
+        }
+        assert!(
+            !toolrail_engine::check(&g, b"0123").is_accepted(),
+            "{schema}"
+        );
+    }
+    // bounded ranges stay exact
+    let c = schema_to_gbnf(
+        &json!({"type": "integer", "minimum": -7, "maximum": 100}),
+        &ConvertOptions::default(),
+    )
+    .unwrap();
+    let g = grammar(&c.gbnf);
+    for (text, ok) in [
+        ("100", true),
+        ("-7", true),
+        ("101", false),
+        ("-8", false),
+        (&long[..17], false),
+    ] {
+        assert_eq!(
+            toolrail_engine::check(&g, text.as_bytes()).is_accepted(),
+            ok,
+            "{text}"
+        );
+    }
+    // llama_compat keeps llama.cpp's 16 digits
+    let compat = ConvertOptions {
+        llama_compat: true,
+        ..Default::default()
+    };
+    for schema in [
+        json!({"type": "integer"}),
+        json!({"type": "integer", "minimum": 5}),
+    ] {
+        let c = schema_to_gbnf(&schema, &compat).unwrap();
+        let g = grammar(&c.gbnf);
+        assert!(
+            toolrail_engine::check(&g, &long.as_bytes()[..16]).is_accepted(),
+            "{schema}"
+        );
+        assert!(
+            !toolrail_engine::check(&g, &long.as_bytes()[..17]).is_accepted(),
+            "{schema}"
+        );
+    }
+}
