@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use toolrail_engine::{VerdictKind, check};
-use toolrail_gbnf::source::LineIndex;
+use toolrail_gbnf::source::LineExcerpt;
 
 /// Arguments of `toolrail check`.
 #[derive(Debug, clap::Args)]
@@ -76,14 +76,15 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             VerdictKind::Rejected => {
                 let offset = verdict.offset.unwrap_or(0);
                 outln!("{name}:{}: rejected at byte {offset}", verdict.position)?;
-                let index = LineIndex::new(&input);
-                let line = String::from_utf8_lossy(index.line_text(&input, verdict.position.line));
-                let pad: String = line
+                // A window of the line around the byte (a one-line input may be megabytes).
+                let shown = LineExcerpt::around(&input, offset);
+                let pad: String = shown
+                    .before
                     .chars()
-                    .take(verdict.position.column as usize - 1)
                     .map(|c| if c == '\t' { '\t' } else { ' ' })
                     .collect();
-                outln!("  | {line}\n  | {pad}^")?;
+                let cut = if shown.cut_right { "…" } else { "" };
+                outln!("  | {}{}{cut}\n  | {pad}^", shown.before, shown.after)?;
                 if expected.is_empty() {
                     outln!("expected: nothing (the grammar was already complete)")?;
                 } else {

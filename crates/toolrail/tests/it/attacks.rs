@@ -226,3 +226,28 @@ fn grammar_output_never_clobbers_links_devices_or_permissions() {
         );
     }
 }
+
+#[test]
+fn a_rejected_byte_on_a_huge_line_shows_a_window_not_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("big.json");
+    // 5 MB of digits in one JSON array, then a bad byte.
+    let mut text = String::from("{\"a\":[");
+    text.push_str(&"1,".repeat(2_500_000));
+    let bad = text.len();
+    text.push_str("x]}");
+    std::fs::write(&input, &text).unwrap();
+    let out = toolrail(&["check", JSON_GBNF, input.to_str().unwrap()]);
+    ended_cleanly(&out);
+    assert_eq!(out.status.code(), Some(1));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.len() < 2_000, "{} bytes of report", shown.len());
+    assert!(
+        shown.contains(&format!("rejected at byte {bad}")),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("  | …") && shown.contains(",1,x]}"),
+        "{shown}"
+    );
+}
