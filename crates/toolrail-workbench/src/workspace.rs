@@ -69,7 +69,8 @@ pub struct SchemaSettings {
     pub lenient: bool,
     /// Tools the user switched off (left out of the grammar).
     pub disabled_tools: Vec<String>,
-    /// Apply seed 001's pool filter (escape-hatch tools leave unless the prompt asks for them).
+    /// Apply the pool filter (fallback tools such as asking the user leave the grammar unless the
+    /// prompt asks for them).
     pub pool_filter: bool,
 }
 

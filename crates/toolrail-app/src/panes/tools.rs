@@ -224,7 +224,7 @@ fn options_row(ui: &mut egui::Ui, shared: &mut Shared) {
             .on_hover_text("Unsupported keywords become warnings instead of errors");
         ui.add_enabled_ui(tool_set, |ui| {
             ui.checkbox(&mut schema.pool_filter, "pool filter").on_hover_text(
-                "Seed 001's filter: escape-hatch tools leave the grammar unless the prompt asks for them",
+                "Fallback tools (such as asking the user) leave the grammar unless the prompt asks for them",
             );
         });
     });

@@ -1,4 +1,4 @@
-//! `toolrail bench-calls --model M [--cases FILE] [-n N]`: seed 001's convergence bench on BFCL
+//! `toolrail bench-calls --model M [--cases FILE] [-n N]`: how often calls come out valid on BFCL
 //! questions — valid-call rate and first-tool match, with the grammar and without (see
 //! [`toolrail_llm::bench_calls`]).
 

@@ -71,7 +71,7 @@ pub enum Command {
     Generate(generate::GenerateArgs),
     /// Measure the engines on one prompt: mask times, tokens/s, toolrail vs llama.cpp masks.
     Bench(bench::BenchArgs),
-    /// Seed 001's bench on BFCL questions: valid calls and first-tool match, with and without grammar.
+    /// How often calls come out valid on BFCL questions: valid calls and first-tool match, with and without grammar.
     BenchCalls(bench_calls::BenchCallsArgs),
     /// Open the desktop app (also what `toolrail` with no arguments does).
     Gui(gui::GuiArgs),
