@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::scan::GEMMA_QUOTE;
+use super::scan::{GEMMA_QUOTE, Quotes, string_end};
 
 /// Why relaxed arguments did not parse.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,13 +68,13 @@ fn rewrite(src: &str) -> String {
         }
         match c {
             b'"' => {
-                let end = string_end_bytes(bytes, i).unwrap_or(bytes.len());
+                let end = string_end(src, i, Quotes::Relaxed).unwrap_or(bytes.len());
                 out.push_str(&src[i..end]);
                 last_significant = Some(b'"');
                 i = end;
             }
             b'\'' | b'`' => {
-                let end = string_end_bytes(bytes, i).unwrap_or(bytes.len());
+                let end = string_end(src, i, Quotes::Relaxed).unwrap_or(bytes.len());
                 let inner_end = if end > i + 1 && bytes[end - 1] == c {
                     end - 1
                 } else {
@@ -119,20 +119,6 @@ fn rewrite(src: &str) -> String {
         }
     }
     out
-}
-
-/// One past the closing quote of the string starting at `start`, honouring backslashes.
-fn string_end_bytes(bytes: &[u8], start: usize) -> Option<usize> {
-    let quote = bytes[start];
-    let mut i = start + 1;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => i += 2,
-            c if c == quote => return Some(i + 1),
-            _ => i += 1,
-        }
-    }
-    None
 }
 
 /// Decodes the body of a single-quoted or backtick string: `\'` (or `` \` ``) becomes the bare
