@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use super::keywords::ANNOTATIONS;
 use super::numbers::{self, Bound, Decimal};
-use super::regex::{MAX_REPEAT_TOTAL, pattern_to_gbnf, repeat};
+use super::regex::{MAX_REPEAT_TOTAL, pattern_to_gbnf};
 use super::rules::RuleTable;
 use super::strings::{encoded_char_set, gbnf_literal, json_encode_char};
 use super::validate::{check, json_eq, value_types};
@@ -1408,10 +1408,7 @@ impl Converter {
             if lengths {
                 self.unsupported("pattern", cx, "pattern combined with minLength/maxLength")?;
             }
-            let mut rules =
-                std::mem::replace(&mut self.rules, RuleTable::new(self.opts.whitespace));
-            let r = pattern_to_gbnf(&p, &mut || rules.primitive("char").to_string());
-            self.rules = rules;
+            let r = pattern_to_gbnf(&p, &mut self.rules);
             return match r {
                 Ok(e) => Ok(self.name(cx, e, false)),
                 Err(m) => {
@@ -1428,7 +1425,7 @@ impl Converter {
         let clamp = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
         Ok(Some(format!(
             "\"\\\"\" {} \"\\\"\"",
-            repeat(&c, clamp(min), max.map(clamp))
+            self.rules.repetition(&c, clamp(min), max.map(clamp))
         )))
     }
 
@@ -1547,7 +1544,9 @@ impl Converter {
             {
                 let lo = min.saturating_sub(first_rest as u64);
                 let hi = max.map(|m| m - first_rest as u64);
-                tail = repeat(&format!("{sep} {r}"), clamp(lo), hi.map(clamp));
+                tail = self
+                    .rules
+                    .repetition(&format!("{sep} {r}"), clamp(lo), hi.map(clamp));
             }
             // prefix part, from the last prefix element back to index 1
             for j in (1..k.min(max.map_or(usize::MAX, |m| m as usize))).rev() {
@@ -1901,7 +1900,7 @@ impl Converter {
                     .unwrap_or(0);
                 let max_p = self.size_bound("maxProperties", cx, max_p)?;
                 let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-                let rest = repeat(
+                let rest = self.rules.repetition(
                     &format!("{sep} {x}"),
                     clamp(min_p.saturating_sub(1)),
                     max_p.map(|m| clamp(m - 1)),

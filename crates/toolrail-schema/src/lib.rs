@@ -77,11 +77,13 @@
 //! - [`numbers`]: integer and decimal ranges; [`regex`]: `pattern` via `regex-syntax` HIR;
 //! - [`formats`]: `format` rules; [`strings`]: JSON string encoding as GBNF;
 //! - [`llama`]: what llama.cpp reads of a schema ([`ConvertOptions::llama_compat`]);
-//! - [`rules`]: the rule table (naming, deduplication, output order).
+//! - [`rules`]: the rule table (naming, deduplication, output order);
+//! - [`limits`]: llama.cpp's repetition limits, and how every repetition stays within them.
 
 pub mod convert;
 pub mod formats;
 mod keywords;
+pub mod limits;
 pub mod llama;
 pub mod merge;
 pub mod numbers;

@@ -8,6 +8,7 @@
 
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
+use super::rules::RuleTable;
 use super::strings::{self, encoded_char_set, normalize};
 
 /// ECMA-262 `\s`: white space and line terminators.
@@ -71,10 +72,11 @@ fn ecma_to_rust(pattern: &str) -> String {
 }
 
 /// Translates a JSON Schema `pattern` into GBNF for a whole JSON string (quotes included).
-/// `char_rule` yields the rule matching any encoded character. Errors are messages for the caller.
+/// Characters and repetitions are written through `rules` (the `char` primitive, and
+/// [`RuleTable::repetition`] for llama.cpp's limits). Errors are messages for the caller.
 pub(crate) fn pattern_to_gbnf(
     pattern: &str,
-    char_rule: &mut dyn FnMut() -> String,
+    rules: &mut RuleTable,
 ) -> Result<Option<String>, String> {
     let rewritten = ecma_to_rust(pattern);
     let hir = regex_syntax::ParserBuilder::new()
@@ -117,18 +119,18 @@ pub(crate) fn pattern_to_gbnf(
         }
         let mut parts = Vec::new();
         if !start {
-            parts.push(format!("{}*", char_rule()));
+            parts.push(format!("{}*", rules.primitive("char")));
         }
         let unanchored_empty = !start && items.is_empty();
         let mut never = false;
         for h in items {
-            match translate(h, char_rule, 1)? {
+            match translate(h, rules, 1)? {
                 Some(t) => parts.push(t),
                 None => never = true,
             }
         }
         if !end && !unanchored_empty {
-            parts.push(format!("{}*", char_rule()));
+            parts.push(format!("{}*", rules.primitive("char")));
         }
         if never {
             continue;
@@ -222,69 +224,15 @@ pub(crate) fn is_atom(s: &str) -> bool {
 /// item-count bound, or a `pattern` repetition with its enclosing repetitions multiplied).
 ///
 /// llama.cpp expands every `x{m,n}` into copies of `x` (at most 2000 per `{m,n}`; the converter
-/// chains chunks of 2000 above that), so the compiled grammar grows with the count: at 10^7 a
+/// chains chunks of 2000 above that, see [`crate::limits`]), so the compiled grammar grows with the count: at 10^7 a
 /// grammar takes gigabytes to check, and deeper chains overflow stacks. Bounds above this limit
 /// are an error (or, in lenient mode, dropped with a warning when dropping only widens the
 /// grammar).
 pub const MAX_REPEAT_TOTAL: u64 = 100_000;
 
-/// llama.cpp's `MAX_REPETITION_THRESHOLD`: the largest count in one `{m,n}`.
-const LLAMA_MAX_REPETITION: u32 = 2000;
-
-/// One `expr{min,max}` with both bounds at most [`LLAMA_MAX_REPETITION`].
-fn repeat_chunk(expr: &str, atom: &str, min: u32, max: Option<u32>) -> String {
-    match (min, max) {
-        (_, Some(0)) => "\"\"".into(),
-        (0, None) => format!("{atom}*"),
-        (1, None) => format!("{atom}+"),
-        (0, Some(1)) => format!("{atom}?"),
-        (1, Some(1)) => expr.to_string(),
-        (m, None) => format!("{atom}{{{m},}}"),
-        (m, Some(n)) if m == n => format!("{atom}{{{m}}}"),
-        (m, Some(n)) => format!("{atom}{{{m},{n}}}"),
-    }
-}
-
-/// `expr{min,max}` in GBNF, split so that no bound exceeds llama.cpp's limit of 2000 (chunks of
-/// 2000 chained; no recursion, so any count is safe here, but callers keep counts at most
-/// [`MAX_REPEAT_TOTAL`] so that the grammar stays usable). A maximum below the minimum is read
-/// as the minimum.
-pub(crate) fn repeat(expr: &str, min: u32, max: Option<u32>) -> String {
-    const LIMIT: u32 = LLAMA_MAX_REPETITION;
-    if max == Some(0) {
-        return "\"\"".into();
-    }
-    let atom = group(expr.to_string());
-    let mut max = max.map(|m| m.max(min));
-    let mut min = min;
-    let mut pieces = Vec::new();
-    while min > LIMIT {
-        pieces.push(repeat_chunk(expr, &atom, LIMIT, Some(LIMIT)));
-        min -= LIMIT;
-        max = max.map(|m| m - LIMIT);
-    }
-    match max {
-        Some(m) if m > LIMIT => {
-            pieces.push(repeat_chunk(expr, &atom, min, Some(LIMIT)));
-            let mut rest = m - LIMIT;
-            while rest > LIMIT {
-                pieces.push(repeat_chunk(expr, &atom, 0, Some(LIMIT)));
-                rest -= LIMIT;
-            }
-            pieces.push(repeat_chunk(expr, &atom, 0, Some(rest)));
-        }
-        _ => pieces.push(repeat_chunk(expr, &atom, min, max)),
-    }
-    pieces.join(" ")
-}
-
 /// `mult` is the product of the counts of the enclosing repetitions (llama.cpp expands nested
 /// repetitions into that many copies).
-fn translate(
-    h: &Hir,
-    char_rule: &mut dyn FnMut() -> String,
-    mult: u64,
-) -> Result<Option<String>, String> {
+fn translate(h: &Hir, rules: &mut RuleTable, mult: u64) -> Result<Option<String>, String> {
     Ok(match h.kind() {
         HirKind::Empty => Some("\"\"".to_string()),
         HirKind::Literal(lit) => {
@@ -298,7 +246,9 @@ fn translate(
                 .iter()
                 .map(|r| (r.start() as u32, r.end() as u32))
                 .collect();
-            encoded_char_set(&normalize(ranges), char_rule)
+            encoded_char_set(&normalize(ranges), &mut || {
+                rules.primitive("char").to_string()
+            })
         }
         HirKind::Class(Class::Bytes(_)) => return Err("byte classes are unsupported".into()),
         HirKind::Look(look) => {
@@ -317,18 +267,18 @@ fn translate(
                     rep.min
                 ));
             }
-            match translate(&rep.sub, char_rule, total)? {
-                Some(sub) => Some(repeat(&sub, rep.min, rep.max)),
+            match translate(&rep.sub, rules, total)? {
+                Some(sub) => Some(rules.repetition(&sub, rep.min, rep.max)),
                 // x{0,n} of nothing matches the empty string
                 None if rep.min == 0 => Some("\"\"".to_string()),
                 None => None,
             }
         }
-        HirKind::Capture(cap) => translate(&cap.sub, char_rule, mult)?.map(group),
+        HirKind::Capture(cap) => translate(&cap.sub, rules, mult)?.map(group),
         HirKind::Concat(xs) => {
             let mut parts = Vec::new();
             for x in xs {
-                match translate(x, char_rule, mult)? {
+                match translate(x, rules, mult)? {
                     Some(p) => {
                         if p != "\"\"" {
                             parts.push(p)
@@ -346,7 +296,7 @@ fn translate(
         HirKind::Alternation(xs) => {
             let mut parts = Vec::new();
             for x in xs {
-                if let Some(p) = translate(x, char_rule, mult)? {
+                if let Some(p) = translate(x, rules, mult)? {
                     parts.push(p);
                 }
             }
@@ -364,9 +314,11 @@ mod tests {
     use super::*;
 
     fn conv(p: &str) -> String {
-        pattern_to_gbnf(p, &mut || "char".to_string())
-            .unwrap()
-            .unwrap()
+        pattern_to_gbnf(p, &mut table()).unwrap().unwrap()
+    }
+
+    fn table() -> RuleTable {
+        RuleTable::new(crate::Whitespace::Spaced)
     }
 
     #[test]
@@ -393,7 +345,7 @@ mod tests {
 
     #[test]
     fn unsupported_constructs() {
-        let mut c = || "char".to_string();
+        let mut c = table();
         assert!(pattern_to_gbnf(r"a\bb", &mut c).is_err());
         assert!(pattern_to_gbnf(r"(?=a)", &mut c).is_err());
         assert!(pattern_to_gbnf(r"(a)\1", &mut c).is_err());
@@ -402,7 +354,7 @@ mod tests {
 
     #[test]
     fn huge_pattern_repetitions_are_refused() {
-        let mut c = || "char".to_string();
+        let mut c = table();
         let e = pattern_to_gbnf("^a{100000000}$", &mut c).unwrap_err();
         assert!(e.contains("100000000") && e.contains("limit"), "{e}");
         // nested repetitions multiply
@@ -415,21 +367,7 @@ mod tests {
     }
 
     #[test]
-    fn large_repeats_are_split() {
-        assert_eq!(repeat("x", 0, Some(2500)), "x{0,2000} x{0,500}");
-        assert_eq!(repeat("x", 2001, None), "x{2000} x+");
-        assert_eq!(repeat("x", 4000, Some(4000)), "x{2000} x{2000}");
-        assert_eq!(repeat("x", 2001, Some(2001)), "x{2000} x");
-        assert_eq!(
-            repeat("x", 2500, Some(6500)),
-            "x{2000} x{500,2000} x{0,2000} x{0,500}"
-        );
-        assert_eq!(repeat("x", 3, Some(3)), "x{3}");
-        // no recursion: a huge count is only long, never a stack overflow
-        assert_eq!(
-            repeat("x", u32::MAX, None).matches(' ').count() as u64,
-            u64::from(u32::MAX / 2000)
-        );
+    fn atoms() {
         assert!(is_atom("( a | b )"));
         assert!(!is_atom("( a ) ( b )"));
         assert!(is_atom(r#""a\"b""#));

@@ -9,6 +9,8 @@
 use rustc_hash::FxHashMap;
 
 use super::Whitespace;
+use super::limits::{INLINE_RULES, MAX_REPETITION, generated_rules};
+use super::regex::is_atom;
 
 /// A built-in rule: name, body and the primitives its body uses.
 struct Primitive {
@@ -123,6 +125,26 @@ fn strip_group(body: String) -> String {
         body[2..body.len() - 2].to_string()
     } else {
         body
+    }
+}
+
+/// `item{min,max}` for counts within llama.cpp's limit, in the shortest spelling.
+fn bounded(item: &str, min: u32, max: u32) -> String {
+    match (min, max) {
+        (_, 0) => "\"\"".into(),
+        (1, 1) => item.to_string(),
+        (0, 1) => format!("{item}?"),
+        (m, n) if m == n => format!("{item}{{{m}}}"),
+        (m, n) => format!("{item}{{{m},{n}}}"),
+    }
+}
+
+/// A readable rule-name hint for the repetition of `atom`: the rule it repeats, else `repeat`.
+fn repetition_hint(atom: &str) -> String {
+    if atom.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') && atom.len() <= 24 {
+        atom.to_string()
+    } else {
+        "repeat".to_string()
     }
 }
 
@@ -250,6 +272,95 @@ impl RuleTable {
             comment,
         });
         name
+    }
+
+    /// `atom{min,max}` within llama.cpp's repetition limits and without ambiguity (see
+    /// [`crate::limits`]): the atom gets its own rule when its generated rules times the count
+    /// would pass the limit, counts over the limit are split into exact chunks, optional runs
+    /// over the limit are chained through rules that take either a full chunk or fewer, and a
+    /// repetition generating more than a few rules is returned as a rule of its own. A maximum
+    /// below the minimum is read as the minimum.
+    pub(crate) fn repetition(&mut self, atom: &str, min: u32, max: Option<u32>) -> String {
+        const LIMIT: u32 = MAX_REPETITION;
+        let max = max.map(|m| m.max(min));
+        if max == Some(0) {
+            return "\"\"".into();
+        }
+        if min == 1 && max == Some(1) {
+            return atom.to_string();
+        }
+        let grouped = if is_atom(atom) {
+            atom.to_string()
+        } else {
+            format!("( {atom} )")
+        };
+        // llama.cpp's count for the largest chunk: the maximum when bounded, else the minimum
+        let count = u64::from(max.unwrap_or(min).clamp(1, LIMIT));
+        let item_rules = generated_rules(&grouped).max(1);
+        let item = if item_rules.saturating_mul(count) > u64::from(LIMIT) {
+            self.add(
+                &format!("{}-item", repetition_hint(atom)),
+                atom.to_string(),
+                None,
+            )
+        } else {
+            grouped
+        };
+        let mut parts = Vec::new();
+        let mut left = min;
+        while left > LIMIT {
+            parts.push(format!("{item}{{{LIMIT}}}"));
+            left -= LIMIT;
+        }
+        match max.map(|m| m - min) {
+            None => parts.push(match left {
+                0 => format!("{item}*"),
+                1 => format!("{item}+"),
+                m => format!("{item}{{{m},}}"),
+            }),
+            Some(optional) if u64::from(left) + u64::from(optional) <= u64::from(LIMIT) => {
+                parts.push(bounded(&item, left, left + optional))
+            }
+            Some(optional) => {
+                if left > 0 {
+                    parts.push(bounded(&item, left, left));
+                }
+                parts.push(self.optional_chain(&item, optional));
+            }
+        }
+        let expr = parts.join(" ");
+        if generated_rules(&expr) > INLINE_RULES {
+            let hint = match max {
+                Some(m) => format!("{}-{min}-{m}", repetition_hint(atom)),
+                None => format!("{}-{min}-more", repetition_hint(atom)),
+            };
+            self.add(&hint, expr, None)
+        } else {
+            expr
+        }
+    }
+
+    /// Zero to `optional` copies of `item` (a rule reference or a group generating at most one
+    /// rule), over the limit: `r ::= item{2000} rest | item{0,1999}`, nested, so that every
+    /// length has exactly one parse.
+    fn optional_chain(&mut self, item: &str, optional: u32) -> String {
+        const LIMIT: u32 = MAX_REPETITION;
+        let mut levels = Vec::new();
+        let mut rest = optional;
+        while rest > LIMIT {
+            levels.push(rest);
+            rest -= LIMIT;
+        }
+        let mut inner = bounded(item, 0, rest);
+        let hint = repetition_hint(item);
+        for total in levels.into_iter().rev() {
+            let body = format!(
+                "{item}{{{LIMIT}}} {inner} | {}",
+                bounded(item, 0, LIMIT - 1)
+            );
+            inner = self.add(&format!("{hint}-upto-{total}"), body, None);
+        }
+        inner
     }
 
     /// Renders the grammar: `root` first, schema rules in creation order, then formats and

@@ -83,7 +83,7 @@ fn sizes_at_the_limit_convert_and_stay_exact() {
     .unwrap();
     // chunks of at most 2000 (llama.cpp's limit per repetition)
     assert!(
-        !c.gbnf.contains("{0,2001}") && c.gbnf.contains("{0,2000}"),
+        !c.gbnf.contains("{0,2001}") && c.gbnf.contains("char{2000}"),
         "{}",
         c.gbnf
     );
@@ -359,5 +359,55 @@ fn integers_of_any_length_where_the_schema_allows_them() {
             !toolrail_engine::check(&g, &long.as_bytes()[..17]).is_accepted(),
             "{schema}"
         );
+    }
+}
+
+/// The most stacks alive at any byte of `text`, or None when it is rejected.
+fn max_live_stacks(gbnf: &str, text: &[u8]) -> Option<usize> {
+    let mut engine = toolrail_engine::Engine::new(grammar(gbnf));
+    let mut state = engine.initial();
+    let mut most = engine.stacks(state).len();
+    for &b in text {
+        state = engine.accept_byte(state, b)?;
+        most = most.max(engine.stacks(state).len());
+    }
+    engine.can_end(state).then_some(most)
+}
+
+#[test]
+fn long_strings_have_one_parse_per_length() {
+    // chained `char{0,2000} char{0,2000} ...` kept one stack per way of splitting the run
+    // (thousands of stacks; llama.cpp's sampler crawled); the chain keeps a handful.
+    for max in [2001u64, 4500, 10_000] {
+        let c = schema_to_gbnf(
+            &json!({"type": "string", "maxLength": max}),
+            &ConvertOptions::default(),
+        )
+        .unwrap();
+        for len in [0, 1999, 2000, 2001, max as usize] {
+            let text = format!("\"{}\"", "x".repeat(len));
+            let most = max_live_stacks(&c.gbnf, text.as_bytes())
+                .unwrap_or_else(|| panic!("{len} chars rejected under maxLength {max}"));
+            assert!(most <= 8, "{most} live stacks for {len} chars:\n{}", c.gbnf);
+        }
+        let over = format!("\"{}\"", "x".repeat(max as usize + 1));
+        assert!(max_live_stacks(&c.gbnf, over.as_bytes()).is_none());
+    }
+}
+
+#[test]
+fn repeated_groups_stay_within_llama_cpp_limits() {
+    // inline, these were refused by llama.cpp (a group holding over 2000 generated rules, or a
+    // group's rules times its count over 2000); the grammar must parse with llama.cpp's rules
+    for schema in [
+        json!({"type": "array", "items": {"type": "string", "maxLength": 1024}}),
+        json!({"type": "array", "items": {"type": "string", "maxLength": 1999}, "maxItems": 1500}),
+        json!({"type": "string", "pattern": "^(ab{0,100}){0,30}$"}),
+        json!({"type": "object", "properties": {"a": {"type": "array",
+            "items": {"type": "string", "minLength": 2500, "maxLength": 7000}}}}),
+    ] {
+        let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+        toolrail_gbnf::Grammar::parse(&c.gbnf)
+            .unwrap_or_else(|e| panic!("{schema}: {e:?}\n{}", c.gbnf));
     }
 }
