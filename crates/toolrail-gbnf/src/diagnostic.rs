@@ -82,6 +82,9 @@ pub enum Code {
     DuplicateRule,
     /// GB112: a range written backwards (`[z-a]`) matches nothing.
     BackwardsRange,
+    /// GB113: two variable repetitions of the same item side by side (`x{0,2000} x{0,2000}`):
+    /// a run splits between them in many ways, each a stack llama.cpp carries.
+    AmbiguousRepetition,
 }
 
 impl Code {
@@ -112,6 +115,7 @@ impl Code {
         Code::DeadEnd,
         Code::DuplicateRule,
         Code::BackwardsRange,
+        Code::AmbiguousRepetition,
     ];
 
     /// The code as written in reports and documentation, e.g. `GB101`.
@@ -142,6 +146,7 @@ impl Code {
             Code::DeadEnd => "GB110",
             Code::DuplicateRule => "GB111",
             Code::BackwardsRange => "GB112",
+            Code::AmbiguousRepetition => "GB113",
         }
     }
 
@@ -155,7 +160,8 @@ impl Code {
             | Code::UnusedRule
             | Code::OptionalChain
             | Code::DuplicateRule
-            | Code::BackwardsRange => Severity::Warning,
+            | Code::BackwardsRange
+            | Code::AmbiguousRepetition => Severity::Warning,
             _ => Severity::Error,
         }
     }
@@ -377,7 +383,7 @@ mod tests {
                 code.severity()
             );
         }
-        assert_eq!(Code::ALL.len(), 25);
+        assert_eq!(Code::ALL.len(), 26);
         assert!(
             Code::ALL
                 .windows(2)

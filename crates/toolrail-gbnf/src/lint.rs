@@ -2,7 +2,7 @@
 //!
 //! Codes (see `docs/lint.md`): GB001–GB013 come from the parser (syntax, limits, NUL, empty
 //! classes), GB101–GB104 from building (undefined rules, missing root, left recursion, hidden
-//! left recursion), GB105 from the parser (max over 2000), and GB106–GB112 from the analyses here.
+//! left recursion), GB105 from the parser (max over 2000), and GB106–GB113 from the analyses here.
 
 use super::diagnostic::{Code, Diagnostic, Severity};
 use super::element::ElementKind;
@@ -27,6 +27,7 @@ pub fn lint(source: &str, root: &str) -> Vec<Diagnostic> {
                 Ok(grammar) => findings.extend(analyse(&grammar, &index)),
             }
             findings.extend(optional_chains(&parsed, &index));
+            findings.extend(ambiguous_repetitions(&parsed, &index));
             findings
         }
     };
@@ -157,6 +158,69 @@ fn optional_chains(parsed: &ParsedGrammar, index: &LineIndex) -> Vec<Diagnostic>
                 );
             }
             i = j;
+        }
+    }
+    out
+}
+
+/// How many more copies a repetition may take beyond its minimum (None: unboundedly many),
+/// or Some(0) for a fixed count. Stacked operators (`x{2}{3}`) multiply.
+fn variable_copies(repeats: &[(u64, Option<u64>)]) -> Option<u64> {
+    let (mut lo, mut hi) = (1u64, Some(1u64));
+    for &(min, max) in repeats {
+        lo = lo.saturating_mul(min);
+        hi = match (hi, max) {
+            (Some(h), Some(m)) => Some(h.saturating_mul(m)),
+            _ => None,
+        };
+    }
+    hi.map(|h| h.saturating_sub(lo))
+}
+
+/// Two variable repetitions of the same item side by side (`x{0,2000} x{0,2000}`, `x* x+`):
+/// a run of copies can be split between them in many ways, and llama.cpp keeps a stack for
+/// each way at every character, so its sampler slows down as the run grows (the split count is
+/// the measure reported). Runs of `x?` are GB109's.
+fn ambiguous_repetitions(parsed: &ParsedGrammar, index: &LineIndex) -> Vec<Diagnostic> {
+    let text = parsed.source.as_bytes();
+    let mut out = Vec::new();
+    for seq in &parsed.sequences {
+        for pair in seq.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            if a.repeats.is_empty()
+                || b.repeats.is_empty()
+                || text[a.operand.range()] != text[b.operand.range()]
+                || (a.repeats == [(0, Some(1))] && b.repeats == [(0, Some(1))])
+            {
+                continue;
+            }
+            let (va, vb) = (variable_copies(&a.repeats), variable_copies(&b.repeats));
+            if va == Some(0) || vb == Some(0) {
+                continue;
+            }
+            let ways = match (va, vb) {
+                (Some(x), Some(y)) => format!("up to {} ways", x.min(y).saturating_add(1)),
+                (Some(x), None) | (None, Some(x)) => format!("up to {} ways", x.saturating_add(1)),
+                (None, None) => "as many ways as it is long".to_string(),
+            };
+            let op = String::from_utf8_lossy(&text[a.operand.range()]);
+            out.push(
+                Diagnostic::new_indexed(
+                    Code::AmbiguousRepetition,
+                    text,
+                    index,
+                    a.span.join(b.span),
+                    format!(
+                        "a run of {op} can be split between these two repetitions in {ways}; \
+                         llama.cpp keeps a stack for each way at every character, so sampling \
+                         slows down as the run grows"
+                    ),
+                )
+                .with_hint(format!(
+                    "write one repetition of {op}; over 2000 copies, chain rules that take \
+                     either a full chunk or fewer: r ::= {op}{{2000}} rest | {op}{{0,1999}}"
+                )),
+            );
         }
     }
     out
@@ -318,6 +382,28 @@ mod tests {
         );
         let dead = findings.iter().find(|d| d.code == "GB110").unwrap();
         assert_eq!((dead.position.line, dead.position.column), (1, 14));
+    }
+
+    #[test]
+    fn finds_ambiguous_repetitions() {
+        let findings =
+            lint_default("root ::= \"a\" char{0,2000} char{0,500} \"b\"\nchar ::= [a-z]\n");
+        let f = findings.iter().find(|d| d.code == "GB113").unwrap();
+        assert!(f.message.contains("up to 501 ways"), "{}", f.message);
+        assert!(
+            lint_default("root ::= x* x+\nx ::= \"x\"\n")
+                .iter()
+                .any(|d| d.code == "GB113")
+        );
+        // fixed counts, different items and the converter's unambiguous chain are fine
+        for ok in [
+            "root ::= x{2000} x{0,1999}\nx ::= \"x\"\n",
+            "root ::= x* y*\nx ::= \"x\"\ny ::= \"y\"\n",
+            "root ::= x{2000} r | x{0,1999}\nr ::= x{0,10}\nx ::= \"x\"\n",
+            "root ::= x? x?\nx ::= \"x\"\n",
+        ] {
+            assert!(!lint_default(ok).iter().any(|d| d.code == "GB113"), "{ok}");
+        }
     }
 
     #[test]

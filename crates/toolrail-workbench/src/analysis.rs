@@ -450,6 +450,8 @@ impl Analyzer {
         let (result_tx, results) = crossbeam_channel::bounded::<Analysis>(4);
         let handle = std::thread::Builder::new()
             .name("toolrail-analysis".into())
+            // the schema converter recurses once per level of nesting, up to its own limit
+            .stack_size(16 << 20)
             .spawn(move || worker(job_rx, result_tx, debounce, repaint))
             .ok();
         Self {

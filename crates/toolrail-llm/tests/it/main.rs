@@ -10,3 +10,4 @@ mod llm_masks;
 mod llm_model;
 mod llm_sampler;
 mod mask_agreement;
+mod maskbench_llama;

@@ -95,6 +95,14 @@ pub fn run(args: &GrammarArgs) -> anyhow::Result<ExitCode> {
     for w in &grammar.warnings {
         eprintln!("warning: {w}");
     }
+    // The grammar is the product: it must load in llama.cpp, whose limits the parser mirrors.
+    if let Err(e) = toolrail_gbnf::Grammar::parse(&grammar.text) {
+        anyhow::bail!(
+            "{}: llama.cpp would refuse the grammar made from it ({e}); this is a toolrail bug, \
+             please report it with this file",
+            args.file
+        );
+    }
     match &args.out {
         None => out!("{}", grammar.text)?,
         Some(path) => write_atomically(Path::new(path), grammar.text.as_bytes())?,
