@@ -1,5 +1,7 @@
-//! Converter speed: an 8-tool set's argument schemas (goal < 1 ms) and every BFCL tool set in
-//! ../shared/corpus/bfcl (goal < 1 s for all of them).
+//! Converter speed: an 8-tool set's argument schemas (goal < 1 ms), every BFCL tool set in
+//! ../shared/corpus/bfcl (goal < 1 s for all of them), and every MaskBench schema in
+//! ../shared/corpus/maskbench/data one at a time (goal: p50 ≤ 0.5 ms, p99 ≤ 5 ms per schema;
+//! printed with p90 and the maximum).
 //!
 //! `CARGO_TARGET_DIR=... cargo bench --bench schema_convert`
 
@@ -209,6 +211,71 @@ fn bfcl_sets() -> Vec<Vec<(String, Value)>> {
     sets
 }
 
+/// The MaskBench schemas (file name, schema).
+fn maskbench_schemas() -> Vec<(String, Value)> {
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .join("../shared/corpus/maskbench/data");
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<_> = rd.flatten().map(|e| e.path()).collect();
+    files.sort();
+    files
+        .iter()
+        .filter_map(|f| {
+            let doc: Value = serde_json::from_str(&std::fs::read_to_string(f).ok()?).ok()?;
+            let name = f.file_name()?.to_string_lossy().into_owned();
+            Some((name, doc.get("schema")?.clone()))
+        })
+        .collect()
+}
+
+/// The `q` quantile (0..=1) of sorted durations, in milliseconds.
+fn quantile_ms(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i]
+}
+
+/// Converts each MaskBench schema alone (as `toolrail grammar --schema` does), five times,
+/// keeping each schema's median; prints the distribution over schemas against the goals.
+fn maskbench_distribution(schemas: &[(String, Value)]) {
+    let opts = ConvertOptions::default();
+    let mut per_schema = Vec::with_capacity(schemas.len());
+    let mut converted = 0;
+    let mut slowest = (0.0, "");
+    for (name, schema) in schemas {
+        let mut runs = [0.0f64; 5];
+        let mut ok = false;
+        for run in &mut runs {
+            let start = Instant::now();
+            ok = toolrail_schema::schema_to_gbnf(black_box(schema), &opts).is_ok();
+            *run = start.elapsed().as_secs_f64() * 1e3;
+        }
+        runs.sort_by(f64::total_cmp);
+        converted += usize::from(ok);
+        if runs[2] > slowest.0 {
+            slowest = (runs[2], name);
+        }
+        per_schema.push(runs[2]);
+    }
+    per_schema.sort_by(f64::total_cmp);
+    let (p50, p90, p99) = (
+        quantile_ms(&per_schema, 0.5),
+        quantile_ms(&per_schema, 0.9),
+        quantile_ms(&per_schema, 0.99),
+    );
+    println!(
+        "MaskBench: {} schemas ({converted} converted), per-schema conversion p50 {p50:.3} ms \
+         (goal ≤ 0.5), p90 {p90:.3} ms, p99 {p99:.3} ms (goal ≤ 5), max {:.3} ms ({})",
+        schemas.len(),
+        slowest.0,
+        slowest.1
+    );
+}
+
 fn bench(c: &mut Criterion) {
     let opts = tool_options();
     let eight: Vec<(String, Value)> = eight_tools()
@@ -252,6 +319,20 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             for s in &sets {
                 let _ = black_box(convert_set(s, &opts));
+            }
+        })
+    });
+    group.finish();
+
+    let schemas = maskbench_schemas();
+    maskbench_distribution(&schemas);
+    let mut group = c.benchmark_group("schema_convert");
+    group.sample_size(10);
+    let opts = ConvertOptions::default();
+    group.bench_function("all MaskBench schemas, one at a time", |b| {
+        b.iter(|| {
+            for (_, s) in &schemas {
+                let _ = black_box(toolrail_schema::schema_to_gbnf(s, &opts));
             }
         })
     });
