@@ -30,6 +30,9 @@ fi
 
 # The test model (Gemma 3 270M, 253 MB), cached under ~/.cache/toolrail/models; skipped when present.
 scripts/fetch-model.sh >/dev/null
+# A real llama-server b11434 for the server-engine tests, built once per machine (about 10 min on
+# 2 cores) and cached under ~/.cache/toolrail/llama-server; skipped when present.
+scripts/build-llama-server.sh >/dev/null
 
 # A fresh CI checkout gains nothing from incremental compilation, which only costs disk.
 if [ "${CI:-}" = "true" ]; then export CARGO_INCREMENTAL=0; fi

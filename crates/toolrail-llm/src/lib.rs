@@ -42,6 +42,7 @@ mod log;
 mod model;
 pub mod record;
 pub mod sampling;
+pub mod server;
 mod session;
 mod spec;
 pub mod worker;

@@ -103,6 +103,10 @@ pub struct TokenRecord {
     pub decode_ms: f64,
     /// Milliseconds to compute the mask at this step.
     pub mask_ms: f64,
+    /// A finding of toolrail's live check on this token, e.g. a server produced a token the
+    /// grammar forbids (absent when there is none, and in older transcripts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flag: Option<String>,
 }
 
 /// Why generation stopped.

@@ -505,6 +505,7 @@ impl WorkerState {
                     .map(|(engine, state)| engine.snapshot(*state)),
                 decode_ms,
                 mask_ms,
+                flag: None,
             };
             totals.tokens += 1;
             totals.decode_ms += decode_ms;

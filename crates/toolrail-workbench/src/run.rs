@@ -276,6 +276,7 @@ impl Run {
             format: with_tools.then_some(self.inputs.format),
             grammar: self.request.grammar.clone(),
             engine: self.request.engine,
+            server: None,
             sampling: self.request.sampling.clone(),
             tokens: self.tokens.clone(),
             output,

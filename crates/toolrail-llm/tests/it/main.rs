@@ -11,3 +11,4 @@ mod llm_model;
 mod llm_sampler;
 mod mask_agreement;
 mod maskbench_llama;
+mod server;

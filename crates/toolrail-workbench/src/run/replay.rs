@@ -122,6 +122,7 @@ mod tests {
             stacks: None,
             decode_ms: 1.0,
             mask_ms: 0.1,
+            flag: None,
         }
     }
 
@@ -137,6 +138,7 @@ mod tests {
             format: None,
             grammar: None,
             engine: toolrail_llm::worker::EngineKind::None,
+            server: None,
             sampling: Sampling::default(),
             tokens: vec![token(0, "ab"), token(1, "c")],
             output: "abc".into(),

@@ -28,6 +28,9 @@ pub fn to_markdown(t: &Transcript) -> String {
         t.model.vocab_size
     ));
     out.push_str(&format!("| engine | {} |\n", t.engine));
+    if let Some(server) = &t.server {
+        out.push_str(&format!("| server | {} |\n", cell(server)));
+    }
     if let Some(format) = &t.format {
         out.push_str(&format!("| format | {format} |\n"));
     }
@@ -80,10 +83,11 @@ pub fn to_markdown(t: &Transcript) -> String {
                 "| {} | `{}`{} | {:.2} | {} | {} | {:.3} |\n",
                 r.index,
                 cell(&r.piece),
-                match (r.forced, r.budget_replaced) {
-                    (true, _) => " (forced)".to_owned(),
-                    (false, Some(id)) => format!(" (budget guard, not {id})"),
-                    (false, None) => String::new(),
+                match (r.forced, r.budget_replaced, &r.flag) {
+                    (_, _, Some(flag)) => format!(" (**{}**)", cell(flag)),
+                    (true, _, None) => " (forced)".to_owned(),
+                    (false, Some(id), None) => format!(" (budget guard, not {id})"),
+                    (false, None, None) => String::new(),
                 },
                 p,
                 r.allowed,

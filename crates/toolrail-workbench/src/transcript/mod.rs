@@ -41,6 +41,10 @@ pub struct Transcript {
     pub grammar: Option<String>,
     /// Which engine masked the tokens (stored as `toolrail`, `llama` or `none`).
     pub engine: EngineKind,
+    /// The llama-server the run was streamed from (`llama-server b11434 at http://…`), when it
+    /// was not run in-process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     /// Sampling parameters.
     pub sampling: Sampling,
     /// Every generated token, in order.

@@ -41,6 +41,7 @@ fn sample_transcript() -> Transcript {
             stacks: Some(engine.snapshot(state)),
             decode_ms: 15.5,
             mask_ms: 0.2,
+            flag: None,
         });
     }
     Transcript {
@@ -59,6 +60,7 @@ fn sample_transcript() -> Transcript {
         format: None,
         grammar: Some(grammar_text.into()),
         engine: toolrail_llm::worker::EngineKind::Toolrail,
+        server: None,
         sampling: Sampling::default(),
         tokens,
         output: "{\"ok\": true}".into(),

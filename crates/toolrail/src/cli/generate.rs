@@ -13,7 +13,8 @@ use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
 use super::grammar::FormatArg;
-use toolrail_llm::worker::{Command, EngineKind, Event, RunRequest, Worker};
+use toolrail_llm::server::{ServerClient, ServerWorker};
+use toolrail_llm::worker::{Command, EngineKind, Event, RunEvent, RunRequest, Worker};
 use toolrail_llm::{ChatFormat, Model, ModelSpec, Models, SamplingDefaults};
 use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
 use toolrail_tools::prompt::build_prompt;
@@ -93,6 +94,15 @@ pub struct GenerateArgs {
     /// (by default, near --max-tokens the most likely token that can still finish is taken).
     #[arg(long)]
     pub no_budget_guard: bool,
+    /// Run on this llama-server (`http://host:port`) instead of in-process. --model still
+    /// gives the model's vocabulary: the prompt is sent as token ids, and toolrail's recognizer
+    /// follows every token the server sends (stacks, allowed counts, and a flag on any token
+    /// the grammar forbids).
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// The environment variable holding the server's API key (with --server).
+    #[arg(long, value_name = "NAME", requires = "server")]
+    pub api_key_env: Option<String>,
     /// Write the transcript (JSON) here.
     #[arg(long)]
     pub transcript: Option<PathBuf>,
@@ -126,6 +136,49 @@ impl ModelArgs {
             .find(model)
             .with_context(|| format!("no file '{model}', and no entry of that name"))
     }
+}
+
+/// Where the run happens: in-process, or on a llama-server.
+enum Runner {
+    Local(Worker),
+    Server(ServerWorker),
+}
+
+impl Runner {
+    fn send(&self, command: Command) -> bool {
+        match self {
+            Runner::Local(w) => w.send(command),
+            Runner::Server(w) => w.send(command),
+        }
+    }
+
+    /// The next event (None when the worker is gone).
+    fn recv(&self) -> Option<RunEvent> {
+        match self {
+            Runner::Local(w) => w.events().recv().ok(),
+            Runner::Server(w) => w.events().recv().ok(),
+        }
+    }
+}
+
+/// Connects to the server and says what it is (`llama-server b11434 at URL, model M`).
+fn connect(url: &str, api_key_env: Option<&str>) -> anyhow::Result<(ServerClient, String)> {
+    let api_key = match api_key_env {
+        Some(name) => Some(
+            std::env::var(name)
+                .with_context(|| format!("--api-key-env {name}: the variable is not set"))?,
+        ),
+        None => None,
+    };
+    let client = ServerClient::new(url, api_key)?;
+    client.health()?;
+    let props = client.props()?;
+    let build = props.build().map_or("of unknown build".to_owned(), |b| format!("b{b}"));
+    let model = props
+        .model_alias
+        .or(props.model_path)
+        .unwrap_or_else(|| "an unnamed model".into());
+    Ok((client.clone(), format!("llama-server {build} at {}, model {model}", client.url())))
 }
 
 /// Runs `toolrail generate`: exit 0 when the run ends normally (and the output is a valid call
@@ -194,7 +247,20 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         repeat_penalty: args.repeat_penalty.unwrap_or(defaults.repeat_penalty),
     };
     let info = model.info().clone();
-    let worker = Worker::spawn(model, Arc::new(|| {}));
+    let (worker, server) = match &args.server {
+        Some(url) => {
+            if args.engine == EngineArg::Llama {
+                bail!("--engine llama runs llama.cpp in-process; with --server the server's own llama.cpp masks the tokens");
+            }
+            let (client, described) = connect(url, args.api_key_env.as_deref())?;
+            eprintln!("server: {described}");
+            (
+                Runner::Server(ServerWorker::spawn(client, Some(model), Arc::new(|| {}))),
+                Some(described),
+            )
+        }
+        None => (Runner::Local(Worker::spawn(model, Arc::new(|| {}))), None),
+    };
     let request = RunRequest {
         id: 1,
         prompt: prompt.clone(),
@@ -212,20 +278,23 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         .map_or(0, |d| d.as_secs());
     let mut tokens = Vec::new();
     let (stop, totals, output) = loop {
-        match worker.events().recv().map(|e| e.event) {
-            Ok(Event::Token(record)) => {
+        match worker.recv().map(|e| e.event) {
+            Some(Event::Token(record)) => {
+                if let Some(flag) = &record.flag {
+                    eprintln!("\nlive check: token {}: {flag}", record.index);
+                }
                 out!("{}", record.piece)?;
                 let _ = std::io::stdout().flush();
                 tokens.push(*record);
             }
-            Ok(Event::Done {
+            Some(Event::Done {
                 stop,
                 totals,
                 output,
             }) => break (stop, totals, output),
-            Ok(Event::Error(message)) => eprintln!("toolrail: {message}"),
-            Ok(_) => {}
-            Err(_) => bail!("the generation worker stopped unexpectedly"),
+            Some(Event::Error(message)) => eprintln!("toolrail: {message}"),
+            Some(_) => {}
+            None => bail!("the generation worker stopped unexpectedly"),
         }
     };
     outln!()?;
@@ -280,6 +349,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         format: tools.as_ref().map(|_| args.format.into()),
         grammar,
         engine: args.engine.into(),
+        server,
         sampling,
         tokens,
         output,

@@ -6,6 +6,8 @@ use std::time::Instant;
 
 /// Mask comparison helpers (not every test module uses them).
 pub mod masks;
+/// A real llama-server for the server-engine tests.
+pub mod llama_server;
 
 use toolrail_llm::{Model, test_model_for_suite};
 

@@ -1,0 +1,252 @@
+//! llama-server's JSON, as b11434 writes and reads it (`tools/server/server-schema.cpp`,
+//! `server-task.cpp`, `server-context.cpp`): what toolrail sends to `/completion` and what each
+//! streamed chunk carries. Only the fields toolrail uses; unknown fields are ignored because
+//! servers add fields between builds.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What the server's `/props` says about itself (the parts toolrail shows).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Props {
+    /// The model's alias (`--alias`), or its path when there is none.
+    pub model_alias: Option<String>,
+    /// The model file on the server's machine.
+    pub model_path: Option<String>,
+    /// `b<build>-<commit>`, e.g. `b11434-unknown`.
+    pub build_info: Option<String>,
+    /// The chat template's Jinja source.
+    pub chat_template: Option<String>,
+    /// Context per slot.
+    pub n_ctx: Option<u64>,
+    /// Parallel slots.
+    pub total_slots: Option<u64>,
+}
+
+impl Props {
+    /// Reads the fields from `/props`'s JSON.
+    pub fn from_json(v: &Value) -> Props {
+        let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        Props {
+            model_alias: text("model_alias"),
+            model_path: text("model_path"),
+            build_info: text("build_info"),
+            chat_template: text("chat_template"),
+            n_ctx: v
+                .pointer("/default_generation_settings/n_ctx")
+                .and_then(Value::as_u64),
+            total_slots: v.get("total_slots").and_then(Value::as_u64),
+        }
+    }
+
+    /// The build number from `build_info` (`b11434-…` → 11434).
+    pub fn build(&self) -> Option<u64> {
+        let info = self.build_info.as_deref()?.strip_prefix('b')?;
+        info.split('-').next()?.parse().ok()
+    }
+}
+
+/// The prompt: text (tokenized by the server, special tokens parsed) or token ids (exactly
+/// what toolrail tokenized; no BOS added).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Prompt {
+    /// Text.
+    Text(String),
+    /// Token ids.
+    Tokens(Vec<u32>),
+}
+
+/// A `POST /completion` request, streamed. Field names are llama-server's.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CompletionRequest {
+    /// The prompt.
+    pub prompt: Prompt,
+    /// GBNF (root rule `root`); wins over `json_schema` when both are sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grammar: Option<String>,
+    /// A JSON Schema the server converts with its own converter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub json_schema: Option<Value>,
+    /// Token limit.
+    pub n_predict: u32,
+    /// 0 is greedy.
+    pub temperature: f32,
+    /// 0 is off.
+    pub top_k: u32,
+    /// 1 is off.
+    pub top_p: f32,
+    /// 0 is off.
+    pub min_p: f32,
+    /// The sampler's seed.
+    pub seed: u32,
+    /// 1 is off.
+    pub repeat_penalty: f32,
+    /// The penalty's window (toolrail's is 64, llama.cpp's default).
+    pub repeat_last_n: u32,
+    /// The sampler chain, in order: the subset toolrail's own sampling has.
+    pub samplers: Vec<&'static str>,
+    /// Candidates per token (before the sampler chain).
+    pub n_probs: u32,
+    /// Always true: toolrail shows every token as it comes.
+    pub stream: bool,
+    /// False: every run decodes its prompt afresh (reused caches can change results bitwise).
+    pub cache_prompt: bool,
+    /// Timings in every chunk (decode time per token).
+    pub timings_per_token: bool,
+    /// Seconds of silence before a keep-alive line: lets a cancel be noticed during long waits.
+    pub sse_ping_interval: u32,
+}
+
+impl CompletionRequest {
+    /// The sampler chain toolrail's own sampling applies, in llama.cpp's names.
+    pub const SAMPLERS: [&'static str; 5] = ["penalties", "top_k", "top_p", "min_p", "temperature"];
+}
+
+/// One entry of a token's candidate list.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct TopProb {
+    /// Token id.
+    pub id: i64,
+    /// The piece's bytes (the `token` text field is cut back to valid UTF-8; these are whole).
+    #[serde(default)]
+    pub bytes: Vec<u8>,
+    /// Natural log of its probability over the whole vocabulary, before any sampler.
+    #[serde(default)]
+    pub logprob: Option<f64>,
+    /// Its probability after the sampler chain (`post_sampling_probs`).
+    #[serde(default)]
+    pub prob: Option<f64>,
+}
+
+/// The chosen token of a chunk and its candidates.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct TokenProbs {
+    /// Token id.
+    pub id: i64,
+    /// The piece's bytes.
+    #[serde(default)]
+    pub bytes: Vec<u8>,
+    /// Its log-probability.
+    #[serde(default)]
+    pub logprob: Option<f64>,
+    /// The most likely tokens before the sampler chain.
+    #[serde(default)]
+    pub top_logprobs: Vec<TopProb>,
+}
+
+/// Timings the server reports.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct Timings {
+    /// Prompt tokens decoded.
+    #[serde(default)]
+    pub prompt_n: Option<f64>,
+    /// Milliseconds decoding the prompt.
+    #[serde(default)]
+    pub prompt_ms: Option<f64>,
+    /// Tokens generated so far.
+    #[serde(default)]
+    pub predicted_n: Option<f64>,
+    /// Milliseconds generating so far.
+    #[serde(default)]
+    pub predicted_ms: Option<f64>,
+    /// Generation speed.
+    #[serde(default)]
+    pub predicted_per_second: Option<f64>,
+}
+
+/// An error as llama-server reports it (`{"error": {"code", "message", "type"}}`).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct ApiError {
+    /// The HTTP status it stands for.
+    #[serde(default)]
+    pub code: Option<u16>,
+    /// The server's message.
+    #[serde(default)]
+    pub message: String,
+    /// Its kind, e.g. `invalid_request_error`.
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+}
+
+/// One streamed chunk of `/completion`: a token, prompt progress, the final chunk, or an error.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct Chunk {
+    /// Text released with this chunk.
+    #[serde(default)]
+    pub content: String,
+    /// This chunk's token id (empty in the final chunk; bogus in progress chunks).
+    #[serde(default)]
+    pub tokens: Vec<i64>,
+    /// True in the final chunk.
+    #[serde(default)]
+    pub stop: bool,
+    /// The token's candidates (`n_probs`).
+    #[serde(default)]
+    pub completion_probabilities: Vec<TokenProbs>,
+    /// Present in prompt-progress chunks.
+    #[serde(default)]
+    pub prompt_progress: Option<Value>,
+    /// Prompt tokens evaluated.
+    #[serde(default)]
+    pub tokens_evaluated: Option<u64>,
+    /// Tokens generated (final chunk).
+    #[serde(default)]
+    pub tokens_predicted: Option<u64>,
+    /// `eos`, `limit`, `word` or `none` (final chunk).
+    #[serde(default)]
+    pub stop_type: Option<String>,
+    /// Timings.
+    #[serde(default)]
+    pub timings: Option<Timings>,
+    /// The settings the server used, including the GBNF it enforced (final chunk).
+    #[serde(default)]
+    pub generation_settings: Option<Value>,
+    /// An error after streaming began.
+    #[serde(default)]
+    pub error: Option<ApiError>,
+}
+
+impl Chunk {
+    /// The token this chunk carries, if it carries one (progress chunks carry a bogus id).
+    pub fn token(&self) -> Option<u32> {
+        if self.prompt_progress.is_some() {
+            return None;
+        }
+        self.tokens.first().and_then(|&t| u32::try_from(t).ok())
+    }
+
+    /// The grammar the server enforced (echoed in the final chunk).
+    pub fn grammar(&self) -> Option<&str> {
+        self.generation_settings.as_ref()?.get("grammar")?.as_str()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_token_progress_and_final_chunks() {
+        let token: Chunk = serde_json::from_str(
+            r#"{"index":0,"content":"{","tokens":[236782],"stop":false,"completion_probabilities":[{"id":236782,"token":"{","bytes":[123],"logprob":-0.0123,"top_logprobs":[{"id":236782,"token":"{","bytes":[123],"logprob":-0.0123},{"id":107,"token":"\n","bytes":[10],"logprob":-4.61}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(token.token(), Some(236782));
+        assert_eq!(token.completion_probabilities[0].top_logprobs.len(), 2);
+        let progress: Chunk = serde_json::from_str(
+            r#"{"content":"","tokens":[0],"prompt_progress":{"total":17}}"#,
+        )
+        .unwrap();
+        assert_eq!(progress.token(), None);
+        let last: Chunk = serde_json::from_str(
+            r#"{"content":"","tokens":[],"stop":true,"stop_type":"eos","tokens_predicted":23,"generation_settings":{"grammar":"root ::= \"a\""}}"#,
+        )
+        .unwrap();
+        assert_eq!((last.stop, last.grammar()), (true, Some("root ::= \"a\"")));
+        assert_eq!(
+            Props::from_json(&serde_json::json!({"build_info": "b11434-unknown"})).build(),
+            Some(11434)
+        );
+    }
+}

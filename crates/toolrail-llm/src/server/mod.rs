@@ -1,0 +1,271 @@
+//! A real llama-server as an engine: a blocking HTTP client for its `/health`, `/props` and
+//! streamed `/completion` (server-sent events), and [`ServerWorker`], which runs a
+//! [`crate::worker::RunRequest`] there and reports the same events as the in-process worker —
+//! with toolrail's recognizer following every token the server sends (stacks, allowed counts,
+//! and a flag on any token the grammar forbids) when the model's vocabulary is loaded locally.
+//!
+//! `http`, `sse` and `api` do not touch llama.cpp, so they could move to a crate of their own.
+//! Plain `http://` only (no TLS library is compiled in); an API key is sent as a bearer token.
+
+pub mod api;
+mod run;
+pub mod sse;
+
+use std::io::BufReader;
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub use api::{Chunk, CompletionRequest, Prompt, Props};
+pub use run::ServerWorker;
+use sse::{SseEvent, SseReader};
+
+/// The largest non-streamed reply toolrail reads (`/props` carries the chat template).
+const MAX_REPLY_BYTES: u64 = 16 << 20;
+
+/// Everything that can go wrong talking to a server; each a sentence naming the server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The URL is not a plain `http://` URL.
+    #[error("{url}: not an http:// URL (toolrail talks plain HTTP to llama-server; use an SSH tunnel or a local proxy for remote TLS servers)")]
+    BadUrl {
+        /// The URL given.
+        url: String,
+    },
+    /// No connection (refused, unknown host, timeout).
+    #[error("cannot reach {url}: {reason}")]
+    Unreachable {
+        /// The server.
+        url: String,
+        /// What the network layer said.
+        reason: String,
+    },
+    /// The server answered with an HTTP error.
+    #[error("{url} answered {status}{}: {message}", .kind.as_deref().map(|k| format!(" ({k})")).unwrap_or_default())]
+    Http {
+        /// The request's URL.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// llama-server's error type, e.g. `invalid_request_error`.
+        kind: Option<String>,
+        /// The server's message (or the start of the body when it is not llama-server's JSON).
+        message: String,
+    },
+    /// The server answered something that is not llama-server's protocol.
+    #[error("{url} does not look like llama-server: {detail}")]
+    NotLlamaServer {
+        /// The request's URL.
+        url: String,
+        /// What was found instead.
+        detail: String,
+    },
+    /// The stream broke or carried an error.
+    #[error("{url}: {detail}")]
+    Stream {
+        /// The request's URL.
+        url: String,
+        /// What happened.
+        detail: String,
+    },
+}
+
+/// How a streamed completion ended.
+#[derive(Debug)]
+pub enum StreamEnd {
+    /// The server's final chunk (stop reason, totals, the grammar it enforced).
+    Final(Box<Chunk>),
+    /// The caller stopped reading (the connection is closed, so the server stops too).
+    Cancelled,
+}
+
+/// A llama-server at a base URL.
+#[derive(Clone, Debug)]
+pub struct ServerClient {
+    base: String,
+    api_key: Option<String>,
+    agent: ureq::Agent,
+}
+
+impl ServerClient {
+    /// A client for the server at `url` (`http://host:port`), sending `api_key` if given.
+    pub fn new(url: &str, api_key: Option<String>) -> Result<ServerClient, ServerError> {
+        let base = url.trim_end_matches('/').to_owned();
+        if !base.starts_with("http://") || base.len() <= "http://".len() {
+            return Err(ServerError::BadUrl { url: url.into() });
+        }
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(Duration::from_secs(5)))
+            .build()
+            .into();
+        Ok(ServerClient {
+            base,
+            api_key: api_key.filter(|k| !k.is_empty()),
+            agent,
+        })
+    }
+
+    /// The base URL.
+    pub fn url(&self) -> &str {
+        &self.base
+    }
+
+    fn endpoint(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    fn unreachable(&self, e: &ureq::Error) -> ServerError {
+        ServerError::Unreachable {
+            url: self.base.clone(),
+            reason: e.to_string(),
+        }
+    }
+
+    /// An HTTP error from a reply's status and body.
+    fn http_error(url: String, status: u16, body: &str) -> ServerError {
+        let parsed: Option<api::ApiError> = serde_json::from_str::<Value>(body)
+            .ok()
+            .and_then(|v| serde_json::from_value(v.get("error")?.clone()).ok());
+        match parsed {
+            Some(e) => ServerError::Http {
+                url,
+                status,
+                kind: e.kind,
+                message: e.message,
+            },
+            None => ServerError::Http {
+                url,
+                status,
+                kind: None,
+                message: body.chars().take(300).collect(),
+            },
+        }
+    }
+
+    fn get_json(&self, path: &str) -> Result<Value, ServerError> {
+        let url = self.endpoint(path);
+        let mut request = self.agent.get(&url);
+        if let Some(key) = &self.api_key {
+            request = request.header("Authorization", format!("Bearer {key}"));
+        }
+        let mut reply = request.call().map_err(|e| self.unreachable(&e))?;
+        let status = reply.status().as_u16();
+        let body = reply
+            .body_mut()
+            .with_config()
+            .limit(MAX_REPLY_BYTES)
+            .read_to_string()
+            .map_err(|e| ServerError::Stream {
+                url: url.clone(),
+                detail: format!("reading the reply failed: {e}"),
+            })?;
+        if status != 200 {
+            return Err(Self::http_error(url, status, &body));
+        }
+        serde_json::from_str(&body).map_err(|_| ServerError::NotLlamaServer {
+            url,
+            detail: format!(
+                "the reply is not JSON: {}",
+                body.chars().take(120).collect::<String>()
+            ),
+        })
+    }
+
+    /// `GET /health`: Ok when the model is loaded and the server takes requests.
+    pub fn health(&self) -> Result<(), ServerError> {
+        let v = self.get_json("/health")?;
+        match v.get("status").and_then(Value::as_str) {
+            Some("ok") => Ok(()),
+            _ => Err(ServerError::NotLlamaServer {
+                url: self.endpoint("/health"),
+                detail: format!("expected {{\"status\": \"ok\"}}, got {v}"),
+            }),
+        }
+    }
+
+    /// `GET /props`: the model, context, chat template and build.
+    pub fn props(&self) -> Result<Props, ServerError> {
+        let v = self.get_json("/props")?;
+        if v.get("build_info").is_none() && v.get("default_generation_settings").is_none() {
+            return Err(ServerError::NotLlamaServer {
+                url: self.endpoint("/props"),
+                detail: "no build_info or default_generation_settings in /props".into(),
+            });
+        }
+        Ok(Props::from_json(&v))
+    }
+
+    /// Streams `POST /completion`, calling `on_chunk` for every chunk before the final one;
+    /// `on_chunk` returning `Break` closes the connection (the server stops within a token or
+    /// a keep-alive interval).
+    pub fn stream_completion(
+        &self,
+        request: &CompletionRequest,
+        mut on_chunk: impl FnMut(&Chunk) -> ControlFlow<()>,
+    ) -> Result<StreamEnd, ServerError> {
+        let url = self.endpoint("/completion");
+        let body = serde_json::to_vec(request).map_err(|e| ServerError::Stream {
+            url: url.clone(),
+            detail: format!("cannot write the request: {e}"),
+        })?;
+        let mut post = self
+            .agent
+            .post(&url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "text/event-stream");
+        if let Some(key) = &self.api_key {
+            post = post.header("Authorization", format!("Bearer {key}"));
+        }
+        let mut reply = post.send(&body[..]).map_err(|e| self.unreachable(&e))?;
+        let status = reply.status().as_u16();
+        if status != 200 {
+            let text = reply
+                .body_mut()
+                .with_config()
+                .limit(MAX_REPLY_BYTES)
+                .read_to_string()
+                .unwrap_or_default();
+            return Err(Self::http_error(url, status, &text));
+        }
+        let broken = |detail: String| ServerError::Stream {
+            url: url.clone(),
+            detail,
+        };
+        let mut events = SseReader::new(BufReader::new(reply.into_body().into_reader()));
+        loop {
+            let event = events
+                .next_event()
+                .map_err(|e| broken(format!("the stream broke: {e}")))?;
+            let data = match event {
+                None | Some(SseEvent::Done) => {
+                    return Err(broken(
+                        "the stream ended without a final chunk (the server stopped or was killed)"
+                            .into(),
+                    ));
+                }
+                Some(SseEvent::Ping) => continue,
+                Some(SseEvent::Data(d)) => d,
+            };
+            let chunk: Chunk = serde_json::from_str(&data).map_err(|e| ServerError::NotLlamaServer {
+                url: url.clone(),
+                detail: format!("a chunk is not llama-server's JSON ({e}): {}", data.chars().take(120).collect::<String>()),
+            })?;
+            if let Some(e) = &chunk.error {
+                return Err(ServerError::Http {
+                    url: url.clone(),
+                    status: e.code.unwrap_or(500),
+                    kind: e.kind.clone(),
+                    message: e.message.clone(),
+                });
+            }
+            if (chunk.token().is_some() || !chunk.stop) && on_chunk(&chunk).is_break() {
+                return Ok(StreamEnd::Cancelled);
+            }
+            if chunk.stop {
+                return Ok(StreamEnd::Final(Box::new(chunk)));
+            }
+        }
+    }
+}
