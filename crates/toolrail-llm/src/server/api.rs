@@ -234,10 +234,9 @@ mod tests {
         .unwrap();
         assert_eq!(token.token(), Some(236782));
         assert_eq!(token.completion_probabilities[0].top_logprobs.len(), 2);
-        let progress: Chunk = serde_json::from_str(
-            r#"{"content":"","tokens":[0],"prompt_progress":{"total":17}}"#,
-        )
-        .unwrap();
+        let progress: Chunk =
+            serde_json::from_str(r#"{"content":"","tokens":[0],"prompt_progress":{"total":17}}"#)
+                .unwrap();
         assert_eq!(progress.token(), None);
         let last: Chunk = serde_json::from_str(
             r#"{"content":"","tokens":[],"stop":true,"stop_type":"eos","tokens_predicted":23,"generation_settings":{"grammar":"root ::= \"a\""}}"#,

@@ -28,7 +28,9 @@ const MAX_REPLY_BYTES: u64 = 16 << 20;
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
     /// The URL is not a plain `http://` URL.
-    #[error("{url}: not an http:// URL (toolrail talks plain HTTP to llama-server; use an SSH tunnel or a local proxy for remote TLS servers)")]
+    #[error(
+        "{url}: not an http:// URL (toolrail talks plain HTTP to llama-server; use an SSH tunnel or a local proxy for remote TLS servers)"
+    )]
     BadUrl {
         /// The URL given.
         url: String,
@@ -248,10 +250,14 @@ impl ServerClient {
                 Some(SseEvent::Ping) => continue,
                 Some(SseEvent::Data(d)) => d,
             };
-            let chunk: Chunk = serde_json::from_str(&data).map_err(|e| ServerError::NotLlamaServer {
-                url: url.clone(),
-                detail: format!("a chunk is not llama-server's JSON ({e}): {}", data.chars().take(120).collect::<String>()),
-            })?;
+            let chunk: Chunk =
+                serde_json::from_str(&data).map_err(|e| ServerError::NotLlamaServer {
+                    url: url.clone(),
+                    detail: format!(
+                        "a chunk is not llama-server's JSON ({e}): {}",
+                        data.chars().take(120).collect::<String>()
+                    ),
+                })?;
             if let Some(e) = &chunk.error {
                 return Err(ServerError::Http {
                     url: url.clone(),

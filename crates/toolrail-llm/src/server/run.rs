@@ -120,11 +120,7 @@ impl ServerRunner {
         while let Ok(command) = self.commands.recv() {
             match command {
                 Command::Shutdown => return,
-                Command::Start(request) => {
-                    if self.run(&request) {
-                        return;
-                    }
-                }
+                Command::Start(request) if self.run(&request) => return,
                 _ => {}
             }
         }
@@ -172,7 +168,12 @@ impl ServerRunner {
                     track = Some((engine, state));
                 }
                 Err(e) => {
-                    self.done(request.id, error(format!("the grammar: {e}")), Totals::default(), Vec::new());
+                    self.done(
+                        request.id,
+                        error(format!("the grammar: {e}")),
+                        Totals::default(),
+                        Vec::new(),
+                    );
                     return false;
                 }
             }
@@ -346,7 +347,9 @@ impl ServerRunner {
                 }
             }
         }
-        let stacks = track.as_ref().map(|(engine, state)| engine.snapshot(*state));
+        let stacks = track
+            .as_ref()
+            .map(|(engine, state)| engine.snapshot(*state));
         if flag.is_some() {
             *track = None;
         }
@@ -375,7 +378,11 @@ impl ServerRunner {
             .iter()
             .filter(|c| !c.masked)
             .map(|c| Candidate {
-                probability: if kept > 0.0 { c.probability / kept } else { 0.0 },
+                probability: if kept > 0.0 {
+                    c.probability / kept
+                } else {
+                    0.0
+                },
                 ..c.clone()
             })
             .collect();

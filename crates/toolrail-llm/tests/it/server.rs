@@ -105,7 +105,12 @@ fn connects_and_reads_props_with_the_api_key() {
     assert!(wrong.props().unwrap_err().to_string().contains("401"));
     // nothing listening: a clear "cannot reach"
     let gone = ServerClient::new("http://127.0.0.1:9", None).unwrap();
-    assert!(gone.health().unwrap_err().to_string().starts_with("cannot reach"));
+    assert!(
+        gone.health()
+            .unwrap_err()
+            .to_string()
+            .starts_with("cannot reach")
+    );
     assert!(ServerClient::new("https://example.com", None).is_err());
 }
 
@@ -131,7 +136,10 @@ fn a_grammar_run_on_the_server_matches_the_in_process_engine_and_checks_clean() 
         "the live check flagged a token the grammar forbids"
     );
     assert!(theirs.iter().all(|t| t.stacks.is_some() && t.allowed > 0));
-    assert!(theirs.iter().all(|t| !t.before.is_empty()), "candidates from the server");
+    assert!(
+        theirs.iter().all(|t| !t.before.is_empty()),
+        "candidates from the server"
+    );
     let ids = |v: &[TokenRecord]| v.iter().map(|t| t.id).collect::<Vec<_>>();
     let first_difference = ids(&ours)
         .iter()
@@ -180,7 +188,11 @@ fn the_servers_errors_and_its_grammar_echo_are_reported() {
         })
         .unwrap_err();
     match &e {
-        ServerError::Http { status: 400, message, .. } => {
+        ServerError::Http {
+            status: 400,
+            message,
+            ..
+        } => {
             assert!(message.contains("grammar"), "{e}")
         }
         other => panic!("expected a 400, got {other:?}"),
@@ -194,7 +206,9 @@ fn the_servers_errors_and_its_grammar_echo_are_reported() {
             ControlFlow::Continue(())
         })
         .unwrap();
-    let StreamEnd::Final(last) = end else { panic!("not finished") };
+    let StreamEnd::Final(last) = end else {
+        panic!("not finished")
+    };
     assert_eq!(last.grammar(), Some(grammar));
     let text: String = chunks.iter().map(|c| c.content.as_str()).collect();
     assert!(text == "yes" || text == "no", "{text:?}");

@@ -173,12 +173,17 @@ fn connect(url: &str, api_key_env: Option<&str>) -> anyhow::Result<(ServerClient
     let client = ServerClient::new(url, api_key)?;
     client.health()?;
     let props = client.props()?;
-    let build = props.build().map_or("of unknown build".to_owned(), |b| format!("b{b}"));
+    let build = props
+        .build()
+        .map_or("of unknown build".to_owned(), |b| format!("b{b}"));
     let model = props
         .model_alias
         .or(props.model_path)
         .unwrap_or_else(|| "an unnamed model".into());
-    Ok((client.clone(), format!("llama-server {build} at {}, model {model}", client.url())))
+    Ok((
+        client.clone(),
+        format!("llama-server {build} at {}, model {model}", client.url()),
+    ))
 }
 
 /// Runs `toolrail generate`: exit 0 when the run ends normally (and the output is a valid call
@@ -250,7 +255,9 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     let (worker, server) = match &args.server {
         Some(url) => {
             if args.engine == EngineArg::Llama {
-                bail!("--engine llama runs llama.cpp in-process; with --server the server's own llama.cpp masks the tokens");
+                bail!(
+                    "--engine llama runs llama.cpp in-process; with --server the server's own llama.cpp masks the tokens"
+                );
             }
             let (client, described) = connect(url, args.api_key_env.as_deref())?;
             eprintln!("server: {described}");

@@ -20,7 +20,9 @@ fn binary() -> PathBuf {
     if let Ok(p) = std::env::var("TOOLRAIL_LLAMA_SERVER") {
         return PathBuf::from(p);
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
     home.join(".cache/toolrail/llama-server/b11434/llama-server")
 }
 
@@ -79,9 +81,26 @@ pub fn start(model: &Path) -> Option<LlamaServer> {
         .args(["-m"])
         .arg(model)
         .args([
-            "--alias", "gemma-3-270m", "--host", "127.0.0.1", "--port", "0", "-c", "2048",
-            "-np", "1", "-t", "1", "-tb", "1", "--poll", "0", "--no-warmup", "--offline",
-            "--cache-ram", "0",
+            "--alias",
+            "gemma-3-270m",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "-c",
+            "2048",
+            "-np",
+            "1",
+            "-t",
+            "1",
+            "-tb",
+            "1",
+            "--poll",
+            "0",
+            "--no-warmup",
+            "--offline",
+            "--cache-ram",
+            "0",
         ])
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -124,10 +143,17 @@ pub fn start(model: &Path) -> Option<LlamaServer> {
             break;
         }
         if let Ok(Some(status)) = server.child.try_wait() {
-            panic!("llama-server exited ({status}) before listening:\n{}", server.log_text());
+            panic!(
+                "llama-server exited ({status}) before listening:\n{}",
+                server.log_text()
+            );
         }
     }
-    assert!(!server.url.is_empty(), "llama-server did not start in 60 s:\n{}", server.log_text());
+    assert!(
+        !server.url.is_empty(),
+        "llama-server did not start in 60 s:\n{}",
+        server.log_text()
+    );
     std::mem::forget(cache); // the server may still write there; the OS cleans /tmp
     Some(server)
 }

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-/// Mask comparison helpers (not every test module uses them).
-pub mod masks;
 /// A real llama-server for the server-engine tests.
 pub mod llama_server;
+/// Mask comparison helpers (not every test module uses them).
+pub mod masks;
 
 use toolrail_llm::{Model, test_model_for_suite};
 
