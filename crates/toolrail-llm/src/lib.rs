@@ -57,8 +57,8 @@ pub use grammar_sampler::LlamaGrammarSampler;
 pub use model::{Model, ModelInfo};
 pub use session::{DEFAULT_CONTEXT, Session, SessionOptions};
 pub use spec::{
-    ChatFormat, MODELS_FILE, ModelSpec, Models, ModelsSource, SamplingDefaults, TEST_MODEL_FILE,
-    builtin_models, check_threads, cores, expand_tilde, max_threads, model_dir,
+    ChatFormat, MODELS_FILE, ModelSpec, Models, ModelsSource, SamplingDefaults, ServerSpec,
+    TEST_MODEL_FILE, builtin_models, check_threads, cores, expand_tilde, max_threads, model_dir,
     models_file_candidates, test_model_for_suite, test_model_path, threads_beside_a_window,
 };
 

@@ -220,34 +220,117 @@ impl ModelSpec {
 
     /// Parses the text of a models file; `file` names it in errors and anchors relative paths.
     pub fn parse(text: &str, file: &Path) -> Result<Vec<ModelSpec>, LlmError> {
-        let raw: RawFile = toml::from_str(text).map_err(|e| LlmError::ModelsFile {
-            file: file.to_path_buf(),
-            message: e.to_string().trim_end().to_owned(),
-        })?;
-        let base = file.parent().unwrap_or(Path::new(""));
-        let mut specs: Vec<ModelSpec> = Vec::with_capacity(raw.model.len());
-        for (index, entry) in raw.model.into_iter().enumerate() {
+        Ok(parse_file(text, file)?.0)
+    }
+}
+
+/// A llama-server toolrail can run on (a `[[server]]` entry of `models.toml`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerSpec {
+    /// The name it is known by (`--server NAME`).
+    pub name: String,
+    /// Its base URL, `http://host:port`.
+    pub url: String,
+    /// The name of the environment variable holding its API key (the key itself never goes in
+    /// the file).
+    pub api_key_env: Option<String>,
+    /// A `[[model]]` entry of the same model (or one with the same tokenizer): its vocabulary
+    /// lets toolrail send token ids and check every token the server sends.
+    pub vocab: Option<String>,
+}
+
+/// Both kinds of entries of a models file: `[[model]]` and `[[server]]`.
+fn parse_file(text: &str, file: &Path) -> Result<(Vec<ModelSpec>, Vec<ServerSpec>), LlmError> {
+    let raw: RawFile = toml::from_str(text).map_err(|e| LlmError::ModelsFile {
+        file: file.to_path_buf(),
+        message: e.to_string().trim_end().to_owned(),
+    })?;
+    let servers = {
+        let mut servers: Vec<ServerSpec> = Vec::with_capacity(raw.server.len());
+        for (index, entry) in raw.server.into_iter().enumerate() {
             let label = if entry.name.trim().is_empty() {
-                format!("#{}", index + 1)
+                format!("server #{}", index + 1)
             } else {
                 entry.name.clone()
             };
-            let bad = |message: String| LlmError::ModelEntry {
+            let bad = |message: &str| LlmError::ModelEntry {
                 file: file.to_path_buf(),
                 entry: label.clone(),
-                message,
+                message: message.to_owned(),
             };
-            let spec = entry.into_spec(base).map_err(bad)?;
-            if specs.iter().any(|s| s.name == spec.name) {
-                return Err(LlmError::ModelEntry {
-                    file: file.to_path_buf(),
-                    entry: label,
-                    message: "the name is used by an earlier entry".to_owned(),
-                });
+            if entry.name.trim().is_empty() {
+                return Err(bad("it has no `name`"));
             }
-            specs.push(spec);
+            if !entry.url.starts_with("http://") {
+                return Err(bad(
+                    "`url` must be an http:// URL (toolrail talks plain HTTP to llama-server)",
+                ));
+            }
+            if servers.iter().any(|s| s.name == entry.name) {
+                return Err(bad("the name is used by an earlier server"));
+            }
+            servers.push(ServerSpec {
+                name: entry.name,
+                url: entry.url,
+                api_key_env: entry.api_key_env.filter(|v| !v.trim().is_empty()),
+                vocab: entry.vocab.filter(|v| !v.trim().is_empty()),
+            });
         }
-        Ok(specs)
+        servers
+    };
+    Ok((models_from(raw.model, file)?, servers))
+}
+
+/// The `[[model]]` entries as specs, checked; `file` names them in errors.
+fn models_from(entries: Vec<RawEntry>, file: &Path) -> Result<Vec<ModelSpec>, LlmError> {
+    let base = file.parent().unwrap_or(Path::new(""));
+    let mut specs: Vec<ModelSpec> = Vec::with_capacity(entries.len());
+    for (index, entry) in entries.into_iter().enumerate() {
+        let label = if entry.name.trim().is_empty() {
+            format!("#{}", index + 1)
+        } else {
+            entry.name.clone()
+        };
+        let bad = |message: String| LlmError::ModelEntry {
+            file: file.to_path_buf(),
+            entry: label.clone(),
+            message,
+        };
+        let spec = entry.into_spec(base).map_err(bad)?;
+        if specs.iter().any(|s| s.name == spec.name) {
+            return Err(LlmError::ModelEntry {
+                file: file.to_path_buf(),
+                entry: label,
+                message: "the name is used by an earlier entry".to_owned(),
+            });
+        }
+        specs.push(spec);
+    }
+    Ok(specs)
+}
+
+impl Models {
+    /// The `[[server]]` entry called `name`.
+    pub fn find_server(&self, name: &str) -> Result<ServerSpec, LlmError> {
+        self.servers
+            .iter()
+            .find(|s| s.name == name)
+            .cloned()
+            .ok_or_else(|| LlmError::ModelsFile {
+                file: PathBuf::from(self.source.to_string()),
+                message: format!(
+                    "no [[server]] entry named '{name}' (known: {})",
+                    if self.servers.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        self.servers
+                            .iter()
+                            .map(|s| s.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                ),
+            })
     }
 }
 
@@ -279,6 +362,8 @@ pub struct Models {
     pub source: ModelsSource,
     /// The entries, in file order.
     pub specs: Vec<ModelSpec>,
+    /// The `[[server]]` entries, in file order.
+    pub servers: Vec<ServerSpec>,
 }
 
 impl Models {
@@ -291,11 +376,20 @@ impl Models {
             None => models_file_candidates().into_iter().find(|p| p.is_file()),
         };
         Ok(match file {
-            Some(file) => Models {
-                specs: ModelSpec::load_file(&file)?,
-                source: ModelsSource::File(file),
-            },
+            Some(file) => {
+                let text = std::fs::read_to_string(&file).map_err(|e| LlmError::ModelsFile {
+                    file: file.clone(),
+                    message: format!("cannot read it: {e}"),
+                })?;
+                let (specs, servers) = parse_file(&text, &file)?;
+                Models {
+                    specs,
+                    servers,
+                    source: ModelsSource::File(file),
+                }
+            }
             None => Models {
+                servers: Vec::new(),
                 specs: builtin_models(),
                 source: ModelsSource::BuiltIn,
             },
@@ -385,6 +479,19 @@ impl From<&PathBuf> for ModelSpec {
 struct RawFile {
     #[serde(default)]
     model: Vec<RawEntry>,
+    #[serde(default)]
+    server: Vec<RawServer>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    url: String,
+    api_key_env: Option<String>,
+    vocab: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -461,6 +568,37 @@ impl RawEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_server_entries_and_refuses_bad_ones() {
+        let file = Path::new("/etc/toolrail/models.toml");
+        let text = r#"
+            [[server]]
+            name = "gpu-box"
+            url = "http://10.0.0.5:8080"
+            api_key_env = "GPU_BOX_KEY"
+            vocab = "gemma"
+        "#;
+        let (models, servers) = parse_file(text, file).unwrap();
+        assert!(models.is_empty());
+        assert_eq!(
+            servers,
+            vec![ServerSpec {
+                name: "gpu-box".into(),
+                url: "http://10.0.0.5:8080".into(),
+                api_key_env: Some("GPU_BOX_KEY".into()),
+                vocab: Some("gemma".into()),
+            }]
+        );
+        for (bad, says) in [
+            ("[[server]]\nurl = \"http://a\"", "no `name`"),
+            ("[[server]]\nname = \"a\"\nurl = \"https://a\"", "http://"),
+            ("[[server]]\nname = \"a\"\nurl = \"http://a\"\napi_key = \"x\"", "api_key"),
+        ] {
+            let e = parse_file(bad, file).unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains("models.toml"), "{e}");
+        }
+    }
 
     #[test]
     fn parses_the_repository_models_file() {

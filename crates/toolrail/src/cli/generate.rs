@@ -94,7 +94,8 @@ pub struct GenerateArgs {
     /// (by default, near --max-tokens the most likely token that can still finish is taken).
     #[arg(long)]
     pub no_budget_guard: bool,
-    /// Run on this llama-server (`http://host:port`) instead of in-process. --model still
+    /// Run on this llama-server (`http://host:port`, or the name of a `[[server]]` entry of
+    /// models.toml) instead of in-process. --model still
     /// gives the model's vocabulary: the prompt is sent as token ids, and toolrail's recognizer
     /// follows every token the server sends (stacks, allowed counts, and a flag on any token
     /// the grammar forbids).
@@ -259,7 +260,13 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
                     "--engine llama runs llama.cpp in-process; with --server the server's own llama.cpp masks the tokens"
                 );
             }
-            let (client, described) = connect(url, args.api_key_env.as_deref())?;
+            let (url, key_env) = if url.starts_with("http://") || url.contains("://") {
+                (url.clone(), args.api_key_env.clone())
+            } else {
+                let entry = Models::load(args.model.models.as_deref())?.find_server(url)?;
+                (entry.url, args.api_key_env.clone().or(entry.api_key_env))
+            };
+            let (client, described) = connect(&url, key_env.as_deref())?;
             eprintln!("server: {described}");
             (
                 Runner::Server(ServerWorker::spawn(client, Some(model), Arc::new(|| {}))),

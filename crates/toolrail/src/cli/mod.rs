@@ -38,6 +38,7 @@ pub mod generate;
 pub mod grammar;
 pub mod gui;
 pub mod lint;
+pub mod models;
 pub mod sample;
 pub mod validate;
 
@@ -73,6 +74,8 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// How often calls come out valid on BFCL questions: valid calls and first-tool match, with and without grammar.
     BenchCalls(bench_calls::BenchCallsArgs),
+    /// List the models and llama-servers toolrail knows by name, and the file they come from.
+    Models(models::ModelsArgs),
     /// Open the desktop app (also what `toolrail` with no arguments does).
     Gui(gui::GuiArgs),
 }
@@ -102,6 +105,7 @@ pub fn main() -> ExitCode {
         Command::Generate(args) => generate::run(args),
         Command::Bench(args) => bench::run(args),
         Command::BenchCalls(args) => bench_calls::run(args),
+        Command::Models(args) => models::run(args),
         Command::Gui(args) => gui::run(args),
     };
     // What is still buffered must reach its reader too (a full disk is an error here).
