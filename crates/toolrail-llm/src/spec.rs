@@ -593,7 +593,10 @@ mod tests {
         for (bad, says) in [
             ("[[server]]\nurl = \"http://a\"", "no `name`"),
             ("[[server]]\nname = \"a\"\nurl = \"https://a\"", "http://"),
-            ("[[server]]\nname = \"a\"\nurl = \"http://a\"\napi_key = \"x\"", "api_key"),
+            (
+                "[[server]]\nname = \"a\"\nurl = \"http://a\"\napi_key = \"x\"",
+                "api_key",
+            ),
         ] {
             let e = parse_file(bad, file).unwrap_err().to_string();
             assert!(e.contains(says) && e.contains("models.toml"), "{e}");

@@ -4,4 +4,5 @@
 
 mod attacks;
 mod cli_check;
+mod cli_models;
 mod layers;
