@@ -38,6 +38,7 @@ mod chat;
 mod error;
 pub mod gguf;
 mod grammar_sampler;
+pub mod llguidance;
 mod log;
 mod model;
 pub mod record;
