@@ -537,10 +537,8 @@ fn gemini_inner(
                     Value::Array(vec![Value::String(t), Value::String("null".into())]),
                 );
             }
-            Some(Value::Array(list)) => {
-                if !list.iter().any(|t| t == "null") {
-                    list.push(Value::String("null".into()));
-                }
+            Some(Value::Array(list)) if !list.iter().any(|t| t == "null") => {
+                list.push(Value::String("null".into()));
             }
             _ => {}
         }
