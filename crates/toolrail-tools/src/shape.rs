@@ -129,6 +129,16 @@ pub enum Severity {
     Warning,
 }
 
+impl Severity {
+    /// The word printed before the message: `"note"` or `"warning"`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Note => "note",
+            Self::Warning => "warning",
+        }
+    }
+}
+
 /// What a [`ToolSetWarning`] is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WarningKind {
@@ -145,6 +155,17 @@ pub enum WarningKind {
 }
 
 impl WarningKind {
+    /// A short machine name for JSON output (`"unknown-key"`, …).
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::UnknownKey => "unknown-key",
+            Self::IgnoredKey => "ignored-key",
+            Self::MappedKey => "mapped-key",
+            Self::NoSchema => "no-schema",
+            Self::BuiltInTool => "built-in-tool",
+        }
+    }
+
     /// The severity of this kind.
     pub fn severity(self) -> Severity {
         match self {
@@ -185,8 +206,11 @@ impl fmt::Display for ToolSetWarning {
             self.pointer.as_str()
         };
         match &self.tool {
-            Some(tool) => write!(f, "tool `{tool}`, {at}: {}", self.message),
-            None => write!(f, "{at}: {}", self.message),
+            // messages that name their tool themselves ("tool `x` has no parameter schema…")
+            Some(tool) if !self.message.starts_with(&format!("tool `{tool}`")) => {
+                write!(f, "tool `{tool}`, {at}: {}", self.message)
+            }
+            _ => write!(f, "{at}: {}", self.message),
         }
     }
 }

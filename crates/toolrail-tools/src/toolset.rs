@@ -117,6 +117,8 @@ pub struct ToolSet {
     tools: Vec<Tool>,
     shape: Option<ToolSetShape>,
     warnings: Vec<ToolSetWarning>,
+    /// For each tool, the JSON pointer of its parameter schema in the loaded document.
+    schema_pointers: Vec<String>,
 }
 
 impl ToolSet {
@@ -145,6 +147,7 @@ impl ToolSet {
             tools,
             shape: None,
             warnings: Vec::new(),
+            schema_pointers: Vec::new(),
         })
     }
 
@@ -165,7 +168,16 @@ impl ToolSet {
             tools: loader.tools,
             shape: Some(shape),
             warnings: loader.notes.list,
+            schema_pointers: loader.schema_pointers,
         })
+    }
+
+    /// The JSON pointer of tool `name`'s parameter schema in the loaded document (where its
+    /// `parameters`, `inputSchema` or `input_schema` is, or would be); `None` for an unknown
+    /// name or a set built with [`ToolSet::new`].
+    pub fn schema_pointer(&self, name: &str) -> Option<&str> {
+        let index = self.tools.iter().position(|t| t.name == name)?;
+        self.schema_pointers.get(index).map(String::as_str)
     }
 
     /// The shape the set was loaded from (`None` when built with [`ToolSet::new`]).
@@ -208,19 +220,12 @@ impl ToolSet {
 /// The keys that say "this object is a Gemini `tools` entry", not a tool.
 const GEMINI_DECLARATIONS: [&str; 2] = ["functionDeclarations", "function_declarations"];
 
-/// Where a list of tools sits, for telling the set's shape.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ListPlace {
-    /// The document is the list.
-    Bare,
-    /// The list is under `"tools"`.
-    Tools,
-}
-
 /// Reads a document of any accepted shape, collecting tools, their shapes and notes.
 #[derive(Debug, Default)]
 struct Loader {
     tools: Vec<Tool>,
+    schema_pointers: Vec<String>,
+    /// The shapes of the tools that show one (see [`Loader::list_shape`]).
     shapes: Vec<ToolShape>,
     first_at: HashMap<String, String>,
     gemini_entries: bool,
@@ -237,7 +242,7 @@ impl Loader {
         match doc {
             Value::Array(items) => {
                 self.list(items, "", false)?;
-                Ok((self.list_shape(ListPlace::Bare), None))
+                Ok((self.list_shape(), None))
             }
             Value::Object(obj) => {
                 if obj.contains_key("jsonrpc") || obj.contains_key("result") {
@@ -246,7 +251,7 @@ impl Loader {
                 } else if let Some(tools) = obj.get("tools") {
                     let description = self.wrapper(obj, "tools", &[])?;
                     self.list(array_at(tools, "/tools")?, "/tools", false)?;
-                    Ok((self.list_shape(ListPlace::Tools), description))
+                    Ok((self.list_shape(), description))
                 } else if let Some(functions) = obj.get("functions") {
                     let known = [(
                         "function_call",
@@ -396,16 +401,14 @@ impl Loader {
         Ok(())
     }
 
-    /// The set's shape from where its list was and the shapes of its tools.
-    fn list_shape(&self, place: ListPlace) -> ToolSetShape {
+    /// The set's shape, from the shapes of its tools.
+    fn list_shape(&self) -> ToolSetShape {
         if self.gemini_entries {
             return ToolSetShape::GeminiTools;
         }
+        // no tool shows a shape (an empty list, or only `{name, description}`)
         let Some(first) = self.shapes.first() else {
-            return match place {
-                ListPlace::Bare => ToolSetShape::FunctionList,
-                ListPlace::Tools => ToolSetShape::OpenAiTools,
-            };
+            return ToolSetShape::FunctionList;
         };
         if self.shapes.iter().any(|s| s != first) {
             return ToolSetShape::Mixed;
@@ -581,7 +584,12 @@ impl Loader {
             description,
             parameters,
         });
-        self.shapes.push(shape);
+        // a bare `{name, description}` shows no shape: it does not make a list mixed
+        let shows_shape = shape != ToolShape::Function || func.contains_key(schema_key);
+        if shows_shape {
+            self.shapes.push(shape);
+        }
+        self.schema_pointers.push(pptr);
         Ok(shape)
     }
 

@@ -526,6 +526,12 @@ fn a_tool_without_a_schema_says_it_takes_no_arguments() {
         "tool `now` has no parameter schema: it takes no arguments"
     );
     assert_eq!(w.pointer, "/0/function");
+    // a tool with nothing but a name shows no shape: the MCP list stays an MCP list
+    let set = ToolSet::from_value(&json!({"tools": [{"name": "now"},
+        {"name": "get_weather", "inputSchema": weather_schema()}]}))
+    .unwrap();
+    assert_eq!(set.shape(), Some(ToolSetShape::McpToolsList));
+    assert_eq!(set.warnings()[0].kind, WarningKind::NoSchema);
     // a key that looks like a schema but is not one of the shape's is not taken for it
     let set = ToolSet::from_value(&json!([{"type": "function", "function": {"name": "now",
         "input_schema": weather_schema()}}]))
