@@ -562,3 +562,46 @@ fn an_unknown_document_names_the_accepted_shapes() {
         "{msg}"
     );
 }
+
+#[test]
+fn a_deeply_nested_gemini_schema_is_an_error_not_a_stack_overflow() {
+    // 100,000 nested `items` (built without json!, which serializes recursively)
+    let mut v = json!({"type": "STRING"});
+    for _ in 0..100_000 {
+        let mut m = Map::new();
+        m.insert("type".to_string(), json!("ARRAY"));
+        m.insert("items".to_string(), v);
+        v = Value::Object(m);
+    }
+    let mut props = Map::new();
+    props.insert("a".to_string(), v);
+    let mut params = Map::new();
+    params.insert("type".to_string(), json!("OBJECT"));
+    params.insert("properties".to_string(), Value::Object(props));
+    let mut decl = Map::new();
+    decl.insert("name".to_string(), json!("f"));
+    decl.insert("parameters".to_string(), Value::Object(params));
+    let mut doc = Map::new();
+    doc.insert(
+        "functionDeclarations".to_string(),
+        Value::Array(vec![Value::Object(decl)]),
+    );
+    let doc = Value::Object(doc);
+    let result = ToolSet::from_value(&doc).map(|_| ());
+    // drop without recursion
+    let mut stack = vec![doc];
+    while let Some(mut x) = stack.pop() {
+        match &mut x {
+            Value::Object(m) => stack.extend(std::mem::take(m).into_iter().map(|(_, y)| y)),
+            Value::Array(a) => stack.append(a),
+            _ => {}
+        }
+    }
+    let err = result.unwrap_err();
+    assert!(err.to_string().contains("nested deeper"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("/functionDeclarations/0/parameters"),
+        "{err}"
+    );
+}
