@@ -10,6 +10,7 @@ pub mod call;
 pub mod extract;
 pub mod pool;
 pub mod prompt;
+pub mod shape;
 
 pub mod envelope;
 pub mod grammar;

@@ -1,18 +1,18 @@
 //! Tool sets: loading tool definitions and normalising them to plain JSON Schema.
 //!
-//! Three input shapes are accepted:
-//!
-//! * an OpenAI `tools` array: `[{"type": "function", "function": {name, description, parameters}}]`;
-//! * a bare function list, as BFCL and many servers write it: `[{name, description, parameters}]`;
-//! * an object holding either list under `"tools"` (optionally with a top-level `"description"` of
-//!   the whole set, which the app shows), or a single tool object.
+//! [`ToolSet::from_value`] reads tool definitions in every shape people paste (OpenAI `tools` and
+//! legacy `functions`, MCP `tools/list` results and JSON-RPC responses, Anthropic `input_schema`,
+//! Gemini `functionDeclarations`, BFCL function lists, a single tool): the shape is found from
+//! the document, reported as [`ToolSet::shape`], and every key not read is in
+//! [`ToolSet::warnings`] (see [`crate::shape`]).
 //!
 //! Parameter schemas are normalised to proper JSON Schema: BFCL's Python- and Java-flavoured type
 //! names (`dict`, `float`, `tuple`, `any`, `String`, `HashMap`, `ArrayList`, `long`, …) become
 //! JSON Schema types (see [`json_type_for`]), BFCL's non-standard `"optional"` key (`true`,
 //! `"True"` or a list of names) is dropped (a
 //! property is optional exactly when it is not in `required`), and a missing top-level `type` on a
-//! schema with `properties` becomes `"object"`. A top-level object schema with no way to name
+//! schema with `properties` becomes `"object"`. Gemini's OpenAPI schemas are mapped first
+//! ([`crate::shape::gemini_to_json_schema`]). A top-level object schema with no way to name
 //! members (no `properties`, `additionalProperties`, `patternProperties`, `$ref` or combinator)
 //! gets `"properties": {}`: the tool takes no arguments. Nested objects without `properties`
 //! (BFCL's free-form `dict`s) stay open. Every error names the tool and the JSON pointer into
@@ -23,7 +23,13 @@
 //! grammar builder and the validator both use that schema, so they agree on what is accepted.
 
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::HashMap;
+
+use crate::shape::{
+    ANTHROPIC_KNOWN, GEMINI_BUILT_IN, GEMINI_KNOWN, MCP_KNOWN, Notes, OPENAI_KNOWN, ToolSetShape,
+    ToolSetWarning, ToolShape, WRAPPER_KNOWN, WarningKind, gemini_to_json_schema, has_openapi_type,
+};
 
 /// Why a tool set could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -109,6 +115,10 @@ pub struct ToolSet {
     /// Description of the whole set (top-level `"description"` next to `"tools"`), if any.
     pub description: Option<String>,
     tools: Vec<Tool>,
+    shape: Option<ToolSetShape>,
+    warnings: Vec<ToolSetWarning>,
+    /// For each tool, the JSON pointer of its parameter schema in the loaded document.
+    schema_pointers: Vec<String>,
 }
 
 impl ToolSet {
@@ -135,6 +145,9 @@ impl ToolSet {
         Ok(Self {
             description: None,
             tools,
+            shape: None,
+            warnings: Vec::new(),
+            schema_pointers: Vec::new(),
         })
     }
 
@@ -144,52 +157,38 @@ impl ToolSet {
         Self::from_value(&value)
     }
 
-    /// Normalises a tool set from a parsed JSON document (any of the accepted shapes).
+    /// Normalises a tool set from a parsed JSON document, in any of the accepted shapes (see
+    /// [`crate::shape`]): the shape found is [`ToolSet::shape`], and every key not read, tool
+    /// without a schema or built-in tool left out is in [`ToolSet::warnings`].
     pub fn from_value(doc: &Value) -> Result<Self, ToolSetError> {
-        match doc {
-            Value::Array(items) => load_list(items, ""),
-            Value::Object(obj) => {
-                if let Some(tools) = obj.get("tools") {
-                    let Value::Array(items) = tools else {
-                        return Err(ToolSetError::Shape {
-                            pointer: "/tools".into(),
-                            message: "expected an array of tools".into(),
-                        });
-                    };
-                    let mut set = load_list(items, "/tools")?;
-                    set.description = obj
-                        .get("description")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned);
-                    Ok(set)
-                } else if obj.contains_key("function") || obj.contains_key("name") {
-                    load_list(std::slice::from_ref(doc), "").map_err(|e| match e {
-                        ToolSetError::Tool {
-                            tool,
-                            pointer,
-                            message,
-                        } => ToolSetError::Tool {
-                            tool,
-                            pointer: pointer.trim_start_matches("/0").to_owned(),
-                            message,
-                        },
-                        other => other,
-                    })
-                } else {
-                    Err(ToolSetError::Shape {
-                        pointer: String::new(),
-                        message: "expected a tools array, {\"tools\": [...]} or a single tool \
-                                  object"
-                            .into(),
-                    })
-                }
-            }
-            _ => Err(ToolSetError::Shape {
-                pointer: String::new(),
-                message: "expected a tools array, {\"tools\": [...]} or a single tool object"
-                    .into(),
-            }),
-        }
+        let mut loader = Loader::default();
+        let (shape, description) = loader.document(doc)?;
+        Ok(ToolSet {
+            description,
+            tools: loader.tools,
+            shape: Some(shape),
+            warnings: loader.notes.list,
+            schema_pointers: loader.schema_pointers,
+        })
+    }
+
+    /// The JSON pointer of tool `name`'s parameter schema in the loaded document (where its
+    /// `parameters`, `inputSchema` or `input_schema` is, or would be); `None` for an unknown
+    /// name or a set built with [`ToolSet::new`].
+    pub fn schema_pointer(&self, name: &str) -> Option<&str> {
+        let index = self.tools.iter().position(|t| t.name == name)?;
+        self.schema_pointers.get(index).map(String::as_str)
+    }
+
+    /// The shape the set was loaded from (`None` when built with [`ToolSet::new`]).
+    pub fn shape(&self) -> Option<ToolSetShape> {
+        self.shape
+    }
+
+    /// What loading noticed: keys not read (warnings) or known and not needed (notes), tools
+    /// without a parameter schema, built-in tools left out. Empty for [`ToolSet::new`].
+    pub fn warnings(&self) -> &[ToolSetWarning] {
+        &self.warnings
     }
 
     /// The tools, in definition order.
@@ -218,40 +217,234 @@ impl ToolSet {
     }
 }
 
-fn load_list(items: &[Value], base: &str) -> Result<ToolSet, ToolSetError> {
-    let mut tools = Vec::with_capacity(items.len());
-    let mut first_at: HashMap<String, String> = HashMap::new();
-    for (i, item) in items.iter().enumerate() {
-        let ptr = format!("{base}/{i}");
-        let tool = load_tool(item, &ptr, i)?;
-        if let Some(first) = first_at.get(&tool.name) {
-            return Err(ToolSetError::Duplicate {
-                name: tool.name,
-                pointer: ptr,
-                first: first.clone(),
-            });
-        }
-        first_at.insert(tool.name.clone(), ptr);
-        tools.push(tool);
-    }
-    Ok(ToolSet {
-        description: None,
-        tools,
-    })
+/// The keys that say "this object is a Gemini `tools` entry", not a tool.
+const GEMINI_DECLARATIONS: [&str; 2] = ["functionDeclarations", "function_declarations"];
+
+/// Reads a document of any accepted shape, collecting tools, their shapes and notes.
+#[derive(Debug, Default)]
+struct Loader {
+    tools: Vec<Tool>,
+    schema_pointers: Vec<String>,
+    /// The shapes of the tools that show one (see [`Loader::list_shape`]).
+    shapes: Vec<ToolShape>,
+    first_at: HashMap<String, String>,
+    gemini_entries: bool,
+    notes: Notes,
 }
 
-fn load_tool(item: &Value, ptr: &str, index: usize) -> Result<Tool, ToolSetError> {
-    let anon = format!("#{index}");
-    let Value::Object(obj) = item else {
-        return Err(ToolSetError::Tool {
-            tool: anon,
-            pointer: ptr.to_owned(),
-            message: "expected a tool object".into(),
-        });
-    };
-    // OpenAI shape: {"type": "function", "function": {...}}.
-    let (func, fptr) = match obj.get("function") {
-        Some(Value::Object(f)) => {
+impl Loader {
+    /// Reads the whole document; returns its shape and the set's description.
+    fn document(&mut self, doc: &Value) -> Result<(ToolSetShape, Option<String>), ToolSetError> {
+        let accepted = "expected tool definitions: an OpenAI `tools` array, {\"tools\": [...]} \
+                        (OpenAI, MCP, Anthropic), {\"functions\": [...]}, \
+                        {\"functionDeclarations\": [...]}, an MCP JSON-RPC response, a function \
+                        list or a single tool object";
+        match doc {
+            Value::Array(items) => {
+                self.list(items, "", false)?;
+                Ok((self.list_shape(), None))
+            }
+            Value::Object(obj) => {
+                if obj.contains_key("jsonrpc") || obj.contains_key("result") {
+                    self.json_rpc(obj)?;
+                    Ok((ToolSetShape::McpJsonRpcResponse, None))
+                } else if let Some(tools) = obj.get("tools") {
+                    let description = self.wrapper(obj, "tools", &[])?;
+                    self.list(array_at(tools, "/tools")?, "/tools", false)?;
+                    Ok((self.list_shape(), description))
+                } else if let Some(functions) = obj.get("functions") {
+                    let known = [(
+                        "function_call",
+                        "the request's choice of function; the grammar allows every function",
+                    )];
+                    let description = self.wrapper(obj, "functions", &known)?;
+                    self.list(array_at(functions, "/functions")?, "/functions", false)?;
+                    Ok((ToolSetShape::OpenAiFunctions, description))
+                } else if GEMINI_DECLARATIONS.iter().any(|k| obj.contains_key(*k))
+                    && !obj.contains_key("name")
+                {
+                    self.gemini_entry(obj, "")?;
+                    Ok((ToolSetShape::GeminiFunctionDeclarations, None))
+                } else if obj.contains_key("function") || obj.contains_key("name") {
+                    let shape = self.tool(doc, "", 0, false)?;
+                    Ok((ToolSetShape::SingleTool(shape), None))
+                } else {
+                    Err(ToolSetError::Shape {
+                        pointer: String::new(),
+                        message: accepted.into(),
+                    })
+                }
+            }
+            _ => Err(ToolSetError::Shape {
+                pointer: String::new(),
+                message: accepted.into(),
+            }),
+        }
+    }
+
+    /// Notes on the keys of a wrapper object around the list under `list_key`; returns its
+    /// `description`.
+    fn wrapper(
+        &mut self,
+        obj: &Map<String, Value>,
+        list_key: &str,
+        extra_known: &[(&str, &str)],
+    ) -> Result<Option<String>, ToolSetError> {
+        let description = match obj.get("description") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => {
+                return Err(ToolSetError::Shape {
+                    pointer: "/description".into(),
+                    message: "the tool set's description must be a string".into(),
+                });
+            }
+        };
+        let mut known: Vec<(&str, &str)> = WRAPPER_KNOWN.to_vec();
+        known.extend_from_slice(extra_known);
+        self.notes.keys(
+            obj,
+            "",
+            None,
+            "the tool set",
+            &[list_key, "description"],
+            &known,
+        );
+        Ok(description)
+    }
+
+    /// An MCP JSON-RPC response: `{"jsonrpc", "id", "result": {"tools": [...]}}`.
+    fn json_rpc(&mut self, obj: &Map<String, Value>) -> Result<(), ToolSetError> {
+        if let Some(error) = obj.get("error") {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("(no message)");
+            return Err(ToolSetError::Shape {
+                pointer: "/error".into(),
+                message: format!("a JSON-RPC error response, not a tools/list result: {message}"),
+            });
+        }
+        let Some(Value::Object(result)) = obj.get("result") else {
+            return Err(ToolSetError::Shape {
+                pointer: "/result".into(),
+                message: "a JSON-RPC response needs a \"result\" object holding \"tools\"".into(),
+            });
+        };
+        let Some(tools) = result.get("tools") else {
+            return Err(ToolSetError::Shape {
+                pointer: "/result".into(),
+                message: "no \"tools\" in the JSON-RPC result: not a tools/list response".into(),
+            });
+        };
+        self.notes.keys(
+            obj,
+            "",
+            None,
+            "the JSON-RPC response",
+            &["jsonrpc", "id", "result"],
+            &[],
+        );
+        self.notes.keys(
+            result,
+            "/result",
+            None,
+            "the tools/list result",
+            &["tools"],
+            WRAPPER_KNOWN,
+        );
+        self.list(array_at(tools, "/result/tools")?, "/result/tools", false)
+    }
+
+    /// A list of tools (or of Gemini `tools` entries) at `base`.
+    fn list(&mut self, items: &[Value], base: &str, gemini: bool) -> Result<(), ToolSetError> {
+        for (i, item) in items.iter().enumerate() {
+            let ptr = format!("{base}/{i}");
+            match item {
+                Value::Object(obj) if is_gemini_entry(obj) => self.gemini_entry(obj, &ptr)?,
+                _ => {
+                    self.tool(item, &ptr, i, gemini)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A Gemini `tools` entry: `{"functionDeclarations": [...]}`, or a built-in tool.
+    fn gemini_entry(&mut self, obj: &Map<String, Value>, ptr: &str) -> Result<(), ToolSetError> {
+        self.gemini_entries = true;
+        for (key, value) in obj {
+            let kptr = format!("{ptr}/{}", escape_pointer(key));
+            if GEMINI_DECLARATIONS.contains(&key.as_str()) {
+                self.list(array_at(value, &kptr)?, &kptr, true)?;
+            } else if GEMINI_BUILT_IN.contains(&key.as_str()) {
+                self.notes.push(
+                    WarningKind::BuiltInTool,
+                    None,
+                    kptr,
+                    Some(key),
+                    format!(
+                        "Gemini built-in tool `{key}` has no declaration in the file: left out \
+                         of the grammar"
+                    ),
+                );
+            } else {
+                self.notes.push(
+                    WarningKind::UnknownKey,
+                    None,
+                    kptr,
+                    Some(key),
+                    format!("unknown key `{key}` in a Gemini tools entry: not read"),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The set's shape, from the shapes of its tools.
+    fn list_shape(&self) -> ToolSetShape {
+        if self.gemini_entries {
+            return ToolSetShape::GeminiTools;
+        }
+        // no tool shows a shape (an empty list, or only `{name, description}`)
+        let Some(first) = self.shapes.first() else {
+            return ToolSetShape::FunctionList;
+        };
+        if self.shapes.iter().any(|s| s != first) {
+            return ToolSetShape::Mixed;
+        }
+        match first {
+            ToolShape::OpenAi => ToolSetShape::OpenAiTools,
+            ToolShape::Function => ToolSetShape::FunctionList,
+            ToolShape::Mcp => ToolSetShape::McpToolsList,
+            ToolShape::Anthropic => ToolSetShape::AnthropicTools,
+            ToolShape::Gemini => ToolSetShape::GeminiFunctionDeclarations,
+        }
+    }
+
+    /// One tool definition at `ptr`; adds it to the set (built-in tools are left out with a
+    /// warning) and returns its shape.
+    fn tool(
+        &mut self,
+        item: &Value,
+        ptr: &str,
+        index: usize,
+        in_gemini: bool,
+    ) -> Result<ToolShape, ToolSetError> {
+        let anon = format!("#{index}");
+        let Value::Object(obj) = item else {
+            return Err(ToolSetError::Tool {
+                tool: anon,
+                pointer: ptr.to_owned(),
+                message: "expected a tool object".into(),
+            });
+        };
+        let type_name = obj.get("type").and_then(Value::as_str);
+        let has_schema_key = ["parameters", "parametersJsonSchema"]
+            .iter()
+            .any(|k| obj.contains_key(*k));
+        // Which keys hold what, by shape.
+        let (shape, func, fptr, schema_key) = if let Some(function) = obj.get("function") {
             if let Some(t) = obj.get("type")
                 && t != "function"
             {
@@ -261,17 +454,247 @@ fn load_tool(item: &Value, ptr: &str, index: usize) -> Result<Tool, ToolSetError
                     message: format!("unsupported tool type {t}; only \"function\" is supported"),
                 });
             }
-            (f, format!("{ptr}/function"))
-        }
-        Some(_) => {
+            let Value::Object(f) = function else {
+                return Err(ToolSetError::Tool {
+                    tool: anon,
+                    pointer: format!("{ptr}/function"),
+                    message: "expected an object".into(),
+                });
+            };
+            (
+                ToolShape::OpenAi,
+                f,
+                format!("{ptr}/function"),
+                "parameters",
+            )
+        } else if obj.contains_key("inputSchema") {
+            (ToolShape::Mcp, obj, ptr.to_owned(), "inputSchema")
+        } else if obj.contains_key("input_schema") || type_name == Some("custom") {
+            (ToolShape::Anthropic, obj, ptr.to_owned(), "input_schema")
+        } else if let Some(t) = type_name
+            && t != "function"
+            && !has_schema_key
+        {
+            // A provider's own tool (Anthropic's `web_search_…`, `bash_…`, OpenAI's
+            // `web_search`): its schema is not in the file.
+            let name = obj.get("name").and_then(Value::as_str).unwrap_or(t);
+            self.notes.push(
+                WarningKind::BuiltInTool,
+                Some(name),
+                ptr.to_owned(),
+                Some("type"),
+                format!(
+                    "tool `{name}` is a built-in tool of type `{t}`: its schema is not in the \
+                     file, so it is left out of the grammar"
+                ),
+            );
+            let shape = if obj.contains_key("name") {
+                ToolShape::Anthropic
+            } else {
+                ToolShape::OpenAi
+            };
+            return Ok(shape);
+        } else if type_name == Some("function") {
+            (ToolShape::OpenAi, obj, ptr.to_owned(), "parameters")
+        } else {
+            let gemini = in_gemini
+                || obj.contains_key("parametersJsonSchema")
+                || obj.get("parameters").is_some_and(has_openapi_type);
+            let shape = if gemini {
+                ToolShape::Gemini
+            } else {
+                ToolShape::Function
+            };
+            let key = if obj.contains_key("parametersJsonSchema") {
+                "parametersJsonSchema"
+            } else {
+                "parameters"
+            };
+            (shape, obj, ptr.to_owned(), key)
+        };
+        let name = tool_name(func, &fptr, anon)?;
+        let description = match func.get("description") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(_) => {
+                return Err(ToolSetError::Tool {
+                    tool: name,
+                    pointer: format!("{fptr}/description"),
+                    message: "description must be a string".into(),
+                });
+            }
+        };
+        if shape == ToolShape::Gemini
+            && obj.contains_key("parameters")
+            && obj.contains_key("parametersJsonSchema")
+        {
             return Err(ToolSetError::Tool {
-                tool: anon,
-                pointer: format!("{ptr}/function"),
-                message: "expected an object".into(),
+                tool: name,
+                pointer: format!("{ptr}/parametersJsonSchema"),
+                message: "both \"parameters\" and \"parametersJsonSchema\": give only one".into(),
             });
         }
-        None => (obj, ptr.to_owned()),
-    };
+        self.key_notes(shape, obj, func, ptr, &fptr, &name);
+        let pptr = format!("{fptr}/{schema_key}");
+        let parameters = match func.get(schema_key) {
+            None | Some(Value::Null) => {
+                self.notes.push(
+                    WarningKind::NoSchema,
+                    Some(&name),
+                    fptr.clone(),
+                    None,
+                    format!("tool `{name}` has no parameter schema: it takes no arguments"),
+                );
+                serde_json::json!({"type": "object", "properties": {}})
+            }
+            Some(p) => {
+                let at = |(pointer, message): (String, String)| ToolSetError::Tool {
+                    tool: name.clone(),
+                    pointer,
+                    message,
+                };
+                let p = if shape == ToolShape::Gemini && schema_key == "parameters" {
+                    toolrail_schema::check_depth(p).map_err(|e| {
+                        at((
+                            format!("{pptr}{}", e.pointer.trim_start_matches('#')),
+                            e.message,
+                        ))
+                    })?;
+                    let mut found = Vec::new();
+                    let mapped = gemini_to_json_schema(p, &pptr, &name, &mut found).map_err(at)?;
+                    self.notes.list.extend(found);
+                    Cow::Owned(mapped)
+                } else {
+                    // borrowed: cloning would recurse before the depth check
+                    Cow::Borrowed(p)
+                };
+                normalise_parameters(&p, &pptr).map_err(at)?
+            }
+        };
+        if let Some(first) = self.first_at.get(&name) {
+            return Err(ToolSetError::Duplicate {
+                name,
+                pointer: ptr.to_owned(),
+                first: first.clone(),
+            });
+        }
+        self.first_at.insert(name.clone(), ptr.to_owned());
+        self.tools.push(Tool {
+            name,
+            description,
+            parameters,
+        });
+        // a bare `{name, description}` shows no shape: it does not make a list mixed
+        let shows_shape = shape != ToolShape::Function || func.contains_key(schema_key);
+        if shows_shape {
+            self.shapes.push(shape);
+        }
+        self.schema_pointers.push(pptr);
+        Ok(shape)
+    }
+
+    /// Notes on the keys of one tool definition that are not read.
+    fn key_notes(
+        &mut self,
+        shape: ToolShape,
+        obj: &Map<String, Value>,
+        func: &Map<String, Value>,
+        ptr: &str,
+        fptr: &str,
+        name: &str,
+    ) {
+        let tool = Some(name);
+        let custom = obj.get("type").is_some_and(|t| t == "custom");
+        match shape {
+            ToolShape::OpenAi if obj.contains_key("function") => {
+                self.notes.keys(
+                    obj,
+                    ptr,
+                    tool,
+                    "the OpenAI tool",
+                    &["type", "function"],
+                    &[],
+                );
+                self.notes.keys(
+                    func,
+                    fptr,
+                    tool,
+                    "the OpenAI function",
+                    &["name", "description", "parameters"],
+                    OPENAI_KNOWN,
+                );
+            }
+            ToolShape::OpenAi => self.notes.keys(
+                obj,
+                ptr,
+                tool,
+                "the OpenAI tool",
+                &["type", "name", "description", "parameters"],
+                OPENAI_KNOWN,
+            ),
+            ToolShape::Mcp => self.notes.keys(
+                obj,
+                ptr,
+                tool,
+                "the MCP tool",
+                &["name", "description", "inputSchema"],
+                MCP_KNOWN,
+            ),
+            ToolShape::Anthropic => {
+                let read: &[&str] = if custom {
+                    &["type", "name", "description", "input_schema"]
+                } else {
+                    &["name", "description", "input_schema"]
+                };
+                self.notes
+                    .keys(obj, ptr, tool, "the Anthropic tool", read, ANTHROPIC_KNOWN);
+            }
+            ToolShape::Gemini => self.notes.keys(
+                obj,
+                ptr,
+                tool,
+                "the Gemini function declaration",
+                &["name", "description", "parameters", "parametersJsonSchema"],
+                GEMINI_KNOWN,
+            ),
+            ToolShape::Function => {
+                let mut known = OPENAI_KNOWN.to_vec();
+                known.extend_from_slice(GEMINI_KNOWN);
+                self.notes.keys(
+                    obj,
+                    ptr,
+                    tool,
+                    "the function",
+                    &["name", "description", "parameters"],
+                    &known,
+                );
+            }
+        }
+    }
+}
+
+/// True when `obj` is a Gemini `tools` entry (declarations or a built-in tool), not a tool.
+fn is_gemini_entry(obj: &Map<String, Value>) -> bool {
+    !obj.contains_key("name")
+        && !obj.contains_key("function")
+        && obj.keys().any(|k| {
+            GEMINI_DECLARATIONS.contains(&k.as_str()) || GEMINI_BUILT_IN.contains(&k.as_str())
+        })
+}
+
+/// The array at `pointer`, or a shape error naming it.
+fn array_at<'a>(value: &'a Value, pointer: &str) -> Result<&'a [Value], ToolSetError> {
+    match value {
+        Value::Array(items) => Ok(items),
+        _ => Err(ToolSetError::Shape {
+            pointer: pointer.to_owned(),
+            message: "expected an array of tools".into(),
+        }),
+    }
+}
+
+/// The tool's `name`: a non-empty string without quotes or control characters.
+fn tool_name(func: &Map<String, Value>, fptr: &str, anon: String) -> Result<String, ToolSetError> {
     let name = match func.get("name") {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         Some(Value::String(_)) => {
@@ -291,7 +714,7 @@ fn load_tool(item: &Value, ptr: &str, index: usize) -> Result<Tool, ToolSetError
         None => {
             return Err(ToolSetError::Tool {
                 tool: anon,
-                pointer: fptr,
+                pointer: fptr.to_owned(),
                 message: "missing \"name\"".into(),
             });
         }
@@ -303,33 +726,7 @@ fn load_tool(item: &Value, ptr: &str, index: usize) -> Result<Tool, ToolSetError
             message: "tool name contains a quote or control character".into(),
         });
     }
-    let description = match func.get("description") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(_) => {
-            return Err(ToolSetError::Tool {
-                tool: name,
-                pointer: format!("{fptr}/description"),
-                message: "description must be a string".into(),
-            });
-        }
-    };
-    let pptr = format!("{fptr}/parameters");
-    let parameters = match func.get("parameters") {
-        None | Some(Value::Null) => serde_json::json!({"type": "object", "properties": {}}),
-        Some(p) => {
-            normalise_parameters(p, &pptr).map_err(|(pointer, message)| ToolSetError::Tool {
-                tool: name.clone(),
-                pointer,
-                message,
-            })?
-        }
-    };
-    Ok(Tool {
-        name,
-        description,
-        parameters,
-    })
+    Ok(name)
 }
 
 /// Normalises a tool's `parameters` schema; `ptr` is its JSON pointer in the loaded document.

@@ -16,6 +16,7 @@ use toolrail_engine::snapshot::Snapshot;
 use toolrail_gbnf::{Diagnostic, Grammar, LineCol};
 use toolrail_tools::grammar::{GrammarError, ToolGrammar, schema_grammar, tool_call_grammar};
 use toolrail_tools::pool::{PoolDecision, PoolRules, filter_pool};
+use toolrail_tools::shape::{Severity, ToolSetShape, ToolSetWarning};
 use toolrail_tools::toolset::{ToolSet, ToolSetError};
 
 /// What the analysis reads from the workspace.
@@ -106,11 +107,16 @@ pub struct Analysis {
     pub tools: Vec<ToolEntry>,
     /// The tools the grammar was built from (enabled and kept), for the validator.
     pub tool_set: Option<ToolSet>,
+    /// The shape the tool set was written in (tool-set mode, when it loads).
+    pub tool_set_shape: Option<ToolSetShape>,
+    /// What loading the tool set noticed (keys not read, tools without a schema, built-in tools
+    /// left out), notes included; the warnings among them are also in [`Analysis::warnings`].
+    pub tool_set_warnings: Vec<ToolSetWarning>,
     /// What is wrong with the schema text, if anything.
     pub schema_issue: Option<SchemaIssue>,
     /// The generated GBNF ("" when generation failed).
     pub generated: String,
-    /// Converter warnings.
+    /// The tool set's load warnings, then the converter's warnings.
     pub warnings: Vec<String>,
     /// The grammar in force: hand-edited text when switched on, else the generated one.
     pub grammar_text: String,
@@ -132,6 +138,8 @@ struct GrammarPart {
     description: Option<String>,
     tools: Vec<ToolEntry>,
     tool_set: Option<ToolSet>,
+    tool_set_shape: Option<ToolSetShape>,
+    tool_set_warnings: Vec<ToolSetWarning>,
     schema_issue: Option<SchemaIssue>,
     generated: String,
     warnings: Vec<String>,
@@ -146,6 +154,24 @@ pub struct Computer {
     cached: Option<(AnalysisInput, GrammarPart)>,
     engine: Option<Engine>,
     revision: u64,
+}
+
+impl Analysis {
+    /// What the app shows about how the tool set was read: the shape it was found in, then the
+    /// notes (known keys not needed, mapped keys), one line each; empty outside tool-set mode.
+    pub fn tool_set_notes(&self) -> Vec<String> {
+        let Some(shape) = self.tool_set_shape else {
+            return Vec::new();
+        };
+        let mut lines = vec![format!("read as {shape}")];
+        lines.extend(
+            self.tool_set_warnings
+                .iter()
+                .filter(|w| w.severity() == Severity::Note)
+                .map(|w| format!("note: {w}")),
+        );
+        lines
+    }
 }
 
 impl Computer {
@@ -175,6 +201,8 @@ impl Computer {
             description: part.description,
             tools: part.tools,
             tool_set: part.tool_set,
+            tool_set_shape: part.tool_set_shape,
+            tool_set_warnings: part.tool_set_warnings,
             schema_issue: part.schema_issue,
             generated: part.generated,
             warnings: part.warnings,
@@ -217,9 +245,15 @@ fn grammar_part(input: &AnalysisInput) -> GrammarPart {
         SchemaMode::ToolSet => tool_set_grammar(input, &mut part),
         SchemaMode::PlainSchema => plain_schema_grammar(settings, &mut part),
     };
+    part.warnings = part
+        .tool_set_warnings
+        .iter()
+        .filter(|w| w.severity() == Severity::Warning)
+        .map(ToString::to_string)
+        .collect();
     if let Some(g) = generated {
         part.generated = g.text;
-        part.warnings = g.warnings;
+        part.warnings.extend(g.warnings);
     }
     part.grammar_text = if input.grammar.hand_edited {
         input.grammar.text.clone()
@@ -263,6 +297,8 @@ fn tool_set_grammar(input: &AnalysisInput, part: &mut GrammarPart) -> Option<Too
         }
     };
     part.description = set.description.clone();
+    part.tool_set_shape = set.shape();
+    part.tool_set_warnings = set.warnings().to_vec();
     let names: Vec<&str> = set.names();
     let decisions = settings
         .pool_filter
@@ -310,7 +346,8 @@ fn tool_set_grammar(input: &AnalysisInput, part: &mut GrammarPart) -> Option<Too
                 _ => None,
             };
             let span = place.and_then(|(tool, pointer, keyword)| {
-                locate_in_tool(&settings.text, &doc, tool, pointer, keyword)
+                let schema = set.schema_pointer(tool)?;
+                locate_in_schema(&settings.text, schema, pointer, keyword)
             });
             part.schema_issue = Some(located_issue(&settings.text, e.to_string(), span));
             None
@@ -318,45 +355,29 @@ fn tool_set_grammar(input: &AnalysisInput, part: &mut GrammarPart) -> Option<Too
     }
 }
 
-/// The text span of `keyword` at `pointer` (relative to the tool's parameters schema) inside
-/// the definition of tool `name`; the nearest enclosing value when the exact place is not in the
-/// text (loaders normalise some shapes).
-fn locate_in_tool(
+/// The text span of `keyword` at `pointer` (relative to a tool's parameter schema, which is at
+/// `schema` in the document) in the editor text; the nearest enclosing value when the exact
+/// place is not in the text (loaders normalise some shapes), up to the tool's definition.
+fn locate_in_schema(
     text: &str,
-    doc: &serde_json::Value,
-    name: &str,
+    schema: &str,
     pointer: &str,
     keyword: &str,
 ) -> Option<Range<usize>> {
-    let (list, base) = match doc {
-        serde_json::Value::Array(items) => (items, String::new()),
-        serde_json::Value::Object(obj) => match obj.get("tools") {
-            Some(serde_json::Value::Array(items)) => (items, "/tools".to_owned()),
-            _ => return None,
-        },
-        _ => return None,
-    };
-    let (index, item) = list.iter().enumerate().find(|(_, t)| {
-        let f = t.get("function").unwrap_or(t);
-        f.get("name").and_then(serde_json::Value::as_str) == Some(name)
-    })?;
-    let function = if item.get("function").is_some() {
-        format!("{base}/{index}/function")
-    } else {
-        format!("{base}/{index}")
-    };
     let inner = pointer.trim_start_matches('#');
     let mut candidates = vec![
         format!(
-            "{function}/parameters{inner}/{}",
+            "{schema}{inner}/{}",
             toolrail_tools::toolset::escape_pointer(keyword)
         ),
-        format!("{function}/parameters{inner}"),
+        format!("{schema}{inner}"),
     ];
-    let mut cut = format!("{function}/parameters{inner}");
+    // the tool's own object: the schema's parent
+    let tool_at = schema.rfind('/').unwrap_or(0);
+    let mut cut = format!("{schema}{inner}");
     while let Some(at) = cut.rfind('/') {
         cut.truncate(at);
-        if cut.len() < function.len() {
+        if cut.len() < tool_at {
             break;
         }
         candidates.push(cut.clone());
@@ -672,6 +693,53 @@ mod tests {
         );
         assert_eq!(issue.position.map(|p| p.line), Some(4), "{}", issue.message);
         assert!(issue.message.contains("tool 'b'"), "{}", issue.message);
+    }
+
+    #[test]
+    fn an_mcp_tool_set_shows_its_shape_warnings_and_arguments() {
+        let mut i = input();
+        i.schema.text = r#"{"tools": [
+  {"name": "get_weather", "title": "Weather", "inputSchema": {"type": "object",
+    "properties": {"city": {"type": "string"}}, "required": ["city"]}, "icon": "sun.png"},
+  {"name": "now"}
+]}"#
+        .into();
+        i.test_input = r#"{"name": "get_weather", "arguments": {"city": "Oslo"}}"#.into();
+        let a = Computer::default().compute(&i);
+        assert!(a.schema_issue.is_none(), "{:?}", a.schema_issue);
+        assert_eq!(a.tool_set_shape, Some(ToolSetShape::McpToolsList));
+        // the arguments are in the grammar: the call is accepted
+        let verdict = a.test.as_ref().unwrap().verdict.kind;
+        assert_eq!(verdict, toolrail_engine::check::VerdictKind::Accepted);
+        // warnings shown in the panes; the note (title) and the shape on hover
+        assert_eq!(a.warnings.len(), 2, "{:?}", a.warnings);
+        assert!(a.warnings[0].contains("/tools/0/icon"), "{:?}", a.warnings);
+        assert!(
+            a.warnings[1].contains("tool `now` has no parameter schema"),
+            "{:?}",
+            a.warnings
+        );
+        let notes = a.tool_set_notes();
+        assert_eq!(notes[0], "read as MCP tools/list result");
+        assert!(notes[1].contains("/tools/0/title"), "{notes:?}");
+    }
+
+    #[test]
+    fn an_unsupported_keyword_is_located_in_an_mcp_tool() {
+        let mut i = input();
+        i.schema.text = r#"{"tools": [
+  {"name": "b", "inputSchema": {"type": "object",
+    "properties": {"x": {"type": "string", "not": {"const": "y"}}}}}
+]}"#
+        .into();
+        let a = Computer::default().compute(&i);
+        let issue = a.schema_issue.unwrap();
+        let span = issue.span.clone().expect("located");
+        assert!(
+            i.schema.text[span].starts_with("\"not\""),
+            "{}",
+            issue.message
+        );
     }
 
     #[test]

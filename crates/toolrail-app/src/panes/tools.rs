@@ -237,13 +237,18 @@ fn tool_list(ui: &mut egui::Ui, shared: &mut Shared) {
     }
     let in_grammar = tools.iter().filter(|t| t.in_grammar).count();
     let noun = if tools.len() == 1 { "tool" } else { "tools" };
-    ui.label(
+    let header = ui.label(
         egui::RichText::new(format!(
             "{} {noun}, {in_grammar} in the grammar",
             tools.len()
         ))
         .strong(),
     );
+    // how the tool set was read (its shape, the keys not needed); warnings are listed below
+    let notes = shared.analysis.tool_set_notes();
+    if !notes.is_empty() {
+        header.on_hover_text(notes.join("\n"));
+    }
     for tool in &tools {
         ui.horizontal(|ui| {
             let mut enabled = tool.enabled;

@@ -9,4 +9,5 @@ mod golden;
 mod grammar;
 mod pool;
 mod prompt;
+mod shapes;
 mod validate;

@@ -15,7 +15,6 @@ use toolrail_llm::bench::{BenchOptions, BenchReport, bench};
 use toolrail_llm::worker::EngineKind;
 use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
 use toolrail_tools::prompt::build_prompt;
-use toolrail_tools::toolset::ToolSet;
 use toolrail_workbench::run::family_for;
 
 /// Arguments of `toolrail bench`.
@@ -59,7 +58,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         (Some(path), _) => {
             let text = String::from_utf8(super::read_input(path)?)
                 .with_context(|| format!("{path}: not UTF-8"))?;
-            let tools = ToolSet::from_json_str(&text).with_context(|| path.clone())?;
+            let tools = super::load_tool_set(&text, path)?;
             let opts = GrammarOptions {
                 format: args.format.into(),
                 ..GrammarOptions::default()

@@ -18,7 +18,6 @@ use toolrail_llm::worker::{Command, EngineKind, Event, RunEvent, RunRequest, Wor
 use toolrail_llm::{ChatFormat, Model, ModelSpec, Models, SamplingDefaults};
 use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
 use toolrail_tools::prompt::build_prompt;
-use toolrail_tools::toolset::ToolSet;
 use toolrail_tools::validate::{ValidateOptions, Validator};
 use toolrail_workbench::run::{family_for, sampling_with_defaults};
 use toolrail_workbench::transcript::{ModelInfo, Sampling, Stop, TRANSCRIPT_VERSION, Transcript};
@@ -210,7 +209,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         Some(path) => {
             let text = String::from_utf8(super::read_input(path)?)
                 .with_context(|| format!("{path}: not UTF-8"))?;
-            Some(ToolSet::from_json_str(&text).with_context(|| path.clone())?)
+            Some(super::load_tool_set(&text, path)?)
         }
         None => None,
     };

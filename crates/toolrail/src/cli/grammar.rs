@@ -1,6 +1,7 @@
 //! `toolrail grammar FILE [--schema] [--format F] [--parallel] [--auto] [--compact] [--lenient]
 //! [-o OUT]`: prints (or writes) the tool-call grammar of a tool set, or with `--schema` the
-//! grammar of a plain JSON Schema. Warnings go to standard error. `-o` writes atomically (a
+//! grammar of a plain JSON Schema. The tool set's shape (MCP, Anthropic, Gemini, OpenAI, …), the
+//! keys it did not read and other warnings go to standard error. `-o` writes atomically (a
 //! temporary file in the same directory, then a rename). Exit 0 on success, 2 on errors.
 
 use std::path::Path;
@@ -10,7 +11,6 @@ use anyhow::Context as _;
 
 use toolrail_tools::envelope::Format;
 use toolrail_tools::grammar::{GrammarOptions, schema_grammar, tool_call_grammar};
-use toolrail_tools::toolset::ToolSet;
 
 /// The `--format` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -42,8 +42,9 @@ impl From<FormatArg> for Format {
 /// Arguments of `toolrail grammar`.
 #[derive(Debug, clap::Args)]
 pub struct GrammarArgs {
-    /// The tool set (OpenAI `tools` array, bare function list, or `{"tools": [...]}`), or with
-    /// `--schema` a JSON Schema; `-` for standard input.
+    /// The tool set (OpenAI `tools` or `functions`, an MCP tools/list result, Anthropic or Gemini
+    /// tools, a function list, a single tool; the shape is found), or with `--schema` a JSON
+    /// Schema; `-` for standard input.
     pub file: String,
     /// FILE is a plain JSON Schema: print the grammar of its values (no envelope).
     #[arg(long)]
@@ -89,7 +90,7 @@ pub fn run(args: &GrammarArgs) -> anyhow::Result<ExitCode> {
             serde_json::from_str(&text).with_context(|| format!("{}: not JSON", args.file))?;
         schema_grammar(&schema, &opts).with_context(|| args.file.clone())?
     } else {
-        let tools = ToolSet::from_json_str(&text).with_context(|| args.file.clone())?;
+        let tools = super::load_tool_set(&text, &args.file)?;
         tool_call_grammar(&tools, &opts).with_context(|| args.file.clone())?
     };
     for w in &grammar.warnings {

@@ -6,7 +6,10 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use toolrail_tools::shape::{Severity, ToolSetWarning};
+use toolrail_tools::toolset::ToolSet;
 
 /// `print!` to standard output that returns an error (naming standard output) instead of
 /// panicking when the pipe is closed or the disk is full.
@@ -164,6 +167,63 @@ pub fn read_input(path: &str) -> anyhow::Result<Vec<u8>> {
     } else {
         std::fs::read(path).map_err(|e| anyhow::anyhow!("cannot read {path}: {e}"))
     }
+}
+
+/// Loads a tool set from `text` (read from `path`) and tells on standard error the shape it was
+/// read as and every warning and note loading gave (each naming tool, JSON pointer and key).
+pub fn load_tool_set(text: &str, path: &str) -> anyhow::Result<ToolSet> {
+    let tools = ToolSet::from_json_str(text).with_context(|| path.to_owned())?;
+    if let Some(shape) = tools.shape() {
+        let noun = if tools.len() == 1 { "tool" } else { "tools" };
+        eprintln!("note: {path}: read as {shape} ({} {noun})", tools.len());
+    }
+    // Notes repeat per tool (every MCP tool's `title`, …): one line per note text, with the
+    // number of tools and the first place. Warnings are printed one by one.
+    let mut notes: Vec<(&str, &ToolSetWarning, usize)> = Vec::new();
+    for w in tools.warnings() {
+        match w.severity() {
+            Severity::Warning => eprintln!("warning: {path}: {w}"),
+            Severity::Note => match notes.iter_mut().find(|(m, _, _)| *m == w.message) {
+                Some((_, _, count)) => *count += 1,
+                None => notes.push((&w.message, w, 1)),
+            },
+        }
+    }
+    for (message, first, count) in notes {
+        if count == 1 {
+            eprintln!("note: {path}: {first}");
+        } else {
+            eprintln!(
+                "note: {path}: {message} ({count} times, first at {})",
+                first.pointer
+            );
+        }
+    }
+    Ok(tools)
+}
+
+/// The shape and the load warnings of a tool set as JSON fields (`shape`, `warnings`) for the
+/// commands' `--json` output.
+pub fn tool_set_json(tools: &ToolSet) -> (serde_json::Value, serde_json::Value) {
+    let shape = match tools.shape() {
+        Some(s) => serde_json::json!({"id": s.id(), "name": s.name()}),
+        None => serde_json::Value::Null,
+    };
+    let warnings = tools
+        .warnings()
+        .iter()
+        .map(|w| {
+            serde_json::json!({
+                "severity": w.severity().label(),
+                "kind": w.kind.id(),
+                "tool": w.tool,
+                "pointer": w.pointer,
+                "key": w.key,
+                "message": w.message,
+            })
+        })
+        .collect();
+    (shape, serde_json::Value::Array(warnings))
 }
 
 /// Reads a grammar file as UTF-8, naming the first bad byte's line:column otherwise.

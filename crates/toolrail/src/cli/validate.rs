@@ -15,7 +15,7 @@ use toolrail_tools::validate::{Report, ValidateOptions, Validator};
 /// Arguments of `toolrail validate`.
 #[derive(Debug, clap::Args)]
 pub struct ValidateArgs {
-    /// The tool set (OpenAI `tools` array, bare function list, or `{"tools": [...]}`).
+    /// The tool set, in any shape `toolrail grammar` reads.
     pub tools: String,
     /// The model output to check, or `-` for standard input.
     pub output: String,
@@ -38,7 +38,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let tools_text = super::read_input(&args.tools)?;
     let tools_text = String::from_utf8(tools_text)
         .with_context(|| format!("{}: not valid UTF-8", args.tools))?;
-    let tools = ToolSet::from_json_str(&tools_text).with_context(|| args.tools.clone())?;
+    let tools = super::load_tool_set(&tools_text, &args.tools)?;
     let validator = Validator::new(&tools)?;
     let output = super::read_input(&args.output)?;
     let output = String::from_utf8(output)
@@ -49,7 +49,10 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     };
     let report = validator.validate_output(args.format.into(), &output, opts);
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report_json(&report))?)?;
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&report_json(&report, &tools))?
+        )?;
     } else {
         print_report(&report)?;
     }
@@ -96,8 +99,9 @@ fn print_report(report: &Report) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The verdict as JSON (`--json`).
-fn report_json(report: &Report) -> Value {
+/// The verdict as JSON (`--json`), with the tool set's `shape` and load `warnings`.
+fn report_json(report: &Report, tools: &ToolSet) -> Value {
+    let (shape, warnings) = super::tool_set_json(tools);
     let calls: Vec<Value> = report
         .calls
         .iter()
@@ -126,6 +130,8 @@ fn report_json(report: &Report) -> Value {
         "calls": calls,
         "feedback": report.feedback(),
         "category": report.category(),
+        "shape": shape,
+        "warnings": warnings,
     })
 }
 
@@ -180,17 +186,22 @@ mod tests {
 
     #[test]
     fn json_report_carries_feedback() {
-        let tools = ToolSet::from_value(&serde_json::json!([{"name": "f", "parameters": {
-            "type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}}]))
-        .unwrap();
+        let tools =
+            ToolSet::from_value(&serde_json::json!({"tools": [{"name": "f", "inputSchema": {
+            "type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+            "annotations": {}}]}))
+            .unwrap();
         let v = Validator::new(&tools).unwrap();
         let r = v.validate_output(
             toolrail_tools::envelope::Format::OpenAi,
             r#"{"name": "f", "arguments": {}}"#,
             ValidateOptions::default(),
         );
-        let j = report_json(&r);
+        let j = report_json(&r, &tools);
         assert_eq!(j["valid"], false);
+        assert_eq!(j["shape"]["id"], "mcp-tools-list");
+        assert_eq!(j["warnings"][0]["pointer"], "/tools/0/annotations");
+        assert_eq!(j["warnings"][0]["severity"], "note");
         assert_eq!(j["feedback"], "missing required args ['a'] for tool 'f'");
         assert_eq!(j["calls"][0]["issues"][0]["keyword"], "required");
     }

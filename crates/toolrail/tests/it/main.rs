@@ -6,3 +6,4 @@ mod attacks;
 mod cli_check;
 mod cli_models;
 mod layers;
+mod tool_shapes;
