@@ -34,6 +34,7 @@
 
 pub mod bench;
 pub mod bench_calls;
+pub mod bench_masks;
 mod chat;
 mod error;
 pub mod gguf;

@@ -107,9 +107,7 @@ impl LlgMatcher {
 
     /// Advances by `token`.
     pub fn consume(&mut self, token: u32) -> Result<(), String> {
-        self.matcher
-            .consume_token(token)
-            .map_err(|e| e.to_string())
+        self.matcher.consume_token(token).map_err(|e| e.to_string())
     }
 
     /// True if the grammar may end here.

@@ -12,6 +12,7 @@ use super::generate::ModelArgs;
 use super::grammar::FormatArg;
 use toolrail_llm::Model;
 use toolrail_llm::bench::{BenchOptions, BenchReport, bench};
+use toolrail_llm::bench_masks::{MaskBenchOptions, MaskEngineKind, bench_masks};
 use toolrail_llm::worker::EngineKind;
 use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
 use toolrail_tools::prompt::build_prompt;
@@ -20,11 +21,17 @@ use toolrail_workbench::run::family_for;
 /// Arguments of `toolrail bench`.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
-    /// The model.
-    #[command(flatten)]
-    pub model: ModelArgs,
+    /// Other benchmarks.
+    #[command(subcommand)]
+    pub what: Option<BenchWhat>,
+    /// A GGUF file, or the name of a `models.toml` entry.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The models file to look names up in (see `toolrail generate --help`).
+    #[arg(long)]
+    pub models: Option<std::path::PathBuf>,
     /// A tool set: the grammar is its tool-call grammar, the prompt offers the tools.
-    #[arg(long, conflicts_with = "grammar", required_unless_present = "grammar")]
+    #[arg(long, conflicts_with = "grammar")]
     pub tools: Option<String>,
     /// The envelope tool calls are written in (with --tools).
     #[arg(long, value_enum, default_value_t = FormatArg::Openai)]
@@ -46,6 +53,130 @@ pub struct BenchArgs {
     pub json: bool,
 }
 
+/// The benchmarks beside the default one-prompt run.
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchWhat {
+    /// Mask speed over real schemas (MaskBench's format): toolrail, llguidance and llama.cpp
+    /// interleaved position by position on the model's vocabulary, with their disagreements.
+    Masks(MasksArgs),
+}
+
+/// Arguments of `toolrail bench masks`.
+#[derive(Debug, clap::Args)]
+pub struct MasksArgs {
+    /// A MaskBench folder (`data/` inside it is used when present), e.g.
+    /// ../shared/corpus/maskbench.
+    pub dir: std::path::PathBuf,
+    /// The model whose vocabulary the instances are tokenized with.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The engines, comma-separated: toolrail, llguidance, llama.
+    #[arg(long, value_delimiter = ',', default_values = ["toolrail", "llguidance", "llama"])]
+    pub engines: Vec<MaskEngineArg>,
+    /// At most this many schemas, drawn with --seed (default: all).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// The draw's seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The `--engines` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MaskEngineArg {
+    /// toolrail's masks on toolrail's GBNF.
+    Toolrail,
+    /// llguidance on the JSON Schema (its own compiler).
+    Llguidance,
+    /// llama.cpp's grammar sampler on toolrail's GBNF.
+    Llama,
+}
+
+impl From<MaskEngineArg> for MaskEngineKind {
+    fn from(e: MaskEngineArg) -> Self {
+        match e {
+            MaskEngineArg::Toolrail => MaskEngineKind::Toolrail,
+            MaskEngineArg::Llguidance => MaskEngineKind::Llguidance,
+            MaskEngineArg::Llama => MaskEngineKind::Llama,
+        }
+    }
+}
+
+/// Runs `toolrail bench masks`: exit 0, or 1 when toolrail's and llama.cpp's masks differ.
+fn run_masks(args: &MasksArgs) -> anyhow::Result<ExitCode> {
+    let spec = args.model.resolve()?;
+    let model = Model::load(&spec, |_| true)?;
+    let mut engines: Vec<MaskEngineKind> = Vec::new();
+    for e in &args.engines {
+        if !engines.contains(&(*e).into()) {
+            engines.push((*e).into());
+        }
+    }
+    let options = MaskBenchOptions {
+        dir: args.dir.clone(),
+        engines,
+        limit: args.limit,
+        seed: args.seed,
+    };
+    let report = bench_masks(&model, &options)?;
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        outln!(
+            "{} schemas, {} valid instances, {} positions; vocabulary of {} tokens",
+            report.schemas,
+            report.instances,
+            report.positions,
+            model.n_vocab()
+        )?;
+        outln!(
+            "{:<11} {:>8}  {:>26}  {:>34}  {:>8}",
+            "engine",
+            "compiled",
+            "first mask ms p50/p90/p99",
+            "mask ms p50/p90/p99/max",
+            "rejected"
+        )?;
+        for e in &report.engines {
+            outln!(
+                "{:<11} {:>8}  {:>26}  {:>34}  {:>8}",
+                e.engine.name(),
+                e.compiled,
+                format!(
+                    "{:.2}/{:.2}/{:.2}",
+                    e.compile_ms.p50, e.compile_ms.p90, e.compile_ms.p99
+                ),
+                format!(
+                    "{:.3}/{:.3}/{:.3}/{:.2}",
+                    e.mask_ms.p50, e.mask_ms.p90, e.mask_ms.p99, e.mask_ms.max
+                ),
+                e.rejected_instances
+            )?;
+        }
+        outln!(
+            "positions where masks differ: toolrail vs llama.cpp {} (schemas llama.cpp could not run: {}), toolrail vs llguidance {}",
+            report.toolrail_llama_differences,
+            report.llama_not_run,
+            report.toolrail_llguidance_differences
+        )?;
+        for e in report
+            .llama_examples
+            .iter()
+            .chain(report.llguidance_examples.iter().take(5))
+        {
+            outln!("  {e}")?;
+        }
+    }
+    Ok(if report.toolrail_llama_differences == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
 /// The prompt when --tools is given without --prompt.
 const DEFAULT_TOOLS_PROMPT: &str = "Call the most fitting tool, with every argument filled in.";
 /// The prompt when --grammar is given without --prompt.
@@ -53,7 +184,20 @@ const DEFAULT_GRAMMAR_PROMPT: &str = "Here is a long, detailed example:\n";
 
 /// Runs `toolrail bench`: exit 0 when toolrail's and llama.cpp's masks agree, 1 when they differ.
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
-    let spec = args.model.resolve()?;
+    if let Some(BenchWhat::Masks(masks)) = &args.what {
+        return run_masks(masks);
+    }
+    let Some(model) = args.model.clone() else {
+        bail!("give --model (a GGUF file or a models.toml name)");
+    };
+    if args.tools.is_none() && args.grammar.is_none() {
+        bail!("give --tools or --grammar");
+    }
+    let spec = ModelArgs {
+        model,
+        models: args.models.clone(),
+    }
+    .resolve()?;
     let (grammar, prompt, what) = match (&args.tools, &args.grammar) {
         (Some(path), _) => {
             let text = String::from_utf8(super::read_input(path)?)

@@ -1,0 +1,405 @@
+//! `toolrail bench masks DIR`: mask speed over real schemas (MaskBench's format: each file a
+//! `schema` and `tests` with `valid` instances), for toolrail, llguidance and llama.cpp in one
+//! process, interleaved position by position, one thread each, no decoding.
+//!
+//! For every schema: each engine compiles it (toolrail: its converter, GBNF parser and first
+//! mask; llama.cpp: its grammar sampler on toolrail's GBNF and first mask; llguidance: its own
+//! JSON Schema compiler and first mask) — the time to first mask. Then every valid instance
+//! (compact JSON) is tokenized with the model's vocabulary and fed token by token; at each
+//! position every engine still following it computes its mask over the whole vocabulary (timed)
+//! and then takes the token. toolrail's masks are compared with llama.cpp's (the same GBNF:
+//! they must agree everywhere) and with llguidance's (its own grammar: differences are counted
+//! and the first ones described). A schema toolrail cannot convert gives llama.cpp nothing to
+//! run; that is counted apart.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::bench::percentile;
+use super::llguidance::{LlgMatcher, Llguidance};
+use super::{LlamaGrammarSampler, LlmError, Model};
+use toolrail_engine::sample::SplitMix64;
+use toolrail_engine::{Engine, MaskEngine, State, TokenMask};
+use toolrail_gbnf::{Grammar, TokenVocabulary};
+use toolrail_schema::{ConvertOptions, schema_to_gbnf};
+
+/// The engines `bench masks` can time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MaskEngineKind {
+    /// toolrail's masks (token trie + memoized recognizer) on toolrail's GBNF.
+    Toolrail,
+    /// llguidance on the JSON Schema (its own compiler).
+    Llguidance,
+    /// llama.cpp's grammar sampler on toolrail's GBNF.
+    Llama,
+}
+
+impl MaskEngineKind {
+    /// The name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            MaskEngineKind::Toolrail => "toolrail",
+            MaskEngineKind::Llguidance => "llguidance",
+            MaskEngineKind::Llama => "llama",
+        }
+    }
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct MaskBenchOptions {
+    /// A MaskBench folder (its `data/` subfolder is used when there is one).
+    pub dir: PathBuf,
+    /// The engines, in the order they are timed at each position.
+    pub engines: Vec<MaskEngineKind>,
+    /// At most this many schema files, drawn with `seed` (all, in name order, when None).
+    pub limit: Option<usize>,
+    /// The draw's seed.
+    pub seed: u64,
+}
+
+/// Quantiles of a set of times, in milliseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Quantiles {
+    /// How many times.
+    pub count: usize,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Longest.
+    pub max: f64,
+}
+
+impl Quantiles {
+    fn of(mut times: Vec<f64>) -> Quantiles {
+        times.sort_by(f64::total_cmp);
+        Quantiles {
+            count: times.len(),
+            p50: percentile(&times, 0.5),
+            p90: percentile(&times, 0.9),
+            p99: percentile(&times, 0.99),
+            max: times.last().copied().unwrap_or(0.0),
+        }
+    }
+}
+
+/// One engine's figures.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MaskEngineFigures {
+    /// The engine.
+    pub engine: MaskEngineKind,
+    /// Schemas it compiled.
+    pub compiled: usize,
+    /// Time to first mask per compiled schema.
+    pub compile_ms: Quantiles,
+    /// Mask time over every position it computed.
+    pub mask_ms: Quantiles,
+    /// Instances it rejected before their end (a token it did not allow).
+    pub rejected_instances: usize,
+}
+
+/// Everything `bench masks` measured.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MaskBenchReport {
+    /// Schema files read.
+    pub schemas: usize,
+    /// Valid instances fed.
+    pub instances: usize,
+    /// Positions where at least one engine computed a mask.
+    pub positions: usize,
+    /// Per engine.
+    pub engines: Vec<MaskEngineFigures>,
+    /// Positions where toolrail's and llama.cpp's masks differ (both computed).
+    pub toolrail_llama_differences: usize,
+    /// Schemas llama.cpp could not run (toolrail gave no grammar, or llama.cpp refused it).
+    pub llama_not_run: usize,
+    /// Positions where toolrail's and llguidance's masks differ (both computed).
+    pub toolrail_llguidance_differences: usize,
+    /// The first toolrail/llama.cpp differences, described (file, position, which engine
+    /// allows what).
+    pub llama_examples: Vec<String>,
+    /// The first toolrail/llguidance differences, described.
+    pub llguidance_examples: Vec<String>,
+}
+
+/// The schema files of `dir` (or `dir/data`), sorted; a seeded draw of `limit` of them.
+fn files(options: &MaskBenchOptions) -> Result<Vec<PathBuf>, LlmError> {
+    let data = options.dir.join("data");
+    let dir = if data.is_dir() {
+        data
+    } else {
+        options.dir.clone()
+    };
+    let entries = std::fs::read_dir(&dir).map_err(|source| LlmError::Io {
+        path: dir.clone(),
+        source,
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    if let Some(limit) = options.limit.filter(|&l| l < files.len()) {
+        let mut rng = SplitMix64::new(options.seed);
+        // a partial Fisher–Yates shuffle: the first `limit` are a uniform draw
+        for i in 0..limit {
+            let j = i + rng.below((files.len() - i) as u64) as usize;
+            files.swap(i, j);
+        }
+        files.truncate(limit);
+        files.sort();
+    }
+    Ok(files)
+}
+
+/// The engines following one instance.
+struct Followers {
+    toolrail: Option<State>,
+    llama: Option<LlamaGrammarSampler>,
+    llguidance: Option<LlgMatcher>,
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1e3
+}
+
+/// Describes where two masks differ (a few token ids each way).
+fn describe(model: &Model, a: &TokenMask, a_name: &str, b: &TokenMask, b_name: &str) -> String {
+    let only = |x: &TokenMask, y: &TokenMask| -> Vec<String> {
+        x.iter()
+            .filter(|&id| !y.contains(id))
+            .take(4)
+            .map(|id| format!("{id} {:?}", String::from_utf8_lossy(&model.piece(id))))
+            .collect()
+    };
+    format!(
+        "only {a_name} allows [{}]; only {b_name} allows [{}]",
+        only(a, b).join(", "),
+        only(b, a).join(", ")
+    )
+}
+
+/// Runs the benchmark on `model`'s vocabulary.
+pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenchReport, LlmError> {
+    let files = files(options)?;
+    let wants = |k: MaskEngineKind| options.engines.contains(&k);
+    let table = model.shared_token_table();
+    let mut masks = MaskEngine::new(Arc::clone(&table));
+    let llg = if wants(MaskEngineKind::Llguidance) {
+        Some(Llguidance::new(&table).map_err(LlmError::Generation)?)
+    } else {
+        None
+    };
+    let mut compile: [Vec<f64>; 3] = Default::default();
+    let mut mask_times: [Vec<f64>; 3] = Default::default();
+    let mut rejected = [0usize; 3];
+    let slot = |k: MaskEngineKind| k as usize;
+    let mut report = MaskBenchReport {
+        schemas: files.len(),
+        instances: 0,
+        positions: 0,
+        engines: Vec::new(),
+        toolrail_llama_differences: 0,
+        llama_not_run: 0,
+        toolrail_llguidance_differences: 0,
+        llama_examples: Vec::new(),
+        llguidance_examples: Vec::new(),
+    };
+    for path in &files {
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let Ok(doc) = std::fs::read_to_string(path)
+            .map_err(|_| ())
+            .and_then(|t| serde_json::from_str::<Value>(&t).map_err(|_| ()))
+        else {
+            continue;
+        };
+        let schema = doc.get("schema").cloned().unwrap_or(Value::Bool(true));
+        // Compile: the time to first mask.
+        // One recognizer per schema: the mask engine's memo is keyed on its states, so
+        // instances share it (and it is cleared for the next schema).
+        let mut engine: Option<Engine> = None;
+        let mut text_grammar = String::new();
+        if wants(MaskEngineKind::Toolrail) || wants(MaskEngineKind::Llama) {
+            let started = Instant::now();
+            if let Ok(c) = schema_to_gbnf(&schema, &ConvertOptions::default())
+                && let Ok(g) =
+                    Grammar::parse_with(&c.gbnf, "root", Some(model as &dyn TokenVocabulary))
+            {
+                masks.clear_cache();
+                let mut e = Engine::new(Arc::new(g));
+                let state = e.initial();
+                if masks.mask(&mut e, state).is_ok() && wants(MaskEngineKind::Toolrail) {
+                    compile[slot(MaskEngineKind::Toolrail)].push(ms(started));
+                }
+                text_grammar = c.gbnf;
+                engine = Some(e);
+            }
+        }
+        let mut llama_ok = false;
+        if wants(MaskEngineKind::Llama) && engine.is_some() {
+            let started = Instant::now();
+            if let Ok(mut s) = LlamaGrammarSampler::new(model, &text_grammar, "root")
+                && s.token_mask().is_ok()
+            {
+                compile[slot(MaskEngineKind::Llama)].push(ms(started));
+                llama_ok = true;
+            }
+        }
+        if wants(MaskEngineKind::Llama) && !llama_ok {
+            report.llama_not_run += 1;
+        }
+        let mut llg_ok = false;
+        if let Some(llg) = &llg {
+            let started = Instant::now();
+            if let Ok(mut m) = llg.schema_matcher(&schema)
+                && m.mask().is_ok()
+            {
+                compile[slot(MaskEngineKind::Llguidance)].push(ms(started));
+                llg_ok = true;
+            }
+        }
+        // Every valid instance, token by token.
+        for test in doc
+            .get("tests")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if test.get("valid").and_then(Value::as_bool) != Some(true) {
+                continue;
+            }
+            let Some(data) = test.get("data") else {
+                continue;
+            };
+            let Ok(text) = serde_json::to_string(data) else {
+                continue;
+            };
+            let tokens = model.tokenize(&text, false, false);
+            report.instances += 1;
+            let mut f = Followers {
+                toolrail: engine
+                    .as_ref()
+                    .filter(|_| wants(MaskEngineKind::Toolrail) || llama_ok)
+                    .map(Engine::initial),
+                llama: if llama_ok {
+                    LlamaGrammarSampler::new(model, &text_grammar, "root").ok()
+                } else {
+                    None
+                },
+                llguidance: match (&llg, llg_ok) {
+                    (Some(llg), true) => llg.schema_matcher(&schema).ok(),
+                    _ => None,
+                },
+            };
+            for (position, &token) in tokens.iter().enumerate() {
+                if f.toolrail.is_none() && f.llama.is_none() && f.llguidance.is_none() {
+                    break;
+                }
+                report.positions += 1;
+                let mut ours: Option<TokenMask> = None;
+                let mut theirs: Option<TokenMask> = None;
+                let mut llgs: Option<TokenMask> = None;
+                for &kind in &options.engines {
+                    let started = Instant::now();
+                    match kind {
+                        MaskEngineKind::Toolrail => {
+                            if let (Some(state), Some(engine)) = (f.toolrail, engine.as_mut()) {
+                                ours = masks.mask(engine, state).ok();
+                            }
+                        }
+                        MaskEngineKind::Llama => {
+                            if let Some(s) = f.llama.as_mut() {
+                                theirs = s.token_mask().ok();
+                            }
+                        }
+                        MaskEngineKind::Llguidance => {
+                            if let Some(m) = f.llguidance.as_mut() {
+                                llgs = m.mask().ok();
+                            }
+                        }
+                    }
+                    let took = ms(started);
+                    let computed = match kind {
+                        MaskEngineKind::Toolrail => ours.is_some() && wants(kind),
+                        MaskEngineKind::Llama => theirs.is_some(),
+                        MaskEngineKind::Llguidance => llgs.is_some(),
+                    };
+                    if computed {
+                        mask_times[slot(kind)].push(took);
+                    }
+                }
+                if let (Some(a), Some(b)) = (&ours, &theirs)
+                    && a != b
+                {
+                    report.toolrail_llama_differences += 1;
+                    if report.llama_examples.len() < 10 {
+                        report.llama_examples.push(format!(
+                            "{name} position {position}: {}",
+                            describe(model, a, "toolrail", b, "llama.cpp")
+                        ));
+                    }
+                }
+                if let (Some(a), Some(c)) = (&ours, &llgs)
+                    && a != c
+                {
+                    report.toolrail_llguidance_differences += 1;
+                    if report.llguidance_examples.len() < 10 {
+                        report.llguidance_examples.push(format!(
+                            "{name} position {position}: {}",
+                            describe(model, a, "toolrail", c, "llguidance")
+                        ));
+                    }
+                }
+                // Take the token; an engine that does not allow it stops following.
+                let piece = model.piece(token);
+                if let (Some(state), Some(engine)) = (f.toolrail.as_mut(), engine.as_mut()) {
+                    match engine.accept_token(*state, token, &piece) {
+                        Some(next) => *state = next,
+                        None => {
+                            rejected[slot(MaskEngineKind::Toolrail)] += 1;
+                            f.toolrail = None;
+                        }
+                    }
+                }
+                if let Some(s) = f.llama.as_mut()
+                    && s.accept(token).is_err()
+                {
+                    rejected[slot(MaskEngineKind::Llama)] += 1;
+                    f.llama = None;
+                }
+                if let Some(m) = f.llguidance.as_mut()
+                    && m.consume(token).is_err()
+                {
+                    rejected[slot(MaskEngineKind::Llguidance)] += 1;
+                    f.llguidance = None;
+                }
+            }
+        }
+    }
+    for &kind in &options.engines {
+        report.engines.push(MaskEngineFigures {
+            engine: kind,
+            compiled: compile[slot(kind)].len(),
+            compile_ms: Quantiles::of(std::mem::take(&mut compile[slot(kind)])),
+            mask_ms: Quantiles::of(std::mem::take(&mut mask_times[slot(kind)])),
+            rejected_instances: rejected[slot(kind)],
+        });
+    }
+    Ok(report)
+}
+
+/// The schema folder's default location beside a checkout (for help texts).
+pub fn default_dir() -> &'static Path {
+    Path::new("../shared/corpus/maskbench")
+}
