@@ -16,7 +16,7 @@ use std::rc::Rc;
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
-use super::keywords::ANNOTATIONS;
+use super::keywords::{is_ignored, is_unknown};
 use super::numbers::{self, Bound, Decimal};
 use super::regex::{MAX_REPEAT_TOTAL, pattern_to_gbnf, repeat};
 use super::rules::RuleTable;
@@ -77,6 +77,8 @@ pub(crate) struct Converter {
     pub(crate) opts: ConvertOptions,
     pub(crate) rules: RuleTable,
     pub(crate) warnings: Vec<Warning>,
+    /// Keywords JSON Schema does not define, ignored (see [`crate::Conversion::notes`]).
+    pub(crate) notes: Vec<Warning>,
     docs: Vec<Rc<Value>>,
     labels: Vec<String>,
     refs: FxHashMap<(usize, String), String>,
@@ -175,6 +177,7 @@ impl Converter {
             rules,
             opts,
             warnings: Vec::new(),
+            notes: Vec::new(),
             docs: Vec::new(),
             labels: Vec::new(),
             refs: FxHashMap::default(),
@@ -709,6 +712,20 @@ impl Converter {
         Ok(out)
     }
 
+    /// Notes the keywords of `map` that JSON Schema does not define (they are ignored).
+    fn note_unknown(&mut self, map: &Map<String, Value>, cx: &Ctx) {
+        for k in map.keys().filter(|k| is_unknown(k)) {
+            let note = Warning {
+                keyword: k.clone(),
+                pointer: cx.ptr.clone(),
+                message: "not a JSON Schema keyword: ignored".to_string(),
+            };
+            if !self.notes.contains(&note) {
+                self.notes.push(note);
+            }
+        }
+    }
+
     fn visit_map(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
         if self.opts.llama_compat {
             let view = self.llama_view(map, cx)?;
@@ -730,10 +747,11 @@ impl Converter {
             let both = serde_json::json!({ "allOf": [Value::Object(rest), positive] });
             return self.visit(&both, cx, false);
         }
+        self.note_unknown(map, cx);
         let map = self.drop_unsupported(map, cx)?;
         let constraining = |m: &Map<String, Value>, skip: &[&str]| {
             m.keys()
-                .any(|k| !ANNOTATIONS.contains(&k.as_str()) && !skip.contains(&k.as_str()))
+                .any(|k| !is_ignored(k) && !skip.contains(&k.as_str()))
         };
         if let Some(r) = map.get("$ref") {
             let r = r
@@ -788,7 +806,7 @@ impl Converter {
                 let trivially_true = |b: &Value| {
                     b == &Value::Bool(true)
                         || b.as_object()
-                            .is_some_and(|o| o.keys().all(|k| ANNOTATIONS.contains(&k.as_str())))
+                            .is_some_and(|o| o.keys().all(|k| is_ignored(k)))
                 };
                 if branches.iter().filter(|(b, _)| trivially_true(b)).count() >= 2 {
                     return Ok(None);
@@ -2232,7 +2250,7 @@ fn negate(n: &Value) -> Option<Value> {
             let constraining: Vec<&str> = o
                 .keys()
                 .map(String::as_str)
-                .filter(|k| !ANNOTATIONS.contains(k))
+                .filter(|k| !is_ignored(k))
                 .collect();
             match constraining.as_slice() {
                 [] => Some(Value::Bool(false)),

@@ -220,6 +220,11 @@ impl SchemaConverter {
         &self.inner.warnings
     }
 
+    /// Keywords JSON Schema does not define, ignored so far ([`Conversion::notes`]).
+    pub fn notes(&self) -> &[Warning] {
+        &self.inner.notes
+    }
+
     /// The whole grammar text: `root ::= <root_body>` first, then every rule used, in a
     /// deterministic order.
     pub fn finish(self, root_body: &str) -> String {
@@ -234,6 +239,10 @@ pub struct Conversion {
     pub gbnf: String,
     /// Constraints dropped (lenient and llama_compat modes only).
     pub warnings: Vec<Warning>,
+    /// Keywords that JSON Schema does not define (`readonly`, `x-...`, misspellings), ignored as
+    /// the standard says; listed so that a misspelt constraint does not go unseen. Annotations
+    /// (`title`, `examples`, `$comment`...) are ignored without a note.
+    pub notes: Vec<Warning>,
 }
 
 /// Converts one schema into a complete grammar whose `root` matches exactly its valid values.
@@ -241,8 +250,10 @@ pub fn schema_to_gbnf(schema: &Value, options: &ConvertOptions) -> Result<Conver
     let mut c = convert::Converter::new(options.clone());
     let expr = c.add_document("", "", schema, false)?;
     let warnings = std::mem::take(&mut c.warnings);
+    let notes = std::mem::take(&mut c.notes);
     Ok(Conversion {
         gbnf: c.rules.render(&expr),
         warnings,
+        notes,
     })
 }

@@ -746,3 +746,36 @@ fn property_names_with_line_breaks_keep_the_grammar_valid() {
         );
     }
 }
+
+#[test]
+fn unknown_keywords_and_annotations_are_ignored_with_notes() {
+    let o = ConvertOptions::default();
+    // beside enum/const/$ref, annotation and unknown keywords do not stop the conversion
+    let schema = json!({
+        "$defs": {"n": {"type": "integer", "maximum": 5}},
+        "type": "object",
+        "properties": {
+            "a": {"enum": [1, 2], "readonly": true, "id": "x", "example": 1},
+            "b": {"const": "k", "x-vendor": {"anything": 1}},
+            "c": {"$ref": "#/$defs/n", "readonly": true, "description": "d"}
+        }
+    });
+    let c = schema_to_gbnf(&schema, &o).unwrap();
+    let noted: Vec<(&str, &str)> = c
+        .notes
+        .iter()
+        .map(|n| (n.keyword.as_str(), n.pointer.as_str()))
+        .collect();
+    assert!(noted.contains(&("readonly", "#/properties/a")), "{noted:?}");
+    assert!(noted.contains(&("x-vendor", "#/properties/b")), "{noted:?}");
+    assert!(!noted.iter().any(|(k, _)| *k == "description" || *k == "id"));
+    assert!(c.warnings.is_empty());
+    assert!(accepts(&schema, &o, r#"{"a": 2, "b": "k", "c": 5}"#));
+    assert!(!accepts(&schema, &o, r#"{"a": 3}"#));
+    assert!(!accepts(&schema, &o, r#"{"b": "j"}"#));
+    assert!(!accepts(&schema, &o, r#"{"c": 6}"#));
+    // unknown keywords on both sides of an allOf do not conflict
+    let both = json!({"allOf": [{"type": "string", "x-a": 1}, {"maxLength": 2, "x-a": 2}]});
+    assert!(accepts(&both, &o, r#""ab""#));
+    assert!(!accepts(&both, &o, r#""abc""#));
+}
