@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use super::keywords::{is_ignored, is_unknown};
 use super::numbers::{self, Bound, Decimal};
-use super::regex::{MAX_REPEAT_TOTAL, pattern_to_gbnf, repeat};
+use super::regex::{self, MAX_REPEAT_TOTAL, pattern_to_gbnf, repeat};
 use super::rules::RuleTable;
 use super::strings::{encoded_char_set, gbnf_literal, json_encode_char};
 use super::validate::{check, json_eq, value_types};
@@ -1716,12 +1716,7 @@ impl Converter {
             .get("propertyNames")
             .filter(|v| !(*v == &Value::Bool(true) || v.as_object().is_some_and(|o| o.is_empty())))
             .cloned();
-        for k in [
-            "patternProperties",
-            "dependentRequired",
-            "dependentSchemas",
-            "dependencies",
-        ] {
+        for k in ["dependentRequired", "dependentSchemas", "dependencies"] {
             if let Some(v) = map.get(k) {
                 let trivial =
                     v == &Value::Bool(true) || v.as_object().is_some_and(|o| o.is_empty());
@@ -1734,6 +1729,11 @@ impl Converter {
             None => Vec::new(),
             Some(Value::Object(p)) => p.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             Some(_) => return Err(Self::invalid("properties", cx, "must be an object")),
+        };
+        let patterns: Vec<(String, Value)> = match map.get("patternProperties") {
+            None => Vec::new(),
+            Some(Value::Object(p)) => p.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            Some(_) => return Err(Self::invalid("patternProperties", cx, "must be an object")),
         };
         let required: Vec<String> = match map.get("required") {
             None => Vec::new(),
@@ -1784,7 +1784,8 @@ impl Converter {
                     },
                     ..pcx
                 };
-                let mut v = self.child(s, &pcx)?;
+                let s = self.with_patterns(k, s, &patterns, cx)?;
+                let mut v = self.child(&s, &pcx)?;
                 if let Some(pn) = &property_names {
                     match check(&Value::String(k.clone()), pn) {
                         Some(true) => {}
@@ -1804,7 +1805,11 @@ impl Converter {
             for r in &required {
                 if !props.iter().any(|(k, _)| k == r) {
                     // a closed-by-default object still admits the names it requires
-                    let value = if closed_by_default {
+                    let matched = self.with_patterns(r, &Value::Bool(true), &patterns, cx)?;
+                    let value = if matched != Value::Bool(true) {
+                        let mcx = cx.child("patternProperties", "pattern");
+                        self.child(&matched, &mcx)?
+                    } else if closed_by_default {
                         Some(self.rules.primitive("value").to_string())
                     } else {
                         add_value.clone()
@@ -1846,6 +1851,7 @@ impl Converter {
             }
             let names: Vec<String> = declared.iter().map(|(k, _, _)| k.clone()).collect();
             if names.is_empty()
+                && patterns.is_empty()
                 && property_names.is_none()
                 && min_p == 0
                 && max_p.is_none()
@@ -1876,6 +1882,13 @@ impl Converter {
                 }
             };
             let extra = match (&add_value, key) {
+                _ if !patterns.is_empty() => self.pattern_members(
+                    cx,
+                    &patterns,
+                    &names,
+                    add_value.clone(),
+                    property_names.is_some(),
+                )?,
                 (Some(v), Some(key)) => {
                     let body = format!("{key} \":\" {sp} {v}");
                     let comment = self.comment(&add_cx);
@@ -2033,6 +2046,219 @@ impl Converter {
         self.consumed -= 1;
         let e = r?;
         Ok(self.name(cx, e, true))
+    }
+
+    /// The schema of declared property `name` with those of the `patternProperties` whose
+    /// pattern matches it (all must hold): `allOf` when any match.
+    fn with_patterns(
+        &mut self,
+        name: &str,
+        schema: &Value,
+        patterns: &[(String, Value)],
+        cx: &Ctx,
+    ) -> Result<Value, SchemaError> {
+        let mut all = Vec::new();
+        for (p, ps) in patterns {
+            match regex::is_match(p, name) {
+                Ok(true) => all.push(ps.clone()),
+                Ok(false) => {}
+                Err(m) => {
+                    let pcx = cx.child("patternProperties", "").child(p, "");
+                    return Err(Self::invalid("patternProperties", &pcx, m));
+                }
+            }
+        }
+        if all.is_empty() {
+            return Ok(schema.clone());
+        }
+        if schema != &Value::Bool(true) {
+            all.insert(0, schema.clone());
+        }
+        Ok(match all.len() {
+            1 => all.remove(0),
+            _ => serde_json::json!({ "allOf": all }),
+        })
+    }
+
+    /// The rule of one member not among `names` (the declared and required ones) of an object
+    /// with `patternProperties`: a name matching a pattern takes that pattern's schema, any other
+    /// name `additional` (None: no other name). Exact cases: patterns with one schema, or
+    /// several whose literal prefixes (`^x-`, `^contexts_`) cannot both match a name; a pattern
+    /// matching no declared name, or every name (`.*`); other names either refused or
+    /// described by a simple complement ([`regex::complement_to_gbnf`]). Anything else is
+    /// unsupported; lenient: any other name with any value (wider, never narrower).
+    fn pattern_members(
+        &mut self,
+        cx: &Ctx,
+        patterns: &[(String, Value)],
+        names: &[String],
+        additional: Option<String>,
+        has_property_names: bool,
+    ) -> Result<Option<String>, SchemaError> {
+        let sp = self.space();
+        let base = if cx.hint.is_empty() {
+            "root".to_string()
+        } else {
+            cx.hint.clone()
+        };
+        let add_cx = cx.child("additionalProperties", "additional");
+        let any_key = |this: &mut Self| -> String {
+            if names.is_empty() {
+                this.rules.primitive("string").to_string()
+            } else {
+                this.not_strings(&add_cx, names)
+            }
+        };
+        let lenient_fallback = |this: &mut Self| -> Option<String> {
+            let key = any_key(this);
+            let value = this.rules.primitive("value").to_string();
+            Some(this.rules.add(
+                &format!("{base}-additional-kv"),
+                format!("{key} \":\" {sp} {value}"),
+                None,
+            ))
+        };
+        if has_property_names {
+            self.unsupported(
+                "patternProperties",
+                cx,
+                "patternProperties together with propertyNames",
+            )?;
+            return Ok(lenient_fallback(self));
+        }
+        // patterns with the same schema form one alternation
+        let mut groups: Vec<(String, Value, Ctx)> = Vec::new();
+        for (p, ps) in patterns {
+            if let Some(g) = groups.iter_mut().find(|g| g.1 == *ps) {
+                g.0 = format!("(?:{})|(?:{})", g.0, p);
+            } else {
+                let pcx = cx.child("patternProperties", "").child(p, "");
+                let pcx = Ctx {
+                    hint: format!("{base}-pattern-{}", groups.len() + 1),
+                    ..pcx
+                };
+                groups.push((p.clone(), ps.clone(), pcx));
+            }
+        }
+        let mut values = Vec::new();
+        for (_, ps, pcx) in &groups {
+            values.push(self.child(ps, pcx)?);
+        }
+        // with additional members of any value, a pattern of any value constrains nothing
+        let open = additional.as_deref() == Some("value");
+        let mut kept: Vec<(String, Option<String>, Ctx)> = Vec::new();
+        for ((p, _, pcx), v) in groups.into_iter().zip(values) {
+            if !(open && v.as_deref() == Some("value")) {
+                kept.push((p, v, pcx));
+            }
+        }
+        if kept.len() > 1 {
+            let prefixes: Vec<Option<String>> =
+                kept.iter().map(|(p, _, _)| literal_prefix(p)).collect();
+            for i in 0..kept.len() {
+                for j in i + 1..kept.len() {
+                    let apart = match (&prefixes[i], &prefixes[j]) {
+                        (Some(a), Some(b)) => {
+                            !a.starts_with(b.as_str()) && !b.starts_with(a.as_str())
+                        }
+                        _ => false,
+                    };
+                    if !apart {
+                        self.unsupported(
+                            "patternProperties",
+                            cx,
+                            format!(
+                                "patterns {:?} and {:?} have different schemas and may match the same name",
+                                kept[i].0, kept[j].0
+                            ),
+                        )?;
+                        return Ok(lenient_fallback(self));
+                    }
+                }
+            }
+        }
+        let mut kvs = Vec::new();
+        let mut everything_matched = false;
+        for (p, v, pcx) in &kept {
+            let mut char_rule = || self_char(&mut self.rules);
+            let complement = regex::complement_to_gbnf(p, &mut char_rule);
+            let key = match complement {
+                Err(m) => {
+                    self.unsupported("patternProperties", pcx, m)?;
+                    return Ok(lenient_fallback(self));
+                }
+                Ok(Some(regex::Complement::Nothing)) => {
+                    everything_matched = true;
+                    any_key(self)
+                }
+                Ok(_) => {
+                    if let Some(n) = names.iter().find(|n| regex::is_match(p, n).unwrap_or(true)) {
+                        self.unsupported(
+                            "patternProperties",
+                            pcx,
+                            format!("the pattern also matches the declared property {n:?}"),
+                        )?;
+                        return Ok(lenient_fallback(self));
+                    }
+                    let mut char_rule = || self_char(&mut self.rules);
+                    match pattern_to_gbnf(p, &mut char_rule) {
+                        Ok(Some(k)) => self.rules.add(&format!("{}-name", pcx.hint), k, None),
+                        Ok(None) => continue,
+                        Err(m) => {
+                            self.unsupported("patternProperties", pcx, m)?;
+                            return Ok(lenient_fallback(self));
+                        }
+                    }
+                }
+            };
+            if let Some(v) = v {
+                let body = format!("{key} \":\" {sp} {v}");
+                let comment = self.comment(pcx);
+                kvs.push(self.rules.add(&format!("{}-kv", pcx.hint), body, comment));
+            }
+        }
+        if let Some(av) = additional
+            && !everything_matched
+        {
+            let complement = match kept.as_slice() {
+                [] => Some(Some(any_key(self))),
+                [(p, _, _)] if names.is_empty() => {
+                    let mut char_rule = || self_char(&mut self.rules);
+                    match regex::complement_to_gbnf(p, &mut char_rule) {
+                        Ok(Some(regex::Complement::Grammar(g))) => Some(g),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            match complement {
+                Some(Some(key)) => {
+                    let body = format!("{key} \":\" {sp} {av}");
+                    let comment = self.comment(&add_cx);
+                    kvs.push(
+                        self.rules
+                            .add(&format!("{base}-additional-kv"), body, comment),
+                    );
+                }
+                Some(None) => {}
+                None => {
+                    self.unsupported(
+                        "patternProperties",
+                        cx,
+                        "names matching no pattern are allowed (additionalProperties) but cannot be told apart from those that match",
+                    )?;
+                    return Ok(lenient_fallback(self));
+                }
+            }
+        }
+        Ok(match kvs.len() {
+            0 => None,
+            1 => kvs.pop(),
+            _ => Some(
+                self.rules
+                    .add(&format!("{base}-member-kv"), kvs.join(" | "), None),
+            ),
+        })
     }
 
     /// Whether an object with `n` declared members takes them in any order ([`MemberOrder`];
@@ -2292,6 +2518,32 @@ fn negate(n: &Value) -> Option<Value> {
 type CharSetFn<'a> = dyn FnMut(&[(u32, u32)]) -> Option<String> + 'a;
 
 /// A rule body that matches nothing.
+/// The literal text a pattern anchored with `^` requires its matches to start with (`^x-` →
+/// `x-`), cut before any quantifier; None without `^` or a literal start.
+fn literal_prefix(pattern: &str) -> Option<String> {
+    let rest = pattern.strip_prefix('^')?;
+    if rest.contains('|') {
+        return None;
+    }
+    let mut out: Vec<char> = Vec::new();
+    for c in rest.chars() {
+        if c.is_alphanumeric() || c == '_' || c == '-' || c == ':' || c == '/' {
+            out.push(c);
+        } else {
+            if matches!(c, '?' | '*' | '{') {
+                out.pop();
+            }
+            break;
+        }
+    }
+    (!out.is_empty()).then(|| out.into_iter().collect())
+}
+
+/// The primitive `char` rule (for closures that cannot borrow the converter).
+fn self_char(rules: &mut RuleTable) -> String {
+    rules.primitive("char").to_string()
+}
+
 pub(crate) fn never() -> String {
     "[^\\x00-\\U0010FFFF]".to_string()
 }

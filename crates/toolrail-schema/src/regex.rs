@@ -76,19 +76,125 @@ pub(crate) fn pattern_to_gbnf(
     pattern: &str,
     char_rule: &mut dyn FnMut() -> String,
 ) -> Result<Option<String>, String> {
-    let rewritten = ecma_to_rust(pattern);
-    let hir = regex_syntax::ParserBuilder::new()
+    hir_to_gbnf(&parse(pattern)?, char_rule)
+}
+
+/// The HIR of an ECMA-262 pattern (after [`ecma_to_rust`]).
+fn parse(pattern: &str) -> Result<Hir, String> {
+    regex_syntax::ParserBuilder::new()
         .build()
-        .parse(&rewritten)
+        .parse(&ecma_to_rust(pattern))
         .map_err(|e| {
             format!(
                 "cannot translate /{pattern}/: {}",
                 first_line(&e.to_string())
             )
-        })?;
+        })
+}
+
+/// Whether `pattern` (ECMA-262, unanchored as JSON Schema reads it) matches `text`, as the
+/// grammar of [`pattern_to_gbnf`] decides it (the same rewriting of ECMA classes).
+pub(crate) fn is_match(pattern: &str, text: &str) -> Result<bool, String> {
+    let re = regex::Regex::new(&ecma_to_rust(pattern)).map_err(|e| {
+        format!(
+            "cannot translate /{pattern}/: {}",
+            first_line(&e.to_string())
+        )
+    })?;
+    Ok(re.is_match(text))
+}
+
+/// What the strings *not* matching a pattern are, when that is simple to say.
+#[derive(Debug)]
+pub(crate) enum Complement {
+    /// The pattern matches every string (e.g. `.*`, `^`, ``).
+    Nothing,
+    /// The grammar of the strings the pattern does not match (a whole JSON string, quotes
+    /// included), or None when every string matches after all.
+    Grammar(Option<String>),
+}
+
+/// The complement of `pattern` for the shapes real schemas use for property names: an
+/// unanchored pattern that matches the empty string (everything), `^C*$` and `^C+$` for a
+/// character class `C` (complement: some character outside `C`, and the empty string for `+`),
+/// and an unanchored `C` or `C+` (complement: `^[^C]*$`). None for any other shape.
+pub(crate) fn complement_to_gbnf(
+    pattern: &str,
+    char_rule: &mut dyn FnMut() -> String,
+) -> Result<Option<Complement>, String> {
+    use regex_syntax::hir::Repetition;
+    let hir = parse(pattern)?;
+    let mut items: Vec<&Hir> = match hir.kind() {
+        HirKind::Alternation(_) => return Ok(None),
+        HirKind::Concat(xs) => xs.iter().collect(),
+        _ => vec![&hir],
+    };
+    items.retain(|h| !matches!(h.kind(), HirKind::Empty));
+    let start = items
+        .first()
+        .is_some_and(|h| matches!(h.kind(), HirKind::Look(Look::Start)));
+    if start {
+        items.remove(0);
+    }
+    let end = items
+        .last()
+        .is_some_and(|h| matches!(h.kind(), HirKind::Look(Look::End)));
+    if end {
+        items.pop();
+    }
+    if !start
+        && !end
+        && hir.properties().look_set().is_empty()
+        && hir.properties().minimum_len() == Some(0)
+    {
+        return Ok(Some(Complement::Nothing));
+    }
+    // the single class `C` and the least number of its characters, for `C`, `C*`, `C+`
+    let [item] = items.as_slice() else {
+        return Ok(None);
+    };
+    let (class, min) = match item.kind() {
+        HirKind::Class(Class::Unicode(c)) => (c.clone(), 1),
+        HirKind::Repetition(r) if r.max.is_none() && r.min <= 1 => match r.sub.kind() {
+            HirKind::Class(Class::Unicode(c)) => (c.clone(), r.min),
+            _ => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    let mut outside = class;
+    outside.negate();
+    let outside = Hir::class(Class::Unicode(outside));
+    let complement = match (start, end) {
+        // ^C*$ / ^C+$: some character outside C (or, for +, nothing at all)
+        (true, true) if min == 0 => outside,
+        (true, true) => Hir::alternation(vec![
+            Hir::concat(vec![Hir::look(Look::Start), Hir::look(Look::End)]),
+            outside,
+        ]),
+        // C / C+ anywhere: no character of C at all
+        (false, false) if min == 1 => Hir::concat(vec![
+            Hir::look(Look::Start),
+            Hir::repetition(Repetition {
+                min: 0,
+                max: None,
+                greedy: true,
+                sub: Box::new(outside),
+            }),
+            Hir::look(Look::End),
+        ]),
+        _ => return Ok(None),
+    };
+    Ok(Some(Complement::Grammar(hir_to_gbnf(
+        &complement,
+        char_rule,
+    )?)))
+}
+
+/// [`pattern_to_gbnf`] of a parsed pattern.
+fn hir_to_gbnf(hir: &Hir, char_rule: &mut dyn FnMut() -> String) -> Result<Option<String>, String> {
     let branches: Vec<&Hir> = match hir.kind() {
         HirKind::Alternation(bs) => bs.iter().collect(),
-        _ => vec![&hir],
+        _ => vec![hir],
     };
     let mut alts = Vec::new();
     for branch in branches {

@@ -779,3 +779,52 @@ fn unknown_keywords_and_annotations_are_ignored_with_notes() {
     assert!(accepts(&both, &o, r#""ab""#));
     assert!(!accepts(&both, &o, r#""abc""#));
 }
+
+#[test]
+fn pattern_properties_are_exact() {
+    let o = ConvertOptions::default();
+    // closed: pattern names only, declared names keep their schema
+    let closed = json!({
+        "type": "object",
+        "properties": {"a": {"type": "string"}},
+        "patternProperties": {"^x-": {"type": "integer"}},
+        "additionalProperties": false
+    });
+    assert!(accepts(&closed, &o, r#"{"a": "s", "x-b": 1}"#));
+    assert!(accepts(&closed, &o, r#"{"x-b": 1, "x-c": 2}"#));
+    assert!(!accepts(&closed, &o, r#"{"x-b": "s"}"#));
+    assert!(!accepts(&closed, &o, r#"{"c": 1}"#));
+    assert!(!accepts(&closed, &o, r#"{"a": 1}"#));
+    // open: names matching the pattern take its schema, the others anything
+    let open = json!({"type": "object", "patternProperties": {"^[a-z]+$": {"type": "integer"}}});
+    assert!(accepts(&open, &o, r#"{"ab": 1, "A": "x", "": null}"#));
+    assert!(!accepts(&open, &o, r#"{"ab": "x"}"#));
+    assert!(!accepts(&open, &o, r#"{"A": 1, "b": false}"#));
+    // a pattern matching every name also applies to the declared ones
+    let every = json!({
+        "properties": {"a": {"type": "integer"}},
+        "patternProperties": {".*": {"minimum": 0}}
+    });
+    assert!(accepts(&every, &o, r#"{"a": 1, "b": "x"}"#));
+    assert!(!accepts(&every, &o, r#"{"a": -1}"#));
+    assert!(!accepts(&every, &o, r#"{"b": -1}"#));
+    // two patterns that cannot match one name
+    let two = json!({
+        "patternProperties": {"^c_": {"type": "array"}, "^u_": {"type": "string"}},
+        "additionalProperties": false
+    });
+    assert!(accepts(&two, &o, r#"{"c_1": [], "u_1": "s"}"#));
+    assert!(!accepts(&two, &o, r#"{"c_1": "s"}"#));
+    // what cannot be told apart is an error naming keyword and pointer
+    let look = json!({"patternProperties": {"^(?!x)": {"type": "integer"}}, "additionalProperties": false});
+    let e = schema_to_gbnf(&look, &o).unwrap_err();
+    assert_eq!(e.keyword, "patternProperties");
+    // lenient never narrows: pattern names stay allowed beside additionalProperties: false
+    let lenient = ConvertOptions {
+        lenient: true,
+        ..Default::default()
+    };
+    let c = schema_to_gbnf(&look, &lenient).unwrap();
+    assert!(c.warnings.iter().any(|w| w.keyword == "patternProperties"));
+    assert!(accepts(&look, &lenient, r#"{"y": 1}"#));
+}
