@@ -715,14 +715,20 @@ impl Converter {
     /// Notes the keywords of `map` that JSON Schema does not define (they are ignored).
     fn note_unknown(&mut self, map: &Map<String, Value>, cx: &Ctx) {
         for k in map.keys().filter(|k| is_unknown(k)) {
-            let note = Warning {
-                keyword: k.clone(),
-                pointer: cx.ptr.clone(),
-                message: "not a JSON Schema keyword: ignored".to_string(),
-            };
-            if !self.notes.contains(&note) {
-                self.notes.push(note);
-            }
+            self.note(k, cx, "not a JSON Schema keyword: ignored");
+        }
+    }
+
+    /// Records a note (once): something in the schema that is ignored because it constrains
+    /// nothing.
+    fn note(&mut self, keyword: &str, cx: &Ctx, message: impl Into<String>) {
+        let note = Warning {
+            keyword: keyword.to_string(),
+            pointer: cx.ptr.clone(),
+            message: message.into(),
+        };
+        if !self.notes.contains(&note) {
+            self.notes.push(note);
         }
     }
 
@@ -1394,6 +1400,18 @@ impl Converter {
             .get("format")
             .and_then(|f| f.as_str())
             .map(str::to_string);
+        if let Some(f) = &format
+            && !formats::FORMATS.contains(&f.as_str())
+            && !formats::KNOWN_UNSUPPORTED.contains(&f.as_str())
+        {
+            // not a format any validator checks: an annotation
+            self.note(
+                "format",
+                cx,
+                format!("{f:?} is not a format JSON Schema defines: ignored"),
+            );
+            format = None;
+        }
         if let Some(f) = &format
             && !formats::FORMATS.contains(&f.as_str())
         {

@@ -200,8 +200,8 @@ fn errors_name_keyword_and_pointer() {
         json!({"not": {"minimum": 3}}),
         json!({"multipleOf": 3, "minimum": 1}),
         json!({"if": {}, "then": {}}),
-        json!({"patternProperties": {"a": {}}}),
-        json!({"type": "string", "format": "hostname-ish"}),
+        json!({"patternProperties": {"^(?!a)": {"type": "integer"}}}),
+        json!({"type": "string", "format": "hostname"}),
     ] {
         assert!(
             schema_to_gbnf(&kw, &ConvertOptions::default()).is_err(),
@@ -827,4 +827,18 @@ fn pattern_properties_are_exact() {
     let c = schema_to_gbnf(&look, &lenient).unwrap();
     assert!(c.warnings.iter().any(|w| w.keyword == "patternProperties"));
     assert!(accepts(&look, &lenient, r#"{"y": 1}"#));
+}
+
+#[test]
+fn formats_json_schema_does_not_define_are_ignored_with_a_note() {
+    let o = ConvertOptions::default();
+    for f in ["path", "byte", "color"] {
+        let schema = json!({"type": "string", "format": f});
+        let c = schema_to_gbnf(&schema, &o).unwrap();
+        assert!(c.notes.iter().any(|n| n.keyword == "format"), "{f}");
+        assert!(accepts(&schema, &o, r#""not base64, not a colour""#));
+    }
+    // a format validators check but the converter cannot express stays an error
+    let e = schema_to_gbnf(&json!({"type": "string", "format": "hostname"}), &o).unwrap_err();
+    assert_eq!((e.keyword.as_str(), e.pointer.as_str()), ("format", "#"));
 }
