@@ -781,6 +781,29 @@ impl Converter {
                 .as_array()
                 .ok_or_else(|| Self::invalid(key, cx, "must be an array"))?
                 .clone();
+            if key == "oneOf"
+                && !self.opts.llama_compat
+                && let Some(alternatives) = exactly_one_required(&list)
+            {
+                let mut rewritten = map.clone();
+                rewritten.remove("oneOf");
+                let all = match rewritten.remove("anyOf") {
+                    // anyOf and oneOf side by side: both hold
+                    Some(any) => serde_json::json!({
+                        "allOf": [{"anyOf": any}, {"anyOf": alternatives}]
+                    }),
+                    None => serde_json::json!({ "anyOf": alternatives }),
+                };
+                let merged = match all {
+                    Value::Object(m) => {
+                        let mut r = rewritten;
+                        r.extend(m);
+                        r
+                    }
+                    _ => rewritten,
+                };
+                return self.visit_exact(&merged, cx);
+            }
             let mut rest = map.clone();
             rest.remove(key);
             let has_rest = constraining(&rest, &[]);
@@ -2536,6 +2559,93 @@ fn negate(n: &Value) -> Option<Value> {
 type CharSetFn<'a> = dyn FnMut(&[(u32, u32)]) -> Option<String> + 'a;
 
 /// A rule body that matches nothing.
+/// The schema a member named `name` of an object valid against `m` satisfies: its
+/// `properties` entry, else `additionalProperties` (true when absent); None when
+/// `patternProperties` may apply.
+fn member_schema(m: &Map<String, Value>, name: &str) -> Option<Value> {
+    if let Some(p) = m.get("properties").and_then(|p| p.get(name)) {
+        return Some(p.clone());
+    }
+    if m.contains_key("patternProperties") {
+        return None;
+    }
+    Some(
+        m.get("additionalProperties")
+            .cloned()
+            .unwrap_or(Value::Bool(true)),
+    )
+}
+
+/// Most alternatives [`exactly_one_required`] writes for one `oneOf`.
+const EXACTLY_ONE_MAX_ALTERNATIVES: usize = 32;
+
+/// `oneOf` over branches that only require names (`[{"required": ["a"]}, {"required": ["b",
+/// "c"]}]`) as alternatives that are disjoint by construction: each branch's names present
+/// and, for every other branch, one of the names it requires absent (a property `false`);
+/// only objects (every branch matches any other value, so with two or more branches no other
+/// value is valid). None when a branch says more, or the alternatives would exceed
+/// [`EXACTLY_ONE_MAX_ALTERNATIVES`].
+fn exactly_one_required(list: &[Value]) -> Option<Vec<Value>> {
+    let mut sets: Vec<Vec<String>> = Vec::new();
+    for b in list {
+        let m = b.as_object()?;
+        if m.keys().any(|k| k != "required" && !is_ignored(k)) {
+            return None;
+        }
+        let names: Vec<String> = m
+            .get("required")?
+            .as_array()?
+            .iter()
+            .map(|x| x.as_str().map(str::to_string))
+            .collect::<Option<_>>()?;
+        sets.push(names);
+    }
+    if sets.len() < 2 {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (i, mine) in sets.iter().enumerate() {
+        // one name to leave out per other branch: every combination
+        let mut choices: Vec<Vec<String>> = vec![Vec::new()];
+        for (j, theirs) in sets.iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            let missing: Vec<&String> = theirs.iter().filter(|k| !mine.contains(k)).collect();
+            let mut next = Vec::new();
+            for c in &choices {
+                for k in &missing {
+                    let mut c = c.clone();
+                    if !c.contains(k) {
+                        c.push((*k).clone());
+                    }
+                    next.push(c);
+                }
+            }
+            // no name to leave out: this branch implies the other, so never exactly one
+            choices = next;
+            if choices.len() > EXACTLY_ONE_MAX_ALTERNATIVES {
+                return None;
+            }
+        }
+        for absent in choices {
+            let props: Map<String, Value> = absent
+                .into_iter()
+                .map(|k| (k, Value::Bool(false)))
+                .collect();
+            out.push(serde_json::json!({
+                "type": "object",
+                "required": mine,
+                "properties": props,
+            }));
+            if out.len() > EXACTLY_ONE_MAX_ALTERNATIVES {
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
+
 /// The literal text a pattern anchored with `^` requires its matches to start with (`^x-` →
 /// `x-`), cut before any quantifier; None without `^` or a literal start.
 fn literal_prefix(pattern: &str) -> Option<String> {
@@ -2646,11 +2756,17 @@ fn disjoint(a: &Value, b: &Value) -> bool {
                 .and_then(|r| r.as_array())
                 .map(|r| r.iter().filter_map(|x| x.as_str()).collect())
                 .unwrap_or_default();
-            ra.iter().filter(|k| rb.contains(k)).any(|k| {
-                let pa = am.get("properties").and_then(|p| p.get(*k));
-                let pb = bm.get("properties").and_then(|p| p.get(*k));
-                matches!((pa, pb), (Some(x), Some(y)) if disjoint(x, y))
-            })
+            // a name one side requires, with values the two sides cannot share (a closed
+            // object that cannot have it at all, different const/enum discriminators...)
+            let apart = |required: &[&str], x: &Map<String, Value>, y: &Map<String, Value>| {
+                required
+                    .iter()
+                    .any(|k| match (member_schema(x, k), member_schema(y, k)) {
+                        (Some(p), Some(q)) => disjoint(&p, &q),
+                        _ => false,
+                    })
+            };
+            apart(&ra, am, bm) || apart(&rb, bm, am)
         }
         "integer" | "number" => {
             // disjoint numeric intervals

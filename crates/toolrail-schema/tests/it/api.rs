@@ -842,3 +842,40 @@ fn formats_json_schema_does_not_define_are_ignored_with_a_note() {
     let e = schema_to_gbnf(&json!({"type": "string", "format": "hostname"}), &o).unwrap_err();
     assert_eq!((e.keyword.as_str(), e.pointer.as_str()), ("format", "#"));
 }
+
+#[test]
+fn one_of_exactly_one_required_and_closed_branches() {
+    let o = ConvertOptions::default();
+    // exactly one of the required sets
+    let area = json!({
+        "type": "object",
+        "properties": {"radius": {"type": "number"}, "length": {"type": "number"}, "width": {"type": "number"}},
+        "oneOf": [{"required": ["radius"]}, {"required": ["length", "width"]}]
+    });
+    assert!(accepts(&area, &o, r#"{"radius": 1}"#));
+    assert!(accepts(&area, &o, r#"{"length": 1, "width": 2}"#));
+    assert!(accepts(&area, &o, r#"{"radius": 1, "width": 2}"#));
+    assert!(!accepts(
+        &area,
+        &o,
+        r#"{"radius": 1, "length": 1, "width": 2}"#
+    ));
+    assert!(!accepts(&area, &o, r#"{"width": 2}"#));
+    // without a type, values that are not objects match every branch: never exactly one
+    let bare = json!({"oneOf": [{"required": ["a"]}, {"required": ["b"]}]});
+    assert!(accepts(&bare, &o, r#"{"a": 1}"#));
+    assert!(!accepts(&bare, &o, r#"{"a": 1, "b": 2}"#));
+    assert!(!accepts(&bare, &o, "1"));
+    // a branch implying another is never the only one
+    let nested = json!({"oneOf": [{"required": ["a"]}, {"required": ["a", "b"]}]});
+    assert!(accepts(&nested, &o, r#"{"a": 1}"#));
+    assert!(!accepts(&nested, &o, r#"{"a": 1, "b": 2}"#));
+    // closed branches requiring different names are disjoint
+    let closed = json!({"oneOf": [
+        {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false},
+        {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"], "additionalProperties": false}
+    ]});
+    assert!(accepts(&closed, &o, r#"{"name": "a"}"#));
+    assert!(accepts(&closed, &o, r#"{"path": "a"}"#));
+    assert!(!accepts(&closed, &o, r#"{"name": "a", "path": "b"}"#));
+}
