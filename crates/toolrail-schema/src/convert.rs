@@ -712,6 +712,91 @@ impl Converter {
         Ok(out)
     }
 
+    /// `dependentRequired`, `dependentSchemas` and `dependencies` as `allOf` members, one per
+    /// trigger name: `anyOf` [the name absent, the name present with what it needs]. The two
+    /// alternatives are disjoint for objects, so the grammar stays exact. None when `map` has
+    /// none; unsupported beyond [`MAX_DEPENDENCIES`] trigger names (each one doubles the
+    /// alternatives).
+    fn dependencies_as_alternatives(
+        &mut self,
+        map: &Map<String, Value>,
+        cx: &Ctx,
+    ) -> Result<Option<Map<String, Value>>, SchemaError> {
+        const KEYS: [&str; 3] = ["dependentRequired", "dependentSchemas", "dependencies"];
+        if !KEYS.iter().any(|k| map.contains_key(*k)) {
+            return Ok(None);
+        }
+        let required: Vec<&str> = map
+            .get("required")
+            .and_then(|r| r.as_array())
+            .map(|r| r.iter().filter_map(|x| x.as_str()).collect())
+            .unwrap_or_default();
+        let mut rest = map.clone();
+        let mut conditions = Vec::new();
+        for key in KEYS {
+            let Some(v) = rest.remove(key) else { continue };
+            let Value::Object(entries) = v else {
+                return Err(Self::invalid(key, cx, "must be an object"));
+            };
+            for (name, need) in entries {
+                let present = match need {
+                    Value::Array(names) if key != "dependentSchemas" => {
+                        if names.is_empty() {
+                            continue;
+                        }
+                        if names.iter().any(|n| !n.is_string()) {
+                            return Err(Self::invalid(key, cx, "names must be strings"));
+                        }
+                        let mut all = vec![Value::String(name.clone())];
+                        all.extend(names);
+                        serde_json::json!({ "required": all })
+                    }
+                    Value::Bool(true) => continue,
+                    Value::Object(_) | Value::Bool(false) if key != "dependentRequired" => {
+                        serde_json::json!({ "allOf": [{ "required": [name] }, need] })
+                    }
+                    _ => {
+                        return Err(Self::invalid(
+                            key,
+                            cx,
+                            format!("the entry for {name:?} must be a list of names or a schema"),
+                        ));
+                    }
+                };
+                let condition = if required.contains(&name.as_str()) {
+                    present
+                } else {
+                    let mut absent = Map::new();
+                    absent.insert(name.clone(), Value::Bool(false));
+                    serde_json::json!({ "anyOf": [{ "properties": absent }, present] })
+                };
+                conditions.push(condition);
+            }
+        }
+        if conditions.len() > MAX_DEPENDENCIES {
+            self.unsupported(
+                "dependencies",
+                cx,
+                format!(
+                    "{} names with dependencies (at most {MAX_DEPENDENCIES}: each doubles the grammar)",
+                    conditions.len()
+                ),
+            )?;
+            return Ok(Some(rest));
+        }
+        if conditions.is_empty() {
+            return Ok(Some(rest));
+        }
+        let mut all = match rest.remove("allOf") {
+            Some(Value::Array(a)) => a,
+            Some(_) => return Err(Self::invalid("allOf", cx, "must be an array")),
+            None => Vec::new(),
+        };
+        all.extend(conditions);
+        rest.insert("allOf".into(), Value::Array(all));
+        Ok(Some(rest))
+    }
+
     /// Notes the keywords of `map` that JSON Schema does not define (they are ignored).
     fn note_unknown(&mut self, map: &Map<String, Value>, cx: &Ctx) {
         for k in map.keys().filter(|k| is_unknown(k)) {
@@ -754,6 +839,11 @@ impl Converter {
             return self.visit(&both, cx, false);
         }
         self.note_unknown(map, cx);
+        if !self.opts.llama_compat
+            && let Some(rewritten) = self.dependencies_as_alternatives(map, cx)?
+        {
+            return self.visit_exact(&rewritten, cx);
+        }
         let map = self.drop_unsupported(map, cx)?;
         let constraining = |m: &Map<String, Value>, skip: &[&str]| {
             m.keys()
@@ -2575,6 +2665,10 @@ fn member_schema(m: &Map<String, Value>, name: &str) -> Option<Value> {
             .unwrap_or(Value::Bool(true)),
     )
 }
+
+/// Most names with `dependencies` / `dependentRequired` / `dependentSchemas` in one schema
+/// (2^n alternatives; the `anyOf` products of `allOf` merging stop at 64).
+const MAX_DEPENDENCIES: usize = 5;
 
 /// Most alternatives [`exactly_one_required`] writes for one `oneOf`.
 const EXACTLY_ONE_MAX_ALTERNATIVES: usize = 32;

@@ -879,3 +879,27 @@ fn one_of_exactly_one_required_and_closed_branches() {
     assert!(accepts(&closed, &o, r#"{"path": "a"}"#));
     assert!(!accepts(&closed, &o, r#"{"name": "a", "path": "b"}"#));
 }
+
+#[test]
+fn dependencies_are_exact() {
+    let o = ConvertOptions::default();
+    for key in ["dependencies", "dependentRequired"] {
+        let schema = json!({
+            "type": "object",
+            "properties": {"card": {"type": "string"}, "billing": {"type": "string"}},
+            key: {"card": ["billing"]}
+        });
+        assert!(accepts(&schema, &o, r#"{"card": "1", "billing": "x"}"#));
+        assert!(accepts(&schema, &o, r#"{"billing": "x"}"#));
+        assert!(accepts(&schema, &o, "{}"));
+        assert!(!accepts(&schema, &o, r#"{"card": "1"}"#), "{key}");
+    }
+    let schemas = json!({
+        "type": "object",
+        "dependentSchemas": {"a": {"required": ["b"], "properties": {"b": {"type": "integer"}}}}
+    });
+    assert!(accepts(&schemas, &o, r#"{"a": 0, "b": 1}"#));
+    assert!(accepts(&schemas, &o, r#"{"b": "x"}"#));
+    assert!(!accepts(&schemas, &o, r#"{"a": 0, "b": "x"}"#));
+    assert!(!accepts(&schemas, &o, r#"{"a": 0}"#));
+}
