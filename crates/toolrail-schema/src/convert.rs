@@ -1553,6 +1553,31 @@ impl Converter {
             }
             return Ok(self.rules.format_string(&f));
         }
+        if let Some(p) = &pattern
+            && lengths
+        {
+            let mut rules =
+                std::mem::replace(&mut self.rules, RuleTable::new(self.opts.whitespace));
+            let r = regex::pattern_with_lengths(p, min.unwrap_or(0), max, &mut || {
+                rules.primitive("char").to_string()
+            });
+            self.rules = rules;
+            match r {
+                Ok(Some(Some(e))) => return Ok(self.name(cx, Some(e), false)),
+                Ok(Some(None)) => {
+                    return Err(Self::invalid(
+                        "pattern",
+                        cx,
+                        "no string matching the pattern has a length within minLength/maxLength",
+                    ));
+                }
+                Ok(None) => {}
+                Err(m) => {
+                    self.unsupported("pattern", cx, m)?;
+                    return Ok(Some(self.rules.primitive("string").to_string()));
+                }
+            }
+        }
         if let Some(p) = pattern {
             if lengths {
                 self.unsupported("pattern", cx, "pattern combined with minLength/maxLength")?;

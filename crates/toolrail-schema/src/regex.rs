@@ -190,6 +190,116 @@ pub(crate) fn complement_to_gbnf(
     )?)))
 }
 
+/// The least and most characters (code points) a match of `h` has (None: unbounded).
+fn char_lengths(h: &Hir) -> (u64, Option<u64>) {
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => (0, Some(0)),
+        HirKind::Literal(lit) => {
+            let n = String::from_utf8_lossy(&lit.0).chars().count() as u64;
+            (n, Some(n))
+        }
+        HirKind::Class(_) => (1, Some(1)),
+        HirKind::Capture(c) => char_lengths(&c.sub),
+        HirKind::Repetition(r) => {
+            let (lo, hi) = char_lengths(&r.sub);
+            let max = match (hi, r.max) {
+                (Some(0), _) => Some(0),
+                (Some(h), Some(m)) => h.checked_mul(u64::from(m)),
+                _ => None,
+            };
+            (lo.saturating_mul(u64::from(r.min)), max)
+        }
+        HirKind::Concat(xs) => xs.iter().fold((0, Some(0)), |(lo, hi), x| {
+            let (a, b) = char_lengths(x);
+            (
+                lo.saturating_add(a),
+                hi.zip(b).and_then(|(p, q)| p.checked_add(q)),
+            )
+        }),
+        HirKind::Alternation(xs) => {
+            let all: Vec<(u64, Option<u64>)> = xs.iter().map(char_lengths).collect();
+            let lo = all.iter().map(|x| x.0).min().unwrap_or(0);
+            let hi = all.iter().try_fold(0, |m, x| x.1.map(|h| m.max(h)));
+            (lo, hi)
+        }
+    }
+}
+
+/// A pattern together with `minLength`/`maxLength` (`min`, `max`), exactly, for two shapes:
+/// a pattern whose matches already satisfy the bounds (anchored at both ends with lengths
+/// inside them, or unanchored without `maxLength` and with `minLength` at most its shortest
+/// match), and `^C*$`, `^C+$`, `^C{a,b}$` for a character class `C` (the repetition bounds
+/// and the length bounds intersected). `Ok(None)`: not one of these shapes; `Ok(Some(None))`:
+/// no string satisfies both.
+pub(crate) fn pattern_with_lengths(
+    pattern: &str,
+    min: u64,
+    max: Option<u64>,
+    char_rule: &mut dyn FnMut() -> String,
+) -> Result<Option<Option<String>>, String> {
+    use regex_syntax::hir::Repetition;
+    let hir = parse(pattern)?;
+    let props = hir.properties();
+    let anchored = props.look_set_prefix().contains(Look::Start)
+        && props.look_set_suffix().contains(Look::End);
+    let (lo, hi) = char_lengths(&hir);
+    let implied = if anchored {
+        lo >= min
+            && match (hi, max) {
+                (_, None) => true,
+                (Some(h), Some(m)) => h <= m,
+                (None, Some(_)) => false,
+            }
+    } else {
+        max.is_none() && lo >= min
+    };
+    if implied {
+        return hir_to_gbnf(&hir, char_rule).map(Some);
+    }
+    let mut items: Vec<&Hir> = match hir.kind() {
+        HirKind::Concat(xs) => xs.iter().collect(),
+        _ => return Ok(None),
+    };
+    items.retain(|h| !matches!(h.kind(), HirKind::Empty));
+    let [first, item, last] = items.as_slice() else {
+        return Ok(None);
+    };
+    if !matches!(first.kind(), HirKind::Look(Look::Start))
+        || !matches!(last.kind(), HirKind::Look(Look::End))
+    {
+        return Ok(None);
+    }
+    let (class, r_min, r_max) = match item.kind() {
+        HirKind::Repetition(r) if matches!(r.sub.kind(), HirKind::Class(_)) => (
+            r.sub.as_ref().clone(),
+            u64::from(r.min),
+            r.max.map(u64::from),
+        ),
+        _ => return Ok(None),
+    };
+    let new_min = r_min.max(min);
+    let new_max = match (r_max, max) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    if new_max.is_some_and(|m| m < new_min) {
+        return Ok(Some(None));
+    }
+    let to_u32 = |v: u64| u32::try_from(v).map_err(|_| format!("length {v} is too large"));
+    let repetition = Hir::repetition(Repetition {
+        min: to_u32(new_min)?,
+        max: new_max.map(to_u32).transpose()?,
+        greedy: true,
+        sub: Box::new(class),
+    });
+    let whole = Hir::concat(vec![
+        Hir::look(Look::Start),
+        repetition,
+        Hir::look(Look::End),
+    ]);
+    hir_to_gbnf(&whole, char_rule).map(Some)
+}
+
 /// [`pattern_to_gbnf`] of a parsed pattern.
 fn hir_to_gbnf(hir: &Hir, char_rule: &mut dyn FnMut() -> String) -> Result<Option<String>, String> {
     let branches: Vec<&Hir> = match hir.kind() {

@@ -903,3 +903,26 @@ fn dependencies_are_exact() {
     assert!(!accepts(&schemas, &o, r#"{"a": 0, "b": "x"}"#));
     assert!(!accepts(&schemas, &o, r#"{"a": 0}"#));
 }
+
+#[test]
+fn pattern_with_length_bounds() {
+    let o = ConvertOptions::default();
+    // bounds implied by the pattern
+    let implied =
+        json!({"type": "string", "pattern": "^[\\+\\w-]{5,96}$", "minLength": 5, "maxLength": 96});
+    assert!(accepts(&implied, &o, r#""abcde""#));
+    assert!(!accepts(&implied, &o, r#""abcd""#));
+    // one repeated class: the bounds intersected
+    let hex = json!({"type": "string", "pattern": "^[0-9a-f]*$", "minLength": 4, "maxLength": 4});
+    assert!(accepts(&hex, &o, r#""00ff""#));
+    assert!(!accepts(&hex, &o, r#""0ff""#));
+    assert!(!accepts(&hex, &o, r#""00ff0""#));
+    assert!(!accepts(&hex, &o, r#""00fg""#));
+    // an unanchored pattern under maxLength stays unsupported
+    let e = schema_to_gbnf(
+        &json!({"type": "string", "pattern": "^a", "maxLength": 3}),
+        &o,
+    )
+    .unwrap_err();
+    assert_eq!((e.keyword.as_str(), e.pointer.as_str()), ("pattern", "#"));
+}
