@@ -37,7 +37,10 @@
 //!   can never be present) are an error naming the keyword and pointer, never a grammar that
 //!   silently matches nothing;
 //! - leap seconds (`format: time`, `date-time`) are accepted with any offset, exactly when they
-//!   fall on 23:59:60 UTC (see [`formats`]).
+//!   fall on 23:59:60 UTC (see [`formats`]);
+//! - keywords that do not constrain are ignored, as JSON Schema says: annotations silently,
+//!   keywords JSON Schema does not define (and `format`s it does not define, such as `byte`)
+//!   with a note in [`Conversion::notes`]. `docs/json-schema.md` lists what is expressed.
 //!
 //! # llama.cpp compatibility
 //! With [`ConvertOptions::llama_compat`] a schema is read the way llama.cpp's own converter
@@ -74,6 +77,7 @@
 //! # Layout
 //! - [`convert`]: the walk over a schema (refs, combinators, per-type keywords);
 //! - [`merge`]: `allOf` as one schema; [`validate`]: checks known values (enum, oneOf);
+//! - `keywords`: which keywords constrain (every other one is ignored);
 //! - [`numbers`]: integer and decimal ranges; [`regex`]: `pattern` via `regex-syntax` HIR;
 //! - [`formats`]: `format` rules; [`strings`]: JSON string encoding as GBNF;
 //! - [`llama`]: what llama.cpp reads of a schema ([`ConvertOptions::llama_compat`]);
