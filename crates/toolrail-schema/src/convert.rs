@@ -947,9 +947,17 @@ impl Converter {
             }
             let mut parts = Vec::new();
             for (b, bcx) in &branches {
-                if let Some(e) = self.child(b, bcx)? {
-                    parts.push(e);
+                match self.child(b, bcx) {
+                    Ok(Some(e)) => parts.push(e),
+                    Ok(None) => {}
+                    // an object-only branch that no object satisfies (a required name it
+                    // forbids) matches nothing: the other branches stand
+                    Err(e) if no_object_matches(&e) && object_only(b) => {}
+                    Err(e) => return Err(e),
                 }
+            }
+            if parts.is_empty() && !branches.is_empty() {
+                return Err(Self::invalid(key, cx, "no branch admits any value"));
             }
             return Ok(alts(parts));
         }
@@ -2674,6 +2682,21 @@ fn negate(n: &Value) -> Option<Value> {
 type CharSetFn<'a> = dyn FnMut(&[(u32, u32)]) -> Option<String> + 'a;
 
 /// A rule body that matches nothing.
+/// Whether `e` says that no object satisfies a schema because a required name can never be
+/// present.
+fn no_object_matches(e: &SchemaError) -> bool {
+    e.keyword == "required" && e.message.contains("can never be present")
+}
+
+/// Whether a schema admits objects only (`type: "object"` or `["object"]`).
+fn object_only(schema: &Value) -> bool {
+    match schema.get("type") {
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(ts)) => !ts.is_empty() && ts.iter().all(|t| t == "object"),
+        _ => false,
+    }
+}
+
 /// The schema a member named `name` of an object valid against `m` satisfies: its
 /// `properties` entry, else `additionalProperties` (true when absent); None when
 /// `patternProperties` may apply.

@@ -926,3 +926,25 @@ fn pattern_with_length_bounds() {
     .unwrap_err();
     assert_eq!((e.keyword.as_str(), e.pointer.as_str()), ("pattern", "#"));
 }
+
+#[test]
+fn an_any_of_branch_no_object_satisfies_is_left_out() {
+    let o = ConvertOptions::default();
+    let schema = json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "additionalProperties": false,
+        "anyOf": [{"required": ["b"]}, {"required": ["a"]}]
+    });
+    assert!(accepts(&schema, &o, r#"{"a": 1}"#));
+    assert!(!accepts(&schema, &o, "{}"));
+    assert!(!accepts(&schema, &o, r#"{"b": 1}"#));
+    // when no branch is left, the schema is refused, naming the keyword
+    let none = json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "additionalProperties": false,
+        "anyOf": [{"required": ["b"]}, {"required": ["c"]}]
+    });
+    assert_eq!(schema_to_gbnf(&none, &o).unwrap_err().keyword, "anyOf");
+}
