@@ -946,18 +946,21 @@ impl Converter {
                 self.check_disjoint(&branches, cx)?;
             }
             let mut parts = Vec::new();
+            let mut left_out = None;
             for (b, bcx) in &branches {
                 match self.child(b, bcx) {
                     Ok(Some(e)) => parts.push(e),
                     Ok(None) => {}
                     // an object-only branch that no object satisfies (a required name it
                     // forbids) matches nothing: the other branches stand
-                    Err(e) if no_object_matches(&e) && object_only(b) => {}
+                    Err(e) if no_object_matches(&e) && object_only(b) => left_out = Some(e),
                     Err(e) => return Err(e),
                 }
             }
-            if parts.is_empty() && !branches.is_empty() {
-                return Err(Self::invalid(key, cx, "no branch admits any value"));
+            if let Some(e) = left_out
+                && parts.is_empty()
+            {
+                return Err(e);
             }
             return Ok(alts(parts));
         }
@@ -1187,7 +1190,8 @@ impl Converter {
                         })
                         .collect();
                     let lcx = Ctx { hint, ..cx.clone() };
-                    let body = self.any_order_members(&lcx, &members, None, &format!("\",\" {sp}"));
+                    let body =
+                        self.any_order_members(&lcx, &members, None, &format!("\",\" {sp}"), false);
                     format!("( \"{{\" {sp} {body} {sp} \"}}\" )")
                 } else if items.is_empty() {
                     format!("\"{{\" {sp} \"}}\"")
@@ -2113,7 +2117,8 @@ impl Converter {
                 };
                 return Ok(Some(format!("\"{{\" {sp} {body} {sp} \"}}\"")));
             }
-            if min_p > n_req {
+            // minProperties 1 without required members: the first member is not optional
+            if min_p > n_req && !(min_p == 1 && n_req == 0) {
                 self.unsupported(
                     "minProperties",
                     cx,
@@ -2130,7 +2135,7 @@ impl Converter {
                 )?;
             }
             if self.any_order(members.len()) {
-                let body = self.any_order_members(cx, &members, extra.as_deref(), &sep);
+                let body = self.any_order_members(cx, &members, extra.as_deref(), &sep, min_p >= 1);
                 return Ok(Some(format!("\"{{\" {sp} {body} {sp} \"}}\"")));
             }
             let declared: Vec<(String, bool)> =
@@ -2198,7 +2203,7 @@ impl Converter {
                         .join(" "),
                 );
             }
-            let body = if first_req.is_none() {
+            let body = if first_req.is_none() && min_p == 0 {
                 format!("( {} )?", heads.join(" | "))
             } else if heads.len() == 1 {
                 heads.pop().unwrap_or_default()
@@ -2440,13 +2445,15 @@ impl Converter {
     /// `rest(S)` is what may follow once a member is written, with `S` the declared members
     /// left: `( sep extra )* ( sep ( m rest(S - m) | ... ) )?` over the members `m` of `S`
     /// (the `?` only when `S` holds no required member). Keys are distinct literals and
-    /// `extra` excludes every declared name, so each text has one parse.
+    /// `extra` excludes every declared name, so each text has one parse. `at_least_one`: the
+    /// object may not be empty (`minProperties: 1`) even without required members.
     fn any_order_members(
         &mut self,
         cx: &Ctx,
         members: &[Member],
         extra: Option<&str>,
         sep: &str,
+        at_least_one: bool,
     ) -> String {
         let n = members.len();
         let full = (1usize << n) - 1;
@@ -2538,7 +2545,7 @@ impl Converter {
             heads.push(format!("{x} {}", rest[full]));
         }
         heads.extend(choices(full, &rest));
-        if !members.iter().any(|m| m.required) {
+        if !members.iter().any(|m| m.required) && !at_least_one {
             format!("( {} )?", heads.join(" | "))
         } else {
             group(heads)

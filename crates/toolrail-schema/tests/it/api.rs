@@ -619,13 +619,13 @@ fn llama_compat_ignored_keywords_are_warnings() {
             "patternProperties@#",
         ),
         (
-            json!({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 1}),
+            json!({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 2}),
             "{}",
             "minProperties@#",
         ),
         (
-            json!({"type": "string", "pattern": "^a+$", "minLength": 3}),
-            r#""a""#,
+            json!({"type": "string", "pattern": "^ab+$", "minLength": 4}),
+            r#""ab""#,
             "minLength@#",
         ),
         (
@@ -939,12 +939,28 @@ fn an_any_of_branch_no_object_satisfies_is_left_out() {
     assert!(accepts(&schema, &o, r#"{"a": 1}"#));
     assert!(!accepts(&schema, &o, "{}"));
     assert!(!accepts(&schema, &o, r#"{"b": 1}"#));
-    // when no branch is left, the schema is refused, naming the keyword
+    // when no branch is left, the schema is refused, naming why
     let none = json!({
         "type": "object",
         "properties": {"a": {"type": "integer"}},
         "additionalProperties": false,
         "anyOf": [{"required": ["b"]}, {"required": ["c"]}]
     });
-    assert_eq!(schema_to_gbnf(&none, &o).unwrap_err().keyword, "anyOf");
+    assert_eq!(schema_to_gbnf(&none, &o).unwrap_err().keyword, "required");
+}
+
+#[test]
+fn min_properties_one_without_required_members() {
+    let o = ConvertOptions::default();
+    for n in [2, 8] {
+        // any order (2 members) and declared order (8 members)
+        let props: serde_json::Map<String, Value> = (0..n)
+            .map(|i| (format!("p{i}"), json!({"type": "integer"})))
+            .collect();
+        let schema = json!({"type": "object", "properties": props, "minProperties": 1});
+        assert!(accepts(&schema, &o, r#"{"p1": 1}"#), "{n}");
+        assert!(accepts(&schema, &o, r#"{"x": "y"}"#), "{n}");
+        assert!(!accepts(&schema, &o, "{}"), "{n}");
+        assert!(!accepts(&schema, &o, r#"{"p1": "y"}"#), "{n}");
+    }
 }
