@@ -2942,6 +2942,19 @@ fn disjoint(a: &Value, b: &Value) -> bool {
             };
             below(am, bm) || below(bm, am)
         }
+        // lengths or item counts that cannot meet
+        "string" | "array" => {
+            let (lo, hi) = if *t == "string" {
+                ("minLength", "maxLength")
+            } else {
+                ("minItems", "maxItems")
+            };
+            let count = |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_u64);
+            let apart = |x: &Map<String, Value>, y: &Map<String, Value>| {
+                matches!((count(x, hi), count(y, lo)), (Some(h), Some(l)) if h < l)
+            };
+            apart(am, bm) || apart(bm, am)
+        }
         _ => false,
     })
 }

@@ -964,3 +964,15 @@ fn min_properties_one_without_required_members() {
         assert!(!accepts(&schema, &o, r#"{"p1": "y"}"#), "{n}");
     }
 }
+
+#[test]
+fn one_of_by_lengths() {
+    let o = ConvertOptions::default();
+    let schema = json!({"type": "string", "oneOf": [{"maxLength": 0}, {"minLength": 1, "pattern": "^[a-z]+$"}]});
+    assert!(accepts(&schema, &o, r#""""#));
+    assert!(accepts(&schema, &o, r#""ab""#));
+    assert!(!accepts(&schema, &o, r#""A""#));
+    let arrays =
+        json!({"oneOf": [{"type": "array", "maxItems": 1}, {"type": "array", "minItems": 1}]});
+    assert_eq!(schema_to_gbnf(&arrays, &o).unwrap_err().keyword, "oneOf");
+}
