@@ -16,9 +16,9 @@ use std::rc::Rc;
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
-use super::keywords::ANNOTATIONS;
+use super::keywords::{is_ignored, is_unknown};
 use super::numbers::{self, Bound, Decimal};
-use super::regex::{MAX_REPEAT_TOTAL, pattern_to_gbnf};
+use super::regex::{self, MAX_REPEAT_TOTAL, pattern_to_gbnf};
 use super::rules::RuleTable;
 use super::strings::{encoded_char_set, gbnf_literal, json_encode_char};
 use super::validate::{check, json_eq, value_types};
@@ -77,6 +77,8 @@ pub(crate) struct Converter {
     pub(crate) opts: ConvertOptions,
     pub(crate) rules: RuleTable,
     pub(crate) warnings: Vec<Warning>,
+    /// Keywords JSON Schema does not define, ignored (see [`crate::Conversion::notes`]).
+    pub(crate) notes: Vec<Warning>,
     docs: Vec<Rc<Value>>,
     labels: Vec<String>,
     refs: FxHashMap<(usize, String), String>,
@@ -175,6 +177,7 @@ impl Converter {
             rules,
             opts,
             warnings: Vec::new(),
+            notes: Vec::new(),
             docs: Vec::new(),
             labels: Vec::new(),
             refs: FxHashMap::default(),
@@ -709,6 +712,111 @@ impl Converter {
         Ok(out)
     }
 
+    /// `dependentRequired`, `dependentSchemas` and `dependencies` as `allOf` members, one per
+    /// trigger name: `anyOf` [the name absent, the name present with what it needs]. The two
+    /// alternatives are disjoint for objects, so the grammar stays exact. None when `map` has
+    /// none; unsupported beyond [`MAX_DEPENDENCIES`] trigger names (each one doubles the
+    /// alternatives).
+    fn dependencies_as_alternatives(
+        &mut self,
+        map: &Map<String, Value>,
+        cx: &Ctx,
+    ) -> Result<Option<Map<String, Value>>, SchemaError> {
+        const KEYS: [&str; 3] = ["dependentRequired", "dependentSchemas", "dependencies"];
+        if !KEYS.iter().any(|k| map.contains_key(*k)) {
+            return Ok(None);
+        }
+        let required: Vec<&str> = map
+            .get("required")
+            .and_then(|r| r.as_array())
+            .map(|r| r.iter().filter_map(|x| x.as_str()).collect())
+            .unwrap_or_default();
+        let mut rest = map.clone();
+        let mut conditions = Vec::new();
+        for key in KEYS {
+            let Some(v) = rest.remove(key) else { continue };
+            let Value::Object(entries) = v else {
+                return Err(Self::invalid(key, cx, "must be an object"));
+            };
+            for (name, need) in entries {
+                let present = match need {
+                    Value::Array(names) if key != "dependentSchemas" => {
+                        if names.is_empty() {
+                            continue;
+                        }
+                        if names.iter().any(|n| !n.is_string()) {
+                            return Err(Self::invalid(key, cx, "names must be strings"));
+                        }
+                        let mut all = vec![Value::String(name.clone())];
+                        all.extend(names);
+                        serde_json::json!({ "required": all })
+                    }
+                    Value::Bool(true) => continue,
+                    Value::Object(_) | Value::Bool(false) if key != "dependentRequired" => {
+                        serde_json::json!({ "allOf": [{ "required": [name] }, need] })
+                    }
+                    _ => {
+                        return Err(Self::invalid(
+                            key,
+                            cx,
+                            format!("the entry for {name:?} must be a list of names or a schema"),
+                        ));
+                    }
+                };
+                let condition = if required.contains(&name.as_str()) {
+                    present
+                } else {
+                    let mut absent = Map::new();
+                    absent.insert(name.clone(), Value::Bool(false));
+                    serde_json::json!({ "anyOf": [{ "properties": absent }, present] })
+                };
+                conditions.push(condition);
+            }
+        }
+        if conditions.len() > MAX_DEPENDENCIES {
+            self.unsupported(
+                "dependencies",
+                cx,
+                format!(
+                    "{} names with dependencies (at most {MAX_DEPENDENCIES}: each doubles the grammar)",
+                    conditions.len()
+                ),
+            )?;
+            return Ok(Some(rest));
+        }
+        if conditions.is_empty() {
+            return Ok(Some(rest));
+        }
+        let mut all = match rest.remove("allOf") {
+            Some(Value::Array(a)) => a,
+            Some(_) => return Err(Self::invalid("allOf", cx, "must be an array")),
+            None => Vec::new(),
+        };
+        all.extend(conditions);
+        rest.insert("allOf".into(), Value::Array(all));
+        Ok(Some(rest))
+    }
+
+    /// Notes the keywords of `map` that JSON Schema does not define (they are ignored).
+    fn note_unknown(&mut self, map: &Map<String, Value>, cx: &Ctx) {
+        for k in map.keys().filter(|k| is_unknown(k)) {
+            self.note(k, cx, "not a JSON Schema keyword: ignored");
+        }
+    }
+
+    /// Records a note (once): something in the schema that is ignored because it constrains
+    /// nothing.
+    fn note(&mut self, keyword: &str, cx: &Ctx, message: impl Into<String>) {
+        let note = Warning {
+            keyword: keyword.to_string(),
+            pointer: cx.ptr.clone(),
+            message: message.into(),
+        };
+        if !self.notes.contains(&note) {
+            self.notes.push(note);
+        }
+    }
+
     fn visit_map(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
         if self.opts.llama_compat {
             let view = self.llama_view(map, cx)?;
@@ -730,10 +838,16 @@ impl Converter {
             let both = serde_json::json!({ "allOf": [Value::Object(rest), positive] });
             return self.visit(&both, cx, false);
         }
+        self.note_unknown(map, cx);
+        if !self.opts.llama_compat
+            && let Some(rewritten) = self.dependencies_as_alternatives(map, cx)?
+        {
+            return self.visit_exact(&rewritten, cx);
+        }
         let map = self.drop_unsupported(map, cx)?;
         let constraining = |m: &Map<String, Value>, skip: &[&str]| {
             m.keys()
-                .any(|k| !ANNOTATIONS.contains(&k.as_str()) && !skip.contains(&k.as_str()))
+                .any(|k| !is_ignored(k) && !skip.contains(&k.as_str()))
         };
         if let Some(r) = map.get("$ref") {
             let r = r
@@ -757,6 +871,29 @@ impl Converter {
                 .as_array()
                 .ok_or_else(|| Self::invalid(key, cx, "must be an array"))?
                 .clone();
+            if key == "oneOf"
+                && !self.opts.llama_compat
+                && let Some(alternatives) = exactly_one_required(&list)
+            {
+                let mut rewritten = map.clone();
+                rewritten.remove("oneOf");
+                let all = match rewritten.remove("anyOf") {
+                    // anyOf and oneOf side by side: both hold
+                    Some(any) => serde_json::json!({
+                        "allOf": [{"anyOf": any}, {"anyOf": alternatives}]
+                    }),
+                    None => serde_json::json!({ "anyOf": alternatives }),
+                };
+                let merged = match all {
+                    Value::Object(m) => {
+                        let mut r = rewritten;
+                        r.extend(m);
+                        r
+                    }
+                    _ => rewritten,
+                };
+                return self.visit_exact(&merged, cx);
+            }
             let mut rest = map.clone();
             rest.remove(key);
             let has_rest = constraining(&rest, &[]);
@@ -788,7 +925,7 @@ impl Converter {
                 let trivially_true = |b: &Value| {
                     b == &Value::Bool(true)
                         || b.as_object()
-                            .is_some_and(|o| o.keys().all(|k| ANNOTATIONS.contains(&k.as_str())))
+                            .is_some_and(|o| o.keys().all(|k| is_ignored(k)))
                 };
                 if branches.iter().filter(|(b, _)| trivially_true(b)).count() >= 2 {
                     return Ok(None);
@@ -809,10 +946,21 @@ impl Converter {
                 self.check_disjoint(&branches, cx)?;
             }
             let mut parts = Vec::new();
+            let mut left_out = None;
             for (b, bcx) in &branches {
-                if let Some(e) = self.child(b, bcx)? {
-                    parts.push(e);
+                match self.child(b, bcx) {
+                    Ok(Some(e)) => parts.push(e),
+                    Ok(None) => {}
+                    // an object-only branch that no object satisfies (a required name it
+                    // forbids) matches nothing: the other branches stand
+                    Err(e) if no_object_matches(&e) && object_only(b) => left_out = Some(e),
+                    Err(e) => return Err(e),
                 }
+            }
+            if let Some(e) = left_out
+                && parts.is_empty()
+            {
+                return Err(e);
             }
             return Ok(alts(parts));
         }
@@ -1042,7 +1190,8 @@ impl Converter {
                         })
                         .collect();
                     let lcx = Ctx { hint, ..cx.clone() };
-                    let body = self.any_order_members(&lcx, &members, None, &format!("\",\" {sp}"));
+                    let body =
+                        self.any_order_members(&lcx, &members, None, &format!("\",\" {sp}"), false);
                     format!("( \"{{\" {sp} {body} {sp} \"}}\" )")
                 } else if items.is_empty() {
                     format!("\"{{\" {sp} \"}}\"")
@@ -1378,6 +1527,18 @@ impl Converter {
             .map(str::to_string);
         if let Some(f) = &format
             && !formats::FORMATS.contains(&f.as_str())
+            && !formats::KNOWN_UNSUPPORTED.contains(&f.as_str())
+        {
+            // not a format any validator checks: an annotation
+            self.note(
+                "format",
+                cx,
+                format!("{f:?} is not a format JSON Schema defines: ignored"),
+            );
+            format = None;
+        }
+        if let Some(f) = &format
+            && !formats::FORMATS.contains(&f.as_str())
         {
             self.unsupported(
                 "format",
@@ -1403,6 +1564,26 @@ impl Converter {
                 )?;
             }
             return Ok(self.rules.format_string(&f));
+        }
+        if let Some(p) = &pattern
+            && lengths
+        {
+            let r = regex::pattern_with_lengths(p, min.unwrap_or(0), max, &mut self.rules);
+            match r {
+                Ok(Some(Some(e))) => return Ok(self.name(cx, Some(e), false)),
+                Ok(Some(None)) => {
+                    return Err(Self::invalid(
+                        "pattern",
+                        cx,
+                        "no string matching the pattern has a length within minLength/maxLength",
+                    ));
+                }
+                Ok(None) => {}
+                Err(m) => {
+                    self.unsupported("pattern", cx, m)?;
+                    return Ok(Some(self.rules.primitive("string").to_string()));
+                }
+            }
         }
         if let Some(p) = pattern {
             if lengths {
@@ -1697,12 +1878,7 @@ impl Converter {
             .get("propertyNames")
             .filter(|v| !(*v == &Value::Bool(true) || v.as_object().is_some_and(|o| o.is_empty())))
             .cloned();
-        for k in [
-            "patternProperties",
-            "dependentRequired",
-            "dependentSchemas",
-            "dependencies",
-        ] {
+        for k in ["dependentRequired", "dependentSchemas", "dependencies"] {
             if let Some(v) = map.get(k) {
                 let trivial =
                     v == &Value::Bool(true) || v.as_object().is_some_and(|o| o.is_empty());
@@ -1715,6 +1891,11 @@ impl Converter {
             None => Vec::new(),
             Some(Value::Object(p)) => p.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             Some(_) => return Err(Self::invalid("properties", cx, "must be an object")),
+        };
+        let patterns: Vec<(String, Value)> = match map.get("patternProperties") {
+            None => Vec::new(),
+            Some(Value::Object(p)) => p.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            Some(_) => return Err(Self::invalid("patternProperties", cx, "must be an object")),
         };
         let required: Vec<String> = match map.get("required") {
             None => Vec::new(),
@@ -1765,7 +1946,8 @@ impl Converter {
                     },
                     ..pcx
                 };
-                let mut v = self.child(s, &pcx)?;
+                let s = self.with_patterns(k, s, &patterns, cx)?;
+                let mut v = self.child(&s, &pcx)?;
                 if let Some(pn) = &property_names {
                     match check(&Value::String(k.clone()), pn) {
                         Some(true) => {}
@@ -1785,7 +1967,11 @@ impl Converter {
             for r in &required {
                 if !props.iter().any(|(k, _)| k == r) {
                     // a closed-by-default object still admits the names it requires
-                    let value = if closed_by_default {
+                    let matched = self.with_patterns(r, &Value::Bool(true), &patterns, cx)?;
+                    let value = if matched != Value::Bool(true) {
+                        let mcx = cx.child("patternProperties", "pattern");
+                        self.child(&matched, &mcx)?
+                    } else if closed_by_default {
                         Some(self.rules.primitive("value").to_string())
                     } else {
                         add_value.clone()
@@ -1827,6 +2013,7 @@ impl Converter {
             }
             let names: Vec<String> = declared.iter().map(|(k, _, _)| k.clone()).collect();
             if names.is_empty()
+                && patterns.is_empty()
                 && property_names.is_none()
                 && min_p == 0
                 && max_p.is_none()
@@ -1857,6 +2044,13 @@ impl Converter {
                 }
             };
             let extra = match (&add_value, key) {
+                _ if !patterns.is_empty() => self.pattern_members(
+                    cx,
+                    &patterns,
+                    &names,
+                    add_value.clone(),
+                    property_names.is_some(),
+                )?,
                 (Some(v), Some(key)) => {
                     let body = format!("{key} \":\" {sp} {v}");
                     let comment = self.comment(&add_cx);
@@ -1917,7 +2111,8 @@ impl Converter {
                 };
                 return Ok(Some(format!("\"{{\" {sp} {body} {sp} \"}}\"")));
             }
-            if min_p > n_req {
+            // minProperties 1 without required members: the first member is not optional
+            if min_p > n_req && !(min_p == 1 && n_req == 0) {
                 self.unsupported(
                     "minProperties",
                     cx,
@@ -1934,7 +2129,7 @@ impl Converter {
                 )?;
             }
             if self.any_order(members.len()) {
-                let body = self.any_order_members(cx, &members, extra.as_deref(), &sep);
+                let body = self.any_order_members(cx, &members, extra.as_deref(), &sep, min_p >= 1);
                 return Ok(Some(format!("\"{{\" {sp} {body} {sp} \"}}\"")));
             }
             let declared: Vec<(String, bool)> =
@@ -2002,7 +2197,7 @@ impl Converter {
                         .join(" "),
                 );
             }
-            let body = if first_req.is_none() {
+            let body = if first_req.is_none() && min_p == 0 {
                 format!("( {} )?", heads.join(" | "))
             } else if heads.len() == 1 {
                 heads.pop().unwrap_or_default()
@@ -2014,6 +2209,216 @@ impl Converter {
         self.consumed -= 1;
         let e = r?;
         Ok(self.name(cx, e, true))
+    }
+
+    /// The schema of declared property `name` with those of the `patternProperties` whose
+    /// pattern matches it (all must hold): `allOf` when any match.
+    fn with_patterns(
+        &mut self,
+        name: &str,
+        schema: &Value,
+        patterns: &[(String, Value)],
+        cx: &Ctx,
+    ) -> Result<Value, SchemaError> {
+        let mut all = Vec::new();
+        for (p, ps) in patterns {
+            match regex::is_match(p, name) {
+                Ok(true) => all.push(ps.clone()),
+                Ok(false) => {}
+                Err(m) => {
+                    let pcx = cx.child("patternProperties", "").child(p, "");
+                    return Err(Self::invalid("patternProperties", &pcx, m));
+                }
+            }
+        }
+        if all.is_empty() {
+            return Ok(schema.clone());
+        }
+        if schema != &Value::Bool(true) {
+            all.insert(0, schema.clone());
+        }
+        Ok(match all.len() {
+            1 => all.remove(0),
+            _ => serde_json::json!({ "allOf": all }),
+        })
+    }
+
+    /// The rule of one member not among `names` (the declared and required ones) of an object
+    /// with `patternProperties`: a name matching a pattern takes that pattern's schema, any other
+    /// name `additional` (None: no other name). Exact cases: patterns with one schema, or
+    /// several whose literal prefixes (`^x-`, `^contexts_`) cannot both match a name; a pattern
+    /// matching no declared name, or every name (`.*`); other names either refused or
+    /// described by a simple complement ([`regex::complement_to_gbnf`]). Anything else is
+    /// unsupported; lenient: any other name with any value (wider, never narrower).
+    fn pattern_members(
+        &mut self,
+        cx: &Ctx,
+        patterns: &[(String, Value)],
+        names: &[String],
+        additional: Option<String>,
+        has_property_names: bool,
+    ) -> Result<Option<String>, SchemaError> {
+        let sp = self.space();
+        let base = if cx.hint.is_empty() {
+            "root".to_string()
+        } else {
+            cx.hint.clone()
+        };
+        let add_cx = cx.child("additionalProperties", "additional");
+        let any_key = |this: &mut Self| -> String {
+            if names.is_empty() {
+                this.rules.primitive("string").to_string()
+            } else {
+                this.not_strings(&add_cx, names)
+            }
+        };
+        let lenient_fallback = |this: &mut Self| -> Option<String> {
+            let key = any_key(this);
+            let value = this.rules.primitive("value").to_string();
+            Some(this.rules.add(
+                &format!("{base}-additional-kv"),
+                format!("{key} \":\" {sp} {value}"),
+                None,
+            ))
+        };
+        if has_property_names {
+            self.unsupported(
+                "patternProperties",
+                cx,
+                "patternProperties together with propertyNames",
+            )?;
+            return Ok(lenient_fallback(self));
+        }
+        // patterns with the same schema form one alternation
+        let mut groups: Vec<(String, Value, Ctx)> = Vec::new();
+        for (p, ps) in patterns {
+            if let Some(g) = groups.iter_mut().find(|g| g.1 == *ps) {
+                g.0 = format!("(?:{})|(?:{})", g.0, p);
+            } else {
+                let pcx = cx.child("patternProperties", "").child(p, "");
+                let pcx = Ctx {
+                    hint: format!("{base}-pattern-{}", groups.len() + 1),
+                    ..pcx
+                };
+                groups.push((p.clone(), ps.clone(), pcx));
+            }
+        }
+        let mut values = Vec::new();
+        for (_, ps, pcx) in &groups {
+            values.push(self.child(ps, pcx)?);
+        }
+        // with additional members of any value, a pattern of any value constrains nothing
+        let open = additional.as_deref() == Some("value");
+        let mut kept: Vec<(String, Option<String>, Ctx)> = Vec::new();
+        for ((p, _, pcx), v) in groups.into_iter().zip(values) {
+            if !(open && v.as_deref() == Some("value")) {
+                kept.push((p, v, pcx));
+            }
+        }
+        if kept.len() > 1 {
+            let prefixes: Vec<Option<String>> =
+                kept.iter().map(|(p, _, _)| literal_prefix(p)).collect();
+            for i in 0..kept.len() {
+                for j in i + 1..kept.len() {
+                    let apart = match (&prefixes[i], &prefixes[j]) {
+                        (Some(a), Some(b)) => {
+                            !a.starts_with(b.as_str()) && !b.starts_with(a.as_str())
+                        }
+                        _ => false,
+                    };
+                    if !apart {
+                        self.unsupported(
+                            "patternProperties",
+                            cx,
+                            format!(
+                                "patterns {:?} and {:?} have different schemas and may match the same name",
+                                kept[i].0, kept[j].0
+                            ),
+                        )?;
+                        return Ok(lenient_fallback(self));
+                    }
+                }
+            }
+        }
+        let mut kvs = Vec::new();
+        let mut everything_matched = false;
+        for (p, v, pcx) in &kept {
+            let complement = regex::complement_to_gbnf(p, &mut self.rules);
+            let key = match complement {
+                Err(m) => {
+                    self.unsupported("patternProperties", pcx, m)?;
+                    return Ok(lenient_fallback(self));
+                }
+                Ok(Some(regex::Complement::Nothing)) => {
+                    everything_matched = true;
+                    any_key(self)
+                }
+                Ok(_) => {
+                    if let Some(n) = names.iter().find(|n| regex::is_match(p, n).unwrap_or(true)) {
+                        self.unsupported(
+                            "patternProperties",
+                            pcx,
+                            format!("the pattern also matches the declared property {n:?}"),
+                        )?;
+                        return Ok(lenient_fallback(self));
+                    }
+                    match pattern_to_gbnf(p, &mut self.rules) {
+                        Ok(Some(k)) => self.rules.add(&format!("{}-name", pcx.hint), k, None),
+                        Ok(None) => continue,
+                        Err(m) => {
+                            self.unsupported("patternProperties", pcx, m)?;
+                            return Ok(lenient_fallback(self));
+                        }
+                    }
+                }
+            };
+            if let Some(v) = v {
+                let body = format!("{key} \":\" {sp} {v}");
+                let comment = self.comment(pcx);
+                kvs.push(self.rules.add(&format!("{}-kv", pcx.hint), body, comment));
+            }
+        }
+        if let Some(av) = additional
+            && !everything_matched
+        {
+            let complement = match kept.as_slice() {
+                [] => Some(Some(any_key(self))),
+                [(p, _, _)] if names.is_empty() => {
+                    match regex::complement_to_gbnf(p, &mut self.rules) {
+                        Ok(Some(regex::Complement::Grammar(g))) => Some(g),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            match complement {
+                Some(Some(key)) => {
+                    let body = format!("{key} \":\" {sp} {av}");
+                    let comment = self.comment(&add_cx);
+                    kvs.push(
+                        self.rules
+                            .add(&format!("{base}-additional-kv"), body, comment),
+                    );
+                }
+                Some(None) => {}
+                None => {
+                    self.unsupported(
+                        "patternProperties",
+                        cx,
+                        "names matching no pattern are allowed (additionalProperties) but cannot be told apart from those that match",
+                    )?;
+                    return Ok(lenient_fallback(self));
+                }
+            }
+        }
+        Ok(match kvs.len() {
+            0 => None,
+            1 => kvs.pop(),
+            _ => Some(
+                self.rules
+                    .add(&format!("{base}-member-kv"), kvs.join(" | "), None),
+            ),
+        })
     }
 
     /// Whether an object with `n` declared members takes them in any order ([`MemberOrder`];
@@ -2031,13 +2436,15 @@ impl Converter {
     /// `rest(S)` is what may follow once a member is written, with `S` the declared members
     /// left: `( sep extra )* ( sep ( m rest(S - m) | ... ) )?` over the members `m` of `S`
     /// (the `?` only when `S` holds no required member). Keys are distinct literals and
-    /// `extra` excludes every declared name, so each text has one parse.
+    /// `extra` excludes every declared name, so each text has one parse. `at_least_one`: the
+    /// object may not be empty (`minProperties: 1`) even without required members.
     fn any_order_members(
         &mut self,
         cx: &Ctx,
         members: &[Member],
         extra: Option<&str>,
         sep: &str,
+        at_least_one: bool,
     ) -> String {
         let n = members.len();
         let full = (1usize << n) - 1;
@@ -2129,7 +2536,7 @@ impl Converter {
             heads.push(format!("{x} {}", rest[full]));
         }
         heads.extend(choices(full, &rest));
-        if !members.iter().any(|m| m.required) {
+        if !members.iter().any(|m| m.required) && !at_least_one {
             format!("( {} )?", heads.join(" | "))
         } else {
             group(heads)
@@ -2231,7 +2638,7 @@ fn negate(n: &Value) -> Option<Value> {
             let constraining: Vec<&str> = o
                 .keys()
                 .map(String::as_str)
-                .filter(|k| !ANNOTATIONS.contains(k))
+                .filter(|k| !is_ignored(k))
                 .collect();
             match constraining.as_slice() {
                 [] => Some(Value::Bool(false)),
@@ -2273,6 +2680,133 @@ fn negate(n: &Value) -> Option<Value> {
 type CharSetFn<'a> = dyn FnMut(&[(u32, u32)]) -> Option<String> + 'a;
 
 /// A rule body that matches nothing.
+/// Whether `e` says that no object satisfies a schema because a required name can never be
+/// present.
+fn no_object_matches(e: &SchemaError) -> bool {
+    e.keyword == "required" && e.message.contains("can never be present")
+}
+
+/// Whether a schema admits objects only (`type: "object"` or `["object"]`).
+fn object_only(schema: &Value) -> bool {
+    match schema.get("type") {
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(ts)) => !ts.is_empty() && ts.iter().all(|t| t == "object"),
+        _ => false,
+    }
+}
+
+/// The schema a member named `name` of an object valid against `m` satisfies: its
+/// `properties` entry, else `additionalProperties` (true when absent); None when
+/// `patternProperties` may apply.
+fn member_schema(m: &Map<String, Value>, name: &str) -> Option<Value> {
+    if let Some(p) = m.get("properties").and_then(|p| p.get(name)) {
+        return Some(p.clone());
+    }
+    if m.contains_key("patternProperties") {
+        return None;
+    }
+    Some(
+        m.get("additionalProperties")
+            .cloned()
+            .unwrap_or(Value::Bool(true)),
+    )
+}
+
+/// Most names with `dependencies` / `dependentRequired` / `dependentSchemas` in one schema
+/// (2^n alternatives; the `anyOf` products of `allOf` merging stop at 64).
+const MAX_DEPENDENCIES: usize = 5;
+
+/// Most alternatives [`exactly_one_required`] writes for one `oneOf`.
+const EXACTLY_ONE_MAX_ALTERNATIVES: usize = 32;
+
+/// `oneOf` over branches that only require names (`[{"required": ["a"]}, {"required": ["b",
+/// "c"]}]`) as alternatives that are disjoint by construction: each branch's names present
+/// and, for every other branch, one of the names it requires absent (a property `false`);
+/// only objects (every branch matches any other value, so with two or more branches no other
+/// value is valid). None when a branch says more, or the alternatives would exceed
+/// [`EXACTLY_ONE_MAX_ALTERNATIVES`].
+fn exactly_one_required(list: &[Value]) -> Option<Vec<Value>> {
+    let mut sets: Vec<Vec<String>> = Vec::new();
+    for b in list {
+        let m = b.as_object()?;
+        if m.keys().any(|k| k != "required" && !is_ignored(k)) {
+            return None;
+        }
+        let names: Vec<String> = m
+            .get("required")?
+            .as_array()?
+            .iter()
+            .map(|x| x.as_str().map(str::to_string))
+            .collect::<Option<_>>()?;
+        sets.push(names);
+    }
+    if sets.len() < 2 {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (i, mine) in sets.iter().enumerate() {
+        // one name to leave out per other branch: every combination
+        let mut choices: Vec<Vec<String>> = vec![Vec::new()];
+        for (j, theirs) in sets.iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            let missing: Vec<&String> = theirs.iter().filter(|k| !mine.contains(k)).collect();
+            let mut next = Vec::new();
+            for c in &choices {
+                for k in &missing {
+                    let mut c = c.clone();
+                    if !c.contains(k) {
+                        c.push((*k).clone());
+                    }
+                    next.push(c);
+                }
+            }
+            // no name to leave out: this branch implies the other, so never exactly one
+            choices = next;
+            if choices.len() > EXACTLY_ONE_MAX_ALTERNATIVES {
+                return None;
+            }
+        }
+        for absent in choices {
+            let props: Map<String, Value> = absent
+                .into_iter()
+                .map(|k| (k, Value::Bool(false)))
+                .collect();
+            out.push(serde_json::json!({
+                "type": "object",
+                "required": mine,
+                "properties": props,
+            }));
+            if out.len() > EXACTLY_ONE_MAX_ALTERNATIVES {
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
+
+/// The literal text a pattern anchored with `^` requires its matches to start with (`^x-` →
+/// `x-`), cut before any quantifier; None without `^` or a literal start.
+fn literal_prefix(pattern: &str) -> Option<String> {
+    let rest = pattern.strip_prefix('^')?;
+    if rest.contains('|') {
+        return None;
+    }
+    let mut out: Vec<char> = Vec::new();
+    for c in rest.chars() {
+        if c.is_alphanumeric() || c == '_' || c == '-' || c == ':' || c == '/' {
+            out.push(c);
+        } else {
+            if matches!(c, '?' | '*' | '{') {
+                out.pop();
+            }
+            break;
+        }
+    }
+    (!out.is_empty()).then(|| out.into_iter().collect())
+}
+
 pub(crate) fn never() -> String {
     "[^\\x00-\\U0010FFFF]".to_string()
 }
@@ -2357,11 +2891,17 @@ fn disjoint(a: &Value, b: &Value) -> bool {
                 .and_then(|r| r.as_array())
                 .map(|r| r.iter().filter_map(|x| x.as_str()).collect())
                 .unwrap_or_default();
-            ra.iter().filter(|k| rb.contains(k)).any(|k| {
-                let pa = am.get("properties").and_then(|p| p.get(*k));
-                let pb = bm.get("properties").and_then(|p| p.get(*k));
-                matches!((pa, pb), (Some(x), Some(y)) if disjoint(x, y))
-            })
+            // a name one side requires, with values the two sides cannot share (a closed
+            // object that cannot have it at all, different const/enum discriminators...)
+            let apart = |required: &[&str], x: &Map<String, Value>, y: &Map<String, Value>| {
+                required
+                    .iter()
+                    .any(|k| match (member_schema(x, k), member_schema(y, k)) {
+                        (Some(p), Some(q)) => disjoint(&p, &q),
+                        _ => false,
+                    })
+            };
+            apart(&ra, am, bm) || apart(&rb, bm, am)
         }
         "integer" | "number" => {
             // disjoint numeric intervals
@@ -2387,6 +2927,19 @@ fn disjoint(a: &Value, b: &Value) -> bool {
                 }
             };
             below(am, bm) || below(bm, am)
+        }
+        // lengths or item counts that cannot meet
+        "string" | "array" => {
+            let (lo, hi) = if *t == "string" {
+                ("minLength", "maxLength")
+            } else {
+                ("minItems", "maxItems")
+            };
+            let count = |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_u64);
+            let apart = |x: &Map<String, Value>, y: &Map<String, Value>| {
+                matches!((count(x, hi), count(y, lo)), (Some(h), Some(l)) if h < l)
+            };
+            apart(am, bm) || apart(bm, am)
         }
         _ => false,
     })

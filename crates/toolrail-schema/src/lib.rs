@@ -37,7 +37,10 @@
 //!   can never be present) are an error naming the keyword and pointer, never a grammar that
 //!   silently matches nothing;
 //! - leap seconds (`format: time`, `date-time`) are accepted with any offset, exactly when they
-//!   fall on 23:59:60 UTC (see [`formats`]).
+//!   fall on 23:59:60 UTC (see [`formats`]);
+//! - keywords that do not constrain are ignored, as JSON Schema says: annotations silently,
+//!   keywords JSON Schema does not define (and `format`s it does not define, such as `byte`)
+//!   with a note in [`Conversion::notes`]. `docs/json-schema.md` lists what is expressed.
 //!
 //! # llama.cpp compatibility
 //! With [`ConvertOptions::llama_compat`] a schema is read the way llama.cpp's own converter
@@ -74,6 +77,7 @@
 //! # Layout
 //! - [`convert`]: the walk over a schema (refs, combinators, per-type keywords);
 //! - [`merge`]: `allOf` as one schema; [`validate`]: checks known values (enum, oneOf);
+//! - `keywords`: which keywords constrain (every other one is ignored);
 //! - [`numbers`]: integer and decimal ranges; [`regex`]: `pattern` via `regex-syntax` HIR;
 //! - [`formats`]: `format` rules; [`strings`]: JSON string encoding as GBNF;
 //! - [`llama`]: what llama.cpp reads of a schema ([`ConvertOptions::llama_compat`]);
@@ -222,6 +226,11 @@ impl SchemaConverter {
         &self.inner.warnings
     }
 
+    /// Keywords JSON Schema does not define, ignored so far ([`Conversion::notes`]).
+    pub fn notes(&self) -> &[Warning] {
+        &self.inner.notes
+    }
+
     /// The whole grammar text: `root ::= <root_body>` first, then every rule used, in a
     /// deterministic order.
     pub fn finish(self, root_body: &str) -> String {
@@ -236,6 +245,10 @@ pub struct Conversion {
     pub gbnf: String,
     /// Constraints dropped (lenient and llama_compat modes only).
     pub warnings: Vec<Warning>,
+    /// Keywords that JSON Schema does not define (`readonly`, `x-...`, misspellings), ignored as
+    /// the standard says; listed so that a misspelt constraint does not go unseen. Annotations
+    /// (`title`, `examples`, `$comment`...) are ignored without a note.
+    pub notes: Vec<Warning>,
 }
 
 /// Converts one schema into a complete grammar whose `root` matches exactly its valid values.
@@ -243,8 +256,10 @@ pub fn schema_to_gbnf(schema: &Value, options: &ConvertOptions) -> Result<Conver
     let mut c = convert::Converter::new(options.clone());
     let expr = c.add_document("", "", schema, false)?;
     let warnings = std::mem::take(&mut c.warnings);
+    let notes = std::mem::take(&mut c.notes);
     Ok(Conversion {
         gbnf: c.rules.render(&expr),
         warnings,
+        notes,
     })
 }

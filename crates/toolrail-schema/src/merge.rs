@@ -7,26 +7,12 @@
 
 use serde_json::{Map, Value, json};
 
+use super::keywords::is_ignored;
 use super::numbers::{Decimal, cmp_decimal};
 use super::validate::json_eq;
 
 const TYPES: &[&str] = &[
     "null", "boolean", "object", "array", "number", "string", "integer",
-];
-
-/// Annotation keywords dropped by a merge.
-const DROPPED: &[&str] = &[
-    "title",
-    "description",
-    "$comment",
-    "examples",
-    "default",
-    "$schema",
-    "$defs",
-    "definitions",
-    "deprecated",
-    "readOnly",
-    "writeOnly",
 ];
 
 fn type_set(v: Option<&Value>) -> Result<Vec<&'static str>, String> {
@@ -227,7 +213,7 @@ pub(crate) fn merge(
         "required",
     ];
     for (k, v) in a.iter().chain(b.iter()) {
-        if HANDLED.contains(&k.as_str()) || DROPPED.contains(&k.as_str()) {
+        if HANDLED.contains(&k.as_str()) || is_ignored(k) {
             continue;
         }
         match out.get(k) {

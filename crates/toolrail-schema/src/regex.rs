@@ -78,19 +78,232 @@ pub(crate) fn pattern_to_gbnf(
     pattern: &str,
     rules: &mut RuleTable,
 ) -> Result<Option<String>, String> {
-    let rewritten = ecma_to_rust(pattern);
-    let hir = regex_syntax::ParserBuilder::new()
+    hir_to_gbnf(&parse(pattern)?, rules)
+}
+
+/// The HIR of an ECMA-262 pattern (after [`ecma_to_rust`]).
+fn parse(pattern: &str) -> Result<Hir, String> {
+    regex_syntax::ParserBuilder::new()
         .build()
-        .parse(&rewritten)
+        .parse(&ecma_to_rust(pattern))
         .map_err(|e| {
             format!(
                 "cannot translate /{pattern}/: {}",
                 first_line(&e.to_string())
             )
-        })?;
+        })
+}
+
+/// Whether `pattern` (ECMA-262, unanchored as JSON Schema reads it) matches `text`, as the
+/// grammar of [`pattern_to_gbnf`] decides it (the same rewriting of ECMA classes).
+pub(crate) fn is_match(pattern: &str, text: &str) -> Result<bool, String> {
+    let re = regex::Regex::new(&ecma_to_rust(pattern)).map_err(|e| {
+        format!(
+            "cannot translate /{pattern}/: {}",
+            first_line(&e.to_string())
+        )
+    })?;
+    Ok(re.is_match(text))
+}
+
+/// What the strings *not* matching a pattern are, when that is simple to say.
+#[derive(Debug)]
+pub(crate) enum Complement {
+    /// The pattern matches every string (e.g. `.*`, `^`, ``).
+    Nothing,
+    /// The grammar of the strings the pattern does not match (a whole JSON string, quotes
+    /// included), or None when every string matches after all.
+    Grammar(Option<String>),
+}
+
+/// The complement of `pattern` for the shapes real schemas use for property names: an
+/// unanchored pattern that matches the empty string (everything), `^C*$` and `^C+$` for a
+/// character class `C` (complement: some character outside `C`, and the empty string for `+`),
+/// and an unanchored `C` or `C+` (complement: `^[^C]*$`). None for any other shape.
+pub(crate) fn complement_to_gbnf(
+    pattern: &str,
+    rules: &mut RuleTable,
+) -> Result<Option<Complement>, String> {
+    use regex_syntax::hir::Repetition;
+    let hir = parse(pattern)?;
+    let mut items: Vec<&Hir> = match hir.kind() {
+        HirKind::Alternation(_) => return Ok(None),
+        HirKind::Concat(xs) => xs.iter().collect(),
+        _ => vec![&hir],
+    };
+    items.retain(|h| !matches!(h.kind(), HirKind::Empty));
+    let start = items
+        .first()
+        .is_some_and(|h| matches!(h.kind(), HirKind::Look(Look::Start)));
+    if start {
+        items.remove(0);
+    }
+    let end = items
+        .last()
+        .is_some_and(|h| matches!(h.kind(), HirKind::Look(Look::End)));
+    if end {
+        items.pop();
+    }
+    if !start
+        && !end
+        && hir.properties().look_set().is_empty()
+        && hir.properties().minimum_len() == Some(0)
+    {
+        return Ok(Some(Complement::Nothing));
+    }
+    // the single class `C` and the least number of its characters, for `C`, `C*`, `C+`
+    let [item] = items.as_slice() else {
+        return Ok(None);
+    };
+    let (class, min) = match item.kind() {
+        HirKind::Class(Class::Unicode(c)) => (c.clone(), 1),
+        HirKind::Repetition(r) if r.max.is_none() && r.min <= 1 => match r.sub.kind() {
+            HirKind::Class(Class::Unicode(c)) => (c.clone(), r.min),
+            _ => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    let mut outside = class;
+    outside.negate();
+    let outside = Hir::class(Class::Unicode(outside));
+    let complement = match (start, end) {
+        // ^C*$ / ^C+$: some character outside C (or, for +, nothing at all)
+        (true, true) if min == 0 => outside,
+        (true, true) => Hir::alternation(vec![
+            Hir::concat(vec![Hir::look(Look::Start), Hir::look(Look::End)]),
+            outside,
+        ]),
+        // C / C+ anywhere: no character of C at all
+        (false, false) if min == 1 => Hir::concat(vec![
+            Hir::look(Look::Start),
+            Hir::repetition(Repetition {
+                min: 0,
+                max: None,
+                greedy: true,
+                sub: Box::new(outside),
+            }),
+            Hir::look(Look::End),
+        ]),
+        _ => return Ok(None),
+    };
+    Ok(Some(Complement::Grammar(hir_to_gbnf(&complement, rules)?)))
+}
+
+/// The least and most characters (code points) a match of `h` has (None: unbounded).
+fn char_lengths(h: &Hir) -> (u64, Option<u64>) {
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => (0, Some(0)),
+        HirKind::Literal(lit) => {
+            let n = String::from_utf8_lossy(&lit.0).chars().count() as u64;
+            (n, Some(n))
+        }
+        HirKind::Class(_) => (1, Some(1)),
+        HirKind::Capture(c) => char_lengths(&c.sub),
+        HirKind::Repetition(r) => {
+            let (lo, hi) = char_lengths(&r.sub);
+            let max = match (hi, r.max) {
+                (Some(0), _) => Some(0),
+                (Some(h), Some(m)) => h.checked_mul(u64::from(m)),
+                _ => None,
+            };
+            (lo.saturating_mul(u64::from(r.min)), max)
+        }
+        HirKind::Concat(xs) => xs.iter().fold((0, Some(0)), |(lo, hi), x| {
+            let (a, b) = char_lengths(x);
+            (
+                lo.saturating_add(a),
+                hi.zip(b).and_then(|(p, q)| p.checked_add(q)),
+            )
+        }),
+        HirKind::Alternation(xs) => {
+            let all: Vec<(u64, Option<u64>)> = xs.iter().map(char_lengths).collect();
+            let lo = all.iter().map(|x| x.0).min().unwrap_or(0);
+            let hi = all.iter().try_fold(0, |m, x| x.1.map(|h| m.max(h)));
+            (lo, hi)
+        }
+    }
+}
+
+/// A pattern together with `minLength`/`maxLength` (`min`, `max`), exactly, for two shapes:
+/// a pattern whose matches already satisfy the bounds (anchored at both ends with lengths
+/// inside them, or unanchored without `maxLength` and with `minLength` at most its shortest
+/// match), and `^C*$`, `^C+$`, `^C{a,b}$` for a character class `C` (the repetition bounds
+/// and the length bounds intersected). `Ok(None)`: not one of these shapes; `Ok(Some(None))`:
+/// no string satisfies both.
+pub(crate) fn pattern_with_lengths(
+    pattern: &str,
+    min: u64,
+    max: Option<u64>,
+    rules: &mut RuleTable,
+) -> Result<Option<Option<String>>, String> {
+    use regex_syntax::hir::Repetition;
+    let hir = parse(pattern)?;
+    let props = hir.properties();
+    let anchored = props.look_set_prefix().contains(Look::Start)
+        && props.look_set_suffix().contains(Look::End);
+    let (lo, hi) = char_lengths(&hir);
+    let implied = if anchored {
+        lo >= min
+            && match (hi, max) {
+                (_, None) => true,
+                (Some(h), Some(m)) => h <= m,
+                (None, Some(_)) => false,
+            }
+    } else {
+        max.is_none() && lo >= min
+    };
+    if implied {
+        return hir_to_gbnf(&hir, rules).map(Some);
+    }
+    let mut items: Vec<&Hir> = match hir.kind() {
+        HirKind::Concat(xs) => xs.iter().collect(),
+        _ => return Ok(None),
+    };
+    items.retain(|h| !matches!(h.kind(), HirKind::Empty));
+    let [first, item, last] = items.as_slice() else {
+        return Ok(None);
+    };
+    if !matches!(first.kind(), HirKind::Look(Look::Start))
+        || !matches!(last.kind(), HirKind::Look(Look::End))
+    {
+        return Ok(None);
+    }
+    let (class, r_min, r_max) = match item.kind() {
+        HirKind::Repetition(r) if matches!(r.sub.kind(), HirKind::Class(_)) => (
+            r.sub.as_ref().clone(),
+            u64::from(r.min),
+            r.max.map(u64::from),
+        ),
+        _ => return Ok(None),
+    };
+    let new_min = r_min.max(min);
+    let new_max = match (r_max, max) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    if new_max.is_some_and(|m| m < new_min) {
+        return Ok(Some(None));
+    }
+    let to_u32 = |v: u64| u32::try_from(v).map_err(|_| format!("length {v} is too large"));
+    let repetition = Hir::repetition(Repetition {
+        min: to_u32(new_min)?,
+        max: new_max.map(to_u32).transpose()?,
+        greedy: true,
+        sub: Box::new(class),
+    });
+    let whole = Hir::concat(vec![
+        Hir::look(Look::Start),
+        repetition,
+        Hir::look(Look::End),
+    ]);
+    hir_to_gbnf(&whole, rules).map(Some)
+}
+
+/// [`pattern_to_gbnf`] of a parsed pattern.
+fn hir_to_gbnf(hir: &Hir, rules: &mut RuleTable) -> Result<Option<String>, String> {
     let branches: Vec<&Hir> = match hir.kind() {
         HirKind::Alternation(bs) => bs.iter().collect(),
-        _ => vec![&hir],
+        _ => vec![hir],
     };
     let mut alts = Vec::new();
     for branch in branches {

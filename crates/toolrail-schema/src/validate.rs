@@ -6,6 +6,7 @@
 
 use serde_json::{Map, Value};
 
+use super::keywords::is_ignored;
 use super::numbers::{Decimal, cmp_decimal};
 
 /// JSON Schema equality: numbers compare by value (1 == 1.0), objects ignore key order.
@@ -50,25 +51,6 @@ pub(crate) fn value_types(v: &Value) -> &'static [&'static str] {
     }
 }
 
-const IGNORED: &[&str] = &[
-    "title",
-    "description",
-    "$comment",
-    "examples",
-    "default",
-    "$schema",
-    "$id",
-    "$anchor",
-    "$defs",
-    "definitions",
-    "deprecated",
-    "readOnly",
-    "writeOnly",
-    "contentMediaType",
-    "contentEncoding",
-    "contentSchema",
-];
-
 fn num(v: &Value) -> Option<Decimal> {
     v.as_number().and_then(|n| Decimal::parse(&n.to_string()))
 }
@@ -99,7 +81,7 @@ fn check_map(v: &Value, map: &Map<String, Value>) -> Option<bool> {
     let mut results = Vec::new();
     for (k, kv) in map {
         let r = match k.as_str() {
-            k if IGNORED.contains(&k) => Some(true),
+            k if is_ignored(k) => Some(true),
             "type" => {
                 let names: Vec<&str> = match kv {
                     Value::String(s) => vec![s.as_str()],

@@ -137,9 +137,23 @@ pub fn schema_grammar(schema: &Value, opts: &GrammarOptions) -> Result<ToolGramm
         .map_err(GrammarError::PlainSchema)?;
     Ok(ToolGrammar {
         text: conversion.gbnf,
-        warnings: conversion.warnings.iter().map(|w| w.to_string()).collect(),
+        warnings: conversion
+            .warnings
+            .iter()
+            .map(|w| w.to_string())
+            .chain(conversion.notes.iter().map(note_text))
+            .collect(),
         tool_rules: Vec::new(),
     })
+}
+
+/// A keyword the converter ignored because JSON Schema does not define it (it constrains
+/// nothing), as a warning line: `ignored: readonly at #/properties/a: ...`.
+fn note_text(note: &toolrail_schema::Warning) -> String {
+    format!(
+        "ignored: {} at {}: {}",
+        note.keyword, note.pointer, note.message
+    )
 }
 
 fn convert_options(opts: &GrammarOptions, close_objects: bool) -> ConvertOptions {
@@ -322,6 +336,7 @@ fn build(
         calls
     };
     warnings.extend(conv.warnings().iter().map(|w| w.to_string()));
+    warnings.extend(conv.notes().iter().map(note_text));
     let mut text = conv.finish(&root_body);
     let theirs = defined_names(&text);
     let clash = out.used.keys().any(|n| theirs.contains(n));

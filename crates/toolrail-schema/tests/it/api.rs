@@ -200,8 +200,8 @@ fn errors_name_keyword_and_pointer() {
         json!({"not": {"minimum": 3}}),
         json!({"multipleOf": 3, "minimum": 1}),
         json!({"if": {}, "then": {}}),
-        json!({"patternProperties": {"a": {}}}),
-        json!({"type": "string", "format": "hostname-ish"}),
+        json!({"patternProperties": {"^(?!a)": {"type": "integer"}}}),
+        json!({"type": "string", "format": "hostname"}),
     ] {
         assert!(
             schema_to_gbnf(&kw, &ConvertOptions::default()).is_err(),
@@ -619,13 +619,13 @@ fn llama_compat_ignored_keywords_are_warnings() {
             "patternProperties@#",
         ),
         (
-            json!({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 1}),
+            json!({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 2}),
             "{}",
             "minProperties@#",
         ),
         (
-            json!({"type": "string", "pattern": "^a+$", "minLength": 3}),
-            r#""a""#,
+            json!({"type": "string", "pattern": "^ab+$", "minLength": 4}),
+            r#""ab""#,
             "minLength@#",
         ),
         (
@@ -745,4 +745,234 @@ fn property_names_with_line_breaks_keep_the_grammar_valid() {
             c.gbnf
         );
     }
+}
+
+#[test]
+fn unknown_keywords_and_annotations_are_ignored_with_notes() {
+    let o = ConvertOptions::default();
+    // beside enum/const/$ref, annotation and unknown keywords do not stop the conversion
+    let schema = json!({
+        "$defs": {"n": {"type": "integer", "maximum": 5}},
+        "type": "object",
+        "properties": {
+            "a": {"enum": [1, 2], "readonly": true, "id": "x", "example": 1},
+            "b": {"const": "k", "x-vendor": {"anything": 1}},
+            "c": {"$ref": "#/$defs/n", "readonly": true, "description": "d"}
+        }
+    });
+    let c = schema_to_gbnf(&schema, &o).unwrap();
+    let noted: Vec<(&str, &str)> = c
+        .notes
+        .iter()
+        .map(|n| (n.keyword.as_str(), n.pointer.as_str()))
+        .collect();
+    assert!(noted.contains(&("readonly", "#/properties/a")), "{noted:?}");
+    assert!(noted.contains(&("x-vendor", "#/properties/b")), "{noted:?}");
+    assert!(!noted.iter().any(|(k, _)| *k == "description" || *k == "id"));
+    assert!(c.warnings.is_empty());
+    assert!(accepts(&schema, &o, r#"{"a": 2, "b": "k", "c": 5}"#));
+    assert!(!accepts(&schema, &o, r#"{"a": 3}"#));
+    assert!(!accepts(&schema, &o, r#"{"b": "j"}"#));
+    assert!(!accepts(&schema, &o, r#"{"c": 6}"#));
+    // unknown keywords on both sides of an allOf do not conflict
+    let both = json!({"allOf": [{"type": "string", "x-a": 1}, {"maxLength": 2, "x-a": 2}]});
+    assert!(accepts(&both, &o, r#""ab""#));
+    assert!(!accepts(&both, &o, r#""abc""#));
+}
+
+#[test]
+fn pattern_properties_are_exact() {
+    let o = ConvertOptions::default();
+    // closed: pattern names only, declared names keep their schema
+    let closed = json!({
+        "type": "object",
+        "properties": {"a": {"type": "string"}},
+        "patternProperties": {"^x-": {"type": "integer"}},
+        "additionalProperties": false
+    });
+    assert!(accepts(&closed, &o, r#"{"a": "s", "x-b": 1}"#));
+    assert!(accepts(&closed, &o, r#"{"x-b": 1, "x-c": 2}"#));
+    assert!(!accepts(&closed, &o, r#"{"x-b": "s"}"#));
+    assert!(!accepts(&closed, &o, r#"{"c": 1}"#));
+    assert!(!accepts(&closed, &o, r#"{"a": 1}"#));
+    // open: names matching the pattern take its schema, the others anything
+    let open = json!({"type": "object", "patternProperties": {"^[a-z]+$": {"type": "integer"}}});
+    assert!(accepts(&open, &o, r#"{"ab": 1, "A": "x", "": null}"#));
+    assert!(!accepts(&open, &o, r#"{"ab": "x"}"#));
+    assert!(!accepts(&open, &o, r#"{"A": 1, "b": false}"#));
+    // a pattern matching every name also applies to the declared ones
+    let every = json!({
+        "properties": {"a": {"type": "integer"}},
+        "patternProperties": {".*": {"minimum": 0}}
+    });
+    assert!(accepts(&every, &o, r#"{"a": 1, "b": "x"}"#));
+    assert!(!accepts(&every, &o, r#"{"a": -1}"#));
+    assert!(!accepts(&every, &o, r#"{"b": -1}"#));
+    // two patterns that cannot match one name
+    let two = json!({
+        "patternProperties": {"^c_": {"type": "array"}, "^u_": {"type": "string"}},
+        "additionalProperties": false
+    });
+    assert!(accepts(&two, &o, r#"{"c_1": [], "u_1": "s"}"#));
+    assert!(!accepts(&two, &o, r#"{"c_1": "s"}"#));
+    // what cannot be told apart is an error naming keyword and pointer
+    let look = json!({"patternProperties": {"^(?!x)": {"type": "integer"}}, "additionalProperties": false});
+    let e = schema_to_gbnf(&look, &o).unwrap_err();
+    assert_eq!(e.keyword, "patternProperties");
+    // lenient never narrows: pattern names stay allowed beside additionalProperties: false
+    let lenient = ConvertOptions {
+        lenient: true,
+        ..Default::default()
+    };
+    let c = schema_to_gbnf(&look, &lenient).unwrap();
+    assert!(c.warnings.iter().any(|w| w.keyword == "patternProperties"));
+    assert!(accepts(&look, &lenient, r#"{"y": 1}"#));
+}
+
+#[test]
+fn formats_json_schema_does_not_define_are_ignored_with_a_note() {
+    let o = ConvertOptions::default();
+    for f in ["path", "byte", "color"] {
+        let schema = json!({"type": "string", "format": f});
+        let c = schema_to_gbnf(&schema, &o).unwrap();
+        assert!(c.notes.iter().any(|n| n.keyword == "format"), "{f}");
+        assert!(accepts(&schema, &o, r#""not base64, not a colour""#));
+    }
+    // a format validators check but the converter cannot express stays an error
+    let e = schema_to_gbnf(&json!({"type": "string", "format": "hostname"}), &o).unwrap_err();
+    assert_eq!((e.keyword.as_str(), e.pointer.as_str()), ("format", "#"));
+}
+
+#[test]
+fn one_of_exactly_one_required_and_closed_branches() {
+    let o = ConvertOptions::default();
+    // exactly one of the required sets
+    let area = json!({
+        "type": "object",
+        "properties": {"radius": {"type": "number"}, "length": {"type": "number"}, "width": {"type": "number"}},
+        "oneOf": [{"required": ["radius"]}, {"required": ["length", "width"]}]
+    });
+    assert!(accepts(&area, &o, r#"{"radius": 1}"#));
+    assert!(accepts(&area, &o, r#"{"length": 1, "width": 2}"#));
+    assert!(accepts(&area, &o, r#"{"radius": 1, "width": 2}"#));
+    assert!(!accepts(
+        &area,
+        &o,
+        r#"{"radius": 1, "length": 1, "width": 2}"#
+    ));
+    assert!(!accepts(&area, &o, r#"{"width": 2}"#));
+    // without a type, values that are not objects match every branch: never exactly one
+    let bare = json!({"oneOf": [{"required": ["a"]}, {"required": ["b"]}]});
+    assert!(accepts(&bare, &o, r#"{"a": 1}"#));
+    assert!(!accepts(&bare, &o, r#"{"a": 1, "b": 2}"#));
+    assert!(!accepts(&bare, &o, "1"));
+    // a branch implying another is never the only one
+    let nested = json!({"oneOf": [{"required": ["a"]}, {"required": ["a", "b"]}]});
+    assert!(accepts(&nested, &o, r#"{"a": 1}"#));
+    assert!(!accepts(&nested, &o, r#"{"a": 1, "b": 2}"#));
+    // closed branches requiring different names are disjoint
+    let closed = json!({"oneOf": [
+        {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false},
+        {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"], "additionalProperties": false}
+    ]});
+    assert!(accepts(&closed, &o, r#"{"name": "a"}"#));
+    assert!(accepts(&closed, &o, r#"{"path": "a"}"#));
+    assert!(!accepts(&closed, &o, r#"{"name": "a", "path": "b"}"#));
+}
+
+#[test]
+fn dependencies_are_exact() {
+    let o = ConvertOptions::default();
+    for key in ["dependencies", "dependentRequired"] {
+        let schema = json!({
+            "type": "object",
+            "properties": {"card": {"type": "string"}, "billing": {"type": "string"}},
+            key: {"card": ["billing"]}
+        });
+        assert!(accepts(&schema, &o, r#"{"card": "1", "billing": "x"}"#));
+        assert!(accepts(&schema, &o, r#"{"billing": "x"}"#));
+        assert!(accepts(&schema, &o, "{}"));
+        assert!(!accepts(&schema, &o, r#"{"card": "1"}"#), "{key}");
+    }
+    let schemas = json!({
+        "type": "object",
+        "dependentSchemas": {"a": {"required": ["b"], "properties": {"b": {"type": "integer"}}}}
+    });
+    assert!(accepts(&schemas, &o, r#"{"a": 0, "b": 1}"#));
+    assert!(accepts(&schemas, &o, r#"{"b": "x"}"#));
+    assert!(!accepts(&schemas, &o, r#"{"a": 0, "b": "x"}"#));
+    assert!(!accepts(&schemas, &o, r#"{"a": 0}"#));
+}
+
+#[test]
+fn pattern_with_length_bounds() {
+    let o = ConvertOptions::default();
+    // bounds implied by the pattern
+    let implied =
+        json!({"type": "string", "pattern": "^[\\+\\w-]{5,96}$", "minLength": 5, "maxLength": 96});
+    assert!(accepts(&implied, &o, r#""abcde""#));
+    assert!(!accepts(&implied, &o, r#""abcd""#));
+    // one repeated class: the bounds intersected
+    let hex = json!({"type": "string", "pattern": "^[0-9a-f]*$", "minLength": 4, "maxLength": 4});
+    assert!(accepts(&hex, &o, r#""00ff""#));
+    assert!(!accepts(&hex, &o, r#""0ff""#));
+    assert!(!accepts(&hex, &o, r#""00ff0""#));
+    assert!(!accepts(&hex, &o, r#""00fg""#));
+    // an unanchored pattern under maxLength stays unsupported
+    let e = schema_to_gbnf(
+        &json!({"type": "string", "pattern": "^a", "maxLength": 3}),
+        &o,
+    )
+    .unwrap_err();
+    assert_eq!((e.keyword.as_str(), e.pointer.as_str()), ("pattern", "#"));
+}
+
+#[test]
+fn an_any_of_branch_no_object_satisfies_is_left_out() {
+    let o = ConvertOptions::default();
+    let schema = json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "additionalProperties": false,
+        "anyOf": [{"required": ["b"]}, {"required": ["a"]}]
+    });
+    assert!(accepts(&schema, &o, r#"{"a": 1}"#));
+    assert!(!accepts(&schema, &o, "{}"));
+    assert!(!accepts(&schema, &o, r#"{"b": 1}"#));
+    // when no branch is left, the schema is refused, naming why
+    let none = json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "additionalProperties": false,
+        "anyOf": [{"required": ["b"]}, {"required": ["c"]}]
+    });
+    assert_eq!(schema_to_gbnf(&none, &o).unwrap_err().keyword, "required");
+}
+
+#[test]
+fn min_properties_one_without_required_members() {
+    let o = ConvertOptions::default();
+    for n in [2, 8] {
+        // any order (2 members) and declared order (8 members)
+        let props: serde_json::Map<String, Value> = (0..n)
+            .map(|i| (format!("p{i}"), json!({"type": "integer"})))
+            .collect();
+        let schema = json!({"type": "object", "properties": props, "minProperties": 1});
+        assert!(accepts(&schema, &o, r#"{"p1": 1}"#), "{n}");
+        assert!(accepts(&schema, &o, r#"{"x": "y"}"#), "{n}");
+        assert!(!accepts(&schema, &o, "{}"), "{n}");
+        assert!(!accepts(&schema, &o, r#"{"p1": "y"}"#), "{n}");
+    }
+}
+
+#[test]
+fn one_of_by_lengths() {
+    let o = ConvertOptions::default();
+    let schema = json!({"type": "string", "oneOf": [{"maxLength": 0}, {"minLength": 1, "pattern": "^[a-z]+$"}]});
+    assert!(accepts(&schema, &o, r#""""#));
+    assert!(accepts(&schema, &o, r#""ab""#));
+    assert!(!accepts(&schema, &o, r#""A""#));
+    let arrays =
+        json!({"oneOf": [{"type": "array", "maxItems": 1}, {"type": "array", "minItems": 1}]});
+    assert_eq!(schema_to_gbnf(&arrays, &o).unwrap_err().keyword, "oneOf");
 }

@@ -6,5 +6,6 @@
 mod api;
 mod limits;
 mod llama_vectors;
+mod maskbench;
 mod props;
 mod suite;

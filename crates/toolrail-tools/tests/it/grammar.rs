@@ -634,3 +634,19 @@ fn a_deeply_nested_tool_schema_is_an_error_not_a_stack_overflow() {
         Ok(r) => panic!("expected a tool set error, got {r:?}"),
     }
 }
+
+#[test]
+fn keywords_json_schema_does_not_define_are_named_in_the_warnings() {
+    let g = schema_grammar(
+        &json!({"type": "object", "properties": {"a": {"enum": ["x"], "readonly": true}}}),
+        &GrammarOptions::default(),
+    )
+    .unwrap();
+    assert!(
+        g.warnings
+            .iter()
+            .any(|w| w.starts_with("ignored: readonly at #/properties/a")),
+        "{:?}",
+        g.warnings
+    );
+}
