@@ -1,5 +1,6 @@
 //! Whole-input verdicts: accepted, incomplete (a viable prefix) or rejected at a byte offset.
 
+use std::io::Read;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -85,6 +86,171 @@ pub fn check_with(engine: &mut Engine, text: &[u8]) -> Verdict {
     }
 }
 
+/// Bytes read from a stream at a time by [`check_reader`].
+const STREAM_CHUNK: usize = 64 * 1024;
+
+/// Bytes of the stream kept before the current chunk, and read after a rejected byte, so the
+/// caller can show the line around it (more than [`toolrail_gbnf::LineExcerpt`] looks at).
+const STREAM_CONTEXT: usize = 4096;
+
+/// A verdict on a stream, with the bytes around where it was reached (the stream itself is
+/// never held whole).
+#[derive(Clone, Debug)]
+pub struct StreamVerdict {
+    /// The verdict, as [`check_with`] gives it for the same bytes.
+    pub verdict: Verdict,
+    /// Input bytes around the verdict's offset (or the end of the input).
+    pub window: Vec<u8>,
+    /// Offset in the input of `window[0]`.
+    pub window_start: usize,
+}
+
+/// Line and column of the end of the bytes seen so far (the same numbering as
+/// [`toolrail_gbnf::source::line_col`]).
+#[derive(Clone, Copy, Debug)]
+struct PositionTracker {
+    line: u32,
+    /// Characters since the start of the line.
+    column: u64,
+}
+
+impl PositionTracker {
+    fn advance(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if b == b'\n' {
+                self.line = self.line.saturating_add(1);
+                self.column = 0;
+            } else if (b & 0xC0) != 0x80 {
+                self.column += 1;
+            }
+        }
+    }
+
+    fn position(self) -> LineCol {
+        LineCol {
+            line: self.line,
+            column: u32::try_from(self.column + 1).unwrap_or(u32::MAX),
+        }
+    }
+}
+
+/// How many leading bytes of `chunk` end on a character boundary: an unfinished UTF-8
+/// sequence at its end is held back for the next chunk, so an offset is never split.
+fn whole_chars_len(chunk: &[u8]) -> usize {
+    for back in 1..=chunk.len().min(3) {
+        let at = chunk.len() - back;
+        let b = chunk[at];
+        if (b & 0xC0) == 0x80 {
+            continue;
+        }
+        let needed = match b {
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF7 => 4,
+            _ => 1,
+        };
+        return if needed > back { at } else { chunk.len() };
+    }
+    chunk.len()
+}
+
+/// Reads into `buf` as much as one `read` gives, retrying when interrupted.
+fn read_some(reader: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match reader.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}
+
+/// Matches a stream against the engine's grammar as it is read, in chunks: memory stays
+/// bounded whatever the input's length, and reading stops at the first rejected byte (so
+/// `yes | toolrail check json.gbnf -` ends at once). The verdict is the one [`check_with`]
+/// gives for the same bytes.
+pub fn check_reader(engine: &mut Engine, reader: &mut dyn Read) -> std::io::Result<StreamVerdict> {
+    let mut state = engine.initial();
+    let mut tracker = PositionTracker { line: 1, column: 0 };
+    // `kept` holds the last bytes before offset `consumed`.
+    let mut kept: Vec<u8> = Vec::new();
+    let mut consumed = 0usize;
+    let mut held: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; STREAM_CHUNK];
+    loop {
+        let n = read_some(reader, &mut buf)?;
+        let at_end = n == 0;
+        let mut chunk = std::mem::take(&mut held);
+        chunk.extend_from_slice(&buf[..n]);
+        let usable = if at_end {
+            chunk.len()
+        } else {
+            whole_chars_len(&chunk)
+        };
+        held = chunk.split_off(usable);
+        match engine.feed(state, &chunk) {
+            Ok(next) => state = next,
+            Err((offset, before)) => {
+                let mut at = tracker;
+                at.advance(&chunk[..offset]);
+                let window_start = consumed - kept.len();
+                let mut window = kept;
+                window.extend_from_slice(&chunk);
+                window.extend_from_slice(&held);
+                // A little of what follows, to show the rest of the line.
+                let mut more = vec![0u8; STREAM_CONTEXT];
+                let extra = read_some(reader, &mut more).unwrap_or(0);
+                window.extend_from_slice(&more[..extra]);
+                let kind = if before.is_exploded() {
+                    VerdictKind::TooAmbiguous
+                } else {
+                    VerdictKind::Rejected
+                };
+                let expected = if kind == VerdictKind::Rejected {
+                    engine.expected(before)
+                } else {
+                    Expected::default()
+                };
+                return Ok(StreamVerdict {
+                    verdict: Verdict {
+                        kind,
+                        offset: Some(consumed + offset),
+                        position: at.position(),
+                        expected,
+                        state: before,
+                    },
+                    window,
+                    window_start,
+                });
+            }
+        }
+        tracker.advance(&chunk);
+        consumed += chunk.len();
+        kept.extend_from_slice(&chunk);
+        if kept.len() > STREAM_CONTEXT {
+            kept.drain(..kept.len() - STREAM_CONTEXT);
+        }
+        if at_end {
+            break;
+        }
+    }
+    let kind = if engine.can_end(state) {
+        VerdictKind::Accepted
+    } else {
+        VerdictKind::Incomplete
+    };
+    Ok(StreamVerdict {
+        verdict: Verdict {
+            kind,
+            offset: None,
+            position: tracker.position(),
+            expected: engine.expected(state),
+            state,
+        },
+        window_start: consumed - kept.len(),
+        window: kept,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,6 +265,75 @@ mod tests {
         assert_eq!(v.kind, VerdictKind::TooAmbiguous);
         assert!(v.offset.unwrap() >= 10);
         assert!(check(&g, b"xxyz").is_accepted());
+    }
+
+    /// A reader that gives at most `step` bytes per read (to split characters across chunks).
+    struct Trickle<'a> {
+        bytes: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.bytes.len());
+            buf[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_stream_gets_the_same_verdict_as_the_whole_text() {
+        let g = Arc::new(Grammar::parse("root ::= ([a-zé€😀] | \"\\n\")* \"!\"").unwrap());
+        let texts: [&[u8]; 6] = [
+            "ab\né€😀!".as_bytes(),
+            "ab\né€😀".as_bytes(),
+            "ab\nc€X😀".as_bytes(),
+            "ab\n€\u{e9}😀\u{1F600}Z".as_bytes(),
+            b"\xff",
+            b"",
+        ];
+        for text in texts {
+            let whole = check(&g, text);
+            for step in [1, 2, 3, 5, 1 << 20] {
+                let mut engine = Engine::new(Arc::clone(&g));
+                let streamed =
+                    check_reader(&mut engine, &mut Trickle { bytes: text, step }).unwrap();
+                let v = &streamed.verdict;
+                assert_eq!(v.kind, whole.kind, "{text:?} {step}");
+                assert_eq!(v.offset, whole.offset, "{text:?} {step}");
+                assert_eq!(v.position, whole.position, "{text:?} {step}");
+                assert_eq!(v.expected, whole.expected, "{text:?} {step}");
+                let at = v.offset.unwrap_or(text.len());
+                assert!(streamed.window_start <= at);
+                assert_eq!(
+                    &streamed.window[..],
+                    &text[streamed.window_start..streamed.window_start + streamed.window.len()]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_stream_stops_reading_at_the_first_rejected_byte() {
+        /// Endless `y\n`, counting what was read.
+        struct Yes(usize);
+        impl Read for Yes {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                for (i, b) in buf.iter_mut().enumerate() {
+                    *b = if i % 2 == 0 { b'y' } else { b'\n' };
+                }
+                self.0 += buf.len();
+                Ok(buf.len() - buf.len() % 2)
+            }
+        }
+        let g = Arc::new(Grammar::parse("root ::= \"{\" [a-z]* \"}\"").unwrap());
+        let mut engine = Engine::new(Arc::clone(&g));
+        let mut yes = Yes(0);
+        let v = check_reader(&mut engine, &mut yes).unwrap();
+        assert_eq!(v.verdict.kind, VerdictKind::Rejected);
+        assert_eq!(v.verdict.offset, Some(0));
+        assert!(yes.0 <= 2 * STREAM_CHUNK, "{} bytes read", yes.0);
     }
 
     #[test]
