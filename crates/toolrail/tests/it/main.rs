@@ -5,3 +5,4 @@
 mod attacks;
 mod cli_check;
 mod layers;
+mod reproducers;
