@@ -87,7 +87,11 @@ pub fn check_with(engine: &mut Engine, text: &[u8]) -> Verdict {
 }
 
 /// Bytes read from a stream at a time by [`check_reader`].
-const STREAM_CHUNK: usize = 64 * 1024;
+const STREAM_CHUNK: usize = 8 * 1024;
+
+/// [`Engine::memory_entries`] above which [`check_reader`] compacts the engine: the memo stays
+/// under about 100 MB besides the live state (which grows only with the input's nesting).
+pub const STREAM_MEMORY_ENTRIES: usize = 1 << 21;
 
 /// Bytes of the stream kept before the current chunk, and read after a rejected byte, so the
 /// caller can show the line around it (more than [`toolrail_gbnf::LineExcerpt`] looks at).
@@ -166,8 +170,10 @@ fn read_some(reader: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
 
 /// Matches a stream against the engine's grammar as it is read, in chunks: memory stays
 /// bounded whatever the input's length, and reading stops at the first rejected byte (so
-/// `yes | toolrail check json.gbnf -` ends at once). The verdict is the one [`check_with`]
-/// gives for the same bytes.
+/// `yes | toolrail check json.gbnf -` ends at once), and the engine is compacted whenever its
+/// memory passes [`STREAM_MEMORY_ENTRIES`] (see [`Engine::compact`]; the engine's earlier
+/// states are invalid after the call). The verdict is the one [`check_with`] gives for the
+/// same bytes.
 pub fn check_reader(engine: &mut Engine, reader: &mut dyn Read) -> std::io::Result<StreamVerdict> {
     let mut state = engine.initial();
     let mut tracker = PositionTracker { line: 1, column: 0 };
@@ -188,7 +194,12 @@ pub fn check_reader(engine: &mut Engine, reader: &mut dyn Read) -> std::io::Resu
         };
         held = chunk.split_off(usable);
         match engine.feed(state, &chunk) {
-            Ok(next) => state = next,
+            Ok(next) => {
+                state = next;
+                if engine.memory_entries() > STREAM_MEMORY_ENTRIES {
+                    state = engine.compact(state);
+                }
+            }
             Err((offset, before)) => {
                 let mut at = tracker;
                 at.advance(&chunk[..offset]);
@@ -312,6 +323,30 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn compacting_keeps_the_state_and_frees_the_rest() {
+        let g = Arc::new(
+            Grammar::parse("root ::= obj\nobj ::= \"{\" (obj | \"1\") \"}\" | \"[\" obj \"]\"")
+                .unwrap(),
+        );
+        let mut engine = Engine::new(Arc::clone(&g));
+        let deep = 20_000;
+        let open = "{[".repeat(deep / 2);
+        let state = engine.feed(engine.initial(), open.as_bytes()).unwrap();
+        let before = engine.memory_entries();
+        let state = engine.compact(state);
+        let after = engine.memory_entries();
+        assert!(after < before / 2, "{before} -> {after}");
+        let close: String = "]}".repeat(deep / 2);
+        let end = engine
+            .feed(state, format!("{{1}}{close}").as_bytes())
+            .unwrap();
+        assert!(engine.can_end(end));
+        // The initial state is valid again after compacting.
+        let start = engine.initial();
+        assert!(engine.feed(start, b"{1}").is_ok_and(|s| engine.can_end(s)));
     }
 
     #[test]

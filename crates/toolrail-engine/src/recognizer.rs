@@ -115,6 +115,55 @@ impl Engine {
         self.arena.positions(stack)
     }
 
+    /// What the engine's memory grows with: the arena's [`StackArena::entries`] plus the memo
+    /// tables (cached expansions and transitions). [`Engine::compact`] brings it back down.
+    pub fn memory_entries(&self) -> usize {
+        self.arena.entries() + self.expansion_pool.len() + 2 * self.transitions.len()
+    }
+
+    /// Forgets every stack, set and memo except what `state` needs, and returns `state` as it
+    /// is in the fresh arena. Memory otherwise grows with every distinct state ever reached (a
+    /// million nested objects take gigabytes); a caller that walks one input forward and keeps
+    /// no other state (as [`crate::check::check_reader`] does) compacts when
+    /// [`Engine::memory_entries`] gets large. Every other `State`, `SetId` and `StackId` from
+    /// before is invalid afterwards (and masks memoized by a [`crate::MaskEngine`] with them).
+    pub fn compact(&mut self, state: State) -> State {
+        let old = std::mem::take(&mut self.arena);
+        self.expansions.clear();
+        self.expansion_pool.clear();
+        self.transitions.clear();
+        let set = if state.set == DEAD_SET || state.set == EXPLODED_SET {
+            state.set
+        } else {
+            // Copy each stack's nodes, sharing the ones already copied (iteratively: a stack may
+            // be a million deep).
+            let mut copied: FxHashMap<StackId, StackId> = FxHashMap::default();
+            copied.insert(EMPTY_STACK, EMPTY_STACK);
+            let mut stacks = Vec::with_capacity(old.set(state.set).len());
+            for &stack in old.set(state.set) {
+                let mut chain = Vec::new();
+                let mut at = stack;
+                while !copied.contains_key(&at) {
+                    chain.push(at);
+                    at = old.pop(at);
+                }
+                let mut new = copied[&at];
+                for &node in chain.iter().rev() {
+                    let top = old.top(node).unwrap_or(u32::MAX);
+                    new = self.arena.push(new, top);
+                    copied.insert(node, new);
+                }
+                stacks.push(new);
+            }
+            self.arena.intern_set(stacks)
+        };
+        self.initial = self.initial_set();
+        State {
+            set,
+            partial: state.partial,
+        }
+    }
+
     /// True if the input may end at `state` (some stack is empty, no UTF-8 sequence pending).
     pub fn can_end(&self, state: State) -> bool {
         state.partial.is_complete() && self.arena.set(state.set).contains(&EMPTY_STACK)

@@ -39,6 +39,8 @@ pub struct StackArena {
     node_index: FxHashMap<(u32, StackId), StackId>,
     sets: Vec<Box<[StackId]>>,
     set_index: FxHashMap<Box<[StackId]>, SetId>,
+    /// Stacks held by all sets together.
+    set_elements: usize,
 }
 
 impl Default for StackArena {
@@ -52,6 +54,7 @@ impl Default for StackArena {
             node_index: FxHashMap::default(),
             sets: Vec::new(),
             set_index: FxHashMap::default(),
+            set_elements: 0,
         };
         arena.intern_set(Vec::new());
         // EXPLODED_SET: an empty placeholder that no real set is ever interned as.
@@ -102,6 +105,7 @@ impl StackArena {
             return id;
         }
         let id = self.sets.len() as SetId;
+        self.set_elements += stacks.len();
         let boxed: Box<[StackId]> = stacks.into_boxed_slice();
         self.sets.push(boxed.clone());
         self.set_index.insert(boxed, id);
@@ -112,6 +116,12 @@ impl StackArena {
     #[inline]
     pub fn set(&self, set: SetId) -> &[StackId] {
         &self.sets[set as usize]
+    }
+
+    /// Stack nodes plus the stacks held by all sets: what the arena's memory grows with (each
+    /// counts a few machine words).
+    pub fn entries(&self) -> usize {
+        self.nodes.len() + 2 * self.set_elements
     }
 
     /// Number of distinct stacks and sets built (for memory reporting).
