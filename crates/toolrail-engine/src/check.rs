@@ -18,8 +18,10 @@ pub enum VerdictKind {
     Incomplete,
     /// No string of the grammar starts with the text.
     Rejected,
-    /// The grammar is so ambiguous that more than 65,536 stacks were live at `offset`:
-    /// toolrail stops there (llama.cpp would crawl and run out of memory).
+    /// The grammar is so ambiguous that following it took more work than toolrail allows at
+    /// `offset` (one character over [`crate::stacks::MAX_STEP_WORK`], or more than
+    /// [`WORK_BURST`] plus [`WORK_PER_BYTE`] per byte so far): toolrail stops there (llama.cpp
+    /// would crawl and run out of memory).
     TooAmbiguous,
 }
 
@@ -51,10 +53,64 @@ pub fn check(grammar: &Arc<Grammar>, text: &[u8]) -> Verdict {
     check_with(&mut engine, text)
 }
 
-/// Matches `text` with an existing engine (its caches make repeated checks fast).
+/// Work a check may do at once, beyond [`WORK_PER_BYTE`] per byte: room for a large
+/// alternation at its start (a 70,000-value enum), a few seconds at most.
+pub const WORK_BURST: u64 = 1 << 22;
+
+/// Work a check may do per byte of input, on average (a JSON grammar takes tens): a grammar
+/// that keeps thousands of stacks busy at every byte stops within [`WORK_BURST`] of work,
+/// instead of running for minutes.
+pub const WORK_PER_BYTE: u64 = 1 << 14;
+
+/// Why [`feed_bounded`] stopped.
+enum Stopped {
+    /// No stack accepts the byte (or it is not UTF-8).
+    Rejected,
+    /// Too much work (see [`VerdictKind::TooAmbiguous`]).
+    TooAmbiguous,
+}
+
+/// [`Engine::feed`] with the work bound of a check: `work_start` is the engine's work when the
+/// check started and `offset` how many bytes came before `bytes`. On failure, the offset in
+/// `bytes` of the character concerned and the state before it.
+fn feed_bounded(
+    engine: &mut Engine,
+    mut state: State,
+    bytes: &[u8],
+    work_start: u64,
+    offset: usize,
+) -> Result<State, (usize, State, Stopped)> {
+    let mut char_start = 0;
+    let mut before = state;
+    for (i, &b) in bytes.iter().enumerate() {
+        if state.partial.is_complete() {
+            char_start = i;
+            before = state;
+        }
+        match engine.accept_byte(state, b) {
+            Some(next) if next.is_exploded() => {
+                return Err((char_start, before, Stopped::TooAmbiguous));
+            }
+            Some(next) if next.set != crate::stacks::DEAD_SET => state = next,
+            _ => return Err((char_start, before, Stopped::Rejected)),
+        }
+        if !state.partial.is_complete() && !engine.partial_viable(state) {
+            return Err((char_start, before, Stopped::Rejected));
+        }
+        let allowed = WORK_BURST + WORK_PER_BYTE * (offset + i + 1) as u64;
+        if engine.work_done() - work_start > allowed {
+            return Err((char_start, before, Stopped::TooAmbiguous));
+        }
+    }
+    Ok(state)
+}
+
+/// Matches `text` with an existing engine (its caches make repeated checks fast). The work
+/// is bounded ([`WORK_BURST`], [`WORK_PER_BYTE`]): past it the verdict is `TooAmbiguous`.
 pub fn check_with(engine: &mut Engine, text: &[u8]) -> Verdict {
     let start = engine.initial();
-    match engine.feed(start, text) {
+    let work_start = engine.work_done();
+    match feed_bounded(engine, start, text, work_start, 0) {
         Ok(state) => {
             let kind = if engine.can_end(state) {
                 VerdictKind::Accepted
@@ -69,14 +125,14 @@ pub fn check_with(engine: &mut Engine, text: &[u8]) -> Verdict {
                 state,
             }
         }
-        Err((offset, before)) if before.is_exploded() => Verdict {
+        Err((offset, before, Stopped::TooAmbiguous)) => Verdict {
             kind: VerdictKind::TooAmbiguous,
             offset: Some(offset),
             position: line_col(text, offset),
             expected: Expected::default(),
             state: before,
         },
-        Err((offset, before)) => Verdict {
+        Err((offset, before, Stopped::Rejected)) => Verdict {
             kind: VerdictKind::Rejected,
             offset: Some(offset),
             position: line_col(text, offset),
@@ -176,6 +232,7 @@ fn read_some(reader: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
 /// same bytes.
 pub fn check_reader(engine: &mut Engine, reader: &mut dyn Read) -> std::io::Result<StreamVerdict> {
     let mut state = engine.initial();
+    let work_start = engine.work_done();
     let mut tracker = PositionTracker { line: 1, column: 0 };
     // `kept` holds the last bytes before offset `consumed`.
     let mut kept: Vec<u8> = Vec::new();
@@ -193,14 +250,14 @@ pub fn check_reader(engine: &mut Engine, reader: &mut dyn Read) -> std::io::Resu
             whole_chars_len(&chunk)
         };
         held = chunk.split_off(usable);
-        match engine.feed(state, &chunk) {
+        match feed_bounded(engine, state, &chunk, work_start, consumed) {
             Ok(next) => {
                 state = next;
                 if engine.memory_entries() > STREAM_MEMORY_ENTRIES {
                     state = engine.compact(state);
                 }
             }
-            Err((offset, before)) => {
+            Err((offset, before, stopped)) => {
                 let mut at = tracker;
                 at.advance(&chunk[..offset]);
                 let window_start = consumed - kept.len();
@@ -211,10 +268,9 @@ pub fn check_reader(engine: &mut Engine, reader: &mut dyn Read) -> std::io::Resu
                 let mut more = vec![0u8; STREAM_CONTEXT];
                 let extra = read_some(reader, &mut more).unwrap_or(0);
                 window.extend_from_slice(&more[..extra]);
-                let kind = if before.is_exploded() {
-                    VerdictKind::TooAmbiguous
-                } else {
-                    VerdictKind::Rejected
+                let kind = match stopped {
+                    Stopped::TooAmbiguous => VerdictKind::TooAmbiguous,
+                    Stopped::Rejected => VerdictKind::Rejected,
                 };
                 let expected = if kind == VerdictKind::Rejected {
                     engine.expected(before)
@@ -369,6 +425,45 @@ mod tests {
         assert_eq!(v.verdict.kind, VerdictKind::Rejected);
         assert_eq!(v.verdict.offset, Some(0));
         assert!(yes.0 <= 2 * STREAM_CHUNK, "{} bytes read", yes.0);
+    }
+
+    #[test]
+    fn a_large_unambiguous_alternation_is_checked() {
+        // 70,000 values: more live stacks at the start than the old 65,536 cap.
+        let values: Vec<String> = (0..70_000).map(|i| format!("\"v{i}\"")).collect();
+        let g = Arc::new(Grammar::parse(&format!("root ::= {}", values.join(" | "))).unwrap());
+        assert!(check(&g, b"v69999").is_accepted());
+        assert!(check(&g, b"v12345").is_accepted());
+        assert_eq!(check(&g, b"v7").kind, VerdictKind::Accepted);
+        assert_eq!(check(&g, b"v70000").kind, VerdictKind::Rejected);
+    }
+
+    #[test]
+    fn a_grammar_that_keeps_many_stacks_busy_stops_in_bounded_work() {
+        // 10,000 rules that each read letters, owing a '!' per letter: 10,000 live stacks at
+        // every byte (far under the old 65,536 cap), each byte new stacks and a lot of work.
+        let n = 10_000;
+        let mut text = String::from("root ::= ");
+        text.push_str(
+            &(0..n)
+                .map(|i| format!("r{i}"))
+                .collect::<Vec<_>>()
+                .join(" | "),
+        );
+        for i in 0..n {
+            text.push_str(&format!("\nr{i} ::= [a-z] r{i} \"!\" | \"\""));
+        }
+        let g = Arc::new(Grammar::parse(&text).unwrap());
+        let mut engine = Engine::new(Arc::clone(&g));
+        let input = "x".repeat(2_500);
+        let v = check_with(&mut engine, input.as_bytes());
+        assert_eq!(v.kind, VerdictKind::TooAmbiguous);
+        let offset = v.offset.unwrap();
+        assert!(offset > 10 && offset < 2_500, "stopped at {offset}");
+        let limit = WORK_BURST + WORK_PER_BYTE * (offset as u64 + 1);
+        assert!(engine.work_done() <= limit + crate::stacks::MAX_STEP_WORK as u64);
+        // A short input is still checked.
+        assert!(check(&g, b"abc!!!").is_accepted());
     }
 
     #[test]

@@ -80,7 +80,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             }
             VerdictKind::TooAmbiguous => {
                 outln!(
-                    "{name}:{}: stopped at byte {}: the grammar is so ambiguous that more than 65,536 stacks are live (llama.cpp would crawl and run out of memory here)",
+                    "{name}:{}: stopped at byte {}: the grammar is so ambiguous here that following it takes more work than toolrail allows (llama.cpp would crawl and run out of memory here)",
                     verdict.position,
                     verdict.offset.unwrap_or(0)
                 )?;
