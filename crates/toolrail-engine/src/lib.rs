@@ -18,7 +18,7 @@ pub mod stacks;
 pub mod utf8;
 pub mod vocab;
 
-pub use check::{Verdict, VerdictKind, check, check_with};
+pub use check::{StreamVerdict, Verdict, VerdictKind, check, check_reader, check_with};
 pub use finish::BudgetGuard;
 pub use mask::{MaskEngine, MaskError, TokenMask, TokenTrie};
 pub use recognizer::{Engine, Expected, State};

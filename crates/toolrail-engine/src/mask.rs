@@ -124,8 +124,10 @@ impl TokenMask {
 /// Why a mask could not be computed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum MaskError {
-    /// More than 65,536 stacks at once (see [`super::stacks::MAX_STACKS`]).
-    #[error("the grammar is too ambiguous at this point (more than 65,536 live stacks)")]
+    /// One step took more than [`super::stacks::MAX_STEP_WORK`].
+    #[error(
+        "the grammar is too ambiguous at this point (one character takes more than 4,194,304 stack steps)"
+    )]
     TooAmbiguous,
     /// The state is already rejected.
     #[error("the grammar state is dead: no stack is left")]

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::stacks::{DEAD_SET, EMPTY_STACK, EXPLODED_SET, MAX_STACKS, SetId, StackArena, StackId};
+use super::stacks::{
+    DEAD_SET, EMPTY_STACK, EXPLODED_SET, MAX_STEP_WORK, SetId, StackArena, StackId,
+};
 use super::utf8::{self, PartialUtf8, Utf8Step};
 use toolrail_gbnf::charset::{CharSet, class_chars};
 use toolrail_gbnf::{ElementKind, Grammar};
@@ -26,7 +28,8 @@ impl State {
         self.set == DEAD_SET || self.partial.is_invalid()
     }
 
-    /// True when the grammar became too ambiguous to follow (more than [`MAX_STACKS`] stacks).
+    /// True when the grammar became too ambiguous to follow (a step over more than
+    /// [`MAX_STEP_WORK`]).
     pub fn is_exploded(self) -> bool {
         self.set == EXPLODED_SET
     }
@@ -70,6 +73,8 @@ pub struct Engine {
     expansion_pool: Vec<StackId>,
     transitions: FxHashMap<u64, SetId>,
     initial: SetId,
+    /// Work done by all steps so far (see [`MAX_STEP_WORK`]); memoized steps cost nothing.
+    work_done: u64,
 }
 
 impl Engine {
@@ -82,6 +87,7 @@ impl Engine {
             expansion_pool: Vec::new(),
             transitions: FxHashMap::default(),
             initial: DEAD_SET,
+            work_done: 0,
         };
         engine.initial = engine.initial_set();
         engine
@@ -113,6 +119,61 @@ impl Engine {
     /// The element positions of `stack`, bottom first.
     pub fn stack_positions(&self, stack: StackId) -> Vec<u32> {
         self.arena.positions(stack)
+    }
+
+    /// The work done by every step so far (stacks examined plus expanded stacks visited; see
+    /// [`MAX_STEP_WORK`]). Callers that walk an input bound the work per byte with it.
+    pub fn work_done(&self) -> u64 {
+        self.work_done
+    }
+
+    /// What the engine's memory grows with: the arena's [`StackArena::entries`] plus the memo
+    /// tables (cached expansions and transitions). [`Engine::compact`] brings it back down.
+    pub fn memory_entries(&self) -> usize {
+        self.arena.entries() + self.expansion_pool.len() + 2 * self.transitions.len()
+    }
+
+    /// Forgets every stack, set and memo except what `state` needs, and returns `state` as it
+    /// is in the fresh arena. Memory otherwise grows with every distinct state ever reached (a
+    /// million nested objects take gigabytes); a caller that walks one input forward and keeps
+    /// no other state (as [`crate::check::check_reader`] does) compacts when
+    /// [`Engine::memory_entries`] gets large. Every other `State`, `SetId` and `StackId` from
+    /// before is invalid afterwards (and masks memoized by a [`crate::MaskEngine`] with them).
+    pub fn compact(&mut self, state: State) -> State {
+        let old = std::mem::take(&mut self.arena);
+        self.expansions.clear();
+        self.expansion_pool.clear();
+        self.transitions.clear();
+        let set = if state.set == DEAD_SET || state.set == EXPLODED_SET {
+            state.set
+        } else {
+            // Copy each stack's nodes, sharing the ones already copied (iteratively: a stack may
+            // be a million deep).
+            let mut copied: FxHashMap<StackId, StackId> = FxHashMap::default();
+            copied.insert(EMPTY_STACK, EMPTY_STACK);
+            let mut stacks = Vec::with_capacity(old.set(state.set).len());
+            for &stack in old.set(state.set) {
+                let mut chain = Vec::new();
+                let mut at = stack;
+                while !copied.contains_key(&at) {
+                    chain.push(at);
+                    at = old.pop(at);
+                }
+                let mut new = copied[&at];
+                for &node in chain.iter().rev() {
+                    let top = old.top(node).unwrap_or(u32::MAX);
+                    new = self.arena.push(new, top);
+                    copied.insert(node, new);
+                }
+                stacks.push(new);
+            }
+            self.arena.intern_set(stacks)
+        };
+        self.initial = self.initial_set();
+        State {
+            set,
+            partial: state.partial,
+        }
     }
 
     /// True if the input may end at `state` (some stack is empty, no UTF-8 sequence pending).
@@ -197,12 +258,14 @@ impl Engine {
         range
     }
 
+    /// Adds the expansion of `stack` to `out` (skipping stacks in `present`); returns the
+    /// number of expanded stacks visited (the step's work).
     fn advance_into(
         &mut self,
         stack: StackId,
         out: &mut Vec<StackId>,
         present: &mut FxHashSet<StackId>,
-    ) {
+    ) -> usize {
         let (start, len) = self.expand(stack);
         for i in start..start + len {
             let s = self.expansion_pool[i as usize];
@@ -210,6 +273,7 @@ impl Engine {
                 out.push(s);
             }
         }
+        len as usize
     }
 
     /// `llama_grammar_match_char`: whether the class at `pos` accepts `c`, and the position after
@@ -294,7 +358,12 @@ impl Engine {
         let stacks: Vec<StackId> = self.arena.set(set).to_vec();
         let mut out = Vec::with_capacity(stacks.len());
         let mut present = FxHashSet::default();
+        // Stacks already advanced in this step: advancing one again adds nothing to `out`.
+        let mut advanced = FxHashSet::default();
+        let mut work = 0usize;
+        let mut exploded = false;
         for stack in stacks {
+            work += 1;
             let Some(pos) = self.arena.top(stack) else {
                 continue;
             };
@@ -309,13 +378,17 @@ impl Engine {
                 } else {
                     self.arena.push(rest, after)
                 };
-                self.advance_into(next, &mut out, &mut present);
+                if advanced.insert(next) {
+                    work += self.advance_into(next, &mut out, &mut present);
+                }
             }
-            if out.len() > MAX_STACKS {
+            if work > MAX_STEP_WORK {
+                exploded = true;
                 break;
             }
         }
-        let next = if out.len() > MAX_STACKS {
+        self.work_done += work as u64;
+        let next = if exploded {
             EXPLODED_SET
         } else {
             self.arena.intern_set(out)
@@ -438,7 +511,7 @@ impl Engine {
         if out.is_empty() || partial.is_invalid() {
             return None;
         }
-        let set = if out.len() > MAX_STACKS {
+        let set = if out.len() > MAX_STEP_WORK {
             EXPLODED_SET
         } else {
             self.arena.intern_set(out)

@@ -19,12 +19,16 @@ pub type SetId = u32;
 /// The empty set of stacks: the input was rejected.
 pub const DEAD_SET: SetId = 0;
 
-/// Stands for a set that grew past [`MAX_STACKS`]: the grammar is too ambiguous to follow.
+/// Stands for a step that took more than [`MAX_STEP_WORK`]: the grammar is too ambiguous to
+/// follow.
 pub const EXPLODED_SET: SetId = 1;
 
-/// The most stacks a state may hold. Ambiguous grammars can double their stacks at every
-/// character (llama.cpp then slows to a crawl and runs out of memory); past this we stop and say so.
-pub const MAX_STACKS: usize = 1 << 16;
+/// The most work one step over one character may take, counted as stacks examined plus
+/// expanded stacks visited (before duplicates are removed). This, not the number of live
+/// stacks, is what makes an ambiguous grammar slow (llama.cpp then crawls and runs out of
+/// memory), so a large unambiguous alternation (a 70,000-value enum: about 3 units per value
+/// on its first character) passes, and a step that would take longer stops with a verdict.
+pub const MAX_STEP_WORK: usize = 1 << 22;
 
 #[derive(Clone, Copy, Debug)]
 struct Node {
@@ -39,6 +43,8 @@ pub struct StackArena {
     node_index: FxHashMap<(u32, StackId), StackId>,
     sets: Vec<Box<[StackId]>>,
     set_index: FxHashMap<Box<[StackId]>, SetId>,
+    /// Stacks held by all sets together.
+    set_elements: usize,
 }
 
 impl Default for StackArena {
@@ -52,6 +58,7 @@ impl Default for StackArena {
             node_index: FxHashMap::default(),
             sets: Vec::new(),
             set_index: FxHashMap::default(),
+            set_elements: 0,
         };
         arena.intern_set(Vec::new());
         // EXPLODED_SET: an empty placeholder that no real set is ever interned as.
@@ -102,6 +109,7 @@ impl StackArena {
             return id;
         }
         let id = self.sets.len() as SetId;
+        self.set_elements += stacks.len();
         let boxed: Box<[StackId]> = stacks.into_boxed_slice();
         self.sets.push(boxed.clone());
         self.set_index.insert(boxed, id);
@@ -112,6 +120,12 @@ impl StackArena {
     #[inline]
     pub fn set(&self, set: SetId) -> &[StackId] {
         &self.sets[set as usize]
+    }
+
+    /// Stack nodes plus the stacks held by all sets: what the arena's memory grows with (each
+    /// counts a few machine words).
+    pub fn entries(&self) -> usize {
+        self.nodes.len() + 2 * self.set_elements
     }
 
     /// Number of distinct stacks and sets built (for memory reporting).

@@ -150,6 +150,17 @@ impl Code {
         }
     }
 
+    /// Whether an error-severity finding with this code makes the grammar unusable: it matches
+    /// nothing (GB108), or generation can reach a point from which it can never be completed
+    /// (GB107 as an error, GB110). Running such a grammar can only end in an incomplete output
+    /// or an abort in llama.cpp, so `check` and `generate` stop with the finding instead.
+    pub fn makes_grammar_unusable(self) -> bool {
+        matches!(
+            self,
+            Code::EmptyLanguage | Code::DeadEnd | Code::NeverFinishes
+        )
+    }
+
     /// How serious a finding with this code usually is (GB107 is a warning where generation
     /// cannot reach the rule).
     pub fn severity(self) -> Severity {

@@ -20,6 +20,22 @@ pub enum LlmError {
         path: PathBuf,
     },
 
+    /// The path names something that is not a regular file: a directory, a FIFO, a device.
+    #[error("{} is {kind}, not a model file", .path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead ("a directory", "a FIFO (named pipe)", …).
+        kind: &'static str,
+    },
+
+    /// The GGUF holds no tensors: a vocabulary- or metadata-only file, nothing to run.
+    #[error("{} has no tensors (no weights): it is a metadata- or vocabulary-only GGUF, not a model to run", .path.display())]
+    NoTensors {
+        /// The file.
+        path: PathBuf,
+    },
+
     /// The model file could not be read.
     #[error("cannot read {}: {source}", .path.display())]
     Io {
@@ -68,6 +84,18 @@ pub enum LlmError {
         /// The file.
         path: PathBuf,
         /// What is wrong.
+        reason: String,
+    },
+
+    /// A metadata value is readable but one llama.cpp would abort on (or misread): a duplicate
+    /// token, an impossible layer count, a NaN epsilon, an unaligned data section.
+    #[error("{} has a bad metadata value: '{key}' {reason}", .path.display())]
+    BadMetadata {
+        /// The file.
+        path: PathBuf,
+        /// The metadata key concerned.
+        key: String,
+        /// What is wrong with its value, and what llama.cpp needs.
         reason: String,
     },
 

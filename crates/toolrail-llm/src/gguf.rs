@@ -9,10 +9,28 @@
 //! Layout (little-endian): magic `GGUF`, version `u32`, tensor count `u64`, key/value count
 //! `u64`, the key/value pairs, the tensor descriptions (name, dimensions, type, offset), then the
 //! tensor data at the next multiple of `general.alignment` (default 32).
+//!
+//! # Metadata checks
+//!
+//! Some values parse fine but make llama.cpp abort the process (a `GGML_ASSERT`) or make
+//! llama-cpp-2 panic, at load or at the first decode. They are refused here, as
+//! [`LlmError::BadMetadata`] naming the key (`ARCH` is `general.architecture`):
+//!
+//! - `tokenizer.ggml.tokens`: no two tokens with the same text (an empty token counts as
+//!   `[EMPTY_<id>]`, as llama.cpp renames it), else llama.cpp's vocabulary assertion aborts;
+//! - `general.alignment`: a 32-bit power of two and a multiple of 32 (ggml's tensor alignment;
+//!   a smaller one leaves tensor data unaligned and ggml aborts);
+//! - `ARCH.block_count`: 1 to 512 (llama.cpp's `LLAMA_MAX_LAYERS`);
+//! - `ARCH.nextn_predict_layers`: at most `ARCH.block_count`;
+//! - `ARCH.context_length`: 1 to 2³¹−1 (llama.cpp reports it as a 32-bit signed number);
+//! - `ARCH.expert_count`: at most 1024 (`LLAMA_MAX_EXPERTS`); `ARCH.expert_used_count` at most
+//!   `ARCH.expert_count`, and more than 0 when there are experts;
+//! - every floating-point value under `ARCH.` finite (no NaN or infinity), and every
+//!   `…epsilon` 0 or more (ggml asserts `eps >= 0` in its norms).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::io::{BufReader, ErrorKind, Read};
+use std::io::{BufReader, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::error::LlmError;
@@ -28,6 +46,18 @@ const MAX_STRING: u64 = 64 << 20;
 
 /// Most dimensions a tensor may have (ggml's `GGML_MAX_DIMS`).
 const MAX_DIMS: u32 = 4;
+
+/// ggml's `TENSOR_ALIGNMENT`: tensor data must start at a multiple of it.
+const TENSOR_ALIGNMENT: u64 = 32;
+
+/// llama.cpp's `LLAMA_MAX_LAYERS`.
+const MAX_LAYERS: u64 = 512;
+
+/// llama.cpp's `LLAMA_MAX_EXPERTS`.
+const MAX_EXPERTS: u64 = 1024;
+
+/// The key of the vocabulary's token texts.
+const TOKENS_KEY: &str = "tokenizer.ggml.tokens";
 
 /// A scalar or string metadata value (arrays are kept as their element type and length only).
 #[derive(Clone, Debug, PartialEq)]
@@ -79,6 +109,8 @@ pub struct GgufHeader {
     pub tensor_count: u64,
     /// Metadata: every key with its scalar value (arrays summarised).
     pub metadata: BTreeMap<String, GgufValue>,
+    /// Where each metadata entry (key, type and value) lies in the file: start and end byte.
+    pub metadata_spans: BTreeMap<String, (u64, u64)>,
     /// Where the metadata ends (the first tensor description starts).
     pub metadata_end: u64,
     /// Where the tensor descriptions end (padding to the alignment follows).
@@ -97,6 +129,27 @@ impl GgufHeader {
     /// Reads and checks the header of `path`, including that the file is long enough for every
     /// tensor it describes.
     pub fn read(path: &Path) -> Result<GgufHeader, LlmError> {
+        // Look before opening: opening a FIFO would wait for a writer forever.
+        match std::fs::metadata(path) {
+            Ok(meta) if !meta.is_file() => {
+                return Err(LlmError::NotAFile {
+                    path: path.to_path_buf(),
+                    kind: file_kind(&meta.file_type()),
+                });
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                return Err(LlmError::NotFound {
+                    path: path.to_path_buf(),
+                });
+            }
+            Err(source) => {
+                return Err(LlmError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        }
         let file = File::open(path).map_err(|source| match source.kind() {
             ErrorKind::NotFound => LlmError::NotFound {
                 path: path.to_path_buf(),
@@ -120,6 +173,12 @@ impl GgufHeader {
             path: path.to_path_buf(),
         };
         let header = reader.header()?;
+        check_metadata(path, &header)?;
+        if header.tensor_count == 0 {
+            return Err(LlmError::NoTensors {
+                path: path.to_path_buf(),
+            });
+        }
         if header.required_size > file_size {
             return Err(LlmError::Truncated {
                 path: path.to_path_buf(),
@@ -152,10 +211,8 @@ impl GgufHeader {
 }
 
 /// Writes a copy of the GGUF at `from` to `to` with one more string metadata entry, e.g. a chat
-/// template (`tokenizer.chat_template`) to run a model under another template. The metadata
-/// gains the entry at its end, the tensor descriptions follow unchanged, and the tensor data
-/// moves to the next aligned offset (tensor offsets are relative to the data, so they stay
-/// valid). A key the file already has is an error.
+/// template (`tokenizer.chat_template`) to run a model under another template. A key the file
+/// already has is an error (see [`copy_with_value`] to replace one).
 pub fn copy_with_string(from: &Path, to: &Path, key: &str, value: &str) -> Result<(), LlmError> {
     let header = GgufHeader::read(from)?;
     if header.metadata.contains_key(key) {
@@ -164,44 +221,299 @@ pub fn copy_with_string(from: &Path, to: &Path, key: &str, value: &str) -> Resul
             reason: format!("it already has the metadata key '{key}'"),
         });
     }
+    copy_with_value(from, to, key, &NewValue::Str(value.as_bytes().to_vec()))
+}
+
+/// A metadata value to write with [`copy_with_value`], with its GGUF type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NewValue {
+    /// GGUF `uint32`.
+    U32(u32),
+    /// GGUF `uint64`.
+    U64(u64),
+    /// GGUF `float32`.
+    F32(f32),
+    /// GGUF `string` (raw bytes: token texts need not be UTF-8).
+    Str(Vec<u8>),
+    /// GGUF array of `string`.
+    StrArray(Vec<Vec<u8>>),
+}
+
+impl NewValue {
+    /// The GGUF type code and the encoded value.
+    fn encode(&self) -> (u32, Vec<u8>) {
+        let string = |out: &mut Vec<u8>, s: &[u8]| {
+            out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+            out.extend_from_slice(s);
+        };
+        match self {
+            NewValue::U32(v) => (4, v.to_le_bytes().to_vec()),
+            NewValue::U64(v) => (10, v.to_le_bytes().to_vec()),
+            NewValue::F32(v) => (6, v.to_le_bytes().to_vec()),
+            NewValue::Str(s) => {
+                let mut out = Vec::with_capacity(s.len() + 8);
+                string(&mut out, s);
+                (8, out)
+            }
+            NewValue::StrArray(items) => {
+                let mut out = Vec::new();
+                out.extend_from_slice(&8u32.to_le_bytes());
+                out.extend_from_slice(&(items.len() as u64).to_le_bytes());
+                for item in items {
+                    string(&mut out, item);
+                }
+                (9, out)
+            }
+        }
+    }
+}
+
+/// Writes a copy of the GGUF at `from` to `to` with the metadata entry `key` set to `value`:
+/// replaced where it is, or added at the end of the metadata. The tensor descriptions follow
+/// unchanged and the tensor data moves to the next aligned offset (tensor offsets are relative
+/// to the data, so they stay valid). Used to run a model under another chat template, and by
+/// the tests to craft hostile variants of a real model. `from` must pass [`GgufHeader::read`];
+/// the copy is not checked (that is the point of the tests).
+pub fn copy_with_value(
+    from: &Path,
+    to: &Path,
+    key: &str,
+    value: &NewValue,
+) -> Result<(), LlmError> {
+    let header = GgufHeader::read(from)?;
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| LlmError::Io { path, source }
     };
-    let bytes = std::fs::read(from).map_err(io(from))?;
-    let (Ok(metadata_end), Ok(infos_end), Ok(data_start)) = (
-        usize::try_from(header.metadata_end),
-        usize::try_from(header.tensor_infos_end),
-        usize::try_from(header.data_offset),
-    ) else {
-        return Err(LlmError::Corrupt {
-            path: from.to_path_buf(),
-            reason: "its header does not fit in memory".into(),
-        });
+    let mut file = File::open(from).map_err(io(from))?;
+    let mut head = Vec::new();
+    (&mut file)
+        .take(header.tensor_infos_end)
+        .read_to_end(&mut head)
+        .map_err(io(from))?;
+    let changed = || LlmError::Truncated {
+        path: from.to_path_buf(),
+        size: header.file_size,
+        detail: "it changed while it was read".into(),
     };
-    let (Some(kv_count), Some(data)) = (bytes.get(16..24), bytes.get(data_start..)) else {
-        return Err(LlmError::Truncated {
-            path: from.to_path_buf(),
-            size: header.file_size,
-            detail: "it changed while it was read".into(),
-        });
+    let at = |offset: u64| usize::try_from(offset).map_err(|_| changed());
+    if head.len() != at(header.tensor_infos_end)? {
+        return Err(changed());
+    }
+    let (ty, encoded) = value.encode();
+    let mut entry = Vec::with_capacity(key.len() + encoded.len() + 12);
+    entry.extend_from_slice(&(key.len() as u64).to_le_bytes());
+    entry.extend_from_slice(key.as_bytes());
+    entry.extend_from_slice(&ty.to_le_bytes());
+    entry.extend_from_slice(&encoded);
+
+    let kv_count = u64::from_le_bytes(head[16..24].try_into().map_err(|_| changed())?);
+    let mut out = Vec::with_capacity(head.len() + entry.len() + 64);
+    out.extend_from_slice(&head[..16]);
+    let metadata_end = at(header.metadata_end)?;
+    match header.metadata_spans.get(key) {
+        Some(&(start, end)) => {
+            out.extend_from_slice(&kv_count.to_le_bytes());
+            out.extend_from_slice(&head[24..at(start)?]);
+            out.extend_from_slice(&entry);
+            out.extend_from_slice(&head[at(end)?..metadata_end]);
+        }
+        None => {
+            out.extend_from_slice(&(kv_count + 1).to_le_bytes());
+            out.extend_from_slice(&head[24..metadata_end]);
+            out.extend_from_slice(&entry);
+        }
+    }
+    out.extend_from_slice(&head[metadata_end..]);
+    // The new alignment, if it is the value changed, else the file's.
+    let alignment = match (key, value) {
+        ("general.alignment", NewValue::U32(a)) if a.is_power_of_two() => u64::from(*a),
+        _ => header.alignment,
     };
-    let mut kv = [0u8; 8];
-    kv.copy_from_slice(kv_count);
-    let alignment = usize::try_from(header.alignment).unwrap_or(32);
-    let mut out = Vec::with_capacity(bytes.len() + key.len() + value.len() + 64 + alignment);
-    out.extend_from_slice(&bytes[..16]);
-    out.extend_from_slice(&(u64::from_le_bytes(kv) + 1).to_le_bytes());
-    out.extend_from_slice(&bytes[24..metadata_end]);
-    out.extend_from_slice(&(key.len() as u64).to_le_bytes());
-    out.extend_from_slice(key.as_bytes());
-    out.extend_from_slice(&8u32.to_le_bytes());
-    out.extend_from_slice(&(value.len() as u64).to_le_bytes());
-    out.extend_from_slice(value.as_bytes());
-    out.extend_from_slice(&bytes[metadata_end..infos_end]);
-    out.resize(out.len().next_multiple_of(alignment), 0);
-    out.extend_from_slice(data);
-    std::fs::write(to, out).map_err(io(to))
+    out.resize(at((out.len() as u64).div_ceil(alignment) * alignment)?, 0);
+    file.seek(SeekFrom::Start(header.data_offset))
+        .map_err(io(from))?;
+    let mut sink = std::io::BufWriter::new(File::create(to).map_err(io(to))?);
+    sink.write_all(&out).map_err(io(to))?;
+    std::io::copy(&mut file, &mut sink).map_err(io(to))?;
+    sink.flush().map_err(io(to))
+}
+
+/// The elements of the string-array metadata entry `key` of the GGUF at `path` (raw bytes), or
+/// `None` when the file has no such entry or it is not an array of strings.
+pub fn string_array(path: &Path, key: &str) -> Result<Option<Vec<Vec<u8>>>, LlmError> {
+    let header = GgufHeader::read(path)?;
+    let Some(&(start, end)) = header.metadata_spans.get(key) else {
+        return Ok(None);
+    };
+    let io = |source| LlmError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = File::open(path).map_err(io)?;
+    file.seek(SeekFrom::Start(start)).map_err(io)?;
+    let mut entry = Vec::new();
+    file.take(end - start).read_to_end(&mut entry).map_err(io)?;
+    let mut rest = entry.as_slice();
+    let parsed = (|| {
+        let key_len = usize::try_from(take_number(&mut rest, 8)?).ok()?;
+        take_bytes(&mut rest, key_len)?;
+        if take_number(&mut rest, 4)? != 9 || take_number(&mut rest, 4)? != 8 {
+            return Some(None);
+        }
+        let len = take_number(&mut rest, 8)?;
+        let mut items = Vec::new();
+        for _ in 0..len {
+            let n = usize::try_from(take_number(&mut rest, 8)?).ok()?;
+            items.push(take_bytes(&mut rest, n)?.to_vec());
+        }
+        Some(Some(items))
+    })();
+    parsed.ok_or_else(|| LlmError::Truncated {
+        path: path.to_path_buf(),
+        size: header.file_size,
+        detail: "it changed while it was read".into(),
+    })
+}
+
+/// The next `n` bytes of `rest`, if there are that many.
+fn take_bytes<'a>(rest: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+    let (taken, after) = rest.split_at_checked(n)?;
+    *rest = after;
+    Some(taken)
+}
+
+/// The next little-endian unsigned number of `width` bytes (at most 8) of `rest`.
+fn take_number(rest: &mut &[u8], width: usize) -> Option<u64> {
+    let bytes = take_bytes(rest, width)?;
+    let mut buf = [0u8; 8];
+    buf.get_mut(..width)?.copy_from_slice(bytes);
+    Some(u64::from_le_bytes(buf))
+}
+
+/// What a non-regular file is, for a message.
+pub fn file_kind(file_type: &std::fs::FileType) -> &'static str {
+    if file_type.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if file_type.is_char_device() || file_type.is_block_device() {
+            return "a device";
+        }
+        if file_type.is_socket() {
+            return "a socket";
+        }
+    }
+    "something other than a regular file"
+}
+
+/// The checks listed in the module docs, on a header that parsed.
+fn check_metadata(path: &Path, header: &GgufHeader) -> Result<(), LlmError> {
+    let bad = |key: &str, reason: String| LlmError::BadMetadata {
+        path: path.to_path_buf(),
+        key: key.to_owned(),
+        reason,
+    };
+    let metadata = &header.metadata;
+    if let Some(value) = metadata.get("general.alignment") {
+        let fine = matches!(value, GgufValue::Uint(a)
+            if *a <= u64::from(u32::MAX) && a.is_power_of_two() && a % TENSOR_ALIGNMENT == 0);
+        if !fine {
+            return Err(bad(
+                "general.alignment",
+                format!(
+                    "is {}; it must be a power of two and a multiple of {TENSOR_ALIGNMENT} \
+                     (ggml's tensor alignment)",
+                    show(value)
+                ),
+            ));
+        }
+    }
+    let Some(arch) = header.architecture() else {
+        return Ok(());
+    };
+    let int_in = |key: String, low: u64, high: u64, why: &str| -> Result<Option<u64>, LlmError> {
+        match metadata.get(&key) {
+            None => Ok(None),
+            Some(value) => match value.as_u64() {
+                Some(v) if (low..=high).contains(&v) => Ok(Some(v)),
+                _ => Err(bad(
+                    &key,
+                    format!("is {}; it must be {low} to {high} ({why})", show(value)),
+                )),
+            },
+        }
+    };
+    let layers = int_in(
+        format!("{arch}.block_count"),
+        1,
+        MAX_LAYERS,
+        "llama.cpp's layer limit",
+    )?
+    .unwrap_or(MAX_LAYERS);
+    int_in(
+        format!("{arch}.nextn_predict_layers"),
+        0,
+        layers,
+        "no more than the block count",
+    )?;
+    int_in(
+        format!("{arch}.context_length"),
+        1,
+        i32::MAX as u64,
+        "llama.cpp keeps it as a 32-bit signed number",
+    )?;
+    let experts = int_in(
+        format!("{arch}.expert_count"),
+        0,
+        MAX_EXPERTS,
+        "llama.cpp's expert limit",
+    )?
+    .unwrap_or(0);
+    if metadata.contains_key(&format!("{arch}.expert_used_count")) {
+        let low = u64::from(experts > 0);
+        int_in(
+            format!("{arch}.expert_used_count"),
+            low,
+            experts,
+            "at least 1 and at most the expert count when there are experts, else 0",
+        )?;
+    }
+    let prefix = format!("{arch}.");
+    for (key, value) in metadata.range(prefix.clone()..) {
+        if !key.starts_with(&prefix) {
+            break;
+        }
+        if let GgufValue::Float(f) = value {
+            if !f.is_finite() {
+                return Err(bad(key, format!("is {f}; it must be a finite number")));
+            }
+            if key.ends_with("epsilon") && *f < 0.0 {
+                return Err(bad(
+                    key,
+                    format!("is {f}; an epsilon must be 0 or more (ggml asserts it)"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A metadata value as a message shows it.
+fn show(value: &GgufValue) -> String {
+    match value {
+        GgufValue::Uint(v) => v.to_string(),
+        GgufValue::Int(v) => v.to_string(),
+        GgufValue::Float(v) => v.to_string(),
+        GgufValue::Bool(v) => v.to_string(),
+        GgufValue::Str(s) => format!("the string {s:?}"),
+        GgufValue::Array { len, .. } => format!("an array of {len} elements"),
+    }
 }
 
 /// Bytes per block and elements per block of a ggml tensor type, from the linked ggml.
@@ -361,6 +673,9 @@ impl Reader {
                     self.pos = self.size;
                     return Err(self.truncated(key));
                 }
+                if key == TOKENS_KEY {
+                    return self.unique_tokens(len);
+                }
                 for _ in 0..len {
                     let n = self.u64(key)?;
                     if n > MAX_STRING {
@@ -373,6 +688,55 @@ impl Reader {
             9 => Err(self.corrupt(format!("key '{key}': nested arrays are not allowed"))),
             other => Err(self.corrupt(format!("key '{key}': unknown array element type {other}"))),
         }
+    }
+
+    /// Reads the vocabulary's `len` token texts, refusing two with the same text: llama.cpp maps
+    /// text to id and aborts when the map is smaller than the vocabulary. An empty token counts
+    /// as `[EMPTY_<id>]`, the name llama.cpp gives it.
+    fn unique_tokens(&mut self, len: u64) -> Result<(), LlmError> {
+        let mut seen: HashMap<Vec<u8>, u64> = HashMap::new();
+        for id in 0..len {
+            let n = self.u64(TOKENS_KEY)?;
+            if n > MAX_STRING {
+                return Err(self.corrupt(format!("key '{TOKENS_KEY}': a string of {n} bytes")));
+            }
+            if n > self.size.saturating_sub(self.pos) {
+                self.pos = self.size;
+                return Err(self.truncated(TOKENS_KEY));
+            }
+            let mut text = vec![0u8; n as usize];
+            match self.inner.read_exact(&mut text) {
+                Ok(()) => self.pos += n,
+                Err(e) if e.kind() == ErrorKind::UnexpectedEof => {
+                    return Err(self.truncated(TOKENS_KEY));
+                }
+                Err(source) => {
+                    return Err(LlmError::Io {
+                        path: self.path.clone(),
+                        source,
+                    });
+                }
+            }
+            if text.is_empty() {
+                text = format!("[EMPTY_{id}]").into_bytes();
+            }
+            if let Some(first) = seen.insert(text, id) {
+                let text = seen
+                    .iter()
+                    .find(|(_, v)| **v == id)
+                    .map(|(k, _)| String::from_utf8_lossy(k).into_owned())
+                    .unwrap_or_default();
+                return Err(LlmError::BadMetadata {
+                    path: self.path.clone(),
+                    key: TOKENS_KEY.into(),
+                    reason: format!(
+                        "has tokens {first} and {id} with the same text {text:?}; llama.cpp \
+                         needs every token text once"
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     fn header(&mut self) -> Result<GgufHeader, LlmError> {
@@ -409,20 +773,22 @@ impl Reader {
         }
 
         let mut metadata = BTreeMap::new();
+        let mut metadata_spans = BTreeMap::new();
         for i in 0..kv_count {
+            let start = self.pos;
             let key = self.string(&format!("metadata key #{i}"))?;
             let ty = self.u32(&key)?;
             let value = self.value(ty, &key)?;
+            metadata_spans.insert(key.clone(), (start, self.pos));
             metadata.insert(key, value);
         }
 
         let metadata_end = self.pos;
+        // A bad alignment is reported by `check_metadata`, naming the key; the default lets
+        // the rest of the header be read meanwhile.
         let alignment = match metadata.get("general.alignment") {
-            None => DEFAULT_ALIGNMENT,
             Some(GgufValue::Uint(a)) if a.is_power_of_two() => *a,
-            Some(other) => {
-                return Err(self.corrupt(format!("general.alignment is {other:?}")));
-            }
+            _ => DEFAULT_ALIGNMENT,
         };
 
         let mut data_size = 0u64;
@@ -464,6 +830,7 @@ impl Reader {
             version,
             tensor_count,
             metadata,
+            metadata_spans,
             metadata_end,
             tensor_infos_end,
             alignment,

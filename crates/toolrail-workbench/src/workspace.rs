@@ -21,6 +21,11 @@ use toolrail_tools::grammar::GrammarOptions;
 /// The version written into new workspace files; files with a higher one are not read.
 pub const WORKSPACE_VERSION: u32 = 1;
 
+/// The deepest pane layout read: a real one nests a handful of containers, and laying out one
+/// nested thousands deep overflows the UI thread's stack. A deeper (or cyclic) layout is
+/// replaced by the default one, with a notice, and the file is kept aside as a copy.
+pub const MAX_LAYOUT_DEPTH: usize = 64;
+
 /// The file name inside the config folder.
 pub const WORKSPACE_FILE: &str = "workspace.json";
 
@@ -229,7 +234,7 @@ pub fn load(path: &Path) -> Loaded {
         }
     };
     let problem = match serde_json::from_slice::<Workspace>(&bytes) {
-        Ok(ws) if ws.version <= WORKSPACE_VERSION => return fresh(ws, None),
+        Ok(ws) if ws.version <= WORKSPACE_VERSION => return checked(path, ws, &bytes),
         Ok(ws) => format!(
             "it has version {}, newer than this toolrail's {WORKSPACE_VERSION}",
             ws.version
@@ -261,6 +266,106 @@ pub fn load(path: &Path) -> Loaded {
             }
         }
     }
+}
+
+/// A workspace that parsed, checked for what serde passes silently: keys toolrail does not know
+/// (ignored, but named in the notice) and a pane layout too deep or cyclic to lay out (reset to
+/// the default, the file kept aside as a `.bad-<secs>` copy first since saving will replace it).
+fn checked(path: &Path, mut workspace: Workspace, bytes: &[u8]) -> Loaded {
+    let mut notices = Vec::new();
+    let mut save_path = path.to_path_buf();
+    if let Some(problem) = workspace.layout.as_ref().and_then(layout_problem) {
+        workspace.layout = None;
+        let backup = backup_path(path);
+        match std::fs::copy(path, &backup) {
+            Ok(_) => notices.push(format!(
+                "the pane layout in {} {problem}; the default layout is used, and the file was \
+                 kept as {}",
+                path.display(),
+                backup.display()
+            )),
+            Err(e) => {
+                save_path = copy_path(path);
+                notices.push(format!(
+                    "the pane layout in {} {problem}; the default layout is used; the file \
+                     could not be copied aside ({e}), so it is left as it is and this session \
+                     saves to {}",
+                    path.display(),
+                    save_path.display()
+                ));
+            }
+        }
+    }
+    let unknown = serde_json::from_slice::<serde_json::Value>(bytes)
+        .ok()
+        .zip(serde_json::to_value(&workspace).ok())
+        .map(|(read, known)| unknown_keys(&read, &known))
+        .unwrap_or_default();
+    if !unknown.is_empty() {
+        notices.push(format!(
+            "the workspace {} has keys toolrail does not know, ignored: {}",
+            path.display(),
+            unknown.join(", ")
+        ));
+    }
+    Loaded {
+        workspace,
+        notice: (!notices.is_empty()).then(|| notices.join("; ")),
+        save_path,
+    }
+}
+
+/// JSON pointers of the object keys in `read` that `known` (the same data as toolrail writes
+/// it) does not have, skipping the opaque layout. Iterative, so any nesting is fine.
+fn unknown_keys(read: &serde_json::Value, known: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![(read, known, String::new())];
+    while let Some((read, known, pointer)) = todo.pop() {
+        let (Some(read), Some(known)) = (read.as_object(), known.as_object()) else {
+            continue;
+        };
+        for (key, value) in read {
+            let at = format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
+            match known.get(key) {
+                None => out.push(at),
+                Some(_) if pointer.is_empty() && key == "layout" => {}
+                Some(known_value) => todo.push((value, known_value, at)),
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Why a pane layout (egui_tiles' serialised tree: `root` and `tiles.tiles`, containers listing
+/// `children`) cannot be laid out: nested deeper than [`MAX_LAYOUT_DEPTH`], or a tile reached
+/// twice (a cycle or a shared tile). Walked iteratively; `None` when it is fine.
+fn layout_problem(layout: &serde_json::Value) -> Option<String> {
+    let tiles = layout.pointer("/tiles/tiles")?.as_object()?;
+    let root = layout.get("root")?;
+    let mut seen = std::collections::HashSet::new();
+    let mut todo = vec![(root.to_string(), 1usize)];
+    while let Some((id, depth)) = todo.pop() {
+        if depth > MAX_LAYOUT_DEPTH {
+            return Some(format!("nests panes more than {MAX_LAYOUT_DEPTH} deep"));
+        }
+        if !seen.insert(id.clone()) {
+            return Some(format!("reaches tile {id} twice (a cycle)"));
+        }
+        let Some(container) = tiles.get(&id).and_then(|t| t.get("Container")) else {
+            continue;
+        };
+        let children = container
+            .as_object()
+            .into_iter()
+            .flat_map(|kinds| kinds.values())
+            .filter_map(|kind| kind.get("children")?.as_array())
+            .flatten();
+        for child in children {
+            todo.push((child.to_string(), depth + 1));
+        }
+    }
+    None
 }
 
 /// A free name beside `path` for this session's copy: `<name>.copy-<unix seconds>`.
@@ -483,6 +588,89 @@ mod tests {
         assert!(backups[0].starts_with("workspace.json.bad-"), "{backups:?}");
         let kept = std::fs::read_to_string(dir.path().join(&backups[0])).unwrap();
         assert_eq!(kept, "{\"version\": 1,\n \"test_input\": [}");
+    }
+
+    #[test]
+    fn unknown_keys_are_named_in_the_notice() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(WORKSPACE_FILE);
+        std::fs::write(
+            &path,
+            r#"{"version": 1, "test_imput": "typo", "schema": {"envelop": "hermes"},
+                "layout": {"anything": 1}, "prompt": "kept"}"#,
+        )
+        .unwrap();
+        let loaded = load(&path);
+        let notice = loaded.notice.unwrap();
+        assert!(
+            notice.contains("keys toolrail does not know, ignored: /schema/envelop, /test_imput"),
+            "{notice}"
+        );
+        assert_eq!(loaded.workspace.prompt, "kept");
+        assert_eq!(loaded.save_path, path);
+        // A file toolrail wrote has none.
+        save(&path, &loaded.workspace).unwrap();
+        assert!(load(&path).notice.is_none());
+    }
+
+    /// A layout like the F5 reproducer's: `depth` tab containers, each holding the next.
+    fn nested_layout(depth: usize) -> serde_json::Value {
+        let mut tiles = serde_json::Map::new();
+        tiles.insert("1".into(), serde_json::json!({"Pane": "Tools"}));
+        for i in 0..depth {
+            let child = if i + 1 < depth { 101 + i } else { 1 };
+            tiles.insert(
+                (100 + i).to_string(),
+                serde_json::json!({"Container": {"Tabs": {"children": [child], "active": child}}}),
+            );
+        }
+        serde_json::json!({"root": 100, "tiles": {"next_tile_id": 100 + depth + 1, "tiles": tiles, "invisible": []}})
+    }
+
+    #[test]
+    fn a_layout_nested_too_deep_is_reset_and_the_file_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(WORKSPACE_FILE);
+        let text = serde_json::json!({"version": 1, "prompt": "my prompt", "layout": nested_layout(15_000)})
+            .to_string();
+        std::fs::write(&path, &text).unwrap();
+        let loaded = load(&path);
+        let notice = loaded.notice.unwrap();
+        assert!(
+            notice.contains(&format!("nests panes more than {MAX_LAYOUT_DEPTH} deep")),
+            "{notice}"
+        );
+        assert_eq!(loaded.workspace.layout, None);
+        assert_eq!(loaded.workspace.prompt, "my prompt");
+        let kept: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains(".bad-"))
+            .collect();
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert_eq!(std::fs::read_to_string(&kept[0]).unwrap(), text);
+        assert!(notice.contains(&kept[0].display().to_string()), "{notice}");
+
+        // A cycle is refused too; a shallow layout is kept as it is.
+        let mut cyclic = nested_layout(3);
+        cyclic["tiles"]["tiles"]["102"] =
+            serde_json::json!({"Container": {"Linear": {"children": [100], "dir": "Horizontal"}}});
+        std::fs::write(
+            &path,
+            serde_json::json!({"version": 1, "layout": cyclic}).to_string(),
+        )
+        .unwrap();
+        let notice = load(&path).notice.unwrap();
+        assert!(notice.contains("reaches tile 100 twice"), "{notice}");
+        let shallow = nested_layout(5);
+        std::fs::write(
+            &path,
+            serde_json::json!({"version": 1, "layout": shallow.clone()}).to_string(),
+        )
+        .unwrap();
+        let loaded = load(&path);
+        assert!(loaded.notice.is_none(), "{:?}", loaded.notice);
+        assert_eq!(loaded.workspace.layout, Some(shallow));
     }
 
     #[test]

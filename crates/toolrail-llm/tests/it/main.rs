@@ -6,6 +6,7 @@
 mod bench_calls;
 mod common;
 mod generation;
+mod hostile_gguf;
 mod llm_masks;
 mod llm_model;
 mod llm_sampler;

@@ -16,6 +16,15 @@ pub use markdown::to_markdown;
 /// The transcript format version this build writes and reads.
 pub const TRANSCRIPT_VERSION: u32 = 1;
 
+/// The largest transcript file read: far above a long run with every candidate and stack
+/// recorded, and small enough that reading one never exhausts memory.
+pub const MAX_TRANSCRIPT_BYTES: u64 = 256 << 20;
+
+/// The longest token piece (and candidate piece) read, in bytes. Real vocabularies' pieces are
+/// at most a few hundred bytes; a longer one is not a model's token, and drawing it whole would
+/// exceed the GPU's limits.
+pub const MAX_PIECE_BYTES: usize = 4096;
+
 /// One generation run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Transcript {
@@ -100,6 +109,30 @@ pub enum TranscriptError {
         /// What is wrong.
         message: String,
     },
+    /// The file is larger than [`MAX_TRANSCRIPT_BYTES`].
+    #[error("{path}: {size} bytes is too large for a transcript (the limit is {limit} bytes)")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// Its size in bytes.
+        size: u64,
+        /// [`MAX_TRANSCRIPT_BYTES`].
+        limit: u64,
+    },
+    /// A token piece is longer than [`MAX_PIECE_BYTES`].
+    #[error(
+        "{path}: {pointer}: a token piece of {len} bytes is too long (the limit is {limit} bytes)"
+    )]
+    PieceTooLong {
+        /// The file.
+        path: String,
+        /// JSON pointer of the piece, e.g. `/tokens/7/piece`.
+        pointer: String,
+        /// Its length in bytes.
+        len: usize,
+        /// [`MAX_PIECE_BYTES`].
+        limit: usize,
+    },
     /// Written by a newer toolrail.
     #[error("{path}: transcript version {found} is newer than this toolrail reads ({supported})")]
     Version {
@@ -127,12 +160,39 @@ impl Transcript {
         })
     }
 
-    /// Reads a transcript, checking its version first.
+    /// Reads a transcript, checking its size ([`MAX_TRANSCRIPT_BYTES`]) before reading and its
+    /// version before the rest.
     pub fn load(path: &Path) -> Result<Transcript, TranscriptError> {
+        use std::io::Read as _;
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| TranscriptError::Io {
+        let io = |source| TranscriptError::Io {
             path: shown.clone(),
             source,
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let too_large = |size| TranscriptError::TooLarge {
+            path: shown.clone(),
+            size,
+            limit: MAX_TRANSCRIPT_BYTES,
+        };
+        let size = file.metadata().map_err(io)?.len();
+        if size > MAX_TRANSCRIPT_BYTES {
+            return Err(too_large(size));
+        }
+        // The file may grow while it is read (or not be a regular file): read one byte past the
+        // limit at most.
+        let mut bytes = Vec::new();
+        file.take(MAX_TRANSCRIPT_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        if bytes.len() as u64 > MAX_TRANSCRIPT_BYTES {
+            return Err(too_large(bytes.len() as u64));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("not UTF-8 (byte offset {})", e.utf8_error().valid_up_to()),
+            ))
         })?;
         Self::from_json(&text, &shown)
     }
@@ -157,7 +217,35 @@ impl Transcript {
                 supported: TRANSCRIPT_VERSION,
             });
         }
-        serde_json::from_str(text).map_err(format)
+        let transcript: Transcript = serde_json::from_str(text).map_err(format)?;
+        transcript.check_pieces(name)?;
+        Ok(transcript)
+    }
+
+    /// Refuses a token or candidate piece longer than [`MAX_PIECE_BYTES`], naming where it is.
+    fn check_pieces(&self, name: &str) -> Result<(), TranscriptError> {
+        let too_long = |pointer: String, len: usize| TranscriptError::PieceTooLong {
+            path: name.to_string(),
+            pointer,
+            len,
+            limit: MAX_PIECE_BYTES,
+        };
+        for (i, token) in self.tokens.iter().enumerate() {
+            if token.piece.len() > MAX_PIECE_BYTES {
+                return Err(too_long(format!("/tokens/{i}/piece"), token.piece.len()));
+            }
+            for (list, candidates) in [("before", &token.before), ("after", &token.after)] {
+                for (j, c) in candidates.iter().enumerate() {
+                    if c.piece.len() > MAX_PIECE_BYTES {
+                        return Err(too_long(
+                            format!("/tokens/{i}/{list}/{j}/piece"),
+                            c.piece.len(),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Saves the Markdown rendering, atomically.

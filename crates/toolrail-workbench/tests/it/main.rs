@@ -4,5 +4,6 @@
 
 mod common;
 mod prompt_preview;
+mod reliability;
 mod transcript;
 mod workbench_run;

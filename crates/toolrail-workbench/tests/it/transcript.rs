@@ -114,3 +114,60 @@ fn bad_files_are_named_with_position() {
     );
     assert!(Transcript::load(std::path::Path::new("/no/such/file.json")).is_err());
 }
+
+/// The F4 reproducer: the last token's piece made 1 MB. Reading refuses it, naming the piece
+/// and the limit; a piece at the limit still reads.
+#[test]
+fn a_huge_token_piece_is_refused_naming_it_and_the_limit() {
+    use toolrail_workbench::transcript::MAX_PIECE_BYTES;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    let mut t = sample_transcript();
+    let last = t.tokens.len() - 1;
+    t.tokens[last].piece = "z".repeat(1_000_000);
+    t.save(&path).unwrap();
+    let err = Transcript::load(&path).unwrap_err();
+    assert!(
+        matches!(err, TranscriptError::PieceTooLong { len: 1_000_000, .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains(&format!(
+            "/tokens/{last}/piece: a token piece of 1000000 bytes is too long (the limit is {MAX_PIECE_BYTES} bytes)"
+        )),
+        "{err}"
+    );
+    // A candidate's piece is checked too.
+    let mut t = sample_transcript();
+    t.tokens[0].before[0].piece = "y".repeat(MAX_PIECE_BYTES + 1);
+    t.save(&path).unwrap();
+    let err = Transcript::load(&path).unwrap_err();
+    assert!(
+        err.to_string().contains("/tokens/0/before/0/piece"),
+        "{err}"
+    );
+    // At the limit it reads.
+    let mut t = sample_transcript();
+    t.tokens[last].piece = "z".repeat(MAX_PIECE_BYTES);
+    t.save(&path).unwrap();
+    assert_eq!(Transcript::load(&path).unwrap(), t);
+}
+
+#[test]
+fn a_transcript_over_the_size_limit_is_refused_before_it_is_read() {
+    use toolrail_workbench::transcript::MAX_TRANSCRIPT_BYTES;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.json");
+    // A sparse file: its size is over the limit, without writing the bytes.
+    let file = std::fs::File::create(&path).unwrap();
+    file.set_len(MAX_TRANSCRIPT_BYTES + 1).unwrap();
+    let err = Transcript::load(&path).unwrap_err();
+    assert!(matches!(err, TranscriptError::TooLarge { .. }), "{err}");
+    assert!(
+        err.to_string().contains(&format!(
+            "{} bytes is too large for a transcript (the limit is {MAX_TRANSCRIPT_BYTES} bytes)",
+            MAX_TRANSCRIPT_BYTES + 1
+        )),
+        "{err}"
+    );
+}

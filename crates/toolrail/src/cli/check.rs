@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use toolrail_engine::{VerdictKind, check};
+use toolrail_engine::{Engine, VerdictKind, check_reader};
 use toolrail_gbnf::source::LineExcerpt;
 
 /// Arguments of `toolrail check`.
@@ -39,8 +39,20 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         Ok(g) => Arc::new(g),
         Err(code) => return Ok(code),
     };
-    let input = super::read_input(&args.input)?;
-    let verdict = check(&grammar, &input);
+    if let Err(code) = super::refuse_unusable(grammar.source(), &args.grammar) {
+        return Ok(code);
+    }
+    // The input is streamed: memory stays bounded and reading stops at the first rejected byte.
+    let mut engine = Engine::new(Arc::clone(&grammar));
+    let streamed = if args.input == "-" {
+        check_reader(&mut engine, &mut std::io::stdin().lock())
+            .map_err(|e| anyhow::anyhow!("cannot read standard input: {e}"))?
+    } else {
+        let cannot = |e: std::io::Error| anyhow::anyhow!("cannot read {}: {e}", args.input);
+        let mut file = std::fs::File::open(&args.input).map_err(cannot)?;
+        check_reader(&mut engine, &mut file).map_err(cannot)?
+    };
+    let verdict = &streamed.verdict;
     let expected = verdict.expected.describe();
     if args.json {
         let out = JsonVerdict {
@@ -68,7 +80,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             }
             VerdictKind::TooAmbiguous => {
                 outln!(
-                    "{name}:{}: stopped at byte {}: the grammar is so ambiguous that more than 65,536 stacks are live (llama.cpp would crawl and run out of memory here)",
+                    "{name}:{}: stopped at byte {}: the grammar is so ambiguous here that following it takes more work than toolrail allows (llama.cpp would crawl and run out of memory here)",
                     verdict.position,
                     verdict.offset.unwrap_or(0)
                 )?;
@@ -77,7 +89,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
                 let offset = verdict.offset.unwrap_or(0);
                 outln!("{name}:{}: rejected at byte {offset}", verdict.position)?;
                 // A window of the line around the byte (a one-line input may be megabytes).
-                let shown = LineExcerpt::around(&input, offset);
+                let shown = LineExcerpt::around(&streamed.window, offset - streamed.window_start);
                 let pad: String = shown
                     .before
                     .chars()

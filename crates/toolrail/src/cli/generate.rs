@@ -4,7 +4,7 @@
 //! transcript.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -125,10 +125,11 @@ pub struct ModelArgs {
 }
 
 impl ModelArgs {
-    /// Finds the model: an existing file, else a `models.toml` entry.
+    /// Finds the model: an existing path, else a `models.toml` entry. A path that exists but is
+    /// no regular file (a directory, a FIFO) is taken as meant, and loading it says what it is.
     pub fn resolve(&self) -> anyhow::Result<ModelSpec> {
         let model = &self.model;
-        if Path::new(model).is_file() {
+        if std::fs::metadata(model).is_ok() {
             return Ok(ModelSpec::from_path(model));
         }
         let models = Models::load(self.models.as_deref())?;
@@ -202,6 +203,17 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     if let Err((key, message)) = given.check() {
         bail!("--{} {message}", key.replace('_', "-"));
     }
+    // A grammar file that can never be completed is refused before the model loads.
+    let grammar_text = match &args.grammar {
+        Some(path) if args.tools.is_none() => {
+            let text = super::read_grammar(path)?;
+            if let Err(code) = super::refuse_unusable(&text, path) {
+                return Ok(code);
+            }
+            Some(text)
+        }
+        _ => None,
+    };
     let spec = args.model.resolve()?;
     eprintln!("loading {} ...", spec.path.display());
     let model = Model::load(&spec, |_| true)?;
@@ -221,7 +233,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
             };
             Some(tool_call_grammar(tools, &opts)?.text)
         }
-        (None, Some(path)) => Some(super::read_grammar(path)?),
+        (None, Some(_)) => grammar_text,
         (None, None) if args.engine == EngineArg::None => None,
         (None, None) => bail!("give --tools or --grammar (or --engine none)"),
     };

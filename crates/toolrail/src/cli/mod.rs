@@ -237,6 +237,25 @@ pub fn read_grammar(path: &str) -> anyhow::Result<String> {
     })
 }
 
+/// Refuses a grammar that lint says can never be completed (GB107 as an error, GB108, GB110):
+/// prints those findings and returns the failure status, so `check` and `generate` never run
+/// a grammar that can only end incomplete or abort llama.cpp.
+pub fn refuse_unusable(text: &str, path: &str) -> Result<(), ExitCode> {
+    let unusable: Vec<_> = toolrail_gbnf::lint::lint_default(text)
+        .into_iter()
+        .filter(|d| d.code.makes_grammar_unusable() && d.severity == toolrail_gbnf::Severity::Error)
+        .collect();
+    if unusable.is_empty() {
+        return Ok(());
+    }
+    let name = Path::new(path).display().to_string();
+    for d in &unusable {
+        eprintln!("{}", d.render(text.as_bytes(), &name));
+    }
+    eprintln!("toolrail: {name}: the grammar can never be completed (see above); not running it");
+    Err(ExitCode::from(2))
+}
+
 /// Parses and builds a grammar file, printing every finding on failure.
 pub fn load_grammar(path: &str) -> Result<toolrail_gbnf::Grammar, ExitCode> {
     let text = match read_grammar(path) {

@@ -6,4 +6,5 @@ mod attacks;
 mod cli_check;
 mod cli_models;
 mod layers;
+mod reproducers;
 mod tool_shapes;

@@ -1,0 +1,266 @@
+//! One test per reproducer of the reliability issue (`../shared/reliability/`, F-numbers in the
+//! names), run as a process with a time bound: each ends with a clear message or the right
+//! result. Reproducers that need the app or a workspace are tested in `toolrail-workbench`
+//! (F1's workspace, F4, F5, F7: `tests/it/reliability.rs`, `transcript.rs`, `workspace.rs`);
+//! F6 is `attacks::grammar_output_never_clobbers_links_devices_or_permissions`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const TOOLRAIL: &str = env!("CARGO_BIN_EXE_toolrail");
+const JSON_GBNF: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/corpus/gbnf/json.gbnf"
+);
+
+/// A reproducer file.
+fn reproducer(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/reliability")
+        .join(name);
+    assert!(path.is_file(), "reproducer {} is missing", path.display());
+    path.to_string_lossy().into_owned()
+}
+
+/// Waits for `child` at most `limit`, killing it (and failing) past that.
+fn finish_within(mut child: Child, limit: Duration, what: &str) -> Output {
+    let started = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs toolrail with `args` (no input), failing past `secs` seconds.
+fn toolrail_within(args: &[&str], secs: u64) -> Output {
+    let child = Command::new(TOOLRAIL)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    finish_within(child, Duration::from_secs(secs), &format!("{args:?}"))
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// No panic, no abort, the given status, and `says` in standard error or output.
+fn ends_with(out: &Output, code: i32, says: &str) {
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(!stderr.contains("panicked"), "panic: {stderr}");
+    assert_eq!(out.status.code(), Some(code), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(says) || stderr.contains(says),
+        "expected {says:?} in:\n{stdout}{stderr}"
+    );
+}
+
+#[test]
+fn f1_a_billion_character_maximum_is_refused_with_the_limit() {
+    let schema = reproducer("F1-maxlength-1e9.schema.json");
+    let out = toolrail_within(&["grammar", "--schema", &schema], 20);
+    ends_with(
+        &out,
+        2,
+        "maxLength at #: 1000000000 is above the limit of 100000",
+    );
+}
+
+#[test]
+fn f2_a_hostile_gguf_is_refused_before_llama_cpp_sees_it() {
+    let Some(model) = toolrail_llm::test_model_for_suite().unwrap_or_else(|e| panic!("{e}")) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("blocks-0.gguf");
+    toolrail_llm::gguf::copy_with_value(
+        &model,
+        &copy,
+        "gemma3.block_count",
+        &toolrail_llm::gguf::NewValue::U32(0),
+    )
+    .unwrap();
+    let tiny = reproducer("tiny.gbnf");
+    let out = toolrail_within(
+        &[
+            "generate",
+            "--model",
+            copy.to_str().unwrap(),
+            "--grammar",
+            &tiny,
+            "--prompt",
+            "hi",
+            "--raw",
+            "--max-tokens",
+            "3",
+        ],
+        60,
+    );
+    ends_with(
+        &out,
+        2,
+        "has a bad metadata value: 'gemma3.block_count' is 0; it must be 1 to 512",
+    );
+}
+
+#[test]
+fn f9_a_17_digit_integer_argument_is_valid() {
+    let out = toolrail_within(
+        &[
+            "validate",
+            &reproducer("F9-int-tool.json"),
+            &reproducer("F9-int17-call.txt"),
+        ],
+        20,
+    );
+    ends_with(&out, 0, "call 0: f — valid");
+}
+
+#[test]
+fn f11_a_grammar_that_can_never_finish_is_not_run() {
+    let grammar = reproducer("F11-deadend.gbnf");
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("aaa.txt");
+    std::fs::write(&input, "aaa").unwrap();
+    let out = toolrail_within(
+        &["check", "--prefix", &grammar, input.to_str().unwrap()],
+        20,
+    );
+    ends_with(&out, 2, "error[GB110]: dead end");
+    ends_with(&out, 2, "the grammar can never be completed");
+    // generate stops before loading any model (there is none by that name).
+    let out = toolrail_within(
+        &[
+            "generate",
+            "--model",
+            "no-such-model",
+            "--grammar",
+            &grammar,
+            "--prompt",
+            "hi",
+        ],
+        20,
+    );
+    ends_with(
+        &out,
+        2,
+        "error[GB108]: the grammar matches no string at all",
+    );
+    assert!(
+        !text(&out.stderr).contains("loading"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A grammar that can finish still runs.
+    let out = toolrail_within(&["check", &reproducer("tiny.gbnf"), "-"], 20);
+    ends_with(&out, 3, "incomplete");
+}
+
+#[test]
+fn f12_a_tool_no_string_satisfies_is_named() {
+    let out = toolrail_within(&["grammar", &reproducer("F12-unsat-tool.json")], 20);
+    ends_with(
+        &out,
+        2,
+        "tool 'f': unsupported: minLength at #/properties/s: minLength 3 is above maxLength 2",
+    );
+}
+
+#[test]
+fn f18_check_streams_and_stops_at_the_first_rejected_byte() {
+    // `yes | toolrail check json.gbnf -`: endless input, rejected at byte 0.
+    let mut child = Command::new(TOOLRAIL)
+        .args(["check", JSON_GBNF, "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let chunk = "y\n".repeat(32 * 1024);
+        let mut written = 0usize;
+        // Until toolrail closes its end (or 1 GB, which would mean it reads without bound).
+        while written < 1 << 30 && stdin.write_all(chunk.as_bytes()).is_ok() {
+            written += chunk.len();
+        }
+        written
+    });
+    let out = finish_within(child, Duration::from_secs(20), "check of endless input");
+    let written = writer.join().unwrap();
+    ends_with(&out, 1, "<stdin>:1:1: rejected at byte 0");
+    assert!(written < 64 << 20, "{written} bytes were taken in");
+}
+
+#[test]
+fn f20_an_absurd_thread_count_in_models_toml_is_refused() {
+    let out = toolrail_within(
+        &[
+            "generate",
+            "--model",
+            "t",
+            "--models",
+            &reproducer("F20-models.toml"),
+            "--prompt",
+            "hi",
+        ],
+        20,
+    );
+    ends_with(&out, 2, "model 't': `threads`: 4096 threads: use 1 to");
+}
+
+#[test]
+fn f22_a_directory_or_fifo_given_as_a_model_says_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let tiny = reproducer("tiny.gbnf");
+    let generate = |model: &Path| {
+        toolrail_within(
+            &[
+                "generate",
+                "--model",
+                model.to_str().unwrap(),
+                "--grammar",
+                &tiny,
+                "--prompt",
+                "hi",
+            ],
+            20,
+        )
+    };
+    let out = generate(dir.path());
+    ends_with(&out, 2, "is a directory, not a model file");
+    #[cfg(unix)]
+    {
+        let fifo: PathBuf = dir.path().join("pipe.gguf");
+        if Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            let out = generate(&fifo);
+            ends_with(&out, 2, "is a FIFO (named pipe), not a model file");
+        }
+    }
+}
+
+#[test]
+fn f23_a_nul_byte_in_a_grammar_is_named() {
+    let out = toolrail_within(&["lint", &reproducer("F23-nul-first.gbnf")], 20);
+    ends_with(&out, 1, "the grammar was cut at a NUL byte at 1:1");
+    let out = toolrail_within(&["lint", &reproducer("F23-nul-in-literal.gbnf")], 20);
+    ends_with(&out, 1, "the grammar was cut at a NUL byte at 1:12");
+    let out = toolrail_within(&["check", &reproducer("F23-nul-in-literal.gbnf"), "-"], 20);
+    ends_with(&out, 2, "error[GB002]");
+}
