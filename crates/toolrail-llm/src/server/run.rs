@@ -57,6 +57,18 @@ impl ServerWorker {
     /// prompts, pieces and toolrail's live check); without it the prompt is sent as text and
     /// records carry only what the server reports.
     pub fn spawn(client: ServerClient, vocab: Option<Model>, notify: Notify) -> ServerWorker {
+        Self::spawn_sending(client, vocab, notify, None)
+    }
+
+    /// Like [`ServerWorker::spawn`], but every run sends `sent` to the server as its grammar
+    /// while toolrail checks the tokens against the run's own grammar: e.g. to see where a
+    /// server's grammar lets through what the intended one forbids.
+    pub fn spawn_sending(
+        client: ServerClient,
+        vocab: Option<Model>,
+        notify: Notify,
+        sent: Option<String>,
+    ) -> ServerWorker {
         let (commands, command_rx) = bounded::<Command>(64);
         let (event_tx, events) = bounded::<RunEvent>(4096);
         let thread = std::thread::Builder::new()
@@ -67,6 +79,7 @@ impl ServerWorker {
                     .map(|m| MaskEngine::new(m.shared_token_table()));
                 let mut state = ServerRunner {
                     client,
+                    sent,
                     vocab,
                     masks,
                     commands: command_rx,
@@ -96,6 +109,8 @@ impl ServerWorker {
 
 struct ServerRunner {
     client: ServerClient,
+    /// The grammar sent instead of the run's own (which toolrail still checks against).
+    sent: Option<String>,
     vocab: Option<Model>,
     masks: Option<MaskEngine>,
     commands: Receiver<Command>,
@@ -185,7 +200,7 @@ impl ServerRunner {
         let s = &request.sampling;
         let body = CompletionRequest {
             prompt,
-            grammar,
+            grammar: self.sent.clone().or(grammar),
             json_schema: None,
             n_predict: s.max_tokens,
             temperature: s.temperature,
@@ -235,6 +250,22 @@ impl ServerRunner {
                         prompt_ms: timings.prompt_ms.unwrap_or(0.0),
                     },
                 );
+            }
+            // End of generation ends the run (as in-process, it is not a token of the output);
+            // the live check asks whether the grammar could end here.
+            if self.vocab.as_ref().is_some_and(|m| m.is_eog(token)) {
+                if let Some((engine, state)) = &track
+                    && !engine.can_end(*state)
+                {
+                    self.emit(
+                        request.id,
+                        Event::Error(format!(
+                            "live check: the server ended generation (token {token}) where the \
+                             grammar is not complete"
+                        )),
+                    );
+                }
+                return ControlFlow::Continue(());
             }
             let predicted_ms = timings.predicted_ms.unwrap_or(last_predicted_ms);
             let decode_ms = (predicted_ms - last_predicted_ms).max(0.0);

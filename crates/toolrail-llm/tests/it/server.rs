@@ -131,9 +131,13 @@ fn a_grammar_run_on_the_server_matches_the_in_process_engine_and_checks_clean() 
         || next_event(remote.events()),
         request(&prompt, Some(&grammar), EngineKind::Toolrail, 64),
     );
+    let flagged: Vec<String> = theirs
+        .iter()
+        .filter_map(|t| t.flag.as_ref().map(|f| format!("token {}: {f}", t.index)))
+        .collect();
     assert!(
-        theirs.iter().all(|t| t.flag.is_none()),
-        "the live check flagged a token the grammar forbids"
+        flagged.is_empty(),
+        "the live check flagged tokens: {flagged:?}\nserver output {out_theirs:?}\nin-process {out_ours:?}"
     );
     assert!(theirs.iter().all(|t| t.stacks.is_some() && t.allowed > 0));
     assert!(
@@ -151,6 +155,51 @@ fn a_grammar_run_on_the_server_matches_the_in_process_engine_and_checks_clean() 
     );
     assert_eq!(ids(&ours), ids(&theirs));
     assert_eq!((stop_ours, out_ours), (stop_theirs, out_theirs));
+}
+
+#[test]
+fn the_live_check_flags_tokens_a_looser_server_grammar_let_through() {
+    let Some(server) = server() else { return };
+    let Some(model) = model() else { return };
+    let (prompt, grammar) = weather();
+    // the server enforces any JSON-ish text; toolrail checks against the tool-call grammar
+    let loose = r#"root ::= "{" [^\x00]{0,60}"#.to_owned();
+    let remote = ServerWorker::spawn_sending(
+        server.client(),
+        Some(model.clone()),
+        Arc::new(|| {}),
+        Some(loose),
+    );
+    let mut req = request(&prompt, Some(&grammar), EngineKind::Toolrail, 40);
+    req.sampling.temperature = 1.5;
+    req.sampling.top_k = 0;
+    req.sampling.top_p = 1.0;
+    req.sampling.min_p = 0.0;
+    req.sampling.seed = 7;
+    let (tokens, _, output) = run(|c| remote.send(c), || next_event(remote.events()), req);
+    let flagged: Vec<&TokenRecord> = tokens.iter().filter(|t| t.flag.is_some()).collect();
+    assert_eq!(
+        flagged.len(),
+        1,
+        "one flag, then the check stops following: {output:?}"
+    );
+    let t = flagged[0];
+    assert!(
+        t.flag.as_deref().unwrap().contains("forbids"),
+        "{:?}",
+        t.flag
+    );
+    // the tokens before it carry stacks; the check stops following after it
+    assert!(
+        tokens[..t.index as usize]
+            .iter()
+            .all(|r| r.stacks.is_some())
+    );
+    assert!(
+        tokens[t.index as usize + 1..]
+            .iter()
+            .all(|r| r.stacks.is_none())
+    );
 }
 
 fn plain(prompt: Vec<u32>, grammar: Option<&str>, n_predict: u32) -> CompletionRequest {
