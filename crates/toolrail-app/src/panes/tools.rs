@@ -232,9 +232,12 @@ fn options_row(ui: &mut egui::Ui, shared: &mut Shared) {
         ui.separator();
         let tool_set = schema.mode == SchemaMode::ToolSet;
         let mut format = schema.envelope;
-        // Its own label (a combo box's label wraps inside the box's row, mid-word).
-        let label = ui.add_enabled(tool_set, egui::Label::new("Envelope"));
-        ui.add_enabled_ui(tool_set, |ui| {
+        // The envelope applies to tool sets only, so it is shown in tool-set mode only. The
+        // combo box is added to the wrapping row itself, with its own label: inside a nested
+        // scope (to disable it) it did not wrap, overflowed the pane and widened its content,
+        // and a combo box's own label wraps mid-word.
+        if tool_set {
+            let label = ui.label("Envelope");
             egui::ComboBox::from_id_salt("tools-envelope")
                 .selected_text(format.as_str())
                 .show_ui(ui, |ui| {
@@ -244,8 +247,8 @@ fn options_row(ui: &mut egui::Ui, shared: &mut Shared) {
                 })
                 .response
                 .labelled_by(label.id)
-                .on_hover_text("How calls are wrapped (tool-set mode)");
-        });
+                .on_hover_text("How calls are wrapped");
+        }
         if format != schema.envelope {
             schema.envelope = format;
         }
