@@ -77,12 +77,18 @@ pub fn layout_job(ui: &egui::Ui, text: &str, language: &str, marks: &[Mark]) -> 
     apply_marks(job, marks, ui.visuals().dark_mode)
 }
 
-/// The last highlighted layout of one text view, reused while the text, marks, width and style
-/// are unchanged (building the layout job of a large grammar every frame costs frame time).
+/// The last highlighted layout job of one text view, reused while the text, marks, width and
+/// style are unchanged (highlighting a large grammar every frame costs frame time).
+///
+/// Only the job is kept across frames, never the laid-out galley: a galley points into egui's
+/// font atlas, which egui rebuilds when it fills up or its options change (a theme switch at
+/// start-up, a new `pixels_per_point`), and a galley kept from before draws garbled or missing
+/// letters. egui's own galley cache, which it clears with the atlas, lays the job out each frame
+/// (a hash lookup while nothing changed).
 #[derive(Default)]
 pub struct GalleyCache {
     key: u64,
-    galley: Option<std::sync::Arc<egui::Galley>>,
+    job: Option<LayoutJob>,
 }
 
 impl GalleyCache {
@@ -110,18 +116,19 @@ impl GalleyCache {
             .size
             .to_bits()
             .hash(&mut h);
+        ui.visuals().text_color().hash(&mut h);
         let key = h.finish();
-        if self.key == key
-            && let Some(galley) = &self.galley
-        {
-            return std::sync::Arc::clone(galley);
-        }
-        let mut job = layout_job(ui, text, language, marks);
-        job.wrap.max_width = wrap;
-        let galley = ui.fonts_mut(|f| f.layout_job(job));
-        self.key = key;
-        self.galley = Some(std::sync::Arc::clone(&galley));
-        galley
+        let job = match &self.job {
+            Some(job) if self.key == key => job.clone(),
+            _ => {
+                let mut job = layout_job(ui, text, language, marks);
+                job.wrap.max_width = wrap;
+                self.key = key;
+                self.job = Some(job.clone());
+                job
+            }
+        };
+        ui.fonts_mut(|f| f.layout_job(job))
     }
 }
 

@@ -35,6 +35,43 @@ pub struct GrammarFocus {
     pub grammar_text: Arc<str>,
 }
 
+/// Whether a status message reports an error (shown longer, in the error colour).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageKind {
+    /// Something done (saved, exported): shown for [`INFO_SHOWN`].
+    Info,
+    /// Something that failed: shown for [`ERROR_SHOWN`].
+    Error,
+}
+
+/// How long an info message stays in the status bar.
+pub const INFO_SHOWN: Duration = Duration::from_secs(8);
+/// How long an error message stays in the status bar.
+pub const ERROR_SHOWN: Duration = Duration::from_secs(30);
+
+/// One status bar message, with when it was given (messages clear themselves: a message that
+/// stays after what it reports has changed misleads).
+#[derive(Debug, Clone)]
+pub struct StatusMessage {
+    /// The words.
+    pub text: String,
+    /// Info or error.
+    pub kind: MessageKind,
+    /// When it was given.
+    pub at: Instant,
+}
+
+impl StatusMessage {
+    /// How long it is still shown at `now` (`None`: expired).
+    pub fn remaining(&self, now: Instant) -> Option<Duration> {
+        let shown = match self.kind {
+            MessageKind::Info => INFO_SHOWN,
+            MessageKind::Error => ERROR_SHOWN,
+        };
+        shown.checked_sub(now.duration_since(self.at))
+    }
+}
+
 /// What every pane can read and change.
 pub struct Shared {
     /// The persisted workspace (edit it directly; the app saves and re-analyses on change).
@@ -49,8 +86,9 @@ pub struct Shared {
     pub test_cursor: usize,
     /// Grammar spans to highlight or select in the grammar pane.
     pub grammar_focus: GrammarFocus,
-    /// Messages for the status bar (errors of saves, loads, exports), newest last.
-    pub messages: Vec<String>,
+    /// Messages for the status bar (outcomes and errors of saves, loads, exports), newest last;
+    /// each is shown until it expires (see [`StatusMessage`]) and listed on hover after.
+    pub messages: Vec<StatusMessage>,
     /// The file dialog that may be open (answers arrive on a later frame).
     pub dialogs: FileDialogs,
     repaint: Repaint,
@@ -116,16 +154,34 @@ impl Shared {
             *saved = Some(self.run.settings.clone());
         }
         for message in std::mem::take(&mut self.run.messages) {
-            self.message(message);
+            self.error(message);
         }
     }
 
-    /// Shows a message in the status bar.
+    /// Shows a message in the status bar (for [`INFO_SHOWN`]).
     pub fn message(&mut self, text: impl Into<String>) {
-        self.messages.push(text.into());
+        self.push_message(text.into(), MessageKind::Info);
+    }
+
+    /// Shows an error in the status bar (for [`ERROR_SHOWN`], in the error colour).
+    pub fn error(&mut self, text: impl Into<String>) {
+        self.push_message(text.into(), MessageKind::Error);
+    }
+
+    fn push_message(&mut self, text: String, kind: MessageKind) {
+        self.messages.push(StatusMessage {
+            text,
+            kind,
+            at: Instant::now(),
+        });
         if self.messages.len() > 20 {
             self.messages.remove(0);
         }
+    }
+
+    /// The message the status bar shows now (the newest, unless it has expired).
+    pub fn current_message(&self, now: Instant) -> Option<&StatusMessage> {
+        self.messages.last().filter(|m| m.remaining(now).is_some())
     }
 
     /// Highlights these grammar byte ranges (and optionally selects one) in the grammar pane.
@@ -215,6 +271,13 @@ pub fn default_layout() -> egui_tiles::Tree<PaneKind> {
     let validator = tiles.insert_pane(PaneKind::Validator);
     let transcript = tiles.insert_pane(PaneKind::Transcript);
     let left = tiles.insert_vertical_tile(vec![tools, grammar]);
+    // The schema editor sits below the source and option rows: the Tools pane gets the larger
+    // share so the editor is in view in small windows too.
+    if let Some(egui_tiles::Tile::Container(egui_tiles::Container::Linear(linear))) =
+        tiles.get_mut(left)
+    {
+        linear.shares.set_share(tools, 1.5);
+    }
     let middle = tiles.insert_vertical_tile(vec![test, generation]);
     let right = tiles.insert_tab_tile(vec![validator, transcript]);
     let root = tiles.insert_horizontal_tile(vec![left, middle, right]);
@@ -339,7 +402,7 @@ impl ToolrailApp {
             });
         }
         if let Some(notice) = loaded.notice {
-            shared.message(notice);
+            shared.error(notice);
         }
         let screenshot = options
             .screenshot
@@ -383,6 +446,19 @@ impl ToolrailApp {
         }
     }
 
+    /// Keeps the window's inner size in the workspace (restored at the next start).
+    fn remember_window_size(&mut self, ctx: &egui::Context) {
+        // The native window's inner size; where the integration gives none, egui's view of it.
+        let rect = ctx.input(|i| i.viewport().inner_rect.unwrap_or(i.viewport_rect()));
+        let size = workspace::WindowSize {
+            width: rect.width().round(),
+            height: rect.height().round(),
+        };
+        if size.width >= 1.0 && size.height >= 1.0 && self.shared.workspace.window != Some(size) {
+            self.shared.workspace.window = Some(size);
+        }
+    }
+
     fn store_layout(&mut self) {
         self.shared.workspace.layout = serde_json::to_value(&self.tree).ok();
     }
@@ -401,12 +477,20 @@ impl ToolrailApp {
         }
     }
 
+    /// Saves the workspace now (Ctrl+S, closing) and says where (or why not).
     fn save_now(&mut self) {
         self.store_layout();
-        if let Some(auto) = &mut self.autosave
-            && let Err(e) = auto.flush(&self.shared.workspace)
-        {
-            self.shared.message(e.to_string());
+        match &mut self.autosave {
+            Some(auto) => match auto.flush(&self.shared.workspace) {
+                Ok(()) => {
+                    let path = auto.path().display().to_string();
+                    self.shared.message(format!("workspace saved to {path}"));
+                }
+                Err(e) => self.shared.error(e.to_string()),
+            },
+            None => self
+                .shared
+                .message("the workspace is not saved in this session (saving is off)"),
         }
     }
 }
@@ -417,10 +501,19 @@ impl ToolrailApp {
     /// [`eframe::App::logic`]; tests that draw single panes call it directly.)
     pub fn tick(&mut self, ctx: &egui::Context) {
         self.apply_theme(ctx);
+        self.remember_window_size(ctx);
         shortcuts::collect(ctx, &mut self.shared.actions);
         self.handle_actions();
         if let Some((request, path)) = self.shared.dialogs.poll() {
             self.shared.file_chosen(request, path);
+        }
+        // A shown status message is cleared when it expires, without waiting for input.
+        if let Some(left) = self
+            .shared
+            .current_message(Instant::now())
+            .and_then(|m| m.remaining(Instant::now()))
+        {
+            ctx.request_repaint_after(left + Duration::from_millis(50));
         }
         let repaint = self.shared.repaint_handle();
         let Shared {
@@ -441,7 +534,7 @@ impl ToolrailApp {
                 self.autosave_checked = now;
                 self.shared.workspace.layout = serde_json::to_value(&self.tree).ok();
                 if let Err(e) = auto.tick(&self.shared.workspace, now) {
-                    self.shared.message(e.to_string());
+                    self.shared.error(e.to_string());
                 }
                 if auto.pending() {
                     ctx.request_repaint_after(Duration::from_millis(500));
@@ -485,6 +578,9 @@ impl eframe::App for ToolrailApp {
             };
             self.tree.ui(&mut behavior, ui);
         });
+        if let Some((request, path)) = self.shared.dialogs.prompt_ui(ui.ctx()) {
+            self.shared.file_chosen(request, path);
+        }
     }
 
     fn on_exit(&mut self) {
@@ -541,9 +637,30 @@ fn status_bar(ui: &mut egui::Ui, shared: &Shared) {
             a.grammar_time.as_secs_f64() * 1e3,
             a.test_time.as_secs_f64() * 1e3
         ));
-        if let Some(last) = shared.messages.last() {
+        if let Some(current) = shared.current_message(Instant::now()) {
             ui.separator();
-            ui.label(last);
+            let text = egui::RichText::new(&current.text);
+            let text = match current.kind {
+                MessageKind::Info => text,
+                MessageKind::Error => text.color(ui.visuals().error_fg_color),
+            };
+            ui.add(egui::Label::new(text).truncate())
+                .on_hover_ui(|ui| message_history(ui, shared));
+        } else if !shared.messages.is_empty() {
+            ui.separator();
+            ui.label(egui::RichText::new("messages").weak())
+                .on_hover_ui(|ui| message_history(ui, shared));
         }
     });
+}
+
+/// The recent status messages, newest first.
+fn message_history(ui: &mut egui::Ui, shared: &Shared) {
+    for m in shared.messages.iter().rev() {
+        let text = egui::RichText::new(&m.text);
+        ui.label(match m.kind {
+            MessageKind::Info => text,
+            MessageKind::Error => text.color(ui.visuals().error_fg_color),
+        });
+    }
 }

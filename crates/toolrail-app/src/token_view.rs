@@ -6,6 +6,7 @@ use std::ops::Range;
 
 use egui::RichText;
 
+use toolrail_workbench::run::{Run, RunPhase};
 use toolrail_workbench::transcript::{Candidate, Stop, TokenRecord};
 
 /// How the recorded demo run is labelled in the Transcript and Generation panes.
@@ -28,9 +29,71 @@ pub fn stop_text(stop: &Stop) -> String {
     }
 }
 
-/// A token's piece as shown on a chip: control characters escaped, spaces visible.
+/// How many characters of a token piece a chip shows (a piece can be any length in a
+/// transcript file; laying out a megabyte on one chip would exceed the renderer's limits).
+pub const CHIP_CHARS: usize = 40;
+
+/// How many characters of a long text (output, prompt, a piece) a label shows before it is cut
+/// (the whole text stays one click away: [`long_text`]'s Copy button).
+pub const SHOWN_CHARS: usize = 8_000;
+
+/// `text` cut to `max_chars` characters (on a character boundary), and whether it was cut.
+pub fn cut_text(text: &str, max_chars: usize) -> (&str, bool) {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => (&text[..end], true),
+        None => (text, false),
+    }
+}
+
+/// Shows `text` (monospace when asked) cut to [`SHOWN_CHARS`]; a cut text says how much is
+/// hidden and has a button that copies the whole text.
+pub fn long_text(ui: &mut egui::Ui, text: &str, monospace: bool) {
+    let (shown, cut) = cut_text(text, SHOWN_CHARS);
+    let mut rich = RichText::new(shown);
+    if monospace {
+        rich = rich.monospace();
+    }
+    ui.label(rich);
+    if cut {
+        ui.horizontal_wrapped(|ui| {
+            ui.label(
+                RichText::new(format!(
+                    "… cut for display: {} more bytes ({} in all)",
+                    text.len() - shown.len(),
+                    text.len()
+                ))
+                .weak(),
+            );
+            if ui
+                .small_button("Copy all")
+                .on_hover_text("Copy the whole text to the clipboard")
+                .clicked()
+            {
+                ui.ctx().copy_text(text.to_owned());
+            }
+        });
+    }
+}
+
+/// Where a run is, in words ("paused before token 3", "running", why it stopped).
+pub fn phase_text(run: &Run) -> String {
+    match run.phase {
+        RunPhase::Queued => "queued".to_owned(),
+        RunPhase::Running if run.is_replaying() => "replaying forced tokens".to_owned(),
+        RunPhase::Running => "running".to_owned(),
+        RunPhase::Paused { next_index } => format!("paused before token {next_index}"),
+        RunPhase::Finished => match &run.finish {
+            Some(f) => stop_text(&f.stop),
+            None => "ended".to_owned(),
+        },
+    }
+}
+
+/// A token's piece as shown on a chip: control characters escaped, spaces visible, at most
+/// [`CHIP_CHARS`] characters of the piece (then "…").
 pub fn chip_text(piece: &str) -> String {
-    let mut out = String::with_capacity(piece.len());
+    let (piece, cut) = cut_text(piece, CHIP_CHARS);
+    let mut out = String::with_capacity(piece.len() + 3);
     for c in piece.chars() {
         match c {
             '\n' => out.push_str("\\n"),
@@ -43,6 +106,9 @@ pub fn chip_text(piece: &str) -> String {
     }
     if out.is_empty() {
         out.push_str("(empty)");
+    }
+    if cut {
+        out.push('…');
     }
     out
 }
@@ -123,7 +189,12 @@ impl TokenStrip {
                             let response = ui
                                 .selectable_label(selected == Some(i), text)
                                 .on_hover_ui(|ui| {
-                                    ui.label(format!("token {} (id {})", t.index, t.id));
+                                    ui.label(format!(
+                                        "token {} (id {}, {} bytes)",
+                                        t.index,
+                                        t.id,
+                                        t.piece.len()
+                                    ));
                                 });
                             if response.clicked() {
                                 clicked = Some(i);
@@ -148,11 +219,24 @@ pub fn token_details(
     let mut force = None;
     ui.separator();
     ui.horizontal_wrapped(|ui| {
+        let (piece, cut) = cut_text(&t.piece, 60);
+        let more = if cut { "…" } else { "" };
         ui.label(
-            RichText::new(format!("Token {}: {:?}", t.index, t.piece))
+            RichText::new(format!("Token {}: {piece:?}{more}", t.index))
                 .strong()
                 .monospace(),
         );
+        if cut
+            && ui
+                .small_button("Copy piece")
+                .on_hover_text(format!(
+                    "The piece is {} bytes; copy it whole to the clipboard",
+                    t.piece.len()
+                ))
+                .clicked()
+        {
+            ui.ctx().copy_text(t.piece.clone());
+        }
         ui.label(format!("id {}", t.id));
         if t.forced {
             ui.label(RichText::new("forced").color(ui.visuals().warn_fg_color));
@@ -171,10 +255,18 @@ pub fn token_details(
         ));
     });
     ui.columns(2, |cols| {
-        cols[0].label(RichText::new("Before the mask").strong());
-        candidate_bars(&mut cols[0], &t.before, t.id, None);
-        cols[1].label(RichText::new("After the mask").strong());
-        let chosen = candidate_bars(&mut cols[1], &t.after, t.id, can_force.then_some(()));
+        // Not justified: pieces show exactly as they are.
+        let plain = egui::Layout::top_down(egui::Align::Min);
+        cols[0].with_layout(plain, |ui| {
+            ui.label(RichText::new("Before the mask").strong());
+            candidate_bars(ui, &t.before, t.id, None);
+        });
+        let chosen = cols[1]
+            .with_layout(plain, |ui| {
+                ui.label(RichText::new("After the mask").strong());
+                candidate_bars(ui, &t.after, t.id, can_force.then_some(()))
+            })
+            .inner;
         if chosen.is_some() {
             force = chosen;
         }
@@ -195,6 +287,7 @@ pub fn token_details(
                 let top = stack.frames.last().and_then(|f| {
                     grammar.and_then(|g| g.get(f.span.start as usize..f.span.end as usize))
                 });
+                let top = top.map(|s| cut_text(s, 120).0);
                 let text = if chain.is_empty() {
                     format!("{i}: (empty: the grammar may end here)")
                 } else {
@@ -272,4 +365,22 @@ pub fn mask_plot(ui: &mut egui::Ui, tokens: &[TokenRecord], id: &str) {
         .show(ui, |plot| {
             plot.line(egui_plot::Line::new("mask ms", points));
         });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_pieces_are_cut_on_character_boundaries() {
+        let piece = "é".repeat(1_000_000);
+        let chip = chip_text(&piece);
+        assert_eq!(chip.chars().count(), CHIP_CHARS + 1);
+        assert!(chip.ends_with('…'));
+        let (shown, cut) = cut_text(&piece, SHOWN_CHARS);
+        assert!(cut);
+        assert_eq!(shown.chars().count(), SHOWN_CHARS);
+        assert_eq!(cut_text("abc", 3), ("abc", false));
+        assert_eq!(chip_text("a b\n"), "a·b\\n");
+    }
 }

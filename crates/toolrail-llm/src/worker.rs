@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded};
 
@@ -287,13 +287,17 @@ impl WorkerState {
         shutdown
     }
 
-    /// Waits for or polls commands before a token.
-    fn next_flow(&self, run: RunId, paused: &mut bool, index: u32) -> Flow {
+    /// Waits for or polls commands before a token; the time spent waiting while paused is
+    /// added to `waited` (it is not generation time: tokens/s leaves it out).
+    fn next_flow(&self, run: RunId, paused: &mut bool, index: u32, waited: &mut Duration) -> Flow {
         let forced = None;
         loop {
             let command = if *paused {
                 self.emit(run, Event::Paused { next_index: index });
-                match self.commands.recv() {
+                let wait_started = Instant::now();
+                let received = self.commands.recv();
+                *waited += wait_started.elapsed();
+                match received {
                     Ok(c) => c,
                     Err(_) => return Flow::Shutdown,
                 }
@@ -394,22 +398,25 @@ impl WorkerState {
         // The tokens taken so far (the repetition penalty looks at the last ones).
         let mut generated: Vec<u32> = Vec::new();
         let mut paused = request.start_paused;
+        // Time spent paused, waiting for Step or Continue (left out of tokens/s).
+        let mut waited = Duration::ZERO;
         let mut index: u32 = 0;
         let stop = loop {
             if index >= request.sampling.max_tokens {
                 break Stop::MaxTokens;
             }
-            let (forced, pause_after) = match self.next_flow(request.id, &mut paused, index) {
-                Flow::Go {
-                    forced,
-                    pause_after,
-                } => (forced, pause_after),
-                Flow::Stop(stop) => break stop,
-                Flow::Shutdown => {
-                    *shutdown = true;
-                    break Stop::Cancelled;
-                }
-            };
+            let (forced, pause_after) =
+                match self.next_flow(request.id, &mut paused, index, &mut waited) {
+                    Flow::Go {
+                        forced,
+                        pause_after,
+                    } => (forced, pause_after),
+                    Flow::Stop(stop) => break stop,
+                    Flow::Shutdown => {
+                        *shutdown = true;
+                        break Stop::Cancelled;
+                    }
+                };
             // The mask.
             let mask_started = Instant::now();
             let mask: Option<TokenMask> = match (request.engine, &mut track, &mut llama) {
@@ -521,7 +528,7 @@ impl WorkerState {
                 paused = true;
             }
         };
-        let seconds = run_started.elapsed().as_secs_f64();
+        let seconds = run_started.elapsed().saturating_sub(waited).as_secs_f64();
         totals.tokens_per_s = if seconds > 0.0 {
             f64::from(totals.tokens) / seconds
         } else {

@@ -128,6 +128,10 @@ pub struct Analysis {
     pub test: Option<TestReport>,
     /// Time the grammar part took (zero when it came from the cache).
     pub grammar_time: Duration,
+    /// In plain-schema mode, the number of tools when the document is a tool set rather than
+    /// a JSON Schema (read as a schema it would constrain nothing useful): the app warns and
+    /// offers tool-set mode.
+    pub plain_schema_is_tool_set: Option<usize>,
     /// Time the test part took.
     pub test_time: Duration,
 }
@@ -146,6 +150,7 @@ struct GrammarPart {
     grammar_text: String,
     findings: Vec<Diagnostic>,
     grammar: Option<Arc<Grammar>>,
+    plain_schema_is_tool_set: Option<usize>,
 }
 
 /// Computes analyses, caching the grammar part and the recognizer between calls.
@@ -209,6 +214,7 @@ impl Computer {
             grammar_text: part.grammar_text,
             findings: part.findings,
             grammar: part.grammar,
+            plain_schema_is_tool_set: part.plain_schema_is_tool_set,
             test,
             grammar_time,
             test_time,
@@ -404,6 +410,10 @@ fn located_issue(text: &str, message: String, span: Option<Range<usize>>) -> Sch
 
 fn plain_schema_grammar(settings: &SchemaSettings, part: &mut GrammarPart) -> Option<ToolGrammar> {
     let doc = parse_json(&settings.text, part)?;
+    part.plain_schema_is_tool_set = ToolSet::from_value(&doc)
+        .ok()
+        .map(|set| set.tools().len())
+        .filter(|&n| n > 0);
     match schema_grammar(&doc, &settings.grammar_options()) {
         Ok(g) => Some(g),
         Err(e) => {
@@ -759,6 +769,20 @@ mod tests {
                 .iter()
                 .any(|f| f.message.contains("undefined-rule"))
         );
+    }
+
+    #[test]
+    fn a_tool_set_in_plain_schema_mode_is_noticed() {
+        let mut i = input();
+        i.schema.mode = SchemaMode::PlainSchema;
+        let a = Computer::default().compute(&i);
+        assert_eq!(a.plain_schema_is_tool_set, Some(1), "{:?}", a.schema_issue);
+        i.schema.text = r#"{"type": "object", "properties": {"n": {"type": "integer"}}}"#.into();
+        let a = Computer::default().compute(&i);
+        assert_eq!(a.plain_schema_is_tool_set, None);
+        // Tool-set mode never asks.
+        let a = Computer::default().compute(&input());
+        assert_eq!(a.plain_schema_is_tool_set, None);
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod actions;
 pub mod analysis;
 pub mod fsutil;
 pub mod jsonpos;
+pub mod paths;
 pub mod run;
 pub mod samples;
 pub mod transcript;

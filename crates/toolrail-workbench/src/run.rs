@@ -71,6 +71,9 @@ pub enum RunError {
     /// The action needs a paused run.
     #[error("no run is paused")]
     NotPaused,
+    /// Step was pressed while the run runs freely.
+    #[error("the run is running freely: press Pause, then Step")]
+    RunningFreely,
     /// A constrained engine without a grammar.
     #[error(
         "the {0} engine needs a grammar: fix the tool set or the grammar, or choose the engine 'none'"
@@ -987,13 +990,16 @@ impl RunController {
         Ok(())
     }
 
-    /// Replays run `id` (ended) without a file.
+    /// Replays run `id` (ended) without a file, shown whole.
     pub fn replay_run(&mut self, id: RunId) -> Result<(), RunError> {
         let run = self.run(id).ok_or(RunError::UnknownRun(id))?;
         if run.finish.is_none() {
             return Err(RunError::NotFinished(id));
         }
-        self.replay = Some(Replay::new(run.transcript(), None));
+        let mut replay = Replay::new(run.transcript(), None);
+        replay.run = Some(id);
+        replay.seek(replay.len());
+        self.replay = Some(replay);
         Ok(())
     }
 

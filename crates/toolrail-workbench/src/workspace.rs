@@ -142,6 +142,48 @@ pub struct Workspace {
     /// files reads as the defaults.
     #[serde(deserialize_with = "null_as_default")]
     pub run: RunSettings,
+    /// The window's inner size in points when the app last ran (restored at start).
+    pub window: Option<WindowSize>,
+}
+
+/// A window's inner size in points.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WindowSize {
+    /// Width.
+    pub width: f32,
+    /// Height.
+    pub height: f32,
+}
+
+impl WindowSize {
+    /// The smallest size restored (a window saved smaller is opened at least this large).
+    pub const MIN: [f32; 2] = [640.0, 480.0];
+    /// The largest size restored.
+    pub const MAX: [f32; 2] = [16384.0, 16384.0];
+
+    /// The size to open a window at: clamped to [`WindowSize::MIN`]..=[`WindowSize::MAX`];
+    /// `None` for a size that is not finite (a hand-edited file).
+    pub fn restored(&self) -> Option<[f32; 2]> {
+        if !self.width.is_finite() || !self.height.is_finite() {
+            return None;
+        }
+        Some([
+            self.width.clamp(Self::MIN[0], Self::MAX[0]),
+            self.height.clamp(Self::MIN[1], Self::MAX[1]),
+        ])
+    }
+}
+
+/// The window size saved in the workspace file at `path`, read without loading the workspace
+/// (nothing is moved aside or reported: [`load`] does that); `None` when there is none.
+pub fn saved_window_size(path: &Path) -> Option<[f32; 2]> {
+    #[derive(Deserialize)]
+    struct WindowOnly {
+        window: Option<WindowSize>,
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    let only: WindowOnly = serde_json::from_str(&text).ok()?;
+    only.window?.restored()
 }
 
 impl Default for Workspace {
@@ -157,6 +199,7 @@ impl Default for Workspace {
             theme: Theme::Dark,
             layout: None,
             run: RunSettings::default(),
+            window: None,
         }
     }
 }
@@ -484,6 +527,26 @@ impl Autosave {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_window_size_is_read_back_clamped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("workspace.json");
+        assert_eq!(super::saved_window_size(&path), None);
+        let ws = super::Workspace {
+            window: Some(super::WindowSize {
+                width: 1024.0,
+                height: 300.0,
+            }),
+            ..super::Workspace::default()
+        };
+        super::save(&path, &ws).unwrap();
+        assert_eq!(super::saved_window_size(&path), Some([1024.0, 480.0]));
+        std::fs::write(&path, r#"{"window": {"width": 1e39, "height": 700}}"#).unwrap();
+        assert_eq!(super::saved_window_size(&path), None);
+        std::fs::write(&path, "{ not json").unwrap();
+        assert_eq!(super::saved_window_size(&path), None);
+    }
+
     use super::*;
 
     #[test]

@@ -13,7 +13,7 @@ use std::ops::Range;
 use egui::{Color32, RichText};
 
 use crate::Shared;
-use crate::token_view::{TokenStrip, mask_plot, stop_text, token_details};
+use crate::token_view::{TokenStrip, mask_plot, phase_text, token_details};
 use toolrail_llm::worker::EngineKind;
 use toolrail_llm::{ModelSpec, Models};
 use toolrail_workbench::run::PromptStyle;
@@ -54,17 +54,21 @@ impl GenerationPane {
         let models = self.models.get_or_insert_with(|| {
             Models::load(run.settings.models_file.as_deref()).map_err(|e| e.to_string())
         });
-        ui.horizontal(|ui| {
+        ui.horizontal_wrapped(|ui| {
             let mut label = ui.label("Model");
             if let Ok(models) = models {
                 label = label.on_hover_text(format!("models from {}", models.source));
             }
-            let selected = match &run.settings.gguf {
-                Some(path) => path.display().to_string(),
-                None => run.settings.model.clone(),
+            // A GGUF path can be any length: the list shows its file name (elided), the full
+            // path is in the tooltip, so the buttons beside it are never pushed out of view.
+            let (selected, full) = match &run.settings.gguf {
+                Some(path) => (elided_file_name(path, 28), path.display().to_string()),
+                None => (run.settings.model.clone(), run.settings.model.clone()),
             };
             egui::ComboBox::from_id_salt("generation-model")
                 .selected_text(selected)
+                .width(190.0)
+                .truncate()
                 .show_ui(ui, |ui| {
                     if let Ok(models) = models {
                         for spec in &models.specs {
@@ -78,7 +82,8 @@ impl GenerationPane {
                     }
                 })
                 .response
-                .labelled_by(label.id);
+                .labelled_by(label.id)
+                .on_hover_text(full);
             let loading = matches!(run.controller.load_state(), LoadState::Loading { .. });
             let busy = run.controller.is_busy();
             if ui
@@ -101,8 +106,16 @@ impl GenerationPane {
                 run.controller.cancel_load();
             }
         });
-        if let Err(e) = models {
-            ui.label(RichText::new(format!("models file: {e}")).color(error_color(ui)));
+        // The models file matters only while the model comes from it: once a GGUF is chosen
+        // or a model is loaded, its error is stale.
+        if let Err(e) = models
+            && run.settings.gguf.is_none()
+            && !matches!(run.controller.load_state(), LoadState::Ready { .. })
+        {
+            ui.add(
+                egui::Label::new(RichText::new(format!("models file: {e}")).color(error_color(ui)))
+                    .wrap(),
+            );
         }
         match run.controller.load_state() {
             LoadState::Empty => {
@@ -127,7 +140,12 @@ impl GenerationPane {
                 }
             }
             LoadState::Failed { name, message } => {
-                ui.label(RichText::new(format!("{name}: {message}")).color(error_color(ui)));
+                ui.add(
+                    egui::Label::new(
+                        RichText::new(format!("{name}: {message}")).color(error_color(ui)),
+                    )
+                    .wrap(),
+                );
             }
         }
         if open_gguf {
@@ -216,10 +234,28 @@ impl GenerationPane {
                     shared.run.shown = Some(id);
                     self.selected = Some(step);
                 }
-                Err(e) => shared.message(e.to_string()),
+                Err(e) => shared.error(e.to_string()),
             }
         }
     }
+}
+
+/// The file name of `path`, elided in the middle to at most `max` characters.
+fn elided_file_name(path: &std::path::Path, max: usize) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    let chars: Vec<char> = name.chars().collect();
+    if chars.len() <= max {
+        return name;
+    }
+    let head = max / 2;
+    let tail = max - head - 1;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
 }
 
 /// Highlights the top frames of `token`'s stacks in the grammar pane, if the run's grammar is the
@@ -419,22 +455,13 @@ fn controls(ui: &mut egui::Ui, shared: &mut Shared) {
         let inputs = RunState::inputs(&shared.analysis);
         match shared.run.controller.start_pair(&setup, &inputs) {
             Ok(p) => shared.run.shown = Some(p.constrained),
-            Err(e) => shared.message(e.to_string()),
+            Err(e) => shared.error(e.to_string()),
         }
     }
 }
 
 fn run_status(ui: &mut egui::Ui, run: &Run) {
-    let phase = match run.phase {
-        RunPhase::Queued => "queued".to_owned(),
-        RunPhase::Running if run.is_replaying() => "replaying forced tokens".to_owned(),
-        RunPhase::Running => "running".to_owned(),
-        RunPhase::Paused { next_index } => format!("paused before token {next_index}"),
-        RunPhase::Finished => match &run.finish {
-            Some(f) => stop_text(&f.stop),
-            None => "ended".to_owned(),
-        },
-    };
+    let phase = phase_text(run);
     ui.horizontal_wrapped(|ui| {
         ui.label(RichText::new(format!("Run {}", run.id)).strong());
         ui.label(format!("{} · {}", run.request.engine.name(), phase));

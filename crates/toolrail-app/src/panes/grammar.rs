@@ -16,6 +16,9 @@ pub struct GrammarPane {
     applied: Option<(std::ops::Range<usize>, std::sync::Arc<str>)>,
     /// The highlighted grammar's layout.
     galleys: highlight::GalleyCache,
+    /// The last grammar generated from a schema without error, shown (greyed, under the
+    /// error) while the schema has an error, instead of a blank pane.
+    last_good: String,
 }
 
 /// The id of the grammar text view (tests find it by its label "Grammar text").
@@ -25,8 +28,57 @@ impl GrammarPane {
     /// Draws the pane.
     pub fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
         toolbar(ui, shared);
+        let analysis = std::sync::Arc::clone(&shared.analysis);
+        if !shared.workspace.grammar.hand_edited {
+            if analysis.schema_issue.is_none() && !analysis.generated.is_empty() {
+                if self.last_good != analysis.generated {
+                    self.last_good = analysis.generated.clone();
+                }
+            } else if let Some(issue) = &analysis.schema_issue {
+                self.stale_view(ui, &issue.message);
+                return;
+            }
+        }
         findings(ui, shared);
         self.view(ui, shared);
+    }
+
+    /// The schema has an error: say so on top, and show the last good grammar greyed below
+    /// (read-only, not in force).
+    fn stale_view(&mut self, ui: &mut egui::Ui, error: &str) {
+        ui.add(
+            egui::Label::new(
+                egui::RichText::new(format!("No grammar: the schema has an error: {error}"))
+                    .color(ui.visuals().error_fg_color),
+            )
+            .wrap(),
+        );
+        if self.last_good.is_empty() {
+            return;
+        }
+        ui.label(
+            egui::RichText::new(
+                "The last grammar generated (not in force until the schema is fixed):",
+            )
+            .weak(),
+        );
+        egui::ScrollArea::both()
+            .id_salt("grammar-scroll")
+            .auto_shrink([false, false])
+            .show(ui, |ui| {
+                let label = ui.label("Grammar text");
+                let mut view: &str = &self.last_good;
+                let grey = ui.visuals().weak_text_color();
+                ui.add(
+                    egui::TextEdit::multiline(&mut view)
+                        .id(egui::Id::unique(GRAMMAR_VIEW_ID))
+                        .code_editor()
+                        .text_color(grey)
+                        .desired_width(f32::INFINITY)
+                        .desired_rows(24),
+                )
+                .labelled_by(label.id);
+            });
     }
 
     fn view(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
@@ -161,7 +213,7 @@ fn findings(ui: &mut egui::Ui, shared: &mut Shared) {
                     _ => ui.visuals().warn_fg_color,
                 };
                 let text = format!("{} {} {}: {}", f.severity, f.code, f.position, f.message);
-                let mut response = ui
+                let response = ui
                     .add(
                         egui::Label::new(egui::RichText::new(text).color(color))
                             .wrap()
@@ -169,7 +221,18 @@ fn findings(ui: &mut egui::Ui, shared: &mut Shared) {
                     )
                     .on_hover_text("Click to select it in the grammar");
                 if let Some(hint) = &f.hint {
-                    response = response.on_hover_text(hint);
+                    // The hint, inline under its finding (indented, in the hint's own words).
+                    ui.horizontal(|ui| {
+                        ui.add_space(16.0);
+                        ui.add(
+                            egui::Label::new(
+                                egui::RichText::new(format!("hint: {hint}"))
+                                    .weak()
+                                    .italics(),
+                            )
+                            .wrap(),
+                        );
+                    });
                 }
                 if response.clicked() {
                     let span = f.span.start as usize..f.span.end as usize;
@@ -187,7 +250,7 @@ pub fn import_grammar(shared: &mut Shared, path: PathBuf) {
             shared.workspace.grammar.hand_edited = true;
             shared.message(format!("imported {}", path.display()));
         }
-        Err(e) => shared.message(format!("cannot read {}: {e}", path.display())),
+        Err(e) => shared.error(format!("cannot read {}: {e}", path.display())),
     }
 }
 
@@ -206,6 +269,6 @@ pub fn export_grammar_to(shared: &mut Shared, path: &std::path::Path) {
     let text = shared.analysis.grammar_text.clone();
     match toolrail_workbench::fsutil::write_atomic(path, text.as_bytes()) {
         Ok(()) => shared.message(format!("exported {}", path.display())),
-        Err(e) => shared.message(format!("cannot write {}: {e}", path.display())),
+        Err(e) => shared.error(format!("cannot write {}: {e}", path.display())),
     }
 }

@@ -167,7 +167,7 @@ fn verdict(ui: &mut egui::Ui, shared: &Shared) {
         ),
         VerdictKind::TooAmbiguous => (
             format!(
-                "too ambiguous at {}: more than 65,536 stacks (llama.cpp would run out of memory)",
+                "too ambiguous at {}: following the grammar takes more work than toolrail allows (its stacks multiply; llama.cpp would crawl and run out of memory)",
                 v.position
             ),
             ui.visuals().error_fg_color,

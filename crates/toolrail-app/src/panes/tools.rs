@@ -26,7 +26,9 @@ impl ToolsPane {
         options_row(ui, shared);
         let description = shared.analysis.description.clone().unwrap_or_default();
         if !description.is_empty() {
-            ui.add(egui::Label::new(egui::RichText::new(description).weak()).wrap());
+            // One line (the whole text on hover), so the editor stays in view in small windows.
+            ui.add(egui::Label::new(egui::RichText::new(&description).weak()).truncate())
+                .on_hover_text(&description);
         }
         egui::ScrollArea::vertical()
             .id_salt("tools-scroll")
@@ -41,11 +43,33 @@ impl ToolsPane {
             });
     }
 
-    fn issue(&mut self, ui: &mut egui::Ui, shared: &Shared) {
-        let analysis = &shared.analysis;
+    fn issue(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        let analysis = std::sync::Arc::clone(&shared.analysis);
         // Only show an issue that belongs to the text being edited.
         if analysis.input.schema.text != shared.workspace.schema.text {
             return;
+        }
+        if let Some(tools) = analysis.plain_schema_is_tool_set
+            && shared.workspace.schema.mode == SchemaMode::PlainSchema
+        {
+            let noun = if tools == 1 { "tool" } else { "tools" };
+            ui.add(
+                egui::Label::new(
+                    egui::RichText::new(format!(
+                        "warning: this document is a tool set ({tools} {noun}), not a JSON \
+                         Schema: read as a plain schema it constrains almost nothing"
+                    ))
+                    .color(ui.visuals().warn_fg_color),
+                )
+                .wrap(),
+            );
+            if ui
+                .button("Switch to tool-set mode")
+                .on_hover_text("Read the document as tool definitions (the Tool set option)")
+                .clicked()
+            {
+                shared.workspace.schema.mode = SchemaMode::ToolSet;
+            }
         }
         if let Some(issue) = &analysis.schema_issue {
             let text = egui::RichText::new(format!("error: {}", issue.message))
@@ -127,9 +151,11 @@ fn source_row(ui: &mut egui::Ui, shared: &mut Shared) {
         } else {
             shared.workspace.schema.source.clone()
         };
-        egui::ComboBox::from_label("Sample")
+        let label = ui.label("Sample");
+        egui::ComboBox::from_id_salt("tools-sample")
             .selected_text(current)
-            .width(190.0)
+            .width(150.0)
+            .truncate()
             .show_ui(ui, |ui| {
                 for sample in &SAMPLES {
                     let selected = shared.workspace.schema.source == sample.file;
@@ -145,7 +171,9 @@ fn source_row(ui: &mut egui::Ui, shared: &mut Shared) {
                         schema.disabled_tools.clear();
                     }
                 }
-            });
+            })
+            .response
+            .labelled_by(label.id);
         if ui
             .button("Open…")
             .on_hover_text("Open a tool set or JSON Schema file")
@@ -179,7 +207,7 @@ pub fn open_schema(shared: &mut Shared, path: PathBuf) {
             shared.workspace.schema.source = path.display().to_string();
             shared.workspace.schema.disabled_tools.clear();
         }
-        Err(e) => shared.message(format!("cannot read {}: {e}", path.display())),
+        Err(e) => shared.error(format!("cannot read {}: {e}", path.display())),
     }
 }
 
@@ -190,43 +218,58 @@ pub fn save_schema(shared: &mut Shared, path: PathBuf) {
             shared.message(format!("saved {}", path.display()));
             shared.workspace.schema.source = path.display().to_string();
         }
-        Err(e) => shared.message(format!("cannot write {}: {e}", path.display())),
+        Err(e) => shared.error(format!("cannot write {}: {e}", path.display())),
     }
 }
 
 fn options_row(ui: &mut egui::Ui, shared: &mut Shared) {
     let schema = &mut shared.workspace.schema;
+    // Every widget is added to the wrapping row itself (no nested enabled scopes, whose child
+    // rows do not wrap with it): each keeps its place at any width.
     ui.horizontal_wrapped(|ui| {
         ui.radio_value(&mut schema.mode, SchemaMode::ToolSet, "Tool set");
         ui.radio_value(&mut schema.mode, SchemaMode::PlainSchema, "Plain schema");
         ui.separator();
         let tool_set = schema.mode == SchemaMode::ToolSet;
-        ui.add_enabled_ui(tool_set, |ui| {
-            let mut format = schema.envelope;
-            egui::ComboBox::from_label("Envelope")
+        let mut format = schema.envelope;
+        // The envelope applies to tool sets only, so it is shown in tool-set mode only. The
+        // combo box is added to the wrapping row itself, with its own label: inside a nested
+        // scope (to disable it) it did not wrap, overflowed the pane and widened its content,
+        // and a combo box's own label wraps mid-word.
+        if tool_set {
+            let label = ui.label("Envelope");
+            egui::ComboBox::from_id_salt("tools-envelope")
                 .selected_text(format.as_str())
                 .show_ui(ui, |ui| {
                     for f in Format::ALL {
                         ui.selectable_value(&mut format, f, f.as_str());
                     }
-                });
-            if format != schema.envelope {
-                schema.envelope = format;
-            }
-            ui.checkbox(&mut schema.parallel, "parallel")
-                .on_hover_text("Allow several calls");
-            ui.checkbox(&mut schema.auto, "auto")
-                .on_hover_text("Allow plain text instead of calls");
-        });
+                })
+                .response
+                .labelled_by(label.id)
+                .on_hover_text("How calls are wrapped");
+        }
+        if format != schema.envelope {
+            schema.envelope = format;
+        }
+        ui.add_enabled(
+            tool_set,
+            egui::Checkbox::new(&mut schema.parallel, "parallel"),
+        )
+        .on_hover_text("Allow several calls");
+        ui.add_enabled(tool_set, egui::Checkbox::new(&mut schema.auto, "auto"))
+            .on_hover_text("Allow plain text instead of calls");
         ui.checkbox(&mut schema.compact, "compact")
             .on_hover_text("No whitespace between JSON tokens");
         ui.checkbox(&mut schema.lenient, "lenient")
             .on_hover_text("Unsupported keywords become warnings instead of errors");
-        ui.add_enabled_ui(tool_set, |ui| {
-            ui.checkbox(&mut schema.pool_filter, "pool filter").on_hover_text(
-                "Fallback tools (such as asking the user) leave the grammar unless the prompt asks for them",
-            );
-        });
+        ui.add_enabled(
+            tool_set,
+            egui::Checkbox::new(&mut schema.pool_filter, "pool filter"),
+        )
+        .on_hover_text(
+            "Fallback tools (such as asking the user) leave the grammar unless the prompt asks for them",
+        );
     });
 }
 
@@ -237,19 +280,33 @@ fn tool_list(ui: &mut egui::Ui, shared: &mut Shared) {
     }
     let in_grammar = tools.iter().filter(|t| t.in_grammar).count();
     let noun = if tools.len() == 1 { "tool" } else { "tools" };
-    let header = ui.label(
+    // how the tool set was read (its shape, the keys not needed); warnings are listed below
+    let notes = shared.analysis.tool_set_notes();
+    // Open at first for a few tools; a long list starts folded so the editor stays in view.
+    let list = egui::CollapsingHeader::new(
         egui::RichText::new(format!(
             "{} {noun}, {in_grammar} in the grammar",
             tools.len()
         ))
         .strong(),
-    );
-    // how the tool set was read (its shape, the keys not needed); warnings are listed below
-    let notes = shared.analysis.tool_set_notes();
+    )
+    .id_salt("tools-list")
+    .default_open(tools.len() <= SHOWN_TOOLS)
+    .show(ui, |ui| tool_rows(ui, shared, &tools));
     if !notes.is_empty() {
-        header.on_hover_text(notes.join("\n"));
+        list.header_response.on_hover_text(notes.join("\n"));
     }
-    for tool in &tools {
+}
+
+/// How many tools the tool list shows open at first.
+const SHOWN_TOOLS: usize = 3;
+
+fn tool_rows(
+    ui: &mut egui::Ui,
+    shared: &mut Shared,
+    tools: &[toolrail_workbench::analysis::ToolEntry],
+) {
+    for tool in tools {
         ui.horizontal(|ui| {
             let mut enabled = tool.enabled;
             let response = ui

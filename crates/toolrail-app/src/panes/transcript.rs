@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use egui::RichText;
 
 use crate::Shared;
-use crate::token_view::{DEMO_LABEL, TokenStrip, mask_plot, stop_text, token_details};
+use crate::token_view::{DEMO_LABEL, TokenStrip, long_text, mask_plot, stop_text, token_details};
 use toolrail_workbench::run::RunSettings;
 
 /// The transcript pane's own UI state.
@@ -17,31 +17,28 @@ pub struct TranscriptPane {
     saved_settings: Option<RunSettings>,
 }
 
-/// Exports the shown run (or the latest) as `json` and the Markdown next to it (same name,
-/// `.md`), and remembers it as the last transcript. Errors go to the status bar.
+/// Exports the run [`RunState::export_target`](toolrail_workbench::run::RunState::export_target)
+/// names (the shown run if it has ended, else the latest ended one) as `json` and the Markdown
+/// next to it (same name, `.md`), and remembers it as the last transcript. Errors go to the
+/// status bar.
 pub fn export_to(shared: &mut Shared, json: &Path) -> Option<PathBuf> {
-    let controller = &shared.run.controller;
-    let Some(id) = shared
-        .run
-        .shown
-        .or_else(|| controller.latest().map(|r| r.id))
-    else {
-        shared.message("no run to export yet");
+    let Some(id) = shared.run.export_target() else {
+        shared.error("no run has ended yet: nothing to export");
         return None;
     };
     let markdown = json.with_extension("md");
-    match controller.export(id, json, Some(&markdown)) {
+    match shared.run.controller.export(id, json, Some(&markdown)) {
         Ok(_) => {
             shared.run.settings.last_transcript = Some(json.to_path_buf());
             shared.message(format!(
-                "transcript written to {} and {}",
+                "Run {id} written to {} and {}",
                 json.display(),
                 markdown.display()
             ));
             Some(markdown)
         }
         Err(e) => {
-            shared.message(e.to_string());
+            shared.error(e.to_string());
             None
         }
     }
@@ -55,7 +52,7 @@ pub fn open_from(shared: &mut Shared, path: &Path) {
             // Replays show in the Generation and Validator panes when no live run is selected.
             shared.run.shown = None;
         }
-        Err(e) => shared.message(e.to_string()),
+        Err(e) => shared.error(e.to_string()),
     }
 }
 
@@ -63,16 +60,36 @@ impl TranscriptPane {
     /// Draws the pane.
     pub fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
         shared.sync_run_settings(&mut self.saved_settings);
-        let exportable = shared
-            .run
-            .controller
-            .runs()
-            .iter()
-            .any(|r| r.finish.is_some());
-        let mut export = std::mem::take(&mut shared.run.export_requested) && exportable;
+        let target = shared.run.export_target();
+        let requested = std::mem::take(&mut shared.run.export_requested);
+        if requested && target.is_none() {
+            shared.error("no run has ended yet: nothing to export");
+        }
+        let mut export = requested && target.is_some();
         ui.horizontal_wrapped(|ui| {
+            let (label, hover) = match target.and_then(|id| shared.run.controller.run(id)) {
+                Some(run) => (
+                    format!("Export Run {} (JSON + Markdown)…", run.id),
+                    format!(
+                        "Writes Run {}: engine {}, {} tokens",
+                        run.id,
+                        run.request.engine.name(),
+                        run.tokens.len()
+                    ),
+                ),
+                None => (
+                    "Export JSON + Markdown…".to_owned(),
+                    "No run of this session has ended yet: runs are exported, replays are \
+                     already files"
+                        .to_owned(),
+                ),
+            };
             if ui
-                .add_enabled(exportable, egui::Button::new("Export JSON + Markdown…"))
+                .add_enabled(target.is_some(), egui::Button::new(label))
+                .on_hover_text(hover)
+                .on_disabled_hover_text(
+                    "No run of this session has ended yet (a replayed file is already saved)",
+                )
                 .clicked()
             {
                 export = true;
@@ -115,6 +132,12 @@ impl TranscriptPane {
                     .strong()
                     .color(ui.visuals().warn_fg_color),
             );
+        } else if let Some(id) = replay.run {
+            ui.label(RichText::new(format!("Shown: Run {id} of this session")).strong());
+        } else if let Some(path) = &replay.path {
+            ui.label(
+                RichText::new(format!("Shown: the transcript file {}", path.display())).strong(),
+            );
         }
         ui.label(
             RichText::new(format!(
@@ -126,9 +149,6 @@ impl TranscriptPane {
             ))
             .strong(),
         );
-        if let Some(path) = &replay.path {
-            ui.label(RichText::new(path.display().to_string()).weak());
-        }
         ui.horizontal(|ui| {
             if ui.button("Back").clicked() {
                 replay.back();
@@ -148,18 +168,15 @@ impl TranscriptPane {
         egui::CollapsingHeader::new("Prompt")
             .id_salt("transcript-prompt")
             .show(ui, |ui| {
-                ui.label(RichText::new(&replay.transcript.prompt).monospace());
+                long_text(ui, &replay.transcript.prompt, true);
             });
         ui.label(RichText::new("Output so far").strong());
         let text = replay.text();
-        ui.label(
-            RichText::new(if text.is_empty() {
-                "(nothing yet)"
-            } else {
-                &text
-            })
-            .monospace(),
-        );
+        if text.is_empty() {
+            ui.label(RichText::new("(nothing yet)").monospace());
+        } else {
+            long_text(ui, &text, true);
+        }
         if let Some(stop) = replay.stop() {
             ui.label(RichText::new(format!("stopped: {}", stop_text(stop))).weak());
         }

@@ -6,6 +6,7 @@
 use egui::RichText;
 
 use crate::Shared;
+use crate::token_view::{long_text, phase_text};
 use toolrail_tools::validate::{CallCheck, Report};
 use toolrail_workbench::run::{Outcome, Run, RunSettings, RunState};
 
@@ -29,7 +30,7 @@ impl ValidatorPane {
             let inputs = RunState::inputs(&shared.analysis);
             match shared.run.controller.start_pair(&setup, &inputs) {
                 Ok(pair) => shared.run.shown = Some(pair.constrained),
-                Err(e) => shared.message(e.to_string()),
+                Err(e) => shared.error(e.to_string()),
             }
         }
         ui.separator();
@@ -44,9 +45,12 @@ impl ValidatorPane {
                     )
                 {
                     ui.label(RichText::new("Side by side: the same prompt").strong());
+                    // Columns lay out justified; the outputs must show exactly as written (a
+                    // justified row spreads JSON's characters apart), so each column is plain.
                     ui.columns(2, |cols| {
-                        run_view(&mut cols[0], c, "With the grammar");
-                        run_view(&mut cols[1], u, "Without the grammar");
+                        let plain = egui::Layout::top_down(egui::Align::Min);
+                        cols[0].with_layout(plain, |ui| run_view(ui, c, "With the grammar"));
+                        cols[1].with_layout(plain, |ui| run_view(ui, u, "Without the grammar"));
                     });
                     ui.separator();
                 }
@@ -63,11 +67,11 @@ impl ValidatorPane {
                     None => match controller.replay() {
                         Some(replay) => {
                             ui.label(RichText::new("Replayed transcript").strong());
-                            ui.label(RichText::new(&replay.transcript.output).monospace());
+                            long_text(ui, &replay.transcript.output, true);
                             match &replay.transcript.validation {
                                 Some(v) => {
                                     let text = serde_json::to_string_pretty(v).unwrap_or_default();
-                                    ui.label(RichText::new(text).monospace());
+                                    long_text(ui, &text, true);
                                 }
                                 None => {
                                     ui.label(RichText::new("saved without validation").weak());
@@ -98,11 +102,15 @@ fn run_view(ui: &mut egui::Ui, run: &Run, title: &str) {
         None => run.text.as_str(),
     };
     ui.label(RichText::new("Output").strong());
-    ui.label(RichText::new(if output.is_empty() { "(empty)" } else { output }).monospace());
+    if output.is_empty() {
+        ui.label(RichText::new("(empty)").monospace());
+    } else {
+        long_text(ui, output, true);
+    }
     match &run.outcome {
         Some(outcome) => outcome_view(ui, outcome),
         None => {
-            ui.label(RichText::new("running…").weak());
+            ui.label(RichText::new(format!("not validated yet: {}", phase_text(run))).weak());
         }
     }
 }

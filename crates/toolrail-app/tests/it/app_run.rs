@@ -291,3 +291,62 @@ fn start_run_with_no_model_loaded_loads_the_selected_model_then_runs() {
     let run = controller.latest().unwrap();
     assert!(!run.tokens.is_empty(), "the run generated no token");
 }
+
+/// F10 pressed three times in a row (the last two while the first step is still being taken)
+/// takes three steps; while paused the Validator says so instead of "running…"; once the run
+/// ends the Transcript pane shows it and Export names it.
+#[test]
+fn f10_presses_are_not_lost_and_the_panes_say_where_the_run_is() {
+    let Some((_dir, mut harness)) = live_app(40) else {
+        return;
+    };
+    harness.key_press(egui::Key::F10);
+    step_until(&mut harness, "the first step", |app| {
+        let c = &app.shared.run.controller;
+        matches!(c.load_state(), LoadState::Failed { .. })
+            || c.latest()
+                .is_some_and(|r| matches!(r.phase, RunPhase::Paused { .. }))
+    });
+    let id = harness.state().shared.run.controller.latest().unwrap().id;
+    harness.get_by_label_contains("not validated yet: paused before token 1");
+    for _ in 0..3 {
+        harness.key_press(egui::Key::F10);
+    }
+    step_until(&mut harness, "three more steps", |app| {
+        app.shared
+            .run
+            .controller
+            .run(id)
+            .is_some_and(|r| r.tokens.len() >= 4 && matches!(r.phase, RunPhase::Paused { .. }))
+            && app.shared.run.pending_steps == 0
+    });
+    assert_eq!(
+        harness
+            .state()
+            .shared
+            .run
+            .controller
+            .run(id)
+            .unwrap()
+            .tokens
+            .len(),
+        4
+    );
+    harness.get_by_label_contains("not validated yet: paused before token 4");
+    harness.get_by_label("Cancel").click();
+    step_until(&mut harness, "the run to end", |app| {
+        app.shared
+            .run
+            .controller
+            .run(id)
+            .is_some_and(|r| r.phase == RunPhase::Finished)
+    });
+    harness.get_by_label("Transcript").click();
+    harness.run_steps(3);
+    assert_eq!(
+        harness.state().shared.run.controller.replay().unwrap().run,
+        Some(id)
+    );
+    harness.get_by_label(&format!("Shown: Run {id} of this session"));
+    harness.get_by_label(&format!("Export Run {id} (JSON + Markdown)…"));
+}

@@ -158,7 +158,9 @@ fn a_corrupt_workspace_is_kept_aside_and_the_app_says_so() {
     let harness = app(dir.path());
     harness.get_by_label_contains("could not be read");
     let mut loaded = harness.state().shared.workspace.clone();
+    // The layout and the window size are the running window's.
     loaded.layout = None;
+    loaded.window = None;
     assert_eq!(loaded, Workspace::default());
     let kept = std::fs::read_dir(dir.path())
         .unwrap()
@@ -409,4 +411,97 @@ fn a_saved_schema_reopens_in_the_editor() {
     assert_eq!(harness.state().shared.workspace.schema.text, original);
     // No dialog was opened by any of this.
     assert!(!harness.state().shared.dialogs.is_open());
+}
+
+/// Makes egui rebuild its font atlas, as it does when the atlas fills up or its text options
+/// change (a theme switch changes them): the text options are changed and changed back, each
+/// for a frame. Nothing our views key their layouts on changes.
+fn rebuild_font_atlas(harness: &mut Harness<'_, ToolrailApp>) {
+    for _ in 0..2 {
+        harness
+            .ctx
+            .all_styles_mut(|s| s.visuals.text_options.font_hinting ^= true);
+        harness.run();
+    }
+}
+
+/// Renders `kind` alone in the dark theme, switches to light and back (through the workspace's
+/// theme, as View → Light theme does), and returns the images: dark, light, dark again, and
+/// dark after the font atlas was rebuilt.
+fn theme_round_trip(kind: PaneKind) -> [Vec<u8>; 4] {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = options(dir.path());
+    options.autosave = false;
+    let ctx = egui::Context::default();
+    let app = ToolrailApp::new(&ctx, options);
+    let mut harness = Harness::builder()
+        .with_size([720.0, 520.0])
+        .with_theme(egui::Theme::Dark)
+        .wgpu()
+        .build_ui_state(
+            |ui, app: &mut ToolrailApp| {
+                app.tick(ui.ctx());
+                app.pane_ui(kind, ui);
+            },
+            app,
+        );
+    let shot = |harness: &mut Harness<'_, ToolrailApp>, theme: Theme| {
+        harness.state_mut().shared.workspace.theme = theme;
+        harness.run();
+        harness.render().expect("rendered").into_raw()
+    };
+    let dark = shot(&mut harness, Theme::Dark);
+    let light = shot(&mut harness, Theme::Light);
+    let dark_again = shot(&mut harness, Theme::Dark);
+    rebuild_font_atlas(&mut harness);
+    let rebuilt = shot(&mut harness, Theme::Dark);
+    [dark, light, dark_again, rebuilt]
+}
+
+/// A pane started in the light theme (as a workspace saved light opens).
+fn light_start(kind: PaneKind) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = options(dir.path());
+    options.autosave = false;
+    let ctx = egui::Context::default();
+    let mut app = ToolrailApp::new(&ctx, options);
+    app.shared.workspace.theme = Theme::Light;
+    let mut harness = Harness::builder()
+        .with_size([720.0, 520.0])
+        .with_theme(egui::Theme::Light)
+        .wgpu()
+        .build_ui_state(
+            |ui, app: &mut ToolrailApp| {
+                app.tick(ui.ctx());
+                app.pane_ui(kind, ui);
+            },
+            app,
+        );
+    harness.run();
+    harness.render().expect("rendered").into_raw()
+}
+
+/// The two highlighted editors (Schema JSON, Grammar) keep laid-out text between frames; after
+/// a theme switch and back they must draw the same pixels, and light after a switch the same
+/// as light from the start (a layout kept across egui's font atlas rebuild drew garbled or
+/// missing letters).
+#[test]
+fn highlighted_editors_are_pixel_stable_across_theme_switches() {
+    for kind in [PaneKind::Tools, PaneKind::Grammar] {
+        let [dark, light, dark_again, rebuilt] = theme_round_trip(kind);
+        assert!(dark != light, "{kind:?}: the theme changed nothing");
+        assert!(
+            dark == dark_again,
+            "{kind:?}: dark differs after switching to light and back"
+        );
+        assert!(
+            dark == rebuilt,
+            "{kind:?}: dark differs after egui rebuilt its font atlas"
+        );
+        let light_first = light_start(kind);
+        assert!(
+            light == light_first,
+            "{kind:?}: light after a switch differs from light at start-up"
+        );
+    }
 }

@@ -4,4 +4,5 @@
 
 mod app_run;
 mod app_shell;
+mod app_usability;
 mod common;

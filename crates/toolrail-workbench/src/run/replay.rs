@@ -13,6 +13,8 @@ pub struct Replay {
     pub path: Option<PathBuf>,
     /// True for the recorded demo run bundled with the app (labelled as such in the panes).
     pub demo: bool,
+    /// The run of this session it replays (`None` for a file or the demo run).
+    pub run: Option<super::RunId>,
     position: usize,
 }
 
@@ -23,6 +25,7 @@ impl Replay {
             transcript,
             path,
             demo: false,
+            run: None,
             position: 0,
         }
     }

@@ -108,6 +108,14 @@ pub struct RunState {
     /// A Run or Step asked for while no model was loaded: the selected model is loading and
     /// the run starts as soon as it is ready (dropped if the load fails).
     pub pending_start: Option<StartMode>,
+    /// Step presses (F10) given while a step was still being taken: each is taken as soon as
+    /// the run pauses again, so none is lost.
+    pub pending_steps: u32,
+    /// True while the active run moves one step at a time (Step), false once it runs freely
+    /// (Run, Continue).
+    stepping: bool,
+    /// The last finished run of this session the Transcript pane was switched to.
+    followed: Option<RunId>,
     notify_set: bool,
 }
 
@@ -193,14 +201,18 @@ impl RunState {
         let mut rest = Vec::with_capacity(actions.len());
         for action in actions.drain(..) {
             let result = match action {
-                Action::Run => self.start_or_load(analysis, StartMode::Run),
-                Action::Step => match self.controller.active().map(|r| r.phase) {
-                    Some(RunPhase::Paused { .. }) => self.controller.step(),
-                    Some(_) => Ok(()),
-                    None => self.start_or_load(analysis, StartMode::Step),
-                },
-                Action::Continue => self.controller.resume(),
+                Action::Run => {
+                    self.stepping = false;
+                    self.start_or_load(analysis, StartMode::Run)
+                }
+                Action::Step => self.step(analysis),
+                Action::Continue => {
+                    self.stepping = false;
+                    self.pending_steps = 0;
+                    self.controller.resume()
+                }
                 Action::Cancel => {
+                    self.pending_steps = 0;
                     self.controller.cancel();
                     Ok(())
                 }
@@ -221,10 +233,97 @@ impl RunState {
         self.controller.poll();
         self.messages.extend(self.controller.take_messages());
         self.start_pending(analysis);
+        self.take_pending_step();
+        self.follow_latest_run();
         if self.controller.is_busy() {
             // The worker notifies on each event; this keeps the load bar and timings moving.
             repaint();
         }
+    }
+
+    /// Step (F10): one more token of the paused run; with no run, starts one paused (loading
+    /// the model first if needed). Pressed while a step is being taken, it is counted and taken
+    /// when the run pauses; pressed while the run runs freely, it says so (Pause first).
+    fn step(&mut self, analysis: &Analysis) -> Result<(), RunError> {
+        match self.controller.active().map(|r| r.phase) {
+            Some(RunPhase::Paused { .. }) => {
+                self.stepping = true;
+                self.controller.step()
+            }
+            Some(_) if self.stepping => {
+                self.pending_steps = self.pending_steps.saturating_add(1);
+                Ok(())
+            }
+            Some(_) => Err(RunError::RunningFreely),
+            None if self.pending_start.is_some() => {
+                self.pending_steps = self.pending_steps.saturating_add(1);
+                Ok(())
+            }
+            None => {
+                self.stepping = true;
+                self.start_or_load(analysis, StartMode::Step)
+            }
+        }
+    }
+
+    /// Takes one counted Step press once the run has paused; forgets them when it ended.
+    fn take_pending_step(&mut self) {
+        if self.pending_steps == 0 {
+            return;
+        }
+        match self.controller.active().map(|r| r.phase) {
+            Some(RunPhase::Paused { .. }) => {
+                self.pending_steps -= 1;
+                self.stepping = true;
+                if let Err(e) = self.controller.step() {
+                    self.messages.push(e.to_string());
+                }
+            }
+            Some(_) => {}
+            None if self.pending_start.is_some() => {}
+            None => self.pending_steps = 0,
+        }
+    }
+
+    /// When a run of this session finishes, the Transcript pane switches to it (replacing the
+    /// recorded demo run, a transcript file, or an earlier run), so the user's own latest run
+    /// is what it shows.
+    fn follow_latest_run(&mut self) {
+        let Some(latest) = self
+            .controller
+            .runs()
+            .iter()
+            .rev()
+            .find(|r| r.finish.is_some())
+            .map(|r| r.id)
+        else {
+            return;
+        };
+        if self.followed == Some(latest) {
+            return;
+        }
+        self.followed = Some(latest);
+        if let Err(e) = self.controller.replay_run(latest) {
+            self.messages.push(e.to_string());
+        }
+    }
+
+    /// The run Export transcript writes: the shown run if it has ended, else the latest ended
+    /// run (`None` before any run has ended).
+    pub fn export_target(&self) -> Option<RunId> {
+        let shown = self
+            .shown
+            .and_then(|id| self.controller.run(id))
+            .filter(|r| r.finish.is_some());
+        shown
+            .or_else(|| {
+                self.controller
+                    .runs()
+                    .iter()
+                    .rev()
+                    .find(|r| r.finish.is_some())
+            })
+            .map(|r| r.id)
     }
 
     /// Starts a run; with no model loaded, first loads the selected one (the run then starts

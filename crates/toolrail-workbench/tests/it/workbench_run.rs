@@ -414,3 +414,79 @@ fn loads_a_model_with_progress_and_reports_a_bad_file() {
         "the loaded model stays after a failed load"
     );
 }
+
+/// Step presses given while a step is being taken are all taken (none dropped); the time the
+/// run waits paused does not count in its tokens/s; the ended run becomes the replay the
+/// Transcript pane shows, and it is what Export writes.
+#[test]
+fn step_presses_queue_paused_time_is_not_generation_time_and_the_ended_run_is_shown() {
+    use toolrail_workbench::actions::Action;
+    use toolrail_workbench::analysis::Analysis;
+    use toolrail_workbench::run::RunState;
+    let Some(c) = controller() else {
+        return;
+    };
+    let mut state = RunState::default();
+    state.controller = c;
+    let analysis = Analysis::default();
+    let repaint = toolrail_workbench::no_repaint();
+    let id = state
+        .controller
+        .start(
+            &setup(EngineKind::Toolrail, 60),
+            &weather_inputs(),
+            StartMode::Step,
+        )
+        .unwrap();
+    wait_for(&mut state.controller, "the run to pause", paused(id));
+    // The first token is in; three presses in a row: the first takes a step, the next two wait.
+    for _ in 0..3 {
+        state.logic(&mut vec![Action::Step], &analysis, &repaint);
+    }
+    assert!(state.messages.is_empty(), "{:?}", state.messages);
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        state.logic(&mut Vec::new(), &analysis, &repaint);
+        let run = state.controller.run(id).unwrap();
+        if run.tokens.len() == 4 && matches!(run.phase, RunPhase::Paused { .. }) {
+            break;
+        }
+        assert!(run.tokens.len() <= 4, "{} tokens", run.tokens.len());
+        assert!(
+            Instant::now() < deadline,
+            "gave up waiting for 3 more steps"
+        );
+        state.controller.wait(Duration::from_millis(20));
+    }
+    assert_eq!(state.pending_steps, 0);
+    // Paused for 1.5 s: with that time counted, 4 tokens could not reach 3 tokens/s.
+    std::thread::sleep(Duration::from_millis(1500));
+    state.logic(&mut vec![Action::Cancel], &analysis, &repaint);
+    while state.controller.run(id).unwrap().phase != RunPhase::Finished {
+        assert!(Instant::now() < deadline, "gave up waiting for the cancel");
+        state.controller.wait(Duration::from_millis(20));
+        state.logic(&mut Vec::new(), &analysis, &repaint);
+    }
+    state.logic(&mut Vec::new(), &analysis, &repaint);
+    let totals = &state
+        .controller
+        .run(id)
+        .unwrap()
+        .finish
+        .as_ref()
+        .unwrap()
+        .totals;
+    assert_eq!(totals.tokens, 4);
+    assert!(
+        totals.tokens_per_s > 3.0,
+        "{} tokens/s: the paused time was counted",
+        totals.tokens_per_s
+    );
+    let replay = state
+        .controller
+        .replay()
+        .expect("the ended run is replayed");
+    assert_eq!(replay.run, Some(id));
+    assert_eq!(replay.position(), 4);
+    assert_eq!(state.export_target(), Some(id));
+}

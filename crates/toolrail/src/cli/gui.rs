@@ -35,10 +35,13 @@ pub fn run(args: &GuiArgs) -> anyhow::Result<ExitCode> {
         options.settle = true;
         options.autosave = false;
     }
+    // The window opens at the size it had when the app last closed (kept in the workspace).
+    let size = toolrail_workbench::workspace::saved_window_size(&options.workspace_path)
+        .unwrap_or([1440.0, 900.0]);
     let native = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title("toolrail")
-            .with_inner_size([1440.0, 900.0]),
+            .with_inner_size(size),
         ..Default::default()
     };
     eframe::run_native(
