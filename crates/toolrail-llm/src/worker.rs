@@ -140,11 +140,60 @@ pub struct RunEvent {
     pub event: Event,
 }
 
-/// A handle on the worker thread.
-pub struct Worker {
+/// The channels and the thread of a generation thread, in-process or on a server: commands in,
+/// run-tagged events out. Dropping it cancels the run, stops the thread and waits for it.
+pub(crate) struct Handle {
     commands: Sender<Command>,
     events: Receiver<RunEvent>,
     thread: Option<JoinHandle<()>>,
+}
+
+impl Handle {
+    /// Runs `body` on a thread called `name`, with the receiving end of the commands and the
+    /// sending end of the events.
+    pub(crate) fn spawn(
+        name: &str,
+        body: impl FnOnce(Receiver<Command>, Sender<RunEvent>) + Send + 'static,
+    ) -> Handle {
+        let (commands, command_rx) = bounded::<Command>(64);
+        let (event_tx, events) = bounded::<RunEvent>(4096);
+        let thread = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || body(command_rx, event_tx))
+            .ok();
+        Handle {
+            commands,
+            events,
+            thread,
+        }
+    }
+
+    /// Sends a command (blocks only if 64 commands are already queued).
+    pub(crate) fn send(&self, command: Command) -> bool {
+        self.commands.send(command).is_ok()
+    }
+
+    /// The event stream.
+    pub(crate) fn events(&self) -> &Receiver<RunEvent> {
+        &self.events
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        let _ = self.commands.try_send(Command::Cancel);
+        let _ = self.commands.try_send(Command::Shutdown);
+        // Unblock a thread waiting to send an event.
+        while self.events.try_recv().is_ok() {}
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A handle on the worker thread.
+pub struct Worker {
+    handle: Handle,
 }
 
 impl std::fmt::Debug for Worker {
@@ -159,50 +208,29 @@ pub type Notify = Arc<dyn Fn() + Send + Sync>;
 impl Worker {
     /// Starts the worker thread, which owns `model` from now on.
     pub fn spawn(model: Model, notify: Notify) -> Worker {
-        let (commands, command_rx) = bounded::<Command>(64);
-        let (event_tx, events) = bounded::<RunEvent>(4096);
-        let thread = std::thread::Builder::new()
-            .name("toolrail-generation".into())
-            .spawn(move || {
-                let mut state = WorkerState {
-                    model: Some({
-                        let masks = MaskEngine::new(model.shared_token_table());
-                        (model, masks)
-                    }),
-                    commands: command_rx,
-                    events: event_tx,
-                    notify,
-                };
-                state.serve();
-            })
-            .ok();
-        Worker {
-            commands,
-            events,
-            thread,
-        }
+        let handle = Handle::spawn("toolrail-generation", move |commands, events| {
+            let mut state = WorkerState {
+                model: Some({
+                    let masks = MaskEngine::new(model.shared_token_table());
+                    (model, masks)
+                }),
+                commands,
+                events,
+                notify,
+            };
+            state.serve();
+        });
+        Worker { handle }
     }
 
     /// Sends a command (blocks only if 64 commands are already queued).
     pub fn send(&self, command: Command) -> bool {
-        self.commands.send(command).is_ok()
+        self.handle.send(command)
     }
 
     /// The event stream.
     pub fn events(&self) -> &Receiver<RunEvent> {
-        &self.events
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.commands.try_send(Command::Cancel);
-        let _ = self.commands.try_send(Command::Shutdown);
-        // Unblock a worker waiting to send an event.
-        while self.events.try_recv().is_ok() {}
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        self.handle.events()
     }
 }
 

@@ -15,40 +15,26 @@
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Instant;
 
-use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded};
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
 use super::api::{Chunk, CompletionRequest, Prompt};
 use super::{ServerClient, StreamEnd};
 use crate::Model;
 use crate::record::{Candidate, PENALTY_WINDOW, Stop, TokenRecord, Totals};
-use crate::worker::{Command, EngineKind, Event, Notify, RunEvent, RunId, RunRequest};
+use crate::worker::{Command, EngineKind, Event, Handle, Notify, RunEvent, RunId, RunRequest};
 use toolrail_engine::{Engine, MaskEngine, State, TokenMask};
 use toolrail_gbnf::{Grammar, TokenVocabulary};
 
 /// A handle on a thread that runs requests on a llama-server.
 pub struct ServerWorker {
-    commands: Sender<Command>,
-    events: Receiver<RunEvent>,
-    thread: Option<JoinHandle<()>>,
+    handle: Handle,
 }
 
 impl std::fmt::Debug for ServerWorker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerWorker").finish_non_exhaustive()
-    }
-}
-
-impl Drop for ServerWorker {
-    fn drop(&mut self) {
-        let _ = self.commands.try_send(Command::Cancel);
-        let _ = self.commands.try_send(Command::Shutdown);
-        while self.events.try_recv().is_ok() {}
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 
@@ -69,41 +55,32 @@ impl ServerWorker {
         notify: Notify,
         sent: Option<String>,
     ) -> ServerWorker {
-        let (commands, command_rx) = bounded::<Command>(64);
-        let (event_tx, events) = bounded::<RunEvent>(4096);
-        let thread = std::thread::Builder::new()
-            .name("toolrail-server".into())
-            .spawn(move || {
-                let masks = vocab
-                    .as_ref()
-                    .map(|m| MaskEngine::new(m.shared_token_table()));
-                let mut state = ServerRunner {
-                    client,
-                    sent,
-                    vocab,
-                    masks,
-                    commands: command_rx,
-                    events: event_tx,
-                    notify,
-                };
-                state.serve();
-            })
-            .ok();
-        ServerWorker {
-            commands,
-            events,
-            thread,
-        }
+        let handle = Handle::spawn("toolrail-server", move |commands, events| {
+            let masks = vocab
+                .as_ref()
+                .map(|m| MaskEngine::new(m.shared_token_table()));
+            let mut state = ServerRunner {
+                client,
+                sent,
+                vocab,
+                masks,
+                commands,
+                events,
+                notify,
+            };
+            state.serve();
+        });
+        ServerWorker { handle }
     }
 
     /// Sends a command (blocks only if 64 commands are already queued).
     pub fn send(&self, command: Command) -> bool {
-        self.commands.send(command).is_ok()
+        self.handle.send(command)
     }
 
     /// The event stream.
     pub fn events(&self) -> &Receiver<RunEvent> {
-        &self.events
+        self.handle.events()
     }
 }
 

@@ -10,9 +10,6 @@ use toolrail_gbnf::Grammar;
 use toolrail_llm::Model;
 use toolrail_llm::record::{Sampling, Stop, TokenRecord};
 use toolrail_llm::worker::{Command, EngineKind, Event, RunRequest, Worker};
-use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
-use toolrail_tools::prompt::{PromptFamily, build_prompt};
-use toolrail_tools::toolset::ToolSet;
 
 /// The shared test model (a cheap handle: workers take their own).
 fn model() -> Option<Model> {
@@ -200,23 +197,7 @@ fn a_continuation_no_token_can_spell_ends_with_the_diagnostic() {
 #[test]
 fn toolrail_and_llama_engines_generate_the_same_tokens() {
     let Some(model) = model() else { return };
-    let text = std::fs::read_to_string("../../sample_schemas/weather.json").unwrap();
-    let tools = ToolSet::from_json_str(&text).unwrap();
-    let grammar = tool_call_grammar(&tools, &GrammarOptions::default())
-        .unwrap()
-        .text;
-    let values: Vec<serde_json::Value> = tools
-        .tools()
-        .iter()
-        .map(|t| serde_json::json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
-        .collect();
-    let prompt = build_prompt(
-        PromptFamily::Generic,
-        &values,
-        "What is the weather in Oslo tomorrow?",
-        None,
-    )
-    .unwrap();
+    let (prompt, grammar) = crate::common::weather_prompt_and_grammar();
     let worker = Worker::spawn(model, Arc::new(|| {}));
     let (ours, stop_ours, out_ours) = run_to_end(
         &worker,

@@ -12,36 +12,12 @@ use toolrail_llm::server::{
     Chunk, CompletionRequest, Prompt, ServerClient, ServerError, ServerWorker, StreamEnd,
 };
 use toolrail_llm::worker::{Command, EngineKind, Event, RunRequest, Worker};
-use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
-use toolrail_tools::prompt::{PromptFamily, build_prompt};
-use toolrail_tools::toolset::ToolSet;
 
 use crate::common::llama_server::{self, API_KEY, LlamaServer};
 use crate::common::{model, model_path};
 
 fn server() -> Option<LlamaServer> {
     llama_server::start(&model_path()?)
-}
-
-fn weather() -> (String, String) {
-    let text = std::fs::read_to_string("../../sample_schemas/weather.json").unwrap();
-    let tools = ToolSet::from_json_str(&text).unwrap();
-    let grammar = tool_call_grammar(&tools, &GrammarOptions::default())
-        .unwrap()
-        .text;
-    let values: Vec<serde_json::Value> = tools
-        .tools()
-        .iter()
-        .map(|t| serde_json::json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
-        .collect();
-    let prompt = build_prompt(
-        PromptFamily::Generic,
-        &values,
-        "What is the weather in Oslo tomorrow?",
-        None,
-    )
-    .unwrap();
-    (prompt, grammar)
 }
 
 fn request(prompt: &str, grammar: Option<&str>, engine: EngineKind, max_tokens: u32) -> RunRequest {
@@ -118,7 +94,7 @@ fn connects_and_reads_props_with_the_api_key() {
 fn a_grammar_run_on_the_server_matches_the_in_process_engine_and_checks_clean() {
     let Some(server) = server() else { return };
     let Some(model) = model() else { return };
-    let (prompt, grammar) = weather();
+    let (prompt, grammar) = crate::common::weather_prompt_and_grammar();
     let local = Worker::spawn(model.clone(), Arc::new(|| {}));
     let (ours, stop_ours, out_ours) = run(
         |c| local.send(c),
@@ -161,7 +137,7 @@ fn a_grammar_run_on_the_server_matches_the_in_process_engine_and_checks_clean() 
 fn the_live_check_flags_tokens_a_looser_server_grammar_let_through() {
     let Some(server) = server() else { return };
     let Some(model) = model() else { return };
-    let (prompt, grammar) = weather();
+    let (prompt, grammar) = crate::common::weather_prompt_and_grammar();
     // the server enforces any JSON-ish text; toolrail checks against the tool-call grammar
     let loose = r#"root ::= "{" [^\x00]{0,60}"#.to_owned();
     let remote = ServerWorker::spawn_sending(

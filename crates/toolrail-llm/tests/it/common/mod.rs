@@ -34,3 +34,29 @@ pub fn model() -> Option<&'static Model> {
         })
         .as_ref()
 }
+
+/// The weather sample's tool-call grammar (openai envelope) and a generic prompt asking for the
+/// weather in Oslo: the run several tests compare across engines.
+pub fn weather_prompt_and_grammar() -> (String, String) {
+    use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
+    use toolrail_tools::prompt::{PromptFamily, build_prompt};
+    use toolrail_tools::toolset::ToolSet;
+    let text = std::fs::read_to_string("../../sample_schemas/weather.json").unwrap();
+    let tools = ToolSet::from_json_str(&text).unwrap();
+    let grammar = tool_call_grammar(&tools, &GrammarOptions::default())
+        .unwrap()
+        .text;
+    let values: Vec<serde_json::Value> = tools
+        .tools()
+        .iter()
+        .map(|t| serde_json::json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
+        .collect();
+    let prompt = build_prompt(
+        PromptFamily::Generic,
+        &values,
+        "What is the weather in Oslo tomorrow?",
+        None,
+    )
+    .unwrap();
+    (prompt, grammar)
+}
