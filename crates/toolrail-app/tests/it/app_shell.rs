@@ -12,28 +12,7 @@ use toolrail_app::{AppOptions, PaneKind, ToolrailApp};
 use toolrail_tools::envelope::Format;
 use toolrail_workbench::workspace::{self, Theme, Workspace};
 
-const SIZE: [f32; 2] = [1440.0, 900.0];
-
-fn options(dir: &Path) -> AppOptions {
-    AppOptions {
-        workspace_path: dir.join("workspace.json"),
-        autosave: true,
-        screenshot: None,
-        settle: true,
-        demo_run: false,
-    }
-}
-
-fn app(dir: &Path) -> Harness<'static, ToolrailApp> {
-    let options = options(dir);
-    let mut harness = Harness::builder()
-        .with_size(SIZE)
-        .with_theme(egui::Theme::Dark)
-        .wgpu()
-        .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
-    harness.run();
-    harness
-}
+use crate::common::app::{SIZE, app, options};
 
 /// The text the grammar pane shows (its text view's accessible value).
 fn grammar_view(harness: &Harness<'_, ToolrailApp>) -> String {

@@ -11,33 +11,10 @@ use egui::{Key, Modifiers};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use toolrail_app::dialogs::FileDialogs;
-use toolrail_app::{AppOptions, ToolrailApp};
+use toolrail_app::ToolrailApp;
 use toolrail_workbench::workspace::{self, SchemaMode, WindowSize, Workspace};
 
-fn options(dir: &Path) -> AppOptions {
-    AppOptions {
-        workspace_path: dir.join("workspace.json"),
-        autosave: true,
-        screenshot: None,
-        settle: true,
-        demo_run: false,
-    }
-}
-
-fn app_sized(dir: &Path, size: [f32; 2]) -> Harness<'static, ToolrailApp> {
-    let options = options(dir);
-    let mut harness = Harness::builder()
-        .with_size(size)
-        .with_theme(egui::Theme::Dark)
-        .wgpu()
-        .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
-    harness.run();
-    harness
-}
-
-fn app(dir: &Path) -> Harness<'static, ToolrailApp> {
-    app_sized(dir, [1440.0, 900.0])
-}
+use crate::common::app::{app, app_sized};
 
 fn grammar_view(harness: &Harness<'_, ToolrailApp>) -> String {
     harness
