@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use egui::{Key, Modifiers};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use toolrail_app::dialogs::FileDialogs;
 use toolrail_app::ToolrailApp;
+use toolrail_app::dialogs::FileDialogs;
 use toolrail_workbench::workspace::{self, SchemaMode, WindowSize, Workspace};
 
 use crate::common::app::{app, app_sized};
