@@ -12,15 +12,7 @@ use toolrail_app::{AppOptions, PaneKind, ToolrailApp};
 use toolrail_tools::envelope::Format;
 use toolrail_workbench::workspace::{self, Theme, Workspace};
 
-use crate::common::app::{SIZE, app, options};
-
-/// The text the grammar pane shows (its text view's accessible value).
-fn grammar_view(harness: &Harness<'_, ToolrailApp>) -> String {
-    harness
-        .get_by_label("Grammar text")
-        .value()
-        .unwrap_or_default()
-}
+use crate::common::app::{SIZE, app, grammar_view, options, pane_harness};
 
 #[test]
 fn picking_a_sample_shows_its_rules_in_the_grammar_pane() {
@@ -413,17 +405,7 @@ fn theme_round_trip(kind: PaneKind) -> [Vec<u8>; 4] {
     options.autosave = false;
     let ctx = egui::Context::default();
     let app = ToolrailApp::new(&ctx, options);
-    let mut harness = Harness::builder()
-        .with_size([720.0, 520.0])
-        .with_theme(egui::Theme::Dark)
-        .wgpu()
-        .build_ui_state(
-            |ui, app: &mut ToolrailApp| {
-                app.tick(ui.ctx());
-                app.pane_ui(kind, ui);
-            },
-            app,
-        );
+    let mut harness = pane_harness(app, kind, [720.0, 520.0], egui::Theme::Dark);
     let shot = |harness: &mut Harness<'_, ToolrailApp>, theme: Theme| {
         harness.state_mut().shared.workspace.theme = theme;
         harness.run();
@@ -445,17 +427,7 @@ fn light_start(kind: PaneKind) -> Vec<u8> {
     let ctx = egui::Context::default();
     let mut app = ToolrailApp::new(&ctx, options);
     app.shared.workspace.theme = Theme::Light;
-    let mut harness = Harness::builder()
-        .with_size([720.0, 520.0])
-        .with_theme(egui::Theme::Light)
-        .wgpu()
-        .build_ui_state(
-            |ui, app: &mut ToolrailApp| {
-                app.tick(ui.ctx());
-                app.pane_ui(kind, ui);
-            },
-            app,
-        );
+    let mut harness = pane_harness(app, kind, [720.0, 520.0], egui::Theme::Light);
     harness.run();
     harness.render().expect("rendered").into_raw()
 }

@@ -8,20 +8,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use egui::{Key, Modifiers};
-use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use toolrail_app::ToolrailApp;
 use toolrail_app::dialogs::FileDialogs;
 use toolrail_workbench::workspace::{self, SchemaMode, WindowSize, Workspace};
 
-use crate::common::app::{app, app_sized};
-
-fn grammar_view(harness: &Harness<'_, ToolrailApp>) -> String {
-    harness
-        .get_by_label("Grammar text")
-        .value()
-        .unwrap_or_default()
-}
+use crate::common::app::{app, app_sized, grammar_view};
 
 #[test]
 fn without_a_file_dialog_a_path_field_opens_the_file_and_completes_names() {

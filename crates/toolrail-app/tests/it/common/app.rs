@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
 use toolrail_app::{AppOptions, PaneKind, ToolrailApp};
 
 /// The window size the app tests use unless they say otherwise.
@@ -37,6 +38,34 @@ pub fn app(dir: &Path) -> Harness<'static, ToolrailApp> {
     app_sized(dir, SIZE)
 }
 
+/// The text the grammar pane shows (its text view's accessible value).
+pub fn grammar_view(harness: &Harness<'_, ToolrailApp>) -> String {
+    harness
+        .get_by_label("Grammar text")
+        .value()
+        .unwrap_or_default()
+}
+
+/// Pane `kind` of `app` alone at `size` in `theme`, on the headless wgpu renderer (not yet run).
+pub fn pane_harness(
+    app: ToolrailApp,
+    kind: PaneKind,
+    size: [f32; 2],
+    theme: egui::Theme,
+) -> Harness<'static, ToolrailApp> {
+    Harness::builder()
+        .with_size(size)
+        .with_theme(theme)
+        .wgpu()
+        .build_ui_state(
+            move |ui, app: &mut ToolrailApp| {
+                app.tick(ui.ctx());
+                app.pane_ui(kind, ui);
+            },
+            app,
+        )
+}
+
 /// Renders pane `kind` of `app` alone at `size` in `theme` and compares it with the snapshot
 /// `name` (regenerate with `UPDATE_SNAPSHOTS=1`).
 pub fn snapshot_pane(
@@ -46,17 +75,7 @@ pub fn snapshot_pane(
     size: [f32; 2],
     theme: egui::Theme,
 ) {
-    let mut harness = Harness::builder()
-        .with_size(size)
-        .with_theme(theme)
-        .wgpu()
-        .build_ui_state(
-            |ui, app: &mut ToolrailApp| {
-                app.tick(ui.ctx());
-                app.pane_ui(kind, ui);
-            },
-            app,
-        );
+    let mut harness = pane_harness(app, kind, size, theme);
     harness.run();
     harness.snapshot(name);
 }
