@@ -8,7 +8,7 @@ use std::time::Duration;
 use toolrail_engine::check;
 use toolrail_gbnf::Grammar;
 use toolrail_llm::Model;
-use toolrail_llm::record::{Sampling, Stop, TokenRecord};
+use toolrail_llm::record::{Stop, TokenRecord};
 use toolrail_llm::worker::{Command, EngineKind, Event, RunRequest, Worker};
 
 /// The shared test model (a cheap handle: workers take their own).
@@ -16,23 +16,7 @@ fn model() -> Option<Model> {
     crate::common::model().cloned()
 }
 
-fn request(prompt: &str, grammar: Option<&str>, engine: EngineKind, max_tokens: u32) -> RunRequest {
-    RunRequest {
-        id: 1,
-        prompt: prompt.into(),
-        grammar: grammar.map(str::to_string),
-        engine,
-        sampling: Sampling {
-            max_tokens,
-            ..Sampling::default()
-        },
-        start_paused: false,
-        show: 5,
-        context: Some(1024),
-        // Tests run in parallel on 2 cores: one decoding thread each avoids ggml's spin-waits.
-        threads: Some(1),
-    }
-}
+use crate::common::run_request as request;
 
 /// The next event; every event is tagged with the run that asked for it.
 fn next(worker: &Worker) -> Event {

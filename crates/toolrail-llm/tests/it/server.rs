@@ -7,7 +7,7 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolrail_llm::record::{Sampling, Stop, TokenRecord};
+use toolrail_llm::record::{Stop, TokenRecord};
 use toolrail_llm::server::{
     Chunk, CompletionRequest, Prompt, ServerClient, ServerError, ServerWorker, StreamEnd,
 };
@@ -20,22 +20,7 @@ fn server() -> Option<LlamaServer> {
     llama_server::start(&model_path()?)
 }
 
-fn request(prompt: &str, grammar: Option<&str>, engine: EngineKind, max_tokens: u32) -> RunRequest {
-    RunRequest {
-        id: 1,
-        prompt: prompt.into(),
-        grammar: grammar.map(str::to_string),
-        engine,
-        sampling: Sampling {
-            max_tokens,
-            ..Sampling::default()
-        },
-        start_paused: false,
-        show: 5,
-        context: Some(2048),
-        threads: Some(1),
-    }
-}
+use crate::common::run_request as request;
 
 /// Runs to the end on either worker; the tokens, the stop and the output.
 fn run(

@@ -60,3 +60,28 @@ pub fn weather_prompt_and_grammar() -> (String, String) {
     .unwrap();
     (prompt, grammar)
 }
+
+/// A run request as the model tests make it: run 1, greedy defaults, `max_tokens`, 5 candidates,
+/// a 1024-token context and one decoding thread (tests run in parallel on 2 cores; one thread
+/// each avoids ggml's spin-waits).
+pub fn run_request(
+    prompt: &str,
+    grammar: Option<&str>,
+    engine: toolrail_llm::worker::EngineKind,
+    max_tokens: u32,
+) -> toolrail_llm::worker::RunRequest {
+    toolrail_llm::worker::RunRequest {
+        id: 1,
+        prompt: prompt.into(),
+        grammar: grammar.map(str::to_string),
+        engine,
+        sampling: toolrail_llm::record::Sampling {
+            max_tokens,
+            ..Default::default()
+        },
+        start_paused: false,
+        show: 5,
+        context: Some(1024),
+        threads: Some(1),
+    }
+}
