@@ -1544,7 +1544,8 @@ impl Converter {
                 "format",
                 cx,
                 format!(
-                    "unknown format {f:?} (supported: {})",
+                    "format {f:?} cannot be expressed exactly{} (supported: {})",
+                    formats::unsupported_reason(f),
                     formats::FORMATS.join(", ")
                 ),
             )?;

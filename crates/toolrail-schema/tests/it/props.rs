@@ -197,6 +197,49 @@ static DATE_TIME: std::sync::LazyLock<Arc<Grammar>> =
 static EMAIL: std::sync::LazyLock<Arc<Grammar>> =
     std::sync::LazyLock::new(|| format_grammar("email"));
 
+static DURATION: std::sync::LazyLock<Arc<Grammar>> =
+    std::sync::LazyLock::new(|| format_grammar("duration"));
+
+/// `format: duration` (RFC 3339 appendix A) agrees with the `jsonschema` crate's check on
+/// every string of up to six characters over the letters durations use, a digit and a
+/// stranger: units out of order, repeated, weeks mixed with other units, a `T` with nothing
+/// after it, a `Y` and a `D` without the `M` between them.
+#[test]
+fn duration_agrees_with_jsonschema_exhaustively() {
+    let validator = jsonschema::options()
+        .should_validate_formats(true)
+        .build(&json!({"format": "duration"}))
+        .unwrap();
+    let alphabet = ['P', 'T', 'Y', 'M', 'W', 'D', 'H', 'S', '1', 'x'];
+    let mut strings = vec![String::new()];
+    let mut frontier = vec![String::new()];
+    for _ in 0..6 {
+        let mut next = Vec::new();
+        for s in &frontier {
+            // every valid duration starts with P: only short strings need other starts
+            if !s.is_empty() && !s.starts_with('P') && s.len() >= 2 {
+                continue;
+            }
+            for c in alphabet {
+                next.push(format!("{s}{c}"));
+            }
+        }
+        strings.extend(next.iter().cloned());
+        frontier = next;
+    }
+    let mut valid = 0;
+    for s in &strings {
+        let want = validator.is_valid(&json!(s));
+        valid += usize::from(want);
+        assert_eq!(grammar_accepts_string(&DURATION, s), want, "duration {s:?}");
+    }
+    // the enumeration reaches the interesting cases
+    assert!(valid > 30, "{valid} valid durations");
+    for s in ["P1Y1M1D", "PT1H1M1S", "P1W", "P1DT1S", "P12Y", "PT36H"] {
+        assert!(validator.is_valid(&json!(s)) && grammar_accepts_string(&DURATION, s), "{s}");
+    }
+}
+
 fn grammar_accepts_string(g: &Arc<Grammar>, s: &str) -> bool {
     toolrail_engine::check(g, serde_json::to_string(s).unwrap().as_bytes()).is_accepted()
 }
