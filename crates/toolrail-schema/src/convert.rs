@@ -16,6 +16,7 @@ use std::rc::Rc;
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
+use super::expr::RuleName;
 use super::keywords::{is_ignored, is_unknown};
 use super::numbers::{self, Bound, Decimal};
 use super::regex::{self, MAX_REPEAT_TOTAL, pattern_to_gbnf};
@@ -457,14 +458,14 @@ impl Converter {
             hint: if hint.is_empty() {
                 String::new()
             } else {
-                name.clone()
+                name.to_string()
             },
             top: true,
         };
         let root = Rc::clone(&self.docs[doc]);
         // the root is reachable as "#": register it so that `{"$ref": "#"}` recursion works
         let key = (doc, "#".to_string());
-        self.refs.insert(key.clone(), name.clone());
+        self.refs.insert(key.clone(), name.to_string());
         self.in_progress.insert(key.clone(), self.consumed);
         self.root_referenced = false;
         let expr = self.visit(&root, &cx, false);
@@ -472,7 +473,7 @@ impl Converter {
         let expr = expr?.unwrap_or_else(never);
         if self.root_referenced || (want_rule && !is_identifier(&expr)) {
             self.rules.fill(&name, expr);
-            Ok(name)
+            Ok(name.into())
         } else {
             self.refs.remove(&key);
             self.rules.unreserve(&name);
@@ -499,7 +500,7 @@ impl Converter {
             return Some(e);
         }
         let comment = self.comment(cx);
-        Some(self.rules.add(&cx.hint, e, comment))
+        Some(self.rules.add(&cx.hint, e, comment).into())
     }
 
     fn visit(&mut self, schema: &Value, cx: &Ctx, named: bool) -> Result<Frag, SchemaError> {
@@ -604,17 +605,17 @@ impl Converter {
             top: true,
         };
         let name = self.rules.reserve(&hint, self.comment(&tcx));
-        self.refs.insert(key.clone(), name.clone());
+        self.refs.insert(key.clone(), name.to_string());
         self.in_progress.insert(key.clone(), self.consumed);
         let tcx = Ctx {
-            hint: name.clone(),
+            hint: name.to_string(),
             ..tcx
         };
         let r = self.visit(&target, &tcx, false);
         self.in_progress.remove(&key);
         let expr = r?;
         self.rules.fill(&name, expr.unwrap_or_else(never));
-        Ok(Some(name))
+        Ok(Some(name.into()))
     }
 
     /// Flattens a schema: follows a top-level `$ref` (merging siblings) and merges `allOf`.
@@ -1181,11 +1182,10 @@ impl Converter {
                         .zip(items)
                         .map(|(k, kv)| Member {
                             name: k.clone(),
-                            kv: self.rules.add(
-                                &format!("{hint}-{}-kv", rules::sanitize(k)),
-                                kv,
-                                None,
-                            ),
+                            kv: self
+                                .rules
+                                .add(&format!("{hint}-{}-kv", rules::sanitize(k)), kv, None)
+                                .into(),
                             required: true,
                         })
                         .collect();
@@ -1441,8 +1441,11 @@ impl Converter {
                         alts(alts_v)
                     };
                     let name = body.map(|b| {
-                        self.rules
-                            .add(&format!("{base}-f{r}-{j}"), b, comment.clone())
+                        String::from(self.rules.add(
+                            &format!("{base}-f{r}-{j}"),
+                            b,
+                            comment.clone(),
+                        ))
                     });
                     frac.insert((r, j), name);
                 }
@@ -1479,7 +1482,7 @@ impl Converter {
             alts(v)
         };
         // integer states I(r)
-        let names: Vec<String> = (0..p)
+        let names: Vec<RuleName> = (0..p)
             .map(|r| self.rules.reserve(&format!("{base}-i{r}"), comment.clone()))
             .collect();
         for r in 0..p {
@@ -1503,7 +1506,7 @@ impl Converter {
             start.push("\"0\"".to_string());
         }
         let body = format!("\"-\"? {}", alts(start).unwrap_or_else(never));
-        self.rules.add(&base, body, comment)
+        self.rules.add(&base, body, comment).into()
     }
 
     fn string(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
@@ -1607,7 +1610,9 @@ impl Converter {
         let clamp = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
         Ok(Some(format!(
             "\"\\\"\" {} \"\\\"\"",
-            self.rules.repetition(&c, clamp(min), max.map(clamp))
+            self.rules
+                .repetition(c, clamp(min), max.map(clamp))
+                .to_gbnf()
         )))
     }
 
@@ -1728,7 +1733,8 @@ impl Converter {
                 let hi = max.map(|m| m - first_rest as u64);
                 tail = self
                     .rules
-                    .repetition(&format!("{sep} {r}"), clamp(lo), hi.map(clamp));
+                    .repetition(format!("{sep} {r}"), clamp(lo), hi.map(clamp))
+                    .to_gbnf();
             }
             // prefix part, from the last prefix element back to index 1
             for j in (1..k.min(max.map_or(usize::MAX, |m| m as usize))).rev() {
@@ -2055,14 +2061,18 @@ impl Converter {
                 (Some(v), Some(key)) => {
                     let body = format!("{key} \":\" {sp} {v}");
                     let comment = self.comment(&add_cx);
-                    Some(self.rules.add(
-                        &format!(
-                            "{}-additional-kv",
-                            if cx.hint.is_empty() { "root" } else { &cx.hint }
-                        ),
-                        body,
-                        comment,
-                    ))
+                    Some(
+                        self.rules
+                            .add(
+                                &format!(
+                                    "{}-additional-kv",
+                                    if cx.hint.is_empty() { "root" } else { &cx.hint }
+                                ),
+                                body,
+                                comment,
+                            )
+                            .into(),
+                    )
                 }
                 _ => None,
             };
@@ -2096,14 +2106,14 @@ impl Converter {
                 let max_p = self.size_bound("maxProperties", cx, max_p)?;
                 let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
                 let rest = self.rules.repetition(
-                    &format!("{sep} {x}"),
+                    format!("{sep} {x}"),
                     clamp(min_p.saturating_sub(1)),
                     max_p.map(|m| clamp(m - 1)),
                 );
-                let body = if rest == "\"\"" {
+                let body = if rest.is_empty() {
                     x.clone()
                 } else {
-                    format!("{x} {rest}")
+                    format!("{x} {}", rest.to_gbnf())
                 };
                 let body = if min_p == 0 {
                     format!("( {body} )?")
@@ -2171,7 +2181,7 @@ impl Converter {
                         },
                         i + 1
                     );
-                    self.rules.add(&hint, text, None)
+                    self.rules.add(&hint, text, None).into()
                 } else {
                     text
                 };
@@ -2276,11 +2286,15 @@ impl Converter {
         let lenient_fallback = |this: &mut Self| -> Option<String> {
             let key = any_key(this);
             let value = this.rules.primitive("value").to_string();
-            Some(this.rules.add(
-                &format!("{base}-additional-kv"),
-                format!("{key} \":\" {sp} {value}"),
-                None,
-            ))
+            Some(
+                this.rules
+                    .add(
+                        &format!("{base}-additional-kv"),
+                        format!("{key} \":\" {sp} {value}"),
+                        None,
+                    )
+                    .into(),
+            )
         };
         if has_property_names {
             self.unsupported(
@@ -2364,7 +2378,10 @@ impl Converter {
                         return Ok(lenient_fallback(self));
                     }
                     match pattern_to_gbnf(p, &mut self.rules) {
-                        Ok(Some(k)) => self.rules.add(&format!("{}-name", pcx.hint), k, None),
+                        Ok(Some(k)) => self
+                            .rules
+                            .add(&format!("{}-name", pcx.hint), k, None)
+                            .into(),
                         Ok(None) => continue,
                         Err(m) => {
                             self.unsupported("patternProperties", pcx, m)?;
@@ -2376,7 +2393,11 @@ impl Converter {
             if let Some(v) = v {
                 let body = format!("{key} \":\" {sp} {v}");
                 let comment = self.comment(pcx);
-                kvs.push(self.rules.add(&format!("{}-kv", pcx.hint), body, comment));
+                kvs.push(String::from(self.rules.add(
+                    &format!("{}-kv", pcx.hint),
+                    body,
+                    comment,
+                )));
             }
         }
         if let Some(av) = additional
@@ -2398,7 +2419,8 @@ impl Converter {
                     let comment = self.comment(&add_cx);
                     kvs.push(
                         self.rules
-                            .add(&format!("{base}-additional-kv"), body, comment),
+                            .add(&format!("{base}-additional-kv"), body, comment)
+                            .into(),
                     );
                 }
                 Some(None) => {}
@@ -2417,7 +2439,8 @@ impl Converter {
             1 => kvs.pop(),
             _ => Some(
                 self.rules
-                    .add(&format!("{base}-member-kv"), kvs.join(" | "), None),
+                    .add(&format!("{base}-member-kv"), kvs.join(" | "), None)
+                    .into(),
             ),
         })
     }
@@ -2529,7 +2552,7 @@ impl Converter {
                 } else {
                     format!("{hint}-rest-{}", keys.join("-"))
                 };
-                self.rules.add(&name, body, Some(comment))
+                self.rules.add(&name, body, Some(comment)).into()
             };
         }
         let mut heads = Vec::new();
@@ -2547,7 +2570,9 @@ impl Converter {
     fn kv_rule(&mut self, cx: &Ctx, key: &str, value: &str, sp: &str) -> String {
         let key_lit = gbnf_literal(&Value::String(key.to_string()).to_string());
         let body = format!("{key_lit} \":\" {sp} {value}");
-        self.rules.add(&format!("{}-kv", cx.hint), body, None)
+        self.rules
+            .add(&format!("{}-kv", cx.hint), body, None)
+            .into()
     }
 
     /// A JSON string whose decoded value is none of `names` (trie over the names).
@@ -2604,7 +2629,9 @@ impl Converter {
         };
         self.rules = rules;
         let comment = self.comment(cx);
-        self.rules.add(&format!("{}-key", cx.hint), body, comment)
+        self.rules
+            .add(&format!("{}-key", cx.hint), body, comment)
+            .into()
     }
 }
 

@@ -81,10 +81,12 @@
 //! - [`numbers`]: integer and decimal ranges; [`regex`]: `pattern` via `regex-syntax` HIR;
 //! - [`formats`]: `format` rules; [`strings`]: JSON string encoding as GBNF;
 //! - [`llama`]: what llama.cpp reads of a schema ([`ConvertOptions::llama_compat`]);
+//! - [`expr`]: typed GBNF expressions and their one printer (parentheses by precedence);
 //! - [`rules`]: the rule table (naming, deduplication, output order);
 //! - [`limits`]: llama.cpp's repetition limits, and how every repetition stays within them.
 
 pub mod convert;
+pub mod expr;
 pub mod formats;
 mod keywords;
 pub mod limits;
@@ -212,7 +214,10 @@ impl SchemaConverter {
 
     /// Adds a hand-written rule (for envelopes); returns the final (deduplicated) rule name.
     pub fn add_rule(&mut self, name_hint: &str, body: &str) -> String {
-        self.inner.rules.add(name_hint, body.to_string(), None)
+        self.inner
+            .rules
+            .add(name_hint, body.to_string(), None)
+            .into()
     }
 
     /// Name of the whitespace rule to place between envelope tokens (`space`; it matches
@@ -234,7 +239,7 @@ impl SchemaConverter {
     /// The whole grammar text: `root ::= <root_body>` first, then every rule used, in a
     /// deterministic order.
     pub fn finish(self, root_body: &str) -> String {
-        self.inner.rules.render(root_body)
+        self.inner.rules.render(&root_body.to_string().into())
     }
 }
 
@@ -258,7 +263,7 @@ pub fn schema_to_gbnf(schema: &Value, options: &ConvertOptions) -> Result<Conver
     let warnings = std::mem::take(&mut c.warnings);
     let notes = std::mem::take(&mut c.notes);
     Ok(Conversion {
-        gbnf: c.rules.render(&expr),
+        gbnf: c.rules.render(&expr.into()),
         warnings,
         notes,
     })

@@ -481,7 +481,7 @@ fn translate(h: &Hir, rules: &mut RuleTable, mult: u64) -> Result<Option<String>
                 ));
             }
             match translate(&rep.sub, rules, total)? {
-                Some(sub) => Some(rules.repetition(&sub, rep.min, rep.max)),
+                Some(sub) => Some(rules.repetition(sub, rep.min, rep.max).to_gbnf()),
                 // x{0,n} of nothing matches the empty string
                 None if rep.min == 0 => Some("\"\"".to_string()),
                 None => None,

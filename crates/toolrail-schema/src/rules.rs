@@ -5,12 +5,17 @@
 //! `$ref`s can point at a rule that is still being built. Rule bodies are deduplicated: adding a
 //! body that already exists returns the existing name. Primitive rules (`value`, `string`,
 //! `number`, formats, ...) are only emitted when used, after all schema rules, in a fixed order.
+//!
+//! Bodies are [`Expr`] values, printed once by [`RuleTable::render`]; names are [`RuleName`]s
+//! that only this table hands out, so two rules cannot share a name. Deduplication compares
+//! printed bodies (while part of the converter still hands in [`Expr::Text`], a typed body and
+//! the same text must count as one rule).
 
 use rustc_hash::FxHashMap;
 
 use super::Whitespace;
-use super::limits::{INLINE_RULES, MAX_REPETITION, generated_rules};
-use super::regex::is_atom;
+use super::expr::{Expr, RuleName};
+use super::limits::{INLINE_RULES, MAX_REPETITION};
 
 /// A built-in rule: name, body and the primitives its body uses.
 struct Primitive {
@@ -119,39 +124,34 @@ pub(crate) fn sanitize(hint: &str) -> String {
     out
 }
 
-/// `( a | b )` → `a | b`: a rule body needs no outer group.
-fn strip_group(body: String) -> String {
-    if body.starts_with("( ") && body.ends_with(" )") && super::regex::is_atom(&body) {
-        body[2..body.len() - 2].to_string()
-    } else {
-        body
+/// `( a | b )` → `a | b`: a rule body written as text needs no outer group (a typed body is
+/// printed without one).
+fn strip_group(body: Expr) -> Expr {
+    match body {
+        Expr::Text(t) if t.starts_with("( ") && t.ends_with(" )") && super::regex::is_atom(&t) => {
+            Expr::Text(t[2..t.len() - 2].to_string())
+        }
+        other => other,
     }
 }
 
-/// `item{min,max}` for counts within llama.cpp's limit, in the shortest spelling.
-fn bounded(item: &str, min: u32, max: u32) -> String {
-    match (min, max) {
-        (_, 0) => "\"\"".into(),
-        (1, 1) => item.to_string(),
-        (0, 1) => format!("{item}?"),
-        (m, n) if m == n => format!("{item}{{{m}}}"),
-        (m, n) => format!("{item}{{{m},{n}}}"),
-    }
-}
-
-/// A readable rule-name hint for the repetition of `atom`: the rule it repeats, else `repeat`.
-fn repetition_hint(atom: &str) -> String {
-    if atom.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') && atom.len() <= 24 {
-        atom.to_string()
-    } else {
-        "repeat".to_string()
+/// A readable rule-name hint for the repetition of `item`: the rule it repeats, else `repeat`.
+fn repetition_hint(item: &Expr) -> String {
+    let short_name = |t: &str| {
+        t.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') && !t.is_empty() && t.len() <= 24
+    };
+    match item {
+        Expr::Rule(name) if short_name(name.as_str()) => name.as_str().to_string(),
+        Expr::Text(t) if short_name(t) => t.clone(),
+        _ => "repeat".to_string(),
     }
 }
 
 /// One rule: its body (None while reserved) and the schema location it came from.
 struct Rule {
-    name: String,
-    body: Option<String>,
+    /// None once unreserved (the entry stays so that indices hold, and renders nothing).
+    name: Option<RuleName>,
+    body: Option<Expr>,
     comment: Option<String>,
 }
 
@@ -163,6 +163,7 @@ pub(crate) struct RuleTable {
     pub(crate) capped_digits: bool,
     rules: Vec<Rule>,
     by_name: FxHashMap<String, usize>,
+    /// Printed body -> rule index.
     by_body: FxHashMap<String, usize>,
     used_primitives: Vec<bool>,
     /// Format rules used (name -> body), emitted after the schema rules.
@@ -225,11 +226,12 @@ impl RuleTable {
     }
 
     /// Reserves a name for a rule whose body is filled in later with [`RuleTable::fill`].
-    pub(crate) fn reserve(&mut self, hint: &str, comment: Option<String>) -> String {
+    pub(crate) fn reserve(&mut self, hint: &str, comment: Option<String>) -> RuleName {
         let name = self.unique_name(hint);
         self.by_name.insert(name.clone(), self.rules.len());
+        let name = RuleName::new(name);
         self.rules.push(Rule {
-            name: name.clone(),
+            name: Some(name.clone()),
             body: None,
             comment,
         });
@@ -237,104 +239,102 @@ impl RuleTable {
     }
 
     /// Sets the body of a reserved rule.
-    pub(crate) fn fill(&mut self, name: &str, body: String) {
-        let body = strip_group(body);
-        if let Some(&i) = self.by_name.get(name) {
-            self.by_body.entry(body.clone()).or_insert(i);
+    pub(crate) fn fill(&mut self, name: &RuleName, body: impl Into<Expr>) {
+        let body = strip_group(body.into());
+        if let Some(&i) = self.by_name.get(name.as_str()) {
+            self.by_body.entry(body.to_gbnf()).or_insert(i);
             self.rules[i].body = Some(body);
         }
     }
 
     /// Drops a reserved rule that turned out not to be needed (only when nothing refers to it).
-    pub(crate) fn unreserve(&mut self, name: &str) {
-        if let Some(&i) = self.by_name.get(name)
+    pub(crate) fn unreserve(&mut self, name: &RuleName) {
+        if let Some(&i) = self.by_name.get(name.as_str())
             && self.rules[i].body.is_none()
         {
             // the entry stays (indices are kept) but renders nothing and frees the name
-            self.by_name.remove(name);
-            self.rules[i].name.clear();
+            self.by_name.remove(name.as_str());
+            self.rules[i].name = None;
         }
     }
 
     /// Adds a rule, or returns the name of an existing rule with the same body.
-    pub(crate) fn add(&mut self, hint: &str, body: String, comment: Option<String>) -> String {
-        let body = strip_group(body);
-        if let Some(&i) = self.by_body.get(&body) {
-            return self.rules[i].name.clone();
+    pub(crate) fn add(
+        &mut self,
+        hint: &str,
+        body: impl Into<Expr>,
+        comment: Option<String>,
+    ) -> RuleName {
+        let body = strip_group(body.into());
+        let printed = body.to_gbnf();
+        if let Some(&i) = self.by_body.get(&printed)
+            && let Some(name) = &self.rules[i].name
+        {
+            return name.clone();
         }
         let name = self.unique_name(hint);
         let i = self.rules.len();
         self.by_name.insert(name.clone(), i);
-        self.by_body.insert(body.clone(), i);
+        self.by_body.insert(printed, i);
+        let name = RuleName::new(name);
         self.rules.push(Rule {
-            name: name.clone(),
+            name: Some(name.clone()),
             body: Some(body),
             comment,
         });
         name
     }
 
-    /// `atom{min,max}` within llama.cpp's repetition limits and without ambiguity (see
-    /// [`crate::limits`]): the atom gets its own rule when its generated rules times the count
+    /// `item{min,max}` within llama.cpp's repetition limits and without ambiguity (see
+    /// [`crate::limits`]): the item gets its own rule when its generated rules times the count
     /// would pass the limit, counts over the limit are split into exact chunks, optional runs
     /// over the limit are chained through rules that take either a full chunk or fewer, and a
     /// repetition generating more than a few rules is returned as a rule of its own. A maximum
     /// below the minimum is read as the minimum.
-    pub(crate) fn repetition(&mut self, atom: &str, min: u32, max: Option<u32>) -> String {
+    pub(crate) fn repetition(&mut self, item: impl Into<Expr>, min: u32, max: Option<u32>) -> Expr {
         const LIMIT: u32 = MAX_REPETITION;
+        let atom = item.into();
         let max = max.map(|m| m.max(min));
         if max == Some(0) {
-            return "\"\"".into();
+            return Expr::Empty;
         }
         if min == 1 && max == Some(1) {
-            return atom.to_string();
+            return atom;
         }
-        let grouped = if is_atom(atom) {
-            atom.to_string()
-        } else {
-            format!("( {atom} )")
-        };
         // llama.cpp's count for the largest chunk: the maximum when bounded, else the minimum
         let count = u64::from(max.unwrap_or(min).clamp(1, LIMIT));
-        let item_rules = generated_rules(&grouped).max(1);
+        let item_rules = atom.operand_rules().max(1);
         let item = if item_rules.saturating_mul(count) > u64::from(LIMIT) {
-            self.add(
-                &format!("{}-item", repetition_hint(atom)),
-                atom.to_string(),
-                None,
-            )
+            let hint = format!("{}-item", repetition_hint(&atom));
+            Expr::Rule(self.add(&hint, atom.clone(), None))
         } else {
-            grouped
+            atom.clone()
         };
         let mut parts = Vec::new();
         let mut left = min;
         while left > LIMIT {
-            parts.push(format!("{item}{{{LIMIT}}}"));
+            parts.push(Expr::repeat(item.clone(), LIMIT, Some(LIMIT)));
             left -= LIMIT;
         }
         match max.map(|m| m - min) {
-            None => parts.push(match left {
-                0 => format!("{item}*"),
-                1 => format!("{item}+"),
-                m => format!("{item}{{{m},}}"),
-            }),
+            None => parts.push(Expr::repeat(item.clone(), left, None)),
             Some(optional) if u64::from(left) + u64::from(optional) <= u64::from(LIMIT) => {
-                parts.push(bounded(&item, left, left + optional))
+                parts.push(Expr::repeat(item.clone(), left, Some(left + optional)))
             }
             Some(optional) => {
                 if left > 0 {
-                    parts.push(bounded(&item, left, left));
+                    parts.push(Expr::repeat(item.clone(), left, Some(left)));
                 }
                 parts.push(self.optional_chain(&item, optional));
             }
         }
-        let expr = parts.join(" ");
-        if generated_rules(&expr) > INLINE_RULES {
+        let expr = Expr::seq(parts);
+        if expr.generated_rules() > INLINE_RULES {
             let hint = match max {
-                Some(m) => format!("{}-{min}-{m}", repetition_hint(atom)),
-                None => format!("{}-{min}-more", repetition_hint(atom)),
+                Some(m) => format!("{}-{min}-{m}", repetition_hint(&atom)),
+                None => format!("{}-{min}-more", repetition_hint(&atom)),
             };
-            self.add(&hint, expr, None)
+            Expr::Rule(self.add(&hint, expr, None))
         } else {
             expr
         }
@@ -343,7 +343,7 @@ impl RuleTable {
     /// Zero to `optional` copies of `item` (a rule reference or a group generating at most one
     /// rule), over the limit: `r ::= item{2000} rest | item{0,1999}`, nested, so that every
     /// length has exactly one parse.
-    fn optional_chain(&mut self, item: &str, optional: u32) -> String {
+    fn optional_chain(&mut self, item: &Expr, optional: u32) -> Expr {
         const LIMIT: u32 = MAX_REPETITION;
         let mut levels = Vec::new();
         let mut rest = optional;
@@ -351,27 +351,28 @@ impl RuleTable {
             levels.push(rest);
             rest -= LIMIT;
         }
-        let mut inner = bounded(item, 0, rest);
+        let mut inner = Expr::repeat(item.clone(), 0, Some(rest));
         let hint = repetition_hint(item);
         for total in levels.into_iter().rev() {
-            let body = format!(
-                "{item}{{{LIMIT}}} {inner} | {}",
-                bounded(item, 0, LIMIT - 1)
-            );
-            inner = self.add(&format!("{hint}-upto-{total}"), body, None);
+            let full = Expr::seq([Expr::repeat(item.clone(), LIMIT, Some(LIMIT)), inner]);
+            let fewer = Expr::repeat(item.clone(), 0, Some(LIMIT - 1));
+            let body = Expr::Alt(vec![full, fewer]);
+            inner = Expr::Rule(self.add(&format!("{hint}-upto-{total}"), body, None));
         }
         inner
     }
 
     /// Renders the grammar: `root` first, schema rules in creation order, then formats and
     /// primitives.
-    pub(crate) fn render(&self, root_body: &str) -> String {
+    pub(crate) fn render(&self, root_body: &Expr) -> String {
         let mut out = String::new();
         out.push_str("root ::= ");
-        out.push_str(root_body);
+        out.push_str(&root_body.to_gbnf());
         out.push('\n');
         for rule in &self.rules {
-            let Some(body) = &rule.body else { continue };
+            let (Some(name), Some(body)) = (&rule.name, &rule.body) else {
+                continue;
+            };
             if let Some(comment) = &rule.comment {
                 // one line: a property name may hold line breaks
                 out.push_str("# ");
@@ -382,7 +383,7 @@ impl RuleTable {
                 );
                 out.push('\n');
             }
-            push_rule(&mut out, &rule.name, body);
+            push_rule(&mut out, name.as_str(), &body.to_gbnf());
         }
         for (name, body) in &self.formats {
             push_rule(&mut out, name, body);
@@ -429,13 +430,57 @@ mod tests {
     #[test]
     fn reserved_and_duplicate_names_get_suffixes() {
         let mut t = RuleTable::new(Whitespace::Spaced);
-        let a = t.add("string", "\"a\"".into(), None);
-        let b = t.add("x", "\"b\"".into(), None);
-        let c = t.add("x", "\"c\"".into(), None);
-        let d = t.add("y", "\"a\"".into(), None);
+        let a = t.add("string", Expr::literal("a"), None);
+        let b = t.add("x", Expr::literal("b"), None);
+        let c = t.add("x", Expr::literal("c"), None);
+        let d = t.add("y", String::from("\"a\""), None);
         assert_eq!(
             (a.as_str(), b.as_str(), c.as_str(), d.as_str()),
             ("string-2", "x", "x-2", "string-2")
+        );
+    }
+
+    /// The limits carried over onto typed expressions: a count over llama.cpp's limit is split
+    /// into exact chunks, a long optional run is chained without ambiguity, an item whose
+    /// generated rules times the count pass the limit gets a rule of its own.
+    #[test]
+    fn repetitions_stay_within_llama_cpp_limits() {
+        let mut t = RuleTable::new(Whitespace::Compact);
+        let char_ = Expr::Text("char".into());
+        assert_eq!(
+            t.repetition(char_.clone(), 0, Some(60)).to_gbnf(),
+            "char{0,60}"
+        );
+        assert_eq!(t.repetition(char_.clone(), 0, Some(0)), Expr::Empty);
+        assert_eq!(t.repetition(char_.clone(), 1, Some(1)), char_);
+        // generating over 64 rules: a rule of its own, so enclosing groups stay small
+        assert_eq!(
+            t.repetition(char_.clone(), 0, Some(1024)).to_gbnf(),
+            "char-0-1024"
+        );
+        // over the limit: exact chunks, then a chain of rules without ambiguity
+        let e = t.repetition(char_.clone(), 4500, None);
+        assert_eq!(e.to_gbnf(), "char{2000} char{2000} char{500,}");
+        let e = t.repetition(char_.clone(), 0, Some(4500));
+        assert_eq!(e.to_gbnf(), "char-upto-4500");
+        let g = t.render(&e);
+        assert!(
+            g.contains("char-upto-4500 ::= char{2000} char-upto-2500 | char{0,1999}\n"),
+            "{g}"
+        );
+        assert!(
+            g.contains("char-upto-2500 ::= char{2000} char{0,500} | char{0,1999}\n"),
+            "{g}"
+        );
+        // an item generating 61 rules repeated 40 times passes 2,000: it becomes a rule first
+        let e = t.repetition(Expr::Text("a | b{0,60}".into()), 0, Some(40));
+        assert_eq!(e.to_gbnf(), "repeat-item{0,40}");
+        assert!(t.render(&e).contains("repeat-item ::= a | b{0,60}\n"));
+        let e = t.repetition(Expr::Text("a | b{0,60}".into()), 0, Some(30));
+        assert_eq!(e.to_gbnf(), "repeat-0-30");
+        assert!(
+            t.render(&e)
+                .contains("repeat-0-30 ::= ( a | b{0,60} ){0,30}\n")
         );
     }
 
@@ -443,12 +488,15 @@ mod tests {
     fn only_used_primitives_are_emitted() {
         let mut t = RuleTable::new(Whitespace::Compact);
         t.primitive("integer");
-        let g = t.render("integer");
+        let g = t.render(&Expr::Text("integer".into()));
         assert!(g.contains("integral-part ::="));
         assert!(!g.contains("string ::="));
         assert!(!g.contains("space ::="));
         t.primitive("space");
-        assert!(t.render("space").contains("space ::= \"\"\n"));
+        assert!(
+            t.render(&Expr::Text("space".into()))
+                .contains("space ::= \"\"\n")
+        );
     }
 
     #[test]
@@ -457,7 +505,7 @@ mod tests {
         let n = t.format_string("date-time").unwrap();
         assert_eq!(n, "date-time-string");
         t.format_string("date").unwrap();
-        let g = t.render(&n);
+        let g = t.render(&Expr::Text(n.clone()));
         for rule in [
             "\ndate-time ::=",
             "\ndate ::=",

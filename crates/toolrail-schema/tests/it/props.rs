@@ -236,7 +236,10 @@ fn duration_agrees_with_jsonschema_exhaustively() {
     // the enumeration reaches the interesting cases
     assert!(valid > 30, "{valid} valid durations");
     for s in ["P1Y1M1D", "PT1H1M1S", "P1W", "P1DT1S", "P12Y", "PT36H"] {
-        assert!(validator.is_valid(&json!(s)) && grammar_accepts_string(&DURATION, s), "{s}");
+        assert!(
+            validator.is_valid(&json!(s)) && grammar_accepts_string(&DURATION, s),
+            "{s}"
+        );
     }
 }
 
