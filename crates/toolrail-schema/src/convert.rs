@@ -1574,7 +1574,7 @@ impl Converter {
         {
             let r = regex::pattern_with_lengths(p, min.unwrap_or(0), max, &mut self.rules);
             match r {
-                Ok(Some(Some(e))) => return Ok(self.name(cx, Some(e), false)),
+                Ok(Some(Some(e))) => return Ok(self.name(cx, Some(e.to_gbnf_item()), false)),
                 Ok(Some(None)) => {
                     return Err(Self::invalid(
                         "pattern",
@@ -1595,7 +1595,7 @@ impl Converter {
             }
             let r = pattern_to_gbnf(&p, &mut self.rules);
             return match r {
-                Ok(e) => Ok(self.name(cx, e, false)),
+                Ok(e) => Ok(self.name(cx, e.map(|e| e.to_gbnf_item()), false)),
                 Err(m) => {
                     self.unsupported("pattern", cx, m)?;
                     Ok(Some(self.rules.primitive("string").to_string()))
@@ -2407,7 +2407,9 @@ impl Converter {
                 [] => Some(Some(any_key(self))),
                 [(p, _, _)] if names.is_empty() => {
                     match regex::complement_to_gbnf(p, &mut self.rules) {
-                        Ok(Some(regex::Complement::Grammar(g))) => Some(g),
+                        Ok(Some(regex::Complement::Grammar(g))) => {
+                            Some(g.map(|g| g.to_gbnf_item()))
+                        }
                         _ => None,
                     }
                 }
@@ -2623,7 +2625,8 @@ impl Converter {
         let mut rules = std::mem::replace(&mut self.rules, RuleTable::new(self.opts.whitespace));
         let body = {
             let mut conv = |set: &[(u32, u32)]| {
-                encoded_char_set(set, &mut || rules.primitive("char").to_string())
+                encoded_char_set(set, &mut || rules.primitive_rule("char"))
+                    .map(|e| e.to_gbnf_item())
             };
             format!("\"\\\"\" {}", build(&root, &ch, &mut conv))
         };

@@ -187,6 +187,14 @@ impl Expr {
         out
     }
 
+    /// The expression as GBNF text to be placed in a sequence written as text (an
+    /// alternation comes parenthesised).
+    pub(crate) fn to_gbnf_item(&self) -> String {
+        let mut out = String::new();
+        self.print(Place::SeqItem, &mut out);
+        out
+    }
+
     fn needs_group(&self, place: Place) -> bool {
         match self {
             Expr::Alt(_) => place != Place::Top,

@@ -8,6 +8,7 @@
 
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
+use super::expr::Expr;
 use super::rules::RuleTable;
 use super::strings::{self, encoded_char_set, normalize};
 
@@ -77,7 +78,7 @@ fn ecma_to_rust(pattern: &str) -> String {
 pub(crate) fn pattern_to_gbnf(
     pattern: &str,
     rules: &mut RuleTable,
-) -> Result<Option<String>, String> {
+) -> Result<Option<Expr>, String> {
     hir_to_gbnf(&parse(pattern)?, rules)
 }
 
@@ -113,7 +114,7 @@ pub(crate) enum Complement {
     Nothing,
     /// The grammar of the strings the pattern does not match (a whole JSON string, quotes
     /// included), or None when every string matches after all.
-    Grammar(Option<String>),
+    Grammar(Option<Expr>),
 }
 
 /// The complement of `pattern` for the shapes real schemas use for property names: an
@@ -235,7 +236,7 @@ pub(crate) fn pattern_with_lengths(
     min: u64,
     max: Option<u64>,
     rules: &mut RuleTable,
-) -> Result<Option<Option<String>>, String> {
+) -> Result<Option<Option<Expr>>, String> {
     use regex_syntax::hir::Repetition;
     let hir = parse(pattern)?;
     let props = hir.properties();
@@ -300,12 +301,12 @@ pub(crate) fn pattern_with_lengths(
 }
 
 /// [`pattern_to_gbnf`] of a parsed pattern.
-fn hir_to_gbnf(hir: &Hir, rules: &mut RuleTable) -> Result<Option<String>, String> {
+fn hir_to_gbnf(hir: &Hir, rules: &mut RuleTable) -> Result<Option<Expr>, String> {
     let branches: Vec<&Hir> = match hir.kind() {
         HirKind::Alternation(bs) => bs.iter().collect(),
         _ => vec![hir],
     };
-    let mut alts = Vec::new();
+    let mut alts: Vec<Expr> = Vec::new();
     for branch in branches {
         let mut items: Vec<&Hir> = match branch.kind() {
             HirKind::Concat(xs) => xs.iter().collect(),
@@ -330,9 +331,10 @@ fn hir_to_gbnf(hir: &Hir, rules: &mut RuleTable) -> Result<Option<String>, Strin
                 break;
             }
         }
+        let any_chars = |rules: &mut RuleTable| Expr::repeat(rules.primitive_rule("char"), 0, None);
         let mut parts = Vec::new();
         if !start {
-            parts.push(format!("{}*", rules.primitive("char")));
+            parts.push(any_chars(rules));
         }
         let unanchored_empty = !start && items.is_empty();
         let mut never = false;
@@ -343,24 +345,18 @@ fn hir_to_gbnf(hir: &Hir, rules: &mut RuleTable) -> Result<Option<String>, Strin
             }
         }
         if !end && !unanchored_empty {
-            parts.push(format!("{}*", rules.primitive("char")));
+            parts.push(any_chars(rules));
         }
         if never {
             continue;
         }
-        parts.retain(|p| p != "\"\"");
-        alts.push(if parts.is_empty() {
-            "\"\"".to_string()
-        } else {
-            parts.join(" ")
-        });
+        let branch = Expr::seq(parts);
+        if alts.last() != Some(&branch) {
+            alts.push(branch);
+        }
     }
-    alts.dedup();
-    Ok(match alts.len() {
-        0 => None,
-        1 => Some(format!("\"\\\"\" {} \"\\\"\"", alts[0])),
-        _ => Some(format!("\"\\\"\" ( {} ) \"\\\"\"", alts.join(" | "))),
-    })
+    let quote = || Expr::literal("\"");
+    Ok(Expr::alt(alts).map(|content| Expr::seq([quote(), content, quote()])))
 }
 
 fn first_line(s: &str) -> String {
@@ -371,11 +367,8 @@ fn first_line(s: &str) -> String {
         .to_string()
 }
 
-fn group(s: String) -> String {
-    if is_atom(&s) { s } else { format!("( {s} )") }
-}
-
-/// Whether an expression can take a postfix operator without parentheses.
+/// Whether GBNF text can take a postfix operator without parentheses (for [`Expr::Text`],
+/// text from the parts of the converter not yet built on [`Expr`]).
 pub(crate) fn is_atom(s: &str) -> bool {
     let b = s.as_bytes();
     if s.is_empty() {
@@ -445,9 +438,9 @@ pub const MAX_REPEAT_TOTAL: u64 = 100_000;
 
 /// `mult` is the product of the counts of the enclosing repetitions (llama.cpp expands nested
 /// repetitions into that many copies).
-fn translate(h: &Hir, rules: &mut RuleTable, mult: u64) -> Result<Option<String>, String> {
+fn translate(h: &Hir, rules: &mut RuleTable, mult: u64) -> Result<Option<Expr>, String> {
     Ok(match h.kind() {
-        HirKind::Empty => Some("\"\"".to_string()),
+        HirKind::Empty => Some(Expr::Empty),
         HirKind::Literal(lit) => {
             let text = std::str::from_utf8(&lit.0)
                 .map_err(|_| "pattern literal is not UTF-8".to_string())?;
@@ -459,9 +452,7 @@ fn translate(h: &Hir, rules: &mut RuleTable, mult: u64) -> Result<Option<String>
                 .iter()
                 .map(|r| (r.start() as u32, r.end() as u32))
                 .collect();
-            encoded_char_set(&normalize(ranges), &mut || {
-                rules.primitive("char").to_string()
-            })
+            encoded_char_set(&normalize(ranges), &mut || rules.primitive_rule("char"))
         }
         HirKind::Class(Class::Bytes(_)) => return Err("byte classes are unsupported".into()),
         HirKind::Look(look) => {
@@ -481,30 +472,22 @@ fn translate(h: &Hir, rules: &mut RuleTable, mult: u64) -> Result<Option<String>
                 ));
             }
             match translate(&rep.sub, rules, total)? {
-                Some(sub) => Some(rules.repetition(sub, rep.min, rep.max).to_gbnf()),
+                Some(sub) => Some(rules.repetition(sub, rep.min, rep.max)),
                 // x{0,n} of nothing matches the empty string
-                None if rep.min == 0 => Some("\"\"".to_string()),
+                None if rep.min == 0 => Some(Expr::Empty),
                 None => None,
             }
         }
-        HirKind::Capture(cap) => translate(&cap.sub, rules, mult)?.map(group),
+        HirKind::Capture(cap) => translate(&cap.sub, rules, mult)?,
         HirKind::Concat(xs) => {
             let mut parts = Vec::new();
             for x in xs {
                 match translate(x, rules, mult)? {
-                    Some(p) => {
-                        if p != "\"\"" {
-                            parts.push(p)
-                        }
-                    }
+                    Some(p) => parts.push(p),
                     None => return Ok(None),
                 }
             }
-            Some(if parts.is_empty() {
-                "\"\"".to_string()
-            } else {
-                parts.join(" ")
-            })
+            Some(Expr::seq(parts))
         }
         HirKind::Alternation(xs) => {
             let mut parts = Vec::new();
@@ -513,11 +496,7 @@ fn translate(h: &Hir, rules: &mut RuleTable, mult: u64) -> Result<Option<String>
                     parts.push(p);
                 }
             }
-            match parts.len() {
-                0 => None,
-                1 => parts.pop(),
-                _ => Some(format!("( {} )", parts.join(" | "))),
-            }
+            Expr::alt(parts)
         }
     })
 }
@@ -527,7 +506,7 @@ mod tests {
     use super::*;
 
     fn conv(p: &str) -> String {
-        pattern_to_gbnf(p, &mut table()).unwrap().unwrap()
+        pattern_to_gbnf(p, &mut table()).unwrap().unwrap().to_gbnf()
     }
 
     fn table() -> RuleTable {

@@ -184,6 +184,11 @@ impl RuleTable {
         }
     }
 
+    /// Marks a primitive (and what it uses) as used and returns a reference to it.
+    pub(crate) fn primitive_rule(&mut self, name: &'static str) -> Expr {
+        Expr::Rule(RuleName::new(self.primitive(name)))
+    }
+
     /// Marks a primitive (and what it uses) as used and returns its name.
     pub(crate) fn primitive(&mut self, name: &'static str) -> &'static str {
         if let Some(i) = PRIMITIVES.iter().position(|p| p.name == name)

@@ -5,6 +5,8 @@
 //! JSON requires to be escaped (`"`, `\`, U+0000..U+001F) are matched in their escaped forms; all
 //! other characters are matched raw (the canonical encoding every JSON serializer produces).
 
+use crate::expr::Expr;
+
 /// A GBNF string literal matching exactly `text`.
 pub fn gbnf_literal(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
@@ -43,38 +45,39 @@ pub(crate) fn json_encode_char(c: char, out: &mut String) {
 
 /// GBNF matching the JSON encoding of the decoded text `text` (without the quotes).
 /// Control characters other than the short escapes accept either hex case.
-pub(crate) fn encoded_literal(text: &str) -> String {
-    let mut parts: Vec<String> = Vec::new();
+pub(crate) fn encoded_literal(text: &str) -> Expr {
+    let mut parts: Vec<Expr> = Vec::new();
     let mut plain = String::new();
     for c in text.chars() {
         let cp = c as u32;
         if cp < 0x20 && !matches!(c, '\n' | '\r' | '\t' | '\u{8}' | '\u{c}') {
             if !plain.is_empty() {
-                parts.push(gbnf_literal(&plain));
-                plain.clear();
+                parts.push(Expr::literal(std::mem::take(&mut plain)));
             }
             parts.push(control_escape(cp));
         } else {
             json_encode_char(c, &mut plain);
         }
     }
-    if !plain.is_empty() || parts.is_empty() {
-        parts.push(gbnf_literal(&plain));
-    }
-    parts.join(" ")
+    parts.push(Expr::literal(plain));
+    Expr::seq(parts)
 }
 
 /// `\u00XY` for a control character, either hex case.
-fn control_escape(cp: u32) -> String {
+fn control_escape(cp: u32) -> Expr {
     let low = cp & 0xF;
     let hi = cp >> 4;
-    let low_s = if low >= 10 {
-        let c = char::from_digit(low, 16).unwrap_or('0');
-        format!("[{}{}]", c, c.to_ascii_uppercase())
-    } else {
-        format!("\"{low}\"")
+    let low = match char::from_digit(low, 16) {
+        Some(c) if low >= 10 => Expr::Class {
+            ranges: vec![
+                (c as u32, c as u32),
+                (c.to_ascii_uppercase() as u32, c.to_ascii_uppercase() as u32),
+            ],
+            negated: false,
+        },
+        _ => Expr::literal(low.to_string()),
     };
-    format!("\"\\\\u00{hi}\" {low_s}")
+    Expr::seq([Expr::literal(format!("\\u00{hi}")), low])
 }
 
 /// Renders one code point inside a GBNF character class.
@@ -170,13 +173,13 @@ fn contains(set: &[(u32, u32)], cp: u32) -> bool {
     set.iter().any(|&(lo, hi)| lo <= cp && cp <= hi)
 }
 
-/// GBNF (an atom) matching the JSON encoding of one character from the set `set` (decoded code
-/// points, normalized). `None` when the set is empty. `char_rule` is the name of the rule matching
-/// any character (used when the set is all of Unicode).
+/// GBNF matching the JSON encoding of one character from the set `set` (decoded code
+/// points, normalized). `None` when the set is empty. `char_rule` gives the rule matching any
+/// character (used when the set is all of Unicode).
 pub(crate) fn encoded_char_set(
     set: &[(u32, u32)],
-    char_rule: &mut dyn FnMut() -> String,
-) -> Option<String> {
+    char_rule: &mut dyn FnMut() -> Expr,
+) -> Option<Expr> {
     let set = intersect(set, SCALARS);
     if set.is_empty() {
         return None;
@@ -195,12 +198,18 @@ pub(crate) fn encoded_char_set(
             neg.push((0, 0x1F));
             neg.push(('"' as u32, '"' as u32));
             neg.push(('\\' as u32, '\\' as u32));
-            alts.push(char_class(&normalize(neg), true));
+            alts.push(Expr::Class {
+                ranges: normalize(neg),
+                negated: true,
+            });
         } else {
-            alts.push(char_class(&raw, false));
+            alts.push(Expr::Class {
+                ranges: raw,
+                negated: false,
+            });
         }
     }
-    let mut short = String::new();
+    let mut short = Vec::new();
     for (c, e) in [
         ('"', '"'),
         ('\\', '\\'),
@@ -211,22 +220,35 @@ pub(crate) fn encoded_char_set(
         ('\t', 't'),
     ] {
         if contains(&set, c as u32) {
-            short.push(e);
+            short.push((e as u32, e as u32));
         }
     }
     let controls = intersect(&set, &[(0, 0x1F)]);
     if !short.is_empty() {
-        let class = char_class(
-            &short
-                .chars()
-                .map(|c| (c as u32, c as u32))
-                .collect::<Vec<_>>(),
-            false,
-        );
-        alts.push(format!("\"\\\\\" {class}"));
+        alts.push(Expr::seq([
+            Expr::literal("\\"),
+            Expr::Class {
+                ranges: short,
+                negated: false,
+            },
+        ]));
     }
     if controls == [(0, 0x1F)] {
-        alts.push("\"\\\\u00\" [01] [0-9a-fA-F]".to_string());
+        alts.push(Expr::seq([
+            Expr::literal("\\u00"),
+            Expr::Class {
+                ranges: vec![('0' as u32, '1' as u32)],
+                negated: false,
+            },
+            Expr::Class {
+                ranges: vec![
+                    ('0' as u32, '9' as u32),
+                    ('a' as u32, 'f' as u32),
+                    ('A' as u32, 'F' as u32),
+                ],
+                negated: false,
+            },
+        ]));
     } else {
         for &(lo, hi) in &controls {
             for cp in lo..=hi {
@@ -234,11 +256,7 @@ pub(crate) fn encoded_char_set(
             }
         }
     }
-    Some(if alts.len() == 1 {
-        alts.pop().unwrap_or_default()
-    } else {
-        format!("( {} )", alts.join(" | "))
-    })
+    Expr::alt(alts)
 }
 
 #[cfg(test)]
@@ -254,22 +272,27 @@ mod tests {
     #[test]
     fn encoded_literal_matches_json_text() {
         // decoded `"` is written `\"` in JSON, which is `\\\"` in a GBNF literal
-        assert_eq!(encoded_literal("a\"b"), r#""a\\\"b""#);
-        assert_eq!(encoded_literal("\u{1}"), r#""\\u000" "1""#);
-        assert_eq!(encoded_literal(""), "\"\"");
+        assert_eq!(encoded_literal("a\"b").to_gbnf(), r#""a\\\"b""#);
+        assert_eq!(encoded_literal("\u{1}").to_gbnf(), r#""\\u000" "1""#);
+        assert_eq!(encoded_literal("\u{1b}x").to_gbnf(), r#""\\u001" [bB] "x""#);
+        assert_eq!(encoded_literal(""), Expr::Empty);
     }
 
     #[test]
     fn char_sets() {
-        let mut any = || "char".to_string();
+        let mut any = || Expr::Text("char".to_string());
+        let text = |e: Option<Expr>| e.map(|e| e.to_gbnf_item());
         assert_eq!(
-            encoded_char_set(&[(0x30, 0x39)], &mut any).as_deref(),
+            text(encoded_char_set(&[(0x30, 0x39)], &mut any)).as_deref(),
             Some("[0-9]")
         );
-        assert_eq!(encoded_char_set(SCALARS, &mut any).as_deref(), Some("char"));
+        assert_eq!(
+            text(encoded_char_set(SCALARS, &mut any)).as_deref(),
+            Some("char")
+        );
         let not_a = normalize(vec![(0, 0x60), (0x62, 0x10FFFF)]);
         assert_eq!(
-            encoded_char_set(&not_a, &mut any).as_deref(),
+            text(encoded_char_set(&not_a, &mut any)).as_deref(),
             Some(r#"( [^\x00-\x1F"\x5Ca] | "\\" ["\x5Cbfnrt] | "\\u00" [01] [0-9a-fA-F] )"#)
         );
         assert_eq!(encoded_char_set(&[], &mut any), None);
