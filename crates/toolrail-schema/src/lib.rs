@@ -220,6 +220,13 @@ impl SchemaConverter {
             .into()
     }
 
+    /// Reserves a rule name in this grammar's one namespace for a rule the caller writes
+    /// itself (an envelope rule rendered after [`SchemaConverter::finish`]'s text): no rule of
+    /// the converter will take it, and it never takes one of theirs or a built-in name.
+    pub fn reserve_rule_name(&mut self, name_hint: &str) -> String {
+        self.inner.rules.reserve(name_hint, None).into()
+    }
+
     /// Name of the whitespace rule to place between envelope tokens (`space`; it matches
     /// nothing but the empty string in [`Whitespace::Compact`] mode).
     pub fn space_rule(&mut self) -> String {

@@ -173,8 +173,8 @@ fn convert_options(opts: &GrammarOptions, close_objects: bool) -> ConvertOptions
 /// Builds the tool-call grammar for a tool set.
 ///
 /// The envelope's own rules (`call`, `call-<tool>`, `calls`, `plain-text`, `py-…`) are appended
-/// after the converter's rules; should a name clash with one of the converter's, every envelope
-/// rule is prefixed with `tc-` instead.
+/// after the converter's rules. Their names come from the converter's one rule namespace
+/// ([`SchemaConverter::reserve_rule_name`]), so they can never clash with a converter rule.
 pub fn tool_call_grammar(
     tools: &ToolSet,
     opts: &GrammarOptions,
@@ -182,39 +182,11 @@ pub fn tool_call_grammar(
     if tools.is_empty() {
         return Err(GrammarError::Empty);
     }
-    let (grammar, clash) = build(tools, opts, "")?;
-    if !clash {
-        return Ok(grammar);
-    }
-    let (grammar, _) = build(tools, opts, "tc-")?;
-    Ok(grammar)
-}
-
-/// Names defined (`name ::=` at the start of a line) in a GBNF text.
-fn defined_names(text: &str) -> std::collections::HashSet<String> {
-    text.lines()
-        .filter_map(|l| {
-            let (name, _) = l.split_once("::=")?;
-            let name = name.trim();
-            (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
-                .then(|| name.to_owned())
-        })
-        .collect()
-}
-
-fn build(
-    tools: &ToolSet,
-    opts: &GrammarOptions,
-    prefix: &str,
-) -> Result<(ToolGrammar, bool), GrammarError> {
     // Objects are closed explicitly in `arguments_schema`, so the converter sees exactly the schema
     // the validator uses.
     let mut conv = SchemaConverter::new(convert_options(opts, false));
     let space = conv.space_rule();
-    let mut out = Emitter {
-        prefix: prefix.to_owned(),
-        ..Emitter::default()
-    };
+    let mut out = Emitter::default();
     let mut warnings = Vec::new();
     let mut tool_rules = Vec::new();
     let mut pairs = Vec::new();
@@ -223,7 +195,7 @@ fn build(
         check_tool_name(tool, opts.format)?;
         let slug = slug(&tool.name);
         let schema = tool.arguments_schema();
-        let pair_name = out.fresh(&format!("call-{slug}"));
+        let pair_name = out.fresh(&mut conv, &format!("call-{slug}"));
         let body = match opts.format {
             Format::OpenAi | Format::Llama3 | Format::Hermes => {
                 let args = conv
@@ -266,7 +238,7 @@ fn build(
     let union = pairs.join(" | ");
     let (sep, one) = match opts.format {
         Format::OpenAi | Format::Llama3 | Format::Hermes => {
-            let call = out.fresh("call");
+            let call = out.fresh(&mut conv, "call");
             out.rule(
                 &call,
                 &format!(
@@ -274,7 +246,7 @@ fn build(
                 ),
             );
             if opts.format == Format::Hermes {
-                let block = out.fresh("tool-call-block");
+                let block = out.fresh(&mut conv, "tool-call-block");
                 out.rule(
                     &block,
                     &format!("\"<tool_call>\\n\" {call} \"\\n</tool_call>\""),
@@ -285,18 +257,18 @@ fn build(
             }
         }
         Format::Gemma => {
-            let call = out.fresh("call");
+            let call = out.fresh(&mut conv, "call");
             out.rule(&call, &format!("\"call:\" ( {union} )"));
             ("\"\\n\"".to_owned(), call)
         }
         Format::Pythonic => {
-            let call = out.fresh("call");
+            let call = out.fresh(&mut conv, "call");
             out.rule(&call, &union);
             ("\"\\n\"".to_owned(), call)
         }
     };
     let calls = if opts.parallel {
-        let name = out.fresh("calls");
+        let name = out.fresh(&mut conv, "calls");
         if opts.format.is_json() {
             out.rule(
                 &name,
@@ -310,10 +282,10 @@ fn build(
         one
     };
     let root_body = if opts.auto {
-        let text_rule = out.fresh("plain-text");
+        let text_rule = out.fresh(&mut conv, "plain-text");
         if opts.format == Format::Pythonic {
             // Not `identifier(`: what the validator reads as a call, known tool or not.
-            let rest = out.fresh("plain-text-name");
+            let rest = out.fresh(&mut conv, "plain-text-name");
             out.comment("plain text: anything not starting like a call (a name, then '(')");
             out.rule(
                 &text_rule,
@@ -338,21 +310,16 @@ fn build(
     warnings.extend(conv.warnings().iter().map(|w| w.to_string()));
     warnings.extend(conv.notes().iter().map(note_text));
     let mut text = conv.finish(&root_body);
-    let theirs = defined_names(&text);
-    let clash = out.used.keys().any(|n| theirs.contains(n));
     if !text.ends_with('\n') {
         text.push('\n');
     }
     text.push('\n');
     text.push_str(&out.text);
-    Ok((
-        ToolGrammar {
-            text,
-            warnings,
-            tool_rules,
-        },
-        clash,
-    ))
+    Ok(ToolGrammar {
+        text,
+        warnings,
+        tool_rules,
+    })
 }
 
 fn check_tool_name(tool: &Tool, format: Format) -> Result<(), GrammarError> {
@@ -476,25 +443,16 @@ fn slug(name: &str) -> String {
     if s.is_empty() { "tool".into() } else { s }
 }
 
-/// Our own rules, appended after the converter's (names prefixed with `prefix`, normally empty).
+/// Our own rules, appended after the converter's, named in the converter's namespace.
 #[derive(Default)]
 struct Emitter {
     text: String,
-    prefix: String,
-    used: HashMap<String, usize>,
 }
 
 impl Emitter {
-    fn fresh(&mut self, hint: &str) -> String {
-        let base = format!("{}{hint}", self.prefix);
-        let mut name = base.clone();
-        let mut n = 1;
-        while self.used.contains_key(&name) {
-            n += 1;
-            name = format!("{base}-{n}");
-        }
-        self.used.insert(name.clone(), 1);
-        name
+    /// A name for an envelope rule, unique among every rule of the grammar.
+    fn fresh(&mut self, conv: &mut SchemaConverter, hint: &str) -> String {
+        conv.reserve_rule_name(hint)
     }
 
     fn rule(&mut self, name: &str, body: &str) {
@@ -560,6 +518,8 @@ struct PyBuilder {
     lenient: bool,
     warnings: Vec<String>,
     generic: Option<String>,
+    /// The rule for any Python string literal, once built.
+    py_string: Option<String>,
     /// Rules built for `$ref` targets, by (tool, ref).
     refs: HashMap<(String, String), String>,
     /// Converter rules for string/number leaves, by the leaf schema's JSON text.
@@ -578,6 +538,7 @@ impl PyBuilder {
             lenient,
             warnings: Vec::new(),
             generic: None,
+            py_string: None,
             refs: HashMap::new(),
             leaves: HashMap::new(),
         }
@@ -701,7 +662,7 @@ impl PyBuilder {
                     conv,
                     out,
                 )?,
-                _ => self.generic(out),
+                _ => self.generic(conv, out),
             })
         };
         let mut items: Vec<(String, bool)> = Vec::new();
@@ -727,7 +688,7 @@ impl PyBuilder {
         let (tail_written, tail_empty) = match &extra_value {
             None => (String::new(), "\"\"".to_owned()),
             Some(v) => {
-                let k = self.excluded_key(ctx, pointer, &declared, style, hint, out)?;
+                let k = self.excluded_key(ctx, pointer, &declared, style, hint, conv, out)?;
                 let kv = match style {
                     KeyStyle::DictKey => format!("{k} \":\" {space} {v}"),
                     KeyStyle::Kwarg => format!("{k} {v}"),
@@ -786,6 +747,8 @@ impl PyBuilder {
     /// A rule for the key of an undeclared member (with its `=` for keyword arguments): any key
     /// except the `declared` names. Dict keys are JSON strings without `\\u` or `\\/` escapes,
     /// so no other spelling can denote a declared name; keyword names are Python identifiers.
+    // the converter (for rule names) travels beside the emitter, as in every builder method
+    #[allow(clippy::too_many_arguments)]
     fn excluded_key(
         &mut self,
         ctx: &Ctx<'_>,
@@ -793,6 +756,7 @@ impl PyBuilder {
         declared: &[String],
         style: KeyStyle,
         hint: &str,
+        conv: &mut SchemaConverter,
         out: &mut Emitter,
     ) -> Result<String, GrammarError> {
         #[derive(Default)]
@@ -821,7 +785,7 @@ impl PyBuilder {
             }
             n.end = true;
         }
-        let name = out.fresh(&format!("{hint}-extra-key"));
+        let name = out.fresh(conv, &format!("{hint}-extra-key"));
         let body = match style {
             KeyStyle::DictKey => {
                 let ch = "[^\"\\\\\\x00-\\x1F]";
@@ -890,16 +854,16 @@ impl PyBuilder {
         Ok(name)
     }
 
-    fn generic(&mut self, out: &mut Emitter) -> String {
+    fn generic(&mut self, conv: &mut SchemaConverter, out: &mut Emitter) -> String {
         if let Some(g) = &self.generic {
             return g.clone();
         }
         let s = self.space.clone();
-        let value = out.fresh("py-value");
-        let list = out.fresh("py-list");
-        let dict = out.fresh("py-dict");
-        let string = self.generic_string(out);
-        let number = out.fresh("py-number");
+        let value = out.fresh(conv, "py-value");
+        let list = out.fresh(conv, "py-list");
+        let dict = out.fresh(conv, "py-dict");
+        let string = self.generic_string(conv, out);
+        let number = out.fresh(conv, "py-number");
         out.comment("any Python literal");
         out.rule(
             &value,
@@ -923,15 +887,16 @@ impl PyBuilder {
         value
     }
 
-    fn generic_string(&mut self, out: &mut Emitter) -> String {
-        let name = format!("{}py-string", out.prefix);
-        if !out.used.contains_key(&name) {
-            let n = out.fresh("py-string");
-            out.rule(
-                &n,
-                "\"\\\"\" ( [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} ) )* \"\\\"\"",
-            );
+    fn generic_string(&mut self, conv: &mut SchemaConverter, out: &mut Emitter) -> String {
+        if let Some(name) = &self.py_string {
+            return name.clone();
         }
+        let name = out.fresh(conv, "py-string");
+        out.rule(
+            &name,
+            "\"\\\"\" ( [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} ) )* \"\\\"\"",
+        );
+        self.py_string = Some(name.clone());
         name
     }
 
@@ -946,13 +911,13 @@ impl PyBuilder {
         out: &mut Emitter,
     ) -> Result<String, GrammarError> {
         let obj = match schema {
-            Value::Bool(true) => return Ok(self.generic(out)),
+            Value::Bool(true) => return Ok(self.generic(conv, out)),
             Value::Bool(false) => {
                 self.unsupported(ctx, pointer, "false", "a schema that accepts nothing")?;
-                return Ok(self.generic(out));
+                return Ok(self.generic(conv, out));
             }
             Value::Object(o) => o,
-            _ => return Ok(self.generic(out)),
+            _ => return Ok(self.generic(conv, out)),
         };
         if let Some(Value::String(r)) = obj.get("$ref") {
             return self.reference(ctx, r, pointer, conv, out);
@@ -963,7 +928,7 @@ impl PyBuilder {
         if let Some(Value::Array(values)) = obj.get("enum") {
             if values.is_empty() {
                 self.unsupported(ctx, &format!("{pointer}/enum"), "enum", "an empty enum")?;
-                return Ok(self.generic(out));
+                return Ok(self.generic(conv, out));
             }
             return Ok(literal_alts(values));
         }
@@ -987,7 +952,7 @@ impl PyBuilder {
                         out,
                     )?);
                 }
-                let name = out.fresh(hint);
+                let name = out.fresh(conv, hint);
                 out.rule(&name, &parts.join(" | "));
                 return Ok(name);
             }
@@ -1032,7 +997,7 @@ impl PyBuilder {
             }
         }
         if types.is_empty() {
-            return Ok(self.generic(out));
+            return Ok(self.generic(conv, out));
         }
         let mut parts = Vec::new();
         for t in &types {
@@ -1078,13 +1043,13 @@ impl PyBuilder {
                     let s = self.space.clone();
                     let entries =
                         self.entries(ctx, obj, pointer, hint, conv, out, KeyStyle::DictKey)?;
-                    let name = out.fresh(hint);
+                    let name = out.fresh(conv, hint);
                     out.rule(&name, &format!("\"{{\" {s} {entries} {s} \"}}\""));
                     name
                 }
                 other => {
                     self.unsupported(ctx, &format!("{pointer}/type"), "type", other)?;
-                    self.generic(out)
+                    self.generic(conv, out)
                 }
             };
             parts.push(part);
@@ -1127,7 +1092,7 @@ impl PyBuilder {
             Some(Value::Bool(false)) => None,
             Some(Value::Array(_)) => {
                 self.unsupported(ctx, &format!("{pointer}/items"), "items", "array form")?;
-                Some(self.generic(out))
+                Some(self.generic(conv, out))
             }
             Some(sub) => Some(self.value(
                 ctx,
@@ -1137,7 +1102,7 @@ impl PyBuilder {
                 conv,
                 out,
             )?),
-            None => Some(self.generic(out)),
+            None => Some(self.generic(conv, out)),
         };
         if !prefix.is_empty() && (min > 0 || max.is_some()) {
             self.unsupported(ctx, pointer, "minItems", "bounds together with prefixItems")?;
@@ -1178,7 +1143,7 @@ impl PyBuilder {
         } else {
             String::new()
         };
-        let name = out.fresh(hint);
+        let name = out.fresh(conv, hint);
         out.rule(&name, &format!("\"[\" {s} {body} {s} \"]\""));
         Ok(name)
     }
@@ -1202,7 +1167,7 @@ impl PyBuilder {
                 "$ref",
                 "only local references",
             )?;
-            return Ok(self.generic(out));
+            return Ok(self.generic(conv, out));
         };
         let Some(target) = ctx.root.pointer(frag).cloned() else {
             self.unsupported(
@@ -1211,10 +1176,10 @@ impl PyBuilder {
                 "$ref",
                 "unresolved reference",
             )?;
-            return Ok(self.generic(out));
+            return Ok(self.generic(conv, out));
         };
         let hint = slug(frag.rsplit('/').next().unwrap_or("ref"));
-        let name = out.fresh(&format!("ref-{hint}"));
+        let name = out.fresh(conv, &format!("ref-{hint}"));
         self.refs.insert(key, name.clone());
         let body = self.value(ctx, &target, frag, &format!("{hint}-v"), conv, out)?;
         out.rule(&name, &body);

@@ -976,3 +976,29 @@ fn one_of_by_lengths() {
         json!({"oneOf": [{"type": "array", "maxItems": 1}, {"type": "array", "minItems": 1}]});
     assert_eq!(schema_to_gbnf(&arrays, &o).unwrap_err().keyword, "oneOf");
 }
+
+/// Envelope rules and converter rules share one namespace: a name reserved by the caller is
+/// never given to a schema rule, and built-in names are never handed to the caller.
+#[test]
+fn reserved_rule_names_never_clash() {
+    let mut c = SchemaConverter::new(ConvertOptions::default());
+    assert_eq!(c.reserve_rule_name("string"), "string-2");
+    assert_eq!(c.reserve_rule_name("space"), "space-2");
+    let call = c.reserve_rule_name("call");
+    assert_eq!(call, "call");
+    let schema = json!({"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}});
+    let args = c.add_schema("call", &schema).unwrap();
+    assert_ne!(args, call);
+    let g = c.finish(&format!("{args} | {call}"));
+    // the reserved name is not defined by the converter: the caller writes it
+    assert!(!g.lines().any(|l| l.starts_with("call ::=")), "{g}");
+    let names: Vec<&str> = g
+        .lines()
+        .filter_map(|l| l.split_once(" ::= "))
+        .map(|(n, _)| n)
+        .collect();
+    let mut unique = names.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(names.len(), unique.len(), "{g}");
+}
