@@ -20,8 +20,10 @@
 //! keeps two stacks per character instead of one per way of splitting the run (chained
 //! `x{0,2000} x{0,2000} x{0,500}` made its sampler run for over 20 s on a few hundred bytes).
 //!
-//! [`generated_rules`] counts, for an expression the converter wrote, the rules llama.cpp's
-//! parser generates for it, so the decisions above follow llama.cpp's own arithmetic.
+//! [`crate::expr::Expr::generated_rules`] counts, for an expression the converter built, the
+//! rules llama.cpp's parser generates for it, so the decisions above follow llama.cpp's own
+//! arithmetic; [`generated_rules`] does the same for GBNF text from the parts of the converter
+//! not yet built on `Expr` ([`crate::expr::Expr::Text`]).
 
 /// llama.cpp's `MAX_REPETITION_THRESHOLD`: the largest count in one `{m,n}`, and the largest
 /// product of a repeated item's generated rules and its count.
