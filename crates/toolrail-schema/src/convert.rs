@@ -16,7 +16,7 @@ use std::rc::Rc;
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
-use super::expr::RuleName;
+use super::expr::{Expr, RuleName};
 use super::keywords::{is_ignored, is_unknown};
 use super::numbers::{self, Bound, Decimal};
 use super::regex::{self, MAX_REPEAT_TOTAL, pattern_to_gbnf};
@@ -1606,14 +1606,11 @@ impl Converter {
             return Ok(Some(self.rules.primitive("string").to_string()));
         }
         let (min, max) = (min.unwrap_or(0), max);
-        let c = self.char_rule();
+        let c = self.rules.primitive_rule("char");
         let clamp = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
-        Ok(Some(format!(
-            "\"\\\"\" {} \"\\\"\"",
-            self.rules
-                .repetition(c, clamp(min), max.map(clamp))
-                .to_gbnf()
-        )))
+        let quote = || Expr::literal("\"");
+        let chars = self.rules.repetition(c, clamp(min), max.map(clamp));
+        Ok(Some(Expr::seq([quote(), chars, quote()]).to_gbnf_item()))
     }
 
     fn array(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
@@ -1731,9 +1728,14 @@ impl Converter {
             {
                 let lo = min.saturating_sub(first_rest as u64);
                 let hi = max.map(|m| m - first_rest as u64);
+                let item = Expr::seq([
+                    Expr::literal(","),
+                    self.rules.primitive_rule("space"),
+                    Expr::Text(r.clone()),
+                ]);
                 tail = self
                     .rules
-                    .repetition(format!("{sep} {r}"), clamp(lo), hi.map(clamp))
+                    .repetition(item, clamp(lo), hi.map(clamp))
                     .to_gbnf();
             }
             // prefix part, from the last prefix element back to index 1
@@ -2105,8 +2107,13 @@ impl Converter {
                     .unwrap_or(0);
                 let max_p = self.size_bound("maxProperties", cx, max_p)?;
                 let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+                let item = Expr::seq([
+                    Expr::literal(","),
+                    self.rules.primitive_rule("space"),
+                    Expr::Text(x.clone()),
+                ]);
                 let rest = self.rules.repetition(
-                    format!("{sep} {x}"),
+                    item,
                     clamp(min_p.saturating_sub(1)),
                     max_p.map(|m| clamp(m - 1)),
                 );
