@@ -167,6 +167,9 @@ pub(crate) struct RuleTable {
     used_primitives: Vec<bool>,
     /// Format rules used (name -> body), emitted after the schema rules.
     formats: Vec<(String, String)>,
+    /// Rules reused (same body) for a schema location other than the one in their comment:
+    /// they stand for no single location ([`RuleTable::locations`]).
+    shared: rustc_hash::FxHashSet<usize>,
 }
 
 impl RuleTable {
@@ -180,6 +183,7 @@ impl RuleTable {
             by_body: FxHashMap::default(),
             used_primitives: vec![false; PRIMITIVES.len()],
             formats: Vec::new(),
+            shared: rustc_hash::FxHashSet::default(),
         }
     }
 
@@ -224,6 +228,17 @@ impl RuleTable {
         }
     }
 
+    /// Named rules with the comment that records the one schema location they stand for
+    /// (`label#pointer`), rules reused for several locations left out.
+    pub(crate) fn locations(&self) -> Vec<(String, String)> {
+        self.rules
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| !r.name.is_empty() && r.body.is_some() && !self.shared.contains(i))
+            .filter_map(|(_, r)| Some((r.name.clone(), r.comment.clone()?)))
+            .collect()
+    }
+
     /// Reserves a name for a rule whose body is filled in later with [`RuleTable::fill`].
     pub(crate) fn reserve(&mut self, hint: &str, comment: Option<String>) -> String {
         let name = self.unique_name(hint);
@@ -260,6 +275,9 @@ impl RuleTable {
     pub(crate) fn add(&mut self, hint: &str, body: String, comment: Option<String>) -> String {
         let body = strip_group(body);
         if let Some(&i) = self.by_body.get(&body) {
+            if self.rules[i].comment != comment {
+                self.shared.insert(i);
+            }
             return self.rules[i].name.clone();
         }
         let name = self.unique_name(hint);
