@@ -207,6 +207,39 @@ mod tests {
     }
 
     #[test]
+    fn an_invalid_output_says_where_the_grammar_stops_it_in_the_schema_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = dir.path().join("tools.json");
+        std::fs::write(
+            &tools,
+            r#"[{"name": "ls", "parameters": {"type": "object",
+                "properties": {"sortBy": {"enum": ["name", "size", "mtime"]}}}}]"#,
+        )
+        .unwrap();
+        let tools =
+            super::super::load_tool_set(&std::fs::read_to_string(&tools).unwrap(), "t").unwrap();
+        let a = args(dir.path(), "", FormatArg::Openai);
+        let stop = grammar_stop(
+            &tools,
+            &a,
+            r#"{"name": "ls", "arguments": {"sortBy": "x"}}"#,
+        )
+        .unwrap();
+        assert!(
+            stop.ends_with(r#"expected "name" | "size" | "mtime" at /arguments/sortBy in ls"#),
+            "{stop}"
+        );
+        assert_eq!(
+            grammar_stop(
+                &tools,
+                &a,
+                r#"{"name": "ls", "arguments": {"sortBy": "size"}}"#
+            ),
+            None
+        );
+    }
+
+    #[test]
     fn exit_codes() {
         let dir = tempfile::tempdir().unwrap();
         let ok = args(
