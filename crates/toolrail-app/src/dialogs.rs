@@ -33,6 +33,10 @@ pub enum FileRequest {
     ImportGrammar,
     /// Export the grammar in force as `.gbnf`.
     ExportGrammar,
+    /// Switch to another workspace file.
+    OpenWorkspace,
+    /// Save the workspace to a new file and keep saving there.
+    SaveWorkspaceAs,
 }
 
 impl FileRequest {
@@ -42,10 +46,12 @@ impl FileRequest {
             FileRequest::OpenGguf
             | FileRequest::OpenSchema
             | FileRequest::OpenTranscript
-            | FileRequest::ImportGrammar => PathUse::Open,
+            | FileRequest::ImportGrammar
+            | FileRequest::OpenWorkspace => PathUse::Open,
             FileRequest::SaveSchema
             | FileRequest::ExportTranscript
-            | FileRequest::ExportGrammar => PathUse::Save,
+            | FileRequest::ExportGrammar
+            | FileRequest::SaveWorkspaceAs => PathUse::Save,
         }
     }
 
@@ -59,6 +65,8 @@ impl FileRequest {
             FileRequest::ExportTranscript => "Export the transcript (JSON; Markdown beside it)",
             FileRequest::ImportGrammar => "Import a .gbnf grammar",
             FileRequest::ExportGrammar => "Export the grammar as .gbnf",
+            FileRequest::OpenWorkspace => "Open a workspace",
+            FileRequest::SaveWorkspaceAs => "Save the workspace as",
         }
     }
 
@@ -68,6 +76,7 @@ impl FileRequest {
             FileRequest::SaveSchema => "tools.json",
             FileRequest::ExportTranscript => "transcript.json",
             FileRequest::ExportGrammar => "grammar.gbnf",
+            FileRequest::SaveWorkspaceAs => "workspace.json",
             _ => "",
         }
     }

@@ -15,13 +15,16 @@ use toolrail_workbench::Repaint;
 use toolrail_workbench::actions::Action;
 use toolrail_workbench::analysis::{Analysis, AnalysisInput, Analyzer};
 use toolrail_workbench::run::{RunSettings, RunState};
-use toolrail_workbench::workspace::{self, Autosave, Theme, Workspace};
+use toolrail_workbench::workspace::{self, Autosave, RecentKind, Theme, Workspace};
 
 pub mod dialogs;
+pub mod editor;
 pub mod highlight;
 pub mod panes;
+pub mod run_history;
 pub mod screenshot;
 pub mod shortcuts;
+pub mod stack_tree;
 pub mod token_view;
 
 /// How the grammar pane should show some grammar spans (stacks of the test input or of a token).
@@ -91,6 +94,8 @@ pub struct Shared {
     pub messages: Vec<StatusMessage>,
     /// The file dialog that may be open (answers arrive on a later frame).
     pub dialogs: FileDialogs,
+    /// A workspace file to switch to or save as, handled by the app (which owns autosave).
+    pub workspace_file: Option<(FileRequest, PathBuf)>,
     repaint: Repaint,
 }
 
@@ -129,9 +134,23 @@ impl Shared {
         }
     }
 
-    /// Does what the chosen file was asked for.
+    /// Does what the chosen file was asked for (files opened go to the recent files).
     pub fn file_chosen(&mut self, request: FileRequest, path: PathBuf) {
+        let recent = match request {
+            FileRequest::OpenGguf => Some(RecentKind::Model),
+            FileRequest::OpenSchema => Some(RecentKind::Schema),
+            FileRequest::OpenTranscript => Some(RecentKind::Transcript),
+            FileRequest::ImportGrammar => Some(RecentKind::Grammar),
+            FileRequest::OpenWorkspace => Some(RecentKind::Workspace),
+            _ => None,
+        };
+        if let Some(kind) = recent {
+            self.workspace.remember_recent(kind, &path);
+        }
         match request {
+            FileRequest::OpenWorkspace | FileRequest::SaveWorkspaceAs => {
+                self.workspace_file = Some((request, path));
+            }
             FileRequest::OpenGguf => panes::generation::open_gguf(self, path),
             FileRequest::OpenSchema => panes::tools::open_schema(self, path),
             FileRequest::SaveSchema => panes::tools::save_schema(self, path),
@@ -390,6 +409,7 @@ impl ToolrailApp {
             grammar_focus: GrammarFocus::default(),
             messages: Vec::new(),
             dialogs: FileDialogs::default(),
+            workspace_file: None,
             repaint: Arc::clone(&repaint),
         };
         shared.run.demo = options.demo_run;
@@ -477,6 +497,62 @@ impl ToolrailApp {
         }
     }
 
+    /// Opens another workspace file (saving this one first), or saves this one under a new
+    /// name; either way autosave writes to the new file from then on.
+    fn workspace_file(&mut self, request: FileRequest, path: &std::path::Path) {
+        self.store_layout();
+        match request {
+            FileRequest::OpenWorkspace => {
+                self.save_now();
+                let recent = self.shared.workspace.recent.clone();
+                let loaded = workspace::load(path);
+                self.shared.workspace = loaded.workspace;
+                // The recent files are the user's, not the file's: keep the list being used.
+                self.shared.workspace.recent = recent;
+                self.shared.run.settings_loaded = false;
+                if let Some(layout) = self
+                    .shared
+                    .workspace
+                    .layout
+                    .as_ref()
+                    .and_then(|v| serde_json::from_value(v.clone()).ok())
+                {
+                    self.tree = layout;
+                }
+                self.autosave = Some(Autosave::new(
+                    loaded.save_path,
+                    &self.shared.workspace,
+                    Duration::from_secs(1),
+                ));
+                match loaded.notice {
+                    Some(notice) => self.shared.error(notice),
+                    None => self
+                        .shared
+                        .message(format!("opened workspace {}", path.display())),
+                }
+            }
+            FileRequest::SaveWorkspaceAs => {
+                let mut auto = Autosave::new(
+                    path.to_path_buf(),
+                    &Workspace::default(),
+                    Duration::from_secs(1),
+                );
+                match auto.flush(&self.shared.workspace) {
+                    Ok(()) => {
+                        self.autosave = Some(auto);
+                        self.shared
+                            .workspace
+                            .remember_recent(RecentKind::Workspace, path);
+                        self.shared
+                            .message(format!("workspace saved to {}", path.display()));
+                    }
+                    Err(e) => self.shared.error(e.to_string()),
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Saves the workspace now (Ctrl+S, closing) and says where (or why not).
     fn save_now(&mut self) {
         self.store_layout();
@@ -506,6 +582,9 @@ impl ToolrailApp {
         self.handle_actions();
         if let Some((request, path)) = self.shared.dialogs.poll() {
             self.shared.file_chosen(request, path);
+        }
+        if let Some((request, path)) = self.shared.workspace_file.take() {
+            self.workspace_file(request, &path);
         }
         // A shown status message is cleared when it expires, without waiting for input.
         if let Some(left) = self
@@ -592,6 +671,11 @@ impl eframe::App for ToolrailApp {
 fn menu_bar(ui: &mut egui::Ui, shared: &mut Shared) {
     egui::MenuBar::new().ui(ui, |ui| {
         ui.menu_button("File", |ui| {
+            if ui.button("Open tool set or schema…").clicked() {
+                panes::tools::pick_schema(shared);
+            }
+            ui.menu_button("Open recent", |ui| recent_menu(ui, shared));
+            ui.separator();
             for action in [
                 Action::ExportGrammar,
                 Action::ExportTranscript,
@@ -603,14 +687,45 @@ fn menu_bar(ui: &mut egui::Ui, shared: &mut Shared) {
                     shared.queue(action);
                 }
             }
+            if ui.button("Save workspace as…").clicked() {
+                shared.save_file(
+                    FileRequest::SaveWorkspaceAs,
+                    rfd::AsyncFileDialog::new()
+                        .add_filter("Workspace", &["json"])
+                        .set_file_name("workspace.json"),
+                );
+            }
+            if ui.button("Open workspace…").clicked() {
+                shared.pick_file(
+                    FileRequest::OpenWorkspace,
+                    rfd::AsyncFileDialog::new().add_filter("Workspace", &["json"]),
+                );
+            }
         });
         ui.menu_button("Run", |ui| {
-            for action in [Action::Run, Action::Step, Action::Continue, Action::Cancel] {
+            for action in [Action::Run, Action::Step, Action::Continue] {
                 let button = egui::Button::new(action.label())
                     .shortcut_text(shortcuts::text(ui.ctx(), action));
                 if ui.add(button).clicked() {
                     shared.queue(action);
                 }
+            }
+            let running = matches!(
+                shared.run.controller.active().map(|r| r.phase),
+                Some(toolrail_workbench::run::RunPhase::Running)
+            );
+            if ui
+                .add_enabled(running, egui::Button::new("Pause"))
+                .on_hover_text("Pause the running generation after its current token")
+                .clicked()
+            {
+                shared.run.controller.pause();
+            }
+            let action = Action::Cancel;
+            let button =
+                egui::Button::new(action.label()).shortcut_text(shortcuts::text(ui.ctx(), action));
+            if ui.add(button).clicked() {
+                shared.queue(action);
             }
         });
         ui.menu_button("View", |ui| {
@@ -618,7 +733,59 @@ fn menu_bar(ui: &mut egui::Ui, shared: &mut Shared) {
             ui.radio_value(theme, Theme::Dark, "Dark theme");
             ui.radio_value(theme, Theme::Light, "Light theme");
         });
+        ui.menu_button("Help", |ui| {
+            ui.label(egui::RichText::new("Keyboard shortcuts").strong());
+            egui::Grid::new("help-shortcuts")
+                .num_columns(2)
+                .striped(true)
+                .show(ui, |ui| {
+                    for (keys, what) in shortcuts::help(ui.ctx()) {
+                        ui.label(egui::RichText::new(keys).monospace());
+                        ui.label(what);
+                        ui.end_row();
+                    }
+                });
+        });
     });
+}
+
+/// The recent files, newest first; clicking one opens it again as what it was opened as.
+fn recent_menu(ui: &mut egui::Ui, shared: &mut Shared) {
+    if shared.workspace.recent.is_empty() {
+        ui.label(egui::RichText::new("no recent files").weak());
+        return;
+    }
+    let mut chosen = None;
+    for entry in &shared.workspace.recent {
+        let kind = match entry.kind {
+            RecentKind::Schema => "tools",
+            RecentKind::Grammar => "grammar",
+            RecentKind::Transcript => "transcript",
+            RecentKind::Model => "model",
+            RecentKind::Workspace => "workspace",
+        };
+        let name = entry.path.file_name().map_or_else(
+            || entry.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        if ui
+            .button(format!("{name}  ({kind})"))
+            .on_hover_text(entry.path.display().to_string())
+            .clicked()
+        {
+            chosen = Some(entry.clone());
+        }
+    }
+    if let Some(entry) = chosen {
+        let request = match entry.kind {
+            RecentKind::Schema => FileRequest::OpenSchema,
+            RecentKind::Grammar => FileRequest::ImportGrammar,
+            RecentKind::Transcript => FileRequest::OpenTranscript,
+            RecentKind::Model => FileRequest::OpenGguf,
+            RecentKind::Workspace => FileRequest::OpenWorkspace,
+        };
+        shared.file_chosen(request, entry.path);
+    }
 }
 
 fn status_bar(ui: &mut egui::Ui, shared: &Shared) {

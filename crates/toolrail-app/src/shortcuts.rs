@@ -36,3 +36,32 @@ pub fn text(ctx: &egui::Context, action: Action) -> String {
         .map(|sc| ctx.format_shortcut(&sc))
         .unwrap_or_default()
 }
+
+/// Every shortcut as (keys, what it does) for the Help menu: the actions', then the editors'.
+pub fn help(ctx: &egui::Context) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Action::ALL
+        .iter()
+        .map(|&a| (text(ctx, a), a.label().trim_end_matches('…').to_owned()))
+        .collect();
+    let find = ctx.format_shortcut(&KeyboardShortcut::new(Modifiers::COMMAND, Key::F));
+    let click = ctx.format_modifiers(Modifiers::COMMAND);
+    out.extend([
+        (
+            find,
+            "Find in the focused editor (Enter or F3: next match)".to_owned(),
+        ),
+        (
+            "F12".to_owned(),
+            "Go to the definition of the rule at the cursor (Grammar)".to_owned(),
+        ),
+        (
+            format!("{click}+click"),
+            "Go to the definition of the rule clicked (Grammar)".to_owned(),
+        ),
+        (
+            "right-click".to_owned(),
+            "On a token: copy its id or piece".to_owned(),
+        ),
+    ]);
+    out
+}

@@ -196,6 +196,14 @@ impl TokenStrip {
                                         t.piece.len()
                                     ));
                                 });
+                            response.context_menu(|ui| {
+                                if ui.button(format!("Copy token id ({})", t.id)).clicked() {
+                                    ui.ctx().copy_text(t.id.to_string());
+                                }
+                                if ui.button("Copy piece").clicked() {
+                                    ui.ctx().copy_text(t.piece.clone());
+                                }
+                            });
                             if response.clicked() {
                                 clicked = Some(i);
                             }

@@ -10,6 +10,7 @@
 pub mod check;
 pub mod finish;
 mod lengths;
+pub mod literals;
 pub mod mask;
 pub mod recognizer;
 pub mod sample;
@@ -20,6 +21,7 @@ pub mod vocab;
 
 pub use check::{StreamVerdict, Verdict, VerdictKind, check, check_reader, check_with};
 pub use finish::BudgetGuard;
+pub use literals::{LiteralGroup, ReadableExpected};
 pub use mask::{MaskEngine, MaskError, TokenMask, TokenTrie};
 pub use recognizer::{Engine, Expected, State};
 pub use snapshot::{Frame, Snapshot, StackView};

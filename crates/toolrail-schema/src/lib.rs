@@ -91,6 +91,7 @@ pub mod formats;
 mod keywords;
 pub mod limits;
 pub mod llama;
+pub mod locations;
 pub mod merge;
 pub mod numbers;
 pub mod regex;
@@ -101,6 +102,7 @@ pub mod validate;
 use serde_json::Value;
 
 pub use convert::{MAX_DOCUMENT_DEPTH, check_depth};
+pub use locations::RuleLocation;
 pub use regex::MAX_REPEAT_TOTAL;
 pub use strings::gbnf_literal;
 
@@ -238,6 +240,12 @@ impl SchemaConverter {
         &self.inner.warnings
     }
 
+    /// The schema location each generated rule stands for, by rule name (rules shared by
+    /// several locations left out): lets a grammar error name a JSON pointer.
+    pub fn rule_locations(&self) -> Vec<(String, RuleLocation)> {
+        locations::rule_locations(&self.inner.rules)
+    }
+
     /// Keywords JSON Schema does not define, ignored so far ([`Conversion::notes`]).
     pub fn notes(&self) -> &[Warning] {
         &self.inner.notes
@@ -261,6 +269,8 @@ pub struct Conversion {
     /// the standard says; listed so that a misspelt constraint does not go unseen. Annotations
     /// (`title`, `examples`, `$comment`...) are ignored without a note.
     pub notes: Vec<Warning>,
+    /// The schema location each rule stands for, by rule name (document label empty).
+    pub rule_locations: Vec<(String, RuleLocation)>,
 }
 
 /// Converts one schema into a complete grammar whose `root` matches exactly its valid values.
@@ -269,7 +279,9 @@ pub fn schema_to_gbnf(schema: &Value, options: &ConvertOptions) -> Result<Conver
     let expr = c.add_document("", "", schema, false)?;
     let warnings = std::mem::take(&mut c.warnings);
     let notes = std::mem::take(&mut c.notes);
+    let rule_locations = locations::rule_locations(&c.rules);
     Ok(Conversion {
+        rule_locations,
         gbnf: c.rules.render(&expr.into()),
         warnings,
         notes,

@@ -168,6 +168,9 @@ pub(crate) struct RuleTable {
     used_primitives: Vec<bool>,
     /// Format rules used (name -> body), emitted after the schema rules.
     formats: Vec<(String, String)>,
+    /// Rules reused (same body) for a schema location other than the one in their comment:
+    /// they stand for no single location ([`RuleTable::locations`]).
+    shared: rustc_hash::FxHashSet<usize>,
 }
 
 impl RuleTable {
@@ -181,6 +184,7 @@ impl RuleTable {
             by_body: FxHashMap::default(),
             used_primitives: vec![false; PRIMITIVES.len()],
             formats: Vec::new(),
+            shared: rustc_hash::FxHashSet::default(),
         }
     }
 
@@ -230,6 +234,17 @@ impl RuleTable {
         }
     }
 
+    /// Named rules with the comment that records the one schema location they stand for
+    /// (`label#pointer`), rules reused for several locations left out.
+    pub(crate) fn locations(&self) -> Vec<(String, String)> {
+        self.rules
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| r.body.is_some() && !self.shared.contains(i))
+            .filter_map(|(_, r)| Some((r.name.as_ref()?.to_string(), r.comment.clone()?)))
+            .collect()
+    }
+
     /// Reserves a name for a rule whose body is filled in later with [`RuleTable::fill`].
     pub(crate) fn reserve(&mut self, hint: &str, comment: Option<String>) -> RuleName {
         let name = self.unique_name(hint);
@@ -273,9 +288,12 @@ impl RuleTable {
         let body = strip_group(body.into());
         let printed = body.to_gbnf();
         if let Some(&i) = self.by_body.get(&printed)
-            && let Some(name) = &self.rules[i].name
+            && let Some(name) = self.rules[i].name.clone()
         {
-            return name.clone();
+            if self.rules[i].comment != comment {
+                self.shared.insert(i);
+            }
+            return name;
         }
         let name = self.unique_name(hint);
         let i = self.rules.len();

@@ -129,6 +129,54 @@ pub struct ToolGrammar {
     pub warnings: Vec<String>,
     /// For each tool, the rule holding its name-and-arguments pair.
     pub tool_rules: Vec<(String, String)>,
+    /// Where in a call each schema rule's text sits, by rule name: lets an error the grammar
+    /// finds name a JSON pointer (`expected "name" | "size" at /arguments/sortBy`).
+    pub places: BTreeMap<String, GrammarPlace>,
+}
+
+/// The place in a call (or a lone JSON value) a grammar rule stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrammarPlace {
+    /// The tool whose arguments it is in (none for a lone schema).
+    pub tool: Option<String>,
+    /// JSON pointer into the call (`/arguments/sortBy`) or the value; `*` for any index or key.
+    pub pointer: String,
+}
+
+impl std::fmt::Display for GrammarPlace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pointer = if self.pointer.is_empty() {
+            "the top level"
+        } else {
+            &self.pointer
+        };
+        match &self.tool {
+            Some(tool) => write!(f, "{pointer} in {tool}"),
+            None => f.write_str(pointer),
+        }
+    }
+}
+
+/// The places of the rules a converter made: `documents` maps a document label to its tool and
+/// the pointer its value sits at in the call.
+fn places_of(
+    locations: Vec<(String, toolrail_schema::RuleLocation)>,
+    documents: &HashMap<String, (Option<String>, String)>,
+) -> BTreeMap<String, GrammarPlace> {
+    locations
+        .into_iter()
+        .filter_map(|(rule, location)| {
+            let (tool, base) = documents.get(&location.document)?;
+            let inner = location.instance_pointer()?;
+            Some((
+                rule,
+                GrammarPlace {
+                    tool: tool.clone(),
+                    pointer: format!("{base}{inner}"),
+                },
+            ))
+        })
+        .collect()
 }
 
 /// Builds the GBNF grammar for one JSON Schema value (`toolrail grammar --schema`).
@@ -136,6 +184,10 @@ pub fn schema_grammar(schema: &Value, opts: &GrammarOptions) -> Result<ToolGramm
     let conversion = toolrail_schema::schema_to_gbnf(schema, &convert_options(opts, false))
         .map_err(GrammarError::PlainSchema)?;
     Ok(ToolGrammar {
+        places: places_of(
+            conversion.rule_locations.clone(),
+            &HashMap::from([(String::new(), (None, String::new()))]),
+        ),
         text: conversion.gbnf,
         warnings: conversion
             .warnings
@@ -189,6 +241,7 @@ pub fn tool_call_grammar(
     let mut out = Emitter::default();
     let mut warnings = Vec::new();
     let mut tool_rules = Vec::new();
+    let mut documents = HashMap::new();
     let mut pairs = Vec::new();
     let mut py = PyBuilder::new(space.clone(), opts.lenient);
     for tool in tools.tools() {
@@ -196,6 +249,15 @@ pub fn tool_call_grammar(
         let slug = slug(&tool.name);
         let schema = tool.arguments_schema();
         let pair_name = out.fresh(&mut conv, &format!("call-{slug}"));
+        let base = match opts.format {
+            Format::OpenAi | Format::Llama3 | Format::Hermes => {
+                format!("/{}", opts.format.arguments_key())
+            }
+            _ => String::new(),
+        };
+        if opts.format != Format::Pythonic {
+            documents.insert(format!("args-{slug}"), (Some(tool.name.clone()), base));
+        }
         let body = match opts.format {
             Format::OpenAi | Format::Llama3 | Format::Hermes => {
                 let args = conv
@@ -309,6 +371,7 @@ pub fn tool_call_grammar(
     };
     warnings.extend(conv.warnings().iter().map(|w| w.to_string()));
     warnings.extend(conv.notes().iter().map(note_text));
+    let places = places_of(conv.rule_locations(), &documents);
     let mut text = conv.finish(&root_body);
     if !text.ends_with('\n') {
         text.push('\n');
@@ -319,6 +382,7 @@ pub fn tool_call_grammar(
         text,
         warnings,
         tool_rules,
+        places,
     })
 }
 

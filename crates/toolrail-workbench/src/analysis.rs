@@ -10,11 +10,14 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
 use crate::Repaint;
 use crate::workspace::{GrammarSettings, SchemaMode, SchemaSettings, Workspace};
+use std::collections::BTreeMap;
 use toolrail_engine::Engine;
 use toolrail_engine::check::{Verdict, check_with};
 use toolrail_engine::snapshot::Snapshot;
 use toolrail_gbnf::{Diagnostic, Grammar, LineCol};
-use toolrail_tools::grammar::{GrammarError, ToolGrammar, schema_grammar, tool_call_grammar};
+use toolrail_tools::grammar::{
+    GrammarError, GrammarPlace, ToolGrammar, schema_grammar, tool_call_grammar,
+};
 use toolrail_tools::pool::{PoolDecision, PoolRules, filter_pool};
 use toolrail_tools::shape::{Severity, ToolSetShape, ToolSetWarning};
 use toolrail_tools::toolset::{ToolSet, ToolSetError};
@@ -128,6 +131,9 @@ pub struct Analysis {
     pub test: Option<TestReport>,
     /// Time the grammar part took (zero when it came from the cache).
     pub grammar_time: Duration,
+    /// The place in a call each generated rule stands for (empty for a hand-edited grammar):
+    /// errors name JSON pointers with it.
+    pub places: BTreeMap<String, GrammarPlace>,
     /// In plain-schema mode, the number of tools when the document is a tool set rather than
     /// a JSON Schema (read as a schema it would constrain nothing useful): the app warns and
     /// offers tool-set mode.
@@ -151,6 +157,8 @@ struct GrammarPart {
     findings: Vec<Diagnostic>,
     grammar: Option<Arc<Grammar>>,
     plain_schema_is_tool_set: Option<usize>,
+    /// The place in the call each generated rule stands for (empty for a hand-edited grammar).
+    places: BTreeMap<String, GrammarPlace>,
 }
 
 /// Computes analyses, caching the grammar part and the recognizer between calls.
@@ -192,7 +200,13 @@ impl Computer {
         }
         let grammar_time = if reuse { Duration::ZERO } else { t0.elapsed() };
         let t1 = Instant::now();
-        let test = self.engine.as_mut().map(|e| test_report(e, input));
+        let places = self
+            .cached
+            .as_ref()
+            .map(|(_, p)| &p.places)
+            .cloned()
+            .unwrap_or_default();
+        let test = self.engine.as_mut().map(|e| test_report(e, input, &places));
         let test_time = t1.elapsed();
         let part = self
             .cached
@@ -218,14 +232,20 @@ impl Computer {
             test,
             grammar_time,
             test_time,
+            places,
         }
     }
 }
 
-fn test_report(engine: &mut Engine, input: &AnalysisInput) -> TestReport {
+fn test_report(
+    engine: &mut Engine,
+    input: &AnalysisInput,
+    places: &BTreeMap<String, GrammarPlace>,
+) -> TestReport {
     let text = input.test_input.as_bytes();
     let verdict = check_with(engine, text);
-    let expected = verdict.expected.describe();
+    let consumed = &text[..verdict.offset.unwrap_or(text.len())];
+    let expected = readable_expected(engine, &verdict, consumed, places);
     let mut stacks_at = input.cursor.min(text.len());
     if let Some(off) = verdict.offset {
         stacks_at = stacks_at.min(off);
@@ -244,6 +264,22 @@ fn test_report(engine: &mut Engine, input: &AnalysisInput) -> TestReport {
     }
 }
 
+/// What a verdict expected, as a person reads it: literal alternatives with the JSON pointer
+/// they stand for where the grammar came from a schema, characters otherwise.
+pub fn readable_expected(
+    engine: &Engine,
+    verdict: &Verdict,
+    consumed: &[u8],
+    places: &BTreeMap<String, GrammarPlace>,
+) -> Vec<String> {
+    if verdict.kind == toolrail_engine::VerdictKind::TooAmbiguous {
+        return verdict.expected.describe();
+    }
+    engine
+        .readable_expected(verdict.state, consumed, &|rule| places.contains_key(rule))
+        .describe(&|rule| places.get(rule).map(ToString::to_string))
+}
+
 fn grammar_part(input: &AnalysisInput) -> GrammarPart {
     let mut part = GrammarPart::default();
     let settings = &input.schema;
@@ -260,6 +296,9 @@ fn grammar_part(input: &AnalysisInput) -> GrammarPart {
     if let Some(g) = generated {
         part.generated = g.text;
         part.warnings.extend(g.warnings);
+        if !input.grammar.hand_edited {
+            part.places = g.places;
+        }
     }
     part.grammar_text = if input.grammar.hand_edited {
         input.grammar.text.clone()

@@ -11,8 +11,10 @@ use std::sync::Arc;
 
 pub mod actions;
 pub mod analysis;
+pub mod example;
 pub mod fsutil;
 pub mod jsonpos;
+pub mod pasted;
 pub mod paths;
 pub mod run;
 pub mod samples;

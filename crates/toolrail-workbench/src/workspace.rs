@@ -144,6 +144,49 @@ pub struct Workspace {
     pub run: RunSettings,
     /// The window's inner size in points when the app last ran (restored at start).
     pub window: Option<WindowSize>,
+    /// Files opened lately, newest first (the File menu's Open recent).
+    pub recent: Vec<RecentFile>,
+}
+
+/// What a recent file was opened as (so that reopening it does the same).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecentKind {
+    /// A tool set or JSON Schema, into the editor.
+    Schema,
+    /// A `.gbnf` file, as the hand-edited grammar.
+    Grammar,
+    /// A transcript, replayed.
+    Transcript,
+    /// A GGUF model.
+    Model,
+    /// A workspace file.
+    Workspace,
+}
+
+/// One recently opened file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecentFile {
+    /// What it was opened as.
+    pub kind: RecentKind,
+    /// Where it is.
+    pub path: PathBuf,
+}
+
+/// How many recent files are remembered.
+pub const RECENT_FILES: usize = 10;
+
+impl Workspace {
+    /// Puts `path` first in the recent files (once), keeping at most [`RECENT_FILES`].
+    pub fn remember_recent(&mut self, kind: RecentKind, path: &Path) {
+        let entry = RecentFile {
+            kind,
+            path: path.to_path_buf(),
+        };
+        self.recent.retain(|r| *r != entry);
+        self.recent.insert(0, entry);
+        self.recent.truncate(RECENT_FILES);
+    }
 }
 
 /// A window's inner size in points.
@@ -200,6 +243,7 @@ impl Default for Workspace {
             layout: None,
             run: RunSettings::default(),
             window: None,
+            recent: Vec::new(),
         }
     }
 }
@@ -651,6 +695,27 @@ mod tests {
         assert!(backups[0].starts_with("workspace.json.bad-"), "{backups:?}");
         let kept = std::fs::read_to_string(dir.path().join(&backups[0])).unwrap();
         assert_eq!(kept, "{\"version\": 1,\n \"test_input\": [}");
+    }
+
+    #[test]
+    fn recent_files_are_newest_first_once_and_bounded() {
+        let mut w = Workspace::default();
+        for i in 0..15 {
+            w.remember_recent(RecentKind::Schema, Path::new(&format!("/s{i}.json")));
+        }
+        w.remember_recent(RecentKind::Schema, Path::new("/s10.json"));
+        assert_eq!(w.recent.len(), RECENT_FILES);
+        assert_eq!(w.recent[0].path, Path::new("/s10.json"));
+        assert_eq!(
+            w.recent
+                .iter()
+                .filter(|r| r.path == Path::new("/s10.json"))
+                .count(),
+            1
+        );
+        let text = serde_json::to_string(&w).expect("serialises");
+        let back: Workspace = serde_json::from_str(&text).expect("reads back");
+        assert_eq!(back.recent, w.recent);
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub struct GrammarPane {
     /// The last grammar generated from a schema without error, shown (greyed, under the
     /// error) while the schema has an error, instead of a blank pane.
     last_good: String,
+    /// The search bar (Ctrl+F).
+    search: crate::editor::Search,
 }
 
 /// The id of the grammar text view (tests find it by its label "Grammar text").
@@ -121,54 +123,114 @@ impl GrammarPane {
                 self.applied.as_ref()
                     != Some(&(r.clone(), std::sync::Arc::clone(&focus.grammar_text)))
             });
+        let id = egui::Id::unique(GRAMMAR_VIEW_ID);
+        self.search.open_on_shortcut(ui, id);
+        let found = self.search.ui(ui, id, &current_text);
+        let select = found.or(select);
         let galleys = &mut self.galleys;
         let mut layouter = |ui: &egui::Ui, buf: &dyn egui::TextBuffer, wrap: f32| {
             galleys.layout(ui, buf.as_str(), "GBNF", &marks, wrap)
         };
-        let id = egui::Id::unique(GRAMMAR_VIEW_ID);
+        let mut go_to = None;
         egui::ScrollArea::both()
             .id_salt("grammar-scroll")
             .auto_shrink([false, false])
             .show(ui, |ui| {
                 let label = ui.label("Grammar text");
-                // Hand-edited: the workspace's text, editable; generated: a read-only view.
-                let mut view: &str = &current_text;
-                let buffer: &mut dyn egui::TextBuffer = if hand {
-                    &mut shared.workspace.grammar.text
-                } else {
-                    &mut view
-                };
-                let mut output = egui::TextEdit::multiline(buffer)
-                    .id(id)
-                    .code_editor()
-                    .desired_width(f32::INFINITY)
-                    .desired_rows(24)
-                    .layouter(&mut layouter)
-                    .show(ui);
-                output.response.response = output.response.response.labelled_by(label.id);
-                if let Some(range) = select {
-                    let text = &current_text;
-                    let a = egui::text::CCursor::new(highlight::char_index(text, range.start));
-                    let b = egui::text::CCursor::new(highlight::char_index(text, range.end));
-                    output
-                        .state
-                        .cursor
-                        .set_char_range(Some(egui::text::CCursorRange::two(a, b)));
-                    output.state.store(ui.ctx(), id);
-                    ui.memory_mut(|m| m.request_focus(id));
-                    let rect = output
-                        .galley
-                        .pos_from_cursor(a)
-                        .union(output.galley.pos_from_cursor(b))
-                        .translate(output.galley_pos.to_vec2());
-                    ui.scroll_to_rect(rect, Some(egui::Align::Center));
-                    self.applied = Some((
-                        range,
-                        std::sync::Arc::clone(&shared.grammar_focus.grammar_text),
-                    ));
-                }
+                let gutter =
+                    crate::editor::gutter_width(ui, crate::editor::line_count(&current_text));
+                ui.horizontal_top(|ui| {
+                    ui.add_space(gutter);
+                    // Hand-edited: the workspace's text, editable; generated: a read-only view.
+                    let mut view: &str = &current_text;
+                    let buffer: &mut dyn egui::TextBuffer = if hand {
+                        &mut shared.workspace.grammar.text
+                    } else {
+                        &mut view
+                    };
+                    let mut output = egui::TextEdit::multiline(buffer)
+                        .id(id)
+                        .code_editor()
+                        .desired_width(f32::INFINITY)
+                        .desired_rows(24)
+                        .layouter(&mut layouter)
+                        .show(ui);
+                    crate::editor::paint_line_numbers(
+                        ui,
+                        &output.galley,
+                        output.galley_pos,
+                        gutter,
+                    );
+                    output.response.response = output.response.response.labelled_by(label.id);
+                    // Go to definition: F12 with the cursor on a rule name, or Ctrl+click on it.
+                    let response = &output.response.response;
+                    let f12 = response.has_focus()
+                        && ui.input_mut(|i| i.consume_key(egui::Modifiers::NONE, egui::Key::F12));
+                    let ctrl_click = response.clicked() && ui.input(|i| i.modifiers.command);
+                    if (f12 || ctrl_click)
+                        && let Some(range) = output.cursor_range
+                        && analysis.grammar_text == *current_text
+                    {
+                        let at = highlight::byte_index(&current_text, range.primary.index.0);
+                        go_to = Some(definition_at(&analysis, at));
+                    }
+                    if let Some(range) = select {
+                        crate::editor::select(ui, &mut output, id, &current_text, range.clone());
+                        self.applied = Some((
+                            range,
+                            std::sync::Arc::clone(&shared.grammar_focus.grammar_text),
+                        ));
+                    }
+                });
             });
+        match go_to {
+            Some(Some(span)) => {
+                let highlights = shared.grammar_focus.highlights.clone();
+                shared.focus_grammar(highlights, Some(span));
+            }
+            Some(None) => {
+                shared.message("no rule name at the cursor (F12 goes to a rule's definition)")
+            }
+            None => {}
+        }
     }
+}
+
+/// The span of the name in the definition of the rule named at byte `at` of the grammar in
+/// force (a reference or a definition's own name); llama.cpp keeps a rule's last definition.
+pub fn definition_at(
+    analysis: &toolrail_workbench::analysis::Analysis,
+    at: usize,
+) -> Option<std::ops::Range<usize>> {
+    // The compiled grammar's parse; a grammar that does not build is parsed for its names.
+    let reparsed;
+    let parsed = match &analysis.grammar {
+        Some(g) => g.parsed(),
+        None => {
+            reparsed = toolrail_gbnf::parse(&analysis.grammar_text).ok()?;
+            &reparsed
+        }
+    };
+    let inside =
+        |span: &toolrail_gbnf::Span| (span.start as usize) <= at && at <= span.end as usize;
+    let symbol = parsed
+        .references
+        .iter()
+        .find(|r| inside(&r.span))
+        .map(|r| r.symbol)
+        .or_else(|| {
+            parsed
+                .definitions
+                .iter()
+                .find(|d| inside(&d.name_span))
+                .map(|d| d.symbol)
+        })?;
+    let definition = parsed
+        .definitions
+        .iter()
+        .rev()
+        .find(|d| d.symbol == symbol)?;
+    Some(definition.name_span.start as usize..definition.name_span.end as usize)
 }
 
 fn toolbar(ui: &mut egui::Ui, shared: &mut Shared) {

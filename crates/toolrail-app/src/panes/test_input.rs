@@ -4,6 +4,7 @@
 
 use crate::Shared;
 use crate::highlight::{self, Mark, MarkKind};
+use crate::stack_tree::{StackNode, stack_tree};
 use toolrail_engine::check::VerdictKind;
 
 /// The test input pane's own UI state.
@@ -11,6 +12,10 @@ use toolrail_engine::check::VerdictKind;
 pub struct TestInputPane {
     /// The analysis revision whose stacks were last sent to the grammar pane.
     focused_revision: u64,
+    /// Frames (element positions) shown whole rather than cut.
+    whole: std::collections::HashSet<u32>,
+    /// The seed of the next valid example (each click shows another one).
+    example_seed: u64,
 }
 
 impl TestInputPane {
@@ -44,7 +49,31 @@ impl TestInputPane {
             let job = highlight::apply_marks(job, &marks, ui.visuals().dark_mode);
             ui.fonts_mut(|f| f.layout_job(job))
         };
-        let label = ui.label("Text to check");
+        let label = ui.horizontal(|ui| {
+            let label = ui.label("Text to check");
+            let ready = shared.analysis.grammar.is_some();
+            if ui
+                .add_enabled(ready, egui::Button::new("Valid example"))
+                .on_hover_text(
+                    "Replace the text with a random example the grammar accepts (in a tool set: \
+                     a call the validator finds valid); click again for another",
+                )
+                .clicked()
+            {
+                self.example_seed = self.example_seed.wrapping_add(1000);
+                match toolrail_workbench::example::valid_example(&shared.analysis, self.example_seed)
+                {
+                    Ok(text) => {
+                        shared.workspace.test_input = text;
+                        shared.test_cursor = usize::MAX;
+                        shared.message("a valid example (accepted by the grammar and the validator)");
+                    }
+                    Err(e) => shared.error(e.to_string()),
+                }
+            }
+            label
+        })
+        .inner;
         let output = egui::TextEdit::multiline(&mut shared.workspace.test_input)
             .id(egui::Id::unique("test-input-editor"))
             .code_editor()
@@ -93,49 +122,87 @@ impl TestInputPane {
                 .collect();
             shared.focus_grammar(highlights, None);
         }
+        let (tree, empty) = stack_tree(&report.stacks.stacks);
         egui::ScrollArea::vertical()
             .id_salt("test-stacks")
             .auto_shrink([false, false])
             .show(ui, |ui| {
-                for (i, stack) in report.stacks.stacks.iter().enumerate() {
-                    ui.horizontal_wrapped(|ui| {
-                        ui.label(egui::RichText::new(format!("#{i}")).weak());
-                        if stack.frames.is_empty() {
-                            ui.label("(empty: the grammar may end here)");
-                        }
-                        for (j, frame) in stack.frames.iter().enumerate() {
-                            if j > 0 {
-                                ui.label(">");
-                            }
-                            let source = analysis
-                                .grammar_text
-                                .get(frame.span.start as usize..frame.span.end as usize)
-                                .unwrap_or("");
-                            let mut short: String = source.chars().take(24).collect();
-                            if source.chars().count() > 24 {
-                                short.push_str("...");
-                            }
-                            let text = format!("{}: {}", frame.rule_name, short);
-                            let response = ui
-                                .add(
-                                    egui::Button::new(egui::RichText::new(text).monospace())
-                                        .small(),
-                                )
-                                .on_hover_text(format!(
-                                    "rule {} alternative {} element {}",
-                                    frame.rule_name, frame.alternative, frame.index
-                                ));
-                            if response.clicked() {
-                                let span = frame.span.start as usize..frame.span.end as usize;
-                                let highlights = shared.grammar_focus.highlights.clone();
-                                shared.focus_grammar(highlights, Some(span));
-                            }
-                        }
-                    });
+                if empty > 0 {
+                    ui.label(
+                        egui::RichText::new("(an empty stack: the grammar may end here)").weak(),
+                    );
+                }
+                for node in &tree {
+                    self.node(ui, shared, &analysis.grammar_text, node, 0);
                 }
             });
     }
+
+    /// One frame of the stack tree and, indented under it, the frames above it. Click a frame
+    /// to select its span in the grammar and to show its whole text.
+    fn node(
+        &mut self,
+        ui: &mut egui::Ui,
+        shared: &mut Shared,
+        grammar_text: &str,
+        node: &StackNode,
+        depth: usize,
+    ) {
+        let frame = &node.frame;
+        let source = grammar_text
+            .get(frame.span.start as usize..frame.span.end as usize)
+            .unwrap_or("");
+        let whole = self.whole.contains(&frame.pos);
+        let shown = if whole {
+            source.to_owned()
+        } else {
+            let (short, cut) = crate::token_view::cut_text(source, FRAME_CHARS);
+            if cut {
+                format!("{short}…")
+            } else {
+                short.to_owned()
+            }
+        };
+        ui.horizontal_wrapped(|ui| {
+            ui.add_space(depth as f32 * 14.0);
+            let mut label = egui::RichText::new(format!("{}: {shown}", frame.rule_name)).monospace();
+            if node.top {
+                label = label.strong();
+            }
+            let response = ui
+                .add(egui::Label::new(label).wrap().sense(egui::Sense::click()))
+                .on_hover_text(format!(
+                    "rule {} alternative {} element {}{}; {} stack(s) run through it. Click: select it in the grammar{}",
+                    frame.rule_name,
+                    frame.alternative,
+                    frame.index,
+                    if node.top { " (expected next)" } else { "" },
+                    node.stacks,
+                    if source.chars().count() > FRAME_CHARS {
+                        " and show it whole"
+                    } else {
+                        ""
+                    }
+                ));
+            if response.clicked() {
+                if whole {
+                    self.whole.remove(&frame.pos);
+                } else {
+                    self.whole.insert(frame.pos);
+                }
+                let span = frame.span.start as usize..frame.span.end as usize;
+                let highlights = shared.grammar_focus.highlights.clone();
+                shared.focus_grammar(highlights, Some(span));
+            }
+        });
+        for child in &node.children {
+            self.node(ui, shared, grammar_text, child, depth + 1);
+        }
+    }
 }
+
+/// Characters of a frame's grammar text shown before it is clicked open.
+pub const FRAME_CHARS: usize = 40;
 
 fn verdict(ui: &mut egui::Ui, shared: &Shared) {
     let analysis = &shared.analysis;

@@ -17,6 +17,8 @@ pub struct ToolsPane {
     goto: Option<usize>,
     /// The highlighted editor text's layout.
     galleys: highlight::GalleyCache,
+    /// The search bar (Ctrl+F).
+    search: crate::editor::Search,
 }
 
 impl ToolsPane {
@@ -116,32 +118,54 @@ impl ToolsPane {
         };
         let label = ui.label("Schema JSON");
         let id = egui::Id::unique("tools-schema-editor");
-        let mut output = egui::TextEdit::multiline(&mut shared.workspace.schema.text)
-            .id(id)
-            .code_editor()
-            .desired_width(f32::INFINITY)
-            .desired_rows(20)
-            .layouter(&mut layouter)
-            .show(ui);
-        output.response.response = output.response.response.labelled_by(label.id);
-        if output.response.response.changed() {
-            shared.workspace.schema.source.clear();
-        }
-        if let Some(at) = self.goto.take() {
-            let cursor = egui::text::CCursor::new(at);
-            output
-                .state
-                .cursor
-                .set_char_range(Some(egui::text::CCursorRange::one(cursor)));
-            output.state.store(ui.ctx(), id);
-            ui.memory_mut(|m| m.request_focus(id));
-            let rect = output
-                .galley
-                .pos_from_cursor(cursor)
-                .translate(output.galley_pos.to_vec2());
-            ui.scroll_to_rect(rect, Some(egui::Align::Center));
-        }
+        self.search.open_on_shortcut(ui, id);
+        let found = self.search.ui(ui, id, &shared.workspace.schema.text);
+        let gutter = crate::editor::gutter_width(
+            ui,
+            crate::editor::line_count(&shared.workspace.schema.text),
+        );
+        ui.horizontal_top(|ui| {
+            ui.add_space(gutter);
+            let mut output = egui::TextEdit::multiline(&mut shared.workspace.schema.text)
+                .id(id)
+                .code_editor()
+                .desired_width(f32::INFINITY)
+                .desired_rows(20)
+                .layouter(&mut layouter)
+                .show(ui);
+            crate::editor::paint_line_numbers(ui, &output.galley, output.galley_pos, gutter);
+            output.response.response = output.response.response.labelled_by(label.id);
+            if output.response.response.changed() {
+                shared.workspace.schema.source.clear();
+            }
+            if let Some(range) = found {
+                let text = shared.workspace.schema.text.clone();
+                crate::editor::select(ui, &mut output, id, &text, range);
+            }
+            if let Some(at) = self.goto.take() {
+                let cursor = egui::text::CCursor::new(at);
+                output
+                    .state
+                    .cursor
+                    .set_char_range(Some(egui::text::CCursorRange::one(cursor)));
+                output.state.store(ui.ctx(), id);
+                ui.memory_mut(|m| m.request_focus(id));
+                let rect = output
+                    .galley
+                    .pos_from_cursor(cursor)
+                    .translate(output.galley_pos.to_vec2());
+                ui.scroll_to_rect(rect, Some(egui::Align::Center));
+            }
+        });
     }
+}
+
+/// Asks for a tool set or schema file to open into the editor.
+pub fn pick_schema(shared: &mut Shared) {
+    shared.pick_file(
+        FileRequest::OpenSchema,
+        rfd::AsyncFileDialog::new().add_filter("JSON", &["json"]),
+    );
 }
 
 fn source_row(ui: &mut egui::Ui, shared: &mut Shared) {
@@ -179,10 +203,7 @@ fn source_row(ui: &mut egui::Ui, shared: &mut Shared) {
             .on_hover_text("Open a tool set or JSON Schema file")
             .clicked()
         {
-            shared.pick_file(
-                FileRequest::OpenSchema,
-                rfd::AsyncFileDialog::new().add_filter("JSON", &["json"]),
-            );
+            pick_schema(shared);
         }
         if ui
             .button("Save…")

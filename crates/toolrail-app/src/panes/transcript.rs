@@ -15,6 +15,7 @@ use toolrail_workbench::run::RunSettings;
 pub struct TranscriptPane {
     strip: TokenStrip,
     saved_settings: Option<RunSettings>,
+    history: crate::run_history::RunHistory,
 }
 
 /// Exports the run [`RunState::export_target`](toolrail_workbench::run::RunState::export_target)
@@ -120,6 +121,12 @@ impl TranscriptPane {
         if let Some(path) = &shared.run.settings.last_transcript {
             ui.label(RichText::new(format!("last transcript: {}", path.display())).weak());
         }
+        egui::CollapsingHeader::new(format!(
+            "Run history ({})",
+            shared.run.controller.runs().len()
+        ))
+        .id_salt("transcript-history")
+        .show(ui, |ui| self.history.ui(ui, shared));
         ui.separator();
         let Some(replay) = shared.run.controller.replay_mut() else {
             ui.label(RichText::new("Open a transcript to replay it step by step.").weak());

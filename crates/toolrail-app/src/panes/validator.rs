@@ -8,12 +8,17 @@ use egui::RichText;
 use crate::Shared;
 use crate::token_view::{long_text, phase_text};
 use toolrail_tools::validate::{CallCheck, Report};
+use toolrail_workbench::pasted::{PastedCheck, check_pasted};
 use toolrail_workbench::run::{Outcome, Run, RunSettings, RunState};
 
 /// The validator pane's own UI state.
 #[derive(Default)]
 pub struct ValidatorPane {
     saved_settings: Option<RunSettings>,
+    /// A model output pasted by the user, and its verdicts (for the analysis revision and text
+    /// they were computed from).
+    pasted: String,
+    pasted_check: Option<(u64, String, PastedCheck)>,
 }
 
 impl ValidatorPane {
@@ -33,6 +38,7 @@ impl ValidatorPane {
                 Err(e) => shared.error(e.to_string()),
             }
         }
+        self.pasted_ui(ui, shared);
         ui.separator();
         let controller = &shared.run.controller;
         egui::ScrollArea::vertical()
@@ -85,6 +91,49 @@ impl ValidatorPane {
                             );
                         }
                     },
+                }
+            });
+    }
+}
+
+impl ValidatorPane {
+    /// A box to paste a model output, checked by the validator and the grammar as it is typed.
+    fn pasted_ui(&mut self, ui: &mut egui::Ui, shared: &Shared) {
+        egui::CollapsingHeader::new("Check a pasted output")
+            .id_salt("validator-paste")
+            .default_open(true)
+            .show(ui, |ui| {
+                let label = ui.label("Model output to check");
+                ui.add(
+                    egui::TextEdit::multiline(&mut self.pasted)
+                        .id(egui::Id::unique("validator-pasted-output"))
+                        .code_editor()
+                        .hint_text("paste what a model wrote")
+                        .desired_rows(3)
+                        .desired_width(f32::INFINITY),
+                )
+                .labelled_by(label.id);
+                if self.pasted.is_empty() {
+                    self.pasted_check = None;
+                    return;
+                }
+                let revision = shared.analysis.revision;
+                let fresh = matches!(&self.pasted_check,
+                    Some((r, text, _)) if *r == revision && *text == self.pasted);
+                if !fresh {
+                    let check = check_pasted(&shared.analysis, &self.pasted);
+                    self.pasted_check = Some((revision, self.pasted.clone(), check));
+                }
+                if let Some((_, _, check)) = &self.pasted_check {
+                    if let Some(report) = &check.report {
+                        report_view(ui, report);
+                    }
+                    let color = if check.grammar_accepts {
+                        ok_color(ui)
+                    } else {
+                        ui.visuals().warn_fg_color
+                    };
+                    ui.add(egui::Label::new(RichText::new(&check.grammar).color(color)).wrap());
                 }
             });
     }

@@ -53,7 +53,21 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         check_reader(&mut engine, &mut file).map_err(cannot)?
     };
     let verdict = &streamed.verdict;
-    let expected = verdict.expected.describe();
+    // Literal alternatives where the stacks sit in a small finite rule (an enum), characters
+    // otherwise; a GBNF file carries no schema locations, so a group names its rule.
+    let read_up_to = verdict
+        .offset
+        .map_or(streamed.window.len(), |o| {
+            o.saturating_sub(streamed.window_start)
+        })
+        .min(streamed.window.len());
+    let expected = if verdict.kind == VerdictKind::TooAmbiguous {
+        verdict.expected.describe()
+    } else {
+        engine
+            .readable_expected(verdict.state, &streamed.window[..read_up_to], &|_| false)
+            .describe(&|_| None)
+    };
     if args.json {
         let out = JsonVerdict {
             verdict: verdict.kind,

@@ -9,6 +9,8 @@ use anyhow::Context as _;
 use serde_json::{Value, json};
 
 use super::grammar::FormatArg;
+use toolrail_engine::VerdictKind;
+use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
 use toolrail_tools::toolset::ToolSet;
 use toolrail_tools::validate::{Report, ValidateOptions, Validator};
 
@@ -48,19 +50,64 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
         auto: args.auto,
     };
     let report = validator.validate_output(args.format.into(), &output, opts);
+    // An invalid output is also matched against the tool-call grammar: where the grammar would
+    // have stopped the model, and what it expected there (literals and JSON pointer).
+    let grammar_stop = if report.is_valid() {
+        None
+    } else {
+        grammar_stop(&tools, args, &output)
+    };
     if args.json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&report_json(&report, &tools))?
-        )?;
+        let mut json = report_json(&report, &tools);
+        json["grammar"] = json!(grammar_stop);
+        outln!("{}", serde_json::to_string_pretty(&json)?)?;
     } else {
         print_report(&report)?;
+        if let Some(stop) = &grammar_stop {
+            outln!("grammar: {stop}")?;
+        }
     }
     Ok(if report.is_valid() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Where the tool-call grammar (the same envelope, parallel and auto options) rejects `output`
+/// and what it expected there, or that the output is an unfinished call; `None` when the
+/// grammar accepts it or cannot be built.
+fn grammar_stop(tools: &ToolSet, args: &ValidateArgs, output: &str) -> Option<String> {
+    let opts = GrammarOptions {
+        format: args.format.into(),
+        parallel: args.parallel,
+        auto: args.auto,
+        compact: false,
+        lenient: true,
+    };
+    let built = tool_call_grammar(tools, &opts).ok()?;
+    let grammar = std::sync::Arc::new(toolrail_gbnf::Grammar::parse(&built.text).ok()?);
+    let mut engine = toolrail_engine::Engine::new(grammar);
+    let verdict = toolrail_engine::check_with(&mut engine, output.as_bytes());
+    let consumed = &output.as_bytes()[..verdict.offset.unwrap_or(output.len())];
+    let expected =
+        toolrail_workbench::analysis::readable_expected(&engine, &verdict, consumed, &built.places)
+            .join(", ");
+    match verdict.kind {
+        VerdictKind::Accepted => None,
+        VerdictKind::Incomplete => Some(format!(
+            "incomplete at {}: next may be {expected}",
+            verdict.position
+        )),
+        VerdictKind::Rejected => Some(format!(
+            "rejected at {} (byte {}): expected {expected}",
+            verdict.position,
+            verdict.offset.unwrap_or(0)
+        )),
+        VerdictKind::TooAmbiguous => {
+            Some(format!("too ambiguous to follow at {}", verdict.position))
+        }
+    }
 }
 
 fn print_report(report: &Report) -> std::io::Result<()> {
@@ -157,6 +204,39 @@ mod tests {
             auto: false,
             json: true,
         }
+    }
+
+    #[test]
+    fn an_invalid_output_says_where_the_grammar_stops_it_in_the_schema_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = dir.path().join("tools.json");
+        std::fs::write(
+            &tools,
+            r#"[{"name": "ls", "parameters": {"type": "object",
+                "properties": {"sortBy": {"enum": ["name", "size", "mtime"]}}}}]"#,
+        )
+        .unwrap();
+        let tools =
+            super::super::load_tool_set(&std::fs::read_to_string(&tools).unwrap(), "t").unwrap();
+        let a = args(dir.path(), "", FormatArg::Openai);
+        let stop = grammar_stop(
+            &tools,
+            &a,
+            r#"{"name": "ls", "arguments": {"sortBy": "x"}}"#,
+        )
+        .unwrap();
+        assert!(
+            stop.ends_with(r#"expected "name" | "size" | "mtime" at /arguments/sortBy in ls"#),
+            "{stop}"
+        );
+        assert_eq!(
+            grammar_stop(
+                &tools,
+                &a,
+                r#"{"name": "ls", "arguments": {"sortBy": "size"}}"#
+            ),
+            None
+        );
     }
 
     #[test]

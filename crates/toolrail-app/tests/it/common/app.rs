@@ -60,6 +60,9 @@ pub fn pane_harness(
         .build_ui_state(
             move |ui, app: &mut ToolrailApp| {
                 app.tick(ui.ctx());
+                // The panel background behind the pane, as in the app (not the clear colour).
+                ui.painter()
+                    .rect_filled(ui.max_rect(), 0.0, ui.visuals().panel_fill);
                 app.pane_ui(kind, ui);
             },
             app,

@@ -1,0 +1,70 @@
+//! A valid example for the current envelope: a random string of the grammar in force, checked
+//! by the recognizer and, in tool-set mode, by the call validator (a call with valid
+//! arguments), so that what the app shows as "valid" has been proven valid.
+
+use toolrail_engine::sample::{Sampler, SplitMix64};
+use toolrail_engine::{Engine, VerdictKind, check_with};
+use toolrail_tools::validate::{ValidateOptions, Validator};
+
+use crate::analysis::Analysis;
+use crate::workspace::SchemaMode;
+
+/// Random strings tried before giving up.
+const ATTEMPTS: u64 = 64;
+/// Characters an example is kept to where the grammar allows.
+const EXAMPLE_CHARS: u64 = 300;
+
+/// Why no example could be made.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ExampleError {
+    /// The grammar does not build.
+    #[error("no grammar: fix the schema or the GBNF first")]
+    NoGrammar,
+    /// The grammar has no string made of text only (it needs tokens), or none was found.
+    #[error("no valid example found in {ATTEMPTS} tries: {0}")]
+    NotFound(String),
+}
+
+/// A string the grammar in force accepts (in tool-set mode: one that is also a call the
+/// validator finds valid; plain text is skipped), from random seed `seed` on.
+pub fn valid_example(analysis: &Analysis, seed: u64) -> Result<String, ExampleError> {
+    let grammar = analysis.grammar.as_ref().ok_or(ExampleError::NoGrammar)?;
+    let sampler = Sampler::new(grammar);
+    let validator = match (&analysis.input.schema.mode, &analysis.tool_set) {
+        (SchemaMode::ToolSet, Some(tools)) => {
+            Some(Validator::new(tools).map_err(|e| ExampleError::NotFound(e.to_string()))?)
+        }
+        _ => None,
+    };
+    let settings = &analysis.input.schema;
+    let mut engine = Engine::new(std::sync::Arc::clone(grammar));
+    let mut last_problem = String::from("the grammar produced nothing");
+    for attempt in 0..ATTEMPTS {
+        let mut rng = SplitMix64::new(seed.wrapping_add(attempt));
+        let text = match sampler.sample(&mut rng, EXAMPLE_CHARS) {
+            Ok(t) => t,
+            Err(e) => return Err(ExampleError::NotFound(e.to_string())),
+        };
+        if check_with(&mut engine, text.as_bytes()).kind != VerdictKind::Accepted {
+            last_problem = "the grammar did not accept its own sample".to_owned();
+            continue;
+        }
+        let Some(validator) = &validator else {
+            return Ok(text);
+        };
+        let opts = ValidateOptions {
+            parallel: settings.parallel,
+            auto: settings.auto,
+        };
+        let report = validator.validate_output(settings.envelope, &text, opts);
+        if report.is_valid() && !report.calls.is_empty() {
+            return Ok(text);
+        }
+        last_problem = if report.calls.is_empty() {
+            "only plain text came out".to_owned()
+        } else {
+            "the validator rejected the sample".to_owned()
+        };
+    }
+    Err(ExampleError::NotFound(last_problem))
+}
