@@ -47,6 +47,7 @@ pub mod sampling;
 pub mod server;
 mod session;
 mod spec;
+pub mod template;
 pub mod worker;
 
 use std::sync::OnceLock;

@@ -4,6 +4,7 @@
 //! One test binary per crate: each module is one former test file.
 
 mod bench_calls;
+mod chat_templates;
 mod common;
 mod generation;
 mod hostile_gguf;
