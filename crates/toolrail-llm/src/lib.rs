@@ -39,6 +39,7 @@ mod chat;
 mod error;
 pub mod gguf;
 mod grammar_sampler;
+pub mod lazy_gate;
 pub mod llguidance;
 mod log;
 mod model;

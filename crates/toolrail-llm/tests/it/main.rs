@@ -8,6 +8,7 @@ mod chat_templates;
 mod common;
 mod generation;
 mod hostile_gguf;
+mod lazy_masks;
 mod llm_masks;
 mod llm_model;
 mod llm_sampler;
