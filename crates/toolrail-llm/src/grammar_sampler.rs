@@ -92,6 +92,43 @@ impl LlamaGrammarSampler {
         })
     }
 
+    /// llama.cpp's lazy grammar sampler (what llama-server builds for a template's tool-call
+    /// grammar): dormant, masking nothing, until one of `patterns` (searched in order in the
+    /// generated text) matches or one of `tokens` is accepted. toolrail's parser checks the text
+    /// first, as for [`LlamaGrammarSampler::new`].
+    pub fn new_lazy(
+        model: &Model,
+        text: &str,
+        root: &str,
+        patterns: &[String],
+        tokens: &[u32],
+    ) -> Result<LlamaGrammarSampler, LlmError> {
+        let grammar = Grammar::parse_with(text, root, Some(model as &dyn TokenVocabulary))?;
+        let ids: Vec<LlamaToken> = tokens
+            .iter()
+            .map(|&t| model.check_token(t))
+            .collect::<Result<_, _>>()?;
+        let (sampler, lines) = log::capture(|| {
+            LlamaSampler::grammar_lazy_patterns(model.llama(), text, root, patterns, &ids)
+        });
+        let sampler = sampler.map_err(|e| {
+            let reasons = log::reasons(&lines);
+            LlmError::LlamaGrammar(if reasons.is_empty() {
+                e.to_string()
+            } else {
+                format!("{e}: {}", reasons.join("; "))
+            })
+        })?;
+        Ok(LlamaGrammarSampler {
+            sampler,
+            model: model.clone(),
+            grammar,
+            accepted: Vec::new(),
+            poisoned: false,
+            scratch: Vec::new(),
+        })
+    }
+
     /// The grammar as toolrail compiled it.
     pub fn grammar(&self) -> &Grammar {
         &self.grammar

@@ -39,6 +39,7 @@ mod chat;
 mod error;
 pub mod gguf;
 mod grammar_sampler;
+pub mod lazy_gate;
 pub mod llguidance;
 mod log;
 mod model;
@@ -47,6 +48,7 @@ pub mod sampling;
 pub mod server;
 mod session;
 mod spec;
+pub mod template;
 pub mod worker;
 
 use std::sync::OnceLock;

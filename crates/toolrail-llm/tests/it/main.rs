@@ -4,9 +4,11 @@
 //! One test binary per crate: each module is one former test file.
 
 mod bench_calls;
+mod chat_templates;
 mod common;
 mod generation;
 mod hostile_gguf;
+mod lazy_masks;
 mod llm_masks;
 mod llm_model;
 mod llm_sampler;

@@ -43,6 +43,7 @@ pub mod gui;
 pub mod lint;
 pub mod models;
 pub mod sample;
+pub mod template;
 pub mod validate;
 
 /// toolrail: a playground and debugger for grammar-constrained tool calling with llama.cpp.
@@ -78,6 +79,8 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// How often calls come out valid on BFCL questions: valid calls and first-tool match, with and without grammar.
     BenchCalls(bench_calls::BenchCallsArgs),
+    /// What llama-server builds from a chat template and tools: prompt, grammar, lazy triggers, parser.
+    Template(template::TemplateArgs),
     /// List the models and llama-servers toolrail knows by name, and the file they come from.
     Models(models::ModelsArgs),
     /// Open the desktop app (also what `toolrail` with no arguments does).
@@ -109,6 +112,7 @@ pub fn main() -> ExitCode {
         Command::Generate(args) => generate::run(args),
         Command::Bench(args) => bench::run(args),
         Command::BenchCalls(args) => bench_calls::run(args),
+        Command::Template(args) => template::run(args),
         Command::Models(args) => models::run(args),
         Command::Gui(args) => gui::run(args),
     };

@@ -1,0 +1,558 @@
+//! llama.cpp's own tool calling: what llama-server builds from a chat template when a client sends
+//! `tools` (the prompt, the tool-call grammar, whether it is lazy, its triggers, the preserved
+//! tokens, the generation prompt, the extra stops, the format and its parser), and llama.cpp's
+//! parse of a model's output back into content, reasoning and tool calls.
+//!
+//! Exact by construction: a small C++ shim (`cpp/toolrail_chat.cpp`) calls llama.cpp's
+//! `common_chat_templates_apply` and `common_chat_parse` from the `common` library llama-cpp-sys-2
+//! already builds. The shim mirrors what llama-server does around them (its request defaults, the
+//! word→token trigger conversion, the sampler's trigger regexes); see
+//! `docs/design/template-grammars.md`. Every C++ exception becomes a [`TemplateError`].
+
+use std::collections::BTreeMap;
+use std::ffi::{CStr, CString, c_char, c_int};
+use std::path::Path;
+use std::ptr::NonNull;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use toolrail_tools::toolset::ToolSet;
+
+mod ffi {
+    use std::ffi::{c_char, c_int};
+
+    /// The shim's opaque handle (templates plus an optional vocabulary-only model).
+    #[repr(C)]
+    pub struct ToolrailChat {
+        _private: [u8; 0],
+    }
+
+    unsafe extern "C" {
+        pub fn toolrail_chat_free_string(s: *mut c_char);
+        pub fn toolrail_chat_open_template(
+            template_src: *const c_char,
+            bos: *const c_char,
+            eos: *const c_char,
+            out: *mut *mut ToolrailChat,
+            err: *mut *mut c_char,
+        ) -> c_int;
+        pub fn toolrail_chat_open_gguf(
+            gguf_path: *const c_char,
+            template_override: *const c_char,
+            out: *mut *mut ToolrailChat,
+            err: *mut *mut c_char,
+        ) -> c_int;
+        pub fn toolrail_chat_close(handle: *mut ToolrailChat);
+        pub fn toolrail_chat_apply(
+            handle: *const ToolrailChat,
+            request_json: *const c_char,
+            out_json: *mut *mut c_char,
+            err: *mut *mut c_char,
+        ) -> c_int;
+        pub fn toolrail_chat_parse(
+            parse_json: *const c_char,
+            text: *const c_char,
+            text_len: usize,
+            is_partial: c_int,
+            out_json: *mut *mut c_char,
+            err: *mut *mut c_char,
+        ) -> c_int;
+        pub fn toolrail_grammar_loads(
+            grammar: *const c_char,
+            ok: *mut c_int,
+            err: *mut *mut c_char,
+        ) -> c_int;
+    }
+}
+
+/// What can go wrong building or parsing through llama.cpp's chat code.
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateError {
+    /// A text handed to the shim holds a NUL byte (C strings cannot carry it).
+    #[error("{what} contains a NUL byte at byte {offset}")]
+    Nul {
+        /// Which input ("the chat template", "the request", …).
+        what: &'static str,
+        /// Where the NUL is.
+        offset: usize,
+    },
+    /// llama.cpp refused: its own message (a template it cannot parse or render, a request
+    /// llama-server would answer with an error, a parse that does not match the format).
+    #[error("llama.cpp: {0}")]
+    Llama(String),
+    /// The shim answered with JSON toolrail does not understand (a shim/Rust mismatch).
+    #[error("the chat shim's answer is not what toolrail expects: {0}")]
+    Protocol(String),
+    /// The model's vocabulary needs llama.cpp's backend, which could not be initialised.
+    #[error(transparent)]
+    Backend(#[from] crate::LlmError),
+}
+
+fn c_string(text: &str, what: &'static str) -> Result<CString, TemplateError> {
+    CString::new(text).map_err(|e| TemplateError::Nul {
+        what,
+        offset: e.nul_position(),
+    })
+}
+
+/// Takes ownership of a string the shim allocated.
+///
+/// # Safety
+/// `ptr` is null or a NUL-terminated string from the shim, not freed yet.
+unsafe fn take_string(ptr: *mut c_char) -> String {
+    if ptr.is_null() {
+        return String::new();
+    }
+    // SAFETY: the shim returns NUL-terminated malloc'd strings (caller's contract).
+    let text = unsafe { CStr::from_ptr(ptr) }
+        .to_string_lossy()
+        .into_owned();
+    // SAFETY: allocated by the shim with malloc; freed once here.
+    unsafe { ffi::toolrail_chat_free_string(ptr) };
+    text
+}
+
+/// Turns a shim status and its error string into a result.
+///
+/// # Safety
+/// `err` is null or a string from the shim, not freed yet.
+unsafe fn check(status: c_int, err: *mut c_char) -> Result<(), TemplateError> {
+    // SAFETY: forwarded contract.
+    let message = unsafe { take_string(err) };
+    if status == 0 {
+        Ok(())
+    } else if message.is_empty() {
+        Err(TemplateError::Llama("failed without a message".to_owned()))
+    } else {
+        Err(TemplateError::Llama(message))
+    }
+}
+
+/// A loaded chat template: from a GGUF (its `tokenizer.chat_template`, and its vocabulary for the
+/// server's token conversions) or from template text alone (as llama.cpp's tests use it).
+pub struct ChatTemplates {
+    handle: NonNull<ffi::ToolrailChat>,
+    has_vocabulary: bool,
+}
+
+// SAFETY: the handle owns its templates and model; nothing in it is tied to the creating thread,
+// and `&self` methods only read it (the shim's apply/parse take const pointers).
+unsafe impl Send for ChatTemplates {}
+
+impl std::fmt::Debug for ChatTemplates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatTemplates")
+            .field("has_vocabulary", &self.has_vocabulary)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for ChatTemplates {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from an open call and is closed once.
+        unsafe { ffi::toolrail_chat_close(self.handle.as_ptr()) };
+    }
+}
+
+impl ChatTemplates {
+    /// A template from its text, with no model: BOS/EOS texts given (may be empty). Word
+    /// triggers stay words (no vocabulary to turn them into tokens).
+    pub fn from_source(source: &str, bos: &str, eos: &str) -> Result<ChatTemplates, TemplateError> {
+        let src = c_string(source, "the chat template")?;
+        let bos = c_string(bos, "the BOS text")?;
+        let eos = c_string(eos, "the EOS text")?;
+        let mut out = std::ptr::null_mut();
+        let mut err = std::ptr::null_mut();
+        // SAFETY: valid C strings and out-pointers.
+        let status = unsafe {
+            ffi::toolrail_chat_open_template(
+                src.as_ptr(),
+                bos.as_ptr(),
+                eos.as_ptr(),
+                &mut out,
+                &mut err,
+            )
+        };
+        // SAFETY: err comes from the shim.
+        unsafe { check(status, err) }?;
+        let handle = NonNull::new(out)
+            .ok_or_else(|| TemplateError::Protocol("open returned no handle".to_owned()))?;
+        Ok(ChatTemplates {
+            handle,
+            has_vocabulary: false,
+        })
+    }
+
+    /// The templates of a GGUF model (or `template_override` instead of its own), with its
+    /// vocabulary loaded alone (no weights) for the server's token conversions, as llama-server
+    /// has them.
+    pub fn from_gguf(
+        model: &Path,
+        template_override: Option<&str>,
+    ) -> Result<ChatTemplates, TemplateError> {
+        crate::backend()?;
+        let path = c_string(&model.to_string_lossy(), "the model path")?;
+        let over = c_string(template_override.unwrap_or(""), "the chat template")?;
+        let mut out = std::ptr::null_mut();
+        let mut err = std::ptr::null_mut();
+        // SAFETY: valid C strings and out-pointers; the backend is initialised.
+        let status = unsafe {
+            ffi::toolrail_chat_open_gguf(path.as_ptr(), over.as_ptr(), &mut out, &mut err)
+        };
+        // SAFETY: err comes from the shim.
+        unsafe { check(status, err) }?;
+        let handle = NonNull::new(out)
+            .ok_or_else(|| TemplateError::Protocol("open returned no handle".to_owned()))?;
+        Ok(ChatTemplates {
+            handle,
+            has_vocabulary: true,
+        })
+    }
+
+    /// Whether a vocabulary is loaded (word triggers can become token triggers).
+    pub fn has_vocabulary(&self) -> bool {
+        self.has_vocabulary
+    }
+
+    /// What llama-server builds for `request`.
+    pub fn apply(&self, request: &TemplateRequest) -> Result<TemplateResult, TemplateError> {
+        let body = c_string(&request.to_json().to_string(), "the request")?;
+        let mut out = std::ptr::null_mut();
+        let mut err = std::ptr::null_mut();
+        // SAFETY: live handle, valid C string and out-pointers.
+        let status = unsafe {
+            ffi::toolrail_chat_apply(self.handle.as_ptr(), body.as_ptr(), &mut out, &mut err)
+        };
+        // SAFETY: both strings come from the shim.
+        let text = unsafe { take_string(out) };
+        // SAFETY: err comes from the shim.
+        unsafe { check(status, err) }?;
+        serde_json::from_str(&text).map_err(|e| TemplateError::Protocol(e.to_string()))
+    }
+}
+
+/// Whether llama.cpp's grammar loader builds `grammar` (start rule `root`, no vocabulary): the
+/// check llama.cpp's own chat tests make on every template grammar.
+pub fn llama_grammar_loads(grammar: &str) -> Result<bool, TemplateError> {
+    let text = c_string(grammar, "the grammar")?;
+    let mut ok: c_int = 0;
+    let mut err = std::ptr::null_mut();
+    // SAFETY: valid C string and out-pointers.
+    let status = unsafe { ffi::toolrail_grammar_loads(text.as_ptr(), &mut ok, &mut err) };
+    // SAFETY: err comes from the shim.
+    unsafe { check(status, err) }?;
+    Ok(ok != 0)
+}
+
+/// `tool_choice`: how the model may or must call tools.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ToolChoice {
+    /// The model decides (llama-server's default).
+    #[default]
+    Auto,
+    /// The model must call a tool.
+    Required,
+    /// The model must not call a tool.
+    None,
+    /// The model must call this tool. llama-server b11434 ignores this form and uses `auto`
+    /// (the result's warnings say so).
+    Named(String),
+}
+
+impl ToolChoice {
+    /// Reads `auto`, `required`, `none`, or a tool name.
+    pub fn parse(text: &str) -> ToolChoice {
+        match text {
+            "auto" => ToolChoice::Auto,
+            "required" => ToolChoice::Required,
+            "none" => ToolChoice::None,
+            name => ToolChoice::Named(name.to_owned()),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        match self {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::Required => json!("required"),
+            ToolChoice::None => json!("none"),
+            ToolChoice::Named(name) => json!({"type": "function", "function": {"name": name}}),
+        }
+    }
+}
+
+/// Which defaults fill what the request leaves out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RequestDefaults {
+    /// llama-server's (parallel calls when the template supports them, reasoning format
+    /// `deepseek`, thinking when the template supports it, `preserve_reasoning`).
+    #[default]
+    Server,
+    /// The bare `common_chat_templates_inputs` defaults, as llama.cpp's own tests use them.
+    Struct,
+}
+
+/// An OpenAI-style chat request, the part of it that shapes the template's output.
+#[derive(Debug, Clone, Default)]
+pub struct TemplateRequest {
+    /// The messages so far, OpenAI JSON (`{"role", "content", "tool_calls"?, …}`).
+    pub messages: Vec<Value>,
+    /// The tools, OpenAI JSON (`{"type": "function", "function": {…}}`).
+    pub tools: Vec<Value>,
+    /// `tool_choice`.
+    pub tool_choice: ToolChoice,
+    /// `parallel_tool_calls`; `None` takes the defaults' value.
+    pub parallel_tool_calls: Option<bool>,
+    /// `add_generation_prompt`; `None` is true (false when continuing an assistant message).
+    pub add_generation_prompt: Option<bool>,
+    /// `reasoning_format` (`none`, `auto`, `deepseek`, `deepseek-legacy`); `None` takes the defaults'.
+    pub reasoning_format: Option<String>,
+    /// Thinking on or off; `None` is the server's rule (on when the template supports it).
+    pub enable_thinking: Option<bool>,
+    /// Extra template variables (`chat_template_kwargs`), e.g. a pinned `date_string`.
+    pub chat_template_kwargs: Map<String, Value>,
+    /// `response_format`'s JSON Schema, as text.
+    pub json_schema: Option<String>,
+    /// A custom grammar (llama-server refuses it together with tools).
+    pub grammar: Option<String>,
+    /// Which defaults apply.
+    pub defaults: RequestDefaults,
+}
+
+impl TemplateRequest {
+    /// A request for `tools` (in any shape toolrail reads) with one user message.
+    pub fn for_tools(tools: &ToolSet, user: &str) -> TemplateRequest {
+        TemplateRequest {
+            messages: vec![json!({"role": "user", "content": user})],
+            tools: openai_tools(tools),
+            ..TemplateRequest::default()
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        let mut body = Map::new();
+        body.insert("messages".into(), Value::Array(self.messages.clone()));
+        body.insert("tools".into(), Value::Array(self.tools.clone()));
+        body.insert("tool_choice".into(), self.tool_choice.to_json());
+        let optional = [
+            (
+                "parallel_tool_calls",
+                self.parallel_tool_calls.map(Value::Bool),
+            ),
+            (
+                "add_generation_prompt",
+                self.add_generation_prompt.map(Value::Bool),
+            ),
+            (
+                "reasoning_format",
+                self.reasoning_format.clone().map(Value::String),
+            ),
+            ("enable_thinking", self.enable_thinking.map(Value::Bool)),
+            ("json_schema", self.json_schema.clone().map(Value::String)),
+            ("grammar", self.grammar.clone().map(Value::String)),
+        ];
+        for (key, value) in optional {
+            if let Some(value) = value {
+                body.insert(key.into(), value);
+            }
+        }
+        body.insert(
+            "chat_template_kwargs".into(),
+            Value::Object(self.chat_template_kwargs.clone()),
+        );
+        let defaults = match self.defaults {
+            RequestDefaults::Server => "server",
+            RequestDefaults::Struct => "struct",
+        };
+        body.insert("defaults".into(), json!(defaults));
+        Value::Object(body)
+    }
+}
+
+/// A tool set as OpenAI `tools` JSON, what llama-server reads.
+pub fn openai_tools(tools: &ToolSet) -> Vec<Value> {
+    tools
+        .tools()
+        .iter()
+        .map(|tool| {
+            let mut function = Map::new();
+            function.insert("name".into(), json!(tool.name));
+            if !tool.description.is_empty() {
+                function.insert("description".into(), json!(tool.description));
+            }
+            function.insert("parameters".into(), tool.parameters.clone());
+            json!({"type": "function", "function": function})
+        })
+        .collect()
+}
+
+/// The kind of a lazy-grammar trigger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TriggerKind {
+    /// One token id: the grammar starts with that token.
+    Token,
+    /// A literal text: the grammar starts at the word.
+    Word,
+    /// A regex searched in the generated text: the grammar starts at its first non-empty group.
+    Pattern,
+    /// A regex that must match the whole generated text (anchored `^…$`).
+    PatternFull,
+}
+
+impl std::fmt::Display for TriggerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TriggerKind::Token => "token",
+            TriggerKind::Word => "word",
+            TriggerKind::Pattern => "pattern",
+            TriggerKind::PatternFull => "full pattern",
+        })
+    }
+}
+
+/// One trigger of a lazy grammar.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trigger {
+    /// Its kind.
+    #[serde(rename = "type")]
+    pub kind: TriggerKind,
+    /// The word or pattern (for a token trigger, the token's text).
+    pub value: String,
+    /// The token id, for a token trigger.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<i32>,
+}
+
+/// What the sampler is built from once llama-server has converted the triggers (only with a
+/// model's vocabulary).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SamplerSetup {
+    /// The triggers after the server's conversion: a word that is one (preserved) token becomes
+    /// a token trigger.
+    pub triggers: Vec<Trigger>,
+    /// The regexes the lazy grammar searches, in order (words escaped, full patterns anchored).
+    pub patterns: Vec<String>,
+    /// The token ids that trigger the grammar.
+    pub tokens: Vec<i32>,
+    /// The preserved tokens that are one token in this vocabulary.
+    pub preserved_token_ids: Vec<i32>,
+    /// The generation prompt's tokens fed to a non-lazy grammar before generation.
+    pub prefill_tokens: Vec<i32>,
+}
+
+/// The request values llama.cpp was actually given, after the defaults.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResolvedInputs {
+    /// `server` or `struct`.
+    pub defaults: String,
+    /// `auto`, `required` or `none`.
+    pub tool_choice: String,
+    /// Parallel tool calls allowed.
+    pub parallel_tool_calls: bool,
+    /// A generation prompt appended.
+    pub add_generation_prompt: bool,
+    /// The final assistant message continued.
+    pub continue_final_message: bool,
+    /// The reasoning format's name.
+    pub reasoning_format: String,
+    /// Thinking enabled.
+    pub enable_thinking: bool,
+    /// The template variables passed (values as JSON text).
+    pub chat_template_kwargs: BTreeMap<String, String>,
+}
+
+/// What llama-server builds from a template, tools and messages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TemplateResult {
+    /// The format's name (`Content-only`, `peg-native`, …).
+    pub format: String,
+    /// The format's number in llama.cpp (needed to parse).
+    pub format_id: i32,
+    /// The prompt text.
+    pub prompt: String,
+    /// The text the template puts after the prompt for the assistant (already in the prompt).
+    pub generation_prompt: String,
+    /// The tool-call grammar (GBNF; empty when none).
+    pub grammar: String,
+    /// Whether the grammar waits for a trigger.
+    pub grammar_lazy: bool,
+    /// The triggers as the template code gives them.
+    pub grammar_triggers: Vec<Trigger>,
+    /// Texts that must stay special tokens.
+    pub preserved_tokens: Vec<String>,
+    /// Stop strings added to the request's.
+    pub additional_stops: Vec<String>,
+    /// Whether the template thinks.
+    pub supports_thinking: bool,
+    /// The tag that opens thinking.
+    pub thinking_start_tag: String,
+    /// The tags that close thinking.
+    pub thinking_end_tags: Vec<String>,
+    /// llama.cpp's serialized output parser for this format.
+    pub parser: String,
+    /// The template's capabilities as llama.cpp detects them.
+    pub caps: BTreeMap<String, bool>,
+    /// The sampler's setup (only when a vocabulary is loaded and there is a grammar).
+    pub sampler: Option<SamplerSetup>,
+    /// The request values actually used.
+    pub inputs: ResolvedInputs,
+    /// Things llama-server does silently that the user should know.
+    pub warnings: Vec<String>,
+}
+
+/// One tool call as llama.cpp's parser returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParsedToolCall {
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, JSON text.
+    pub arguments: String,
+    /// The call id when the format carries one (the server makes one up otherwise).
+    pub id: String,
+}
+
+/// A model output parsed by llama.cpp's parser for its format.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParsedMessage {
+    /// Always `assistant`.
+    pub role: String,
+    /// The text content.
+    pub content: String,
+    /// The reasoning (thinking) text.
+    pub reasoning_content: String,
+    /// The tool calls.
+    pub tool_calls: Vec<ParsedToolCall>,
+}
+
+impl TemplateResult {
+    /// Parses `text`, the model's output after the prompt, with llama.cpp's parser for this
+    /// format (as llama-server does; `partial` while streaming).
+    pub fn parse(&self, text: &str, partial: bool) -> Result<ParsedMessage, TemplateError> {
+        let params = json!({
+            "format_id": self.format_id,
+            "generation_prompt": self.generation_prompt,
+            "parser": self.parser,
+            "reasoning_format": self.inputs.reasoning_format,
+            "parse_tool_calls": true,
+        });
+        let params = c_string(&params.to_string(), "the parser")?;
+        let mut out = std::ptr::null_mut();
+        let mut err = std::ptr::null_mut();
+        // SAFETY: valid C string, text pointer with its length, out-pointers.
+        let status = unsafe {
+            ffi::toolrail_chat_parse(
+                params.as_ptr(),
+                text.as_ptr().cast::<c_char>(),
+                text.len(),
+                c_int::from(partial),
+                &mut out,
+                &mut err,
+            )
+        };
+        // SAFETY: both strings come from the shim.
+        let answer = unsafe { take_string(out) };
+        // SAFETY: err comes from the shim.
+        unsafe { check(status, err) }?;
+        serde_json::from_str(&answer).map_err(|e| TemplateError::Protocol(e.to_string()))
+    }
+}

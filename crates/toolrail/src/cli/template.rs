@@ -1,0 +1,300 @@
+//! `toolrail template (--model M | --template FILE) --tools T [--tool-choice C] [--parallel]
+//! [--messages FILE] [--json] [--parse OUTPUT]`: what llama-server builds when a client sends
+//! `tools` (prompt, grammar, lazy triggers, preserved tokens, generation prompt, stops, format,
+//! parser), computed by llama.cpp's own chat code; with `--parse`, llama.cpp's parse of a model
+//! output for that format.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use serde_json::{Value, json};
+use toolrail_gbnf::{Severity, lint::lint};
+use toolrail_llm::template::{
+    ChatTemplates, ParsedMessage, RequestDefaults, TemplateRequest, TemplateResult, ToolChoice,
+    TriggerKind, openai_tools,
+};
+
+/// Arguments of `toolrail template`.
+#[derive(Debug, clap::Args)]
+pub struct TemplateArgs {
+    /// A GGUF file or `models.toml` entry: its chat template and vocabulary (word triggers that
+    /// are one token become token triggers, as in llama-server).
+    #[arg(long, required_unless_present = "template")]
+    pub model: Option<String>,
+    /// The models file to look names up in.
+    #[arg(long)]
+    pub models: Option<PathBuf>,
+    /// A Jinja chat template file, used instead of the model's (without --model: no vocabulary).
+    #[arg(long)]
+    pub template: Option<String>,
+    /// The tool set (any shape toolrail reads).
+    #[arg(long)]
+    pub tools: String,
+    /// `auto`, `required`, `none`, or a tool name (llama-server b11434 treats a name as `auto`).
+    #[arg(long, default_value = "auto")]
+    pub tool_choice: String,
+    /// Allow parallel tool calls (default: llama-server's, on when the template supports them).
+    #[arg(long)]
+    pub parallel: bool,
+    /// A JSON array of OpenAI messages (default: one user message, --user).
+    #[arg(long)]
+    pub messages: Option<String>,
+    /// The user message when --messages is not given.
+    #[arg(long, default_value = "What is the weather like in Paris?")]
+    pub user: String,
+    /// Thinking on or off (default: llama-server's rule, on when the template supports it).
+    #[arg(long)]
+    pub thinking: Option<bool>,
+    /// The reasoning format: none, auto, deepseek, deepseek-legacy (default: llama-server's, deepseek).
+    #[arg(long)]
+    pub reasoning_format: Option<String>,
+    /// Use the bare llama.cpp input defaults (as its tests do) instead of llama-server's.
+    #[arg(long)]
+    pub struct_defaults: bool,
+    /// Pin the template's date (`date_string`, e.g. "26 Jul 2024"; default: today, as the server).
+    #[arg(long)]
+    pub date: Option<String>,
+    /// A model output file (`-` for standard input) to parse with llama.cpp's parser.
+    #[arg(long)]
+    pub parse: Option<String>,
+    /// Parse the output as a partial (streaming) one.
+    #[arg(long, requires = "parse")]
+    pub partial: bool,
+    /// Print one JSON object instead of a report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `toolrail template`: exit 0, or 2 when llama.cpp refuses the template or request.
+pub fn run(args: &TemplateArgs) -> anyhow::Result<ExitCode> {
+    let tools_text = String::from_utf8(super::read_input(&args.tools)?)
+        .with_context(|| format!("{}: the tool set is not UTF-8", args.tools))?;
+    let tools = super::load_tool_set(&tools_text, &args.tools)?;
+    let template_text = match &args.template {
+        Some(path) => Some(
+            String::from_utf8(super::read_input(path)?)
+                .with_context(|| format!("{path}: the template is not UTF-8"))?,
+        ),
+        None => None,
+    };
+    let (templates, source) = match &args.model {
+        Some(model) => {
+            let spec = super::generate::ModelArgs {
+                model: model.clone(),
+                models: args.models.clone(),
+            }
+            .resolve()?;
+            let templates = ChatTemplates::from_gguf(&spec.path, template_text.as_deref())
+                .with_context(|| format!("{}", spec.path.display()))?;
+            let source = match &args.template {
+                Some(path) => format!("{path} (vocabulary of {})", spec.path.display()),
+                None => format!("{} (its chat template)", spec.path.display()),
+            };
+            (templates, source)
+        }
+        None => {
+            let path = args.template.as_deref().unwrap_or_default();
+            let text = template_text.unwrap_or_default();
+            let templates =
+                ChatTemplates::from_source(&text, "", "").with_context(|| path.to_owned())?;
+            (templates, format!("{path} (no vocabulary)"))
+        }
+    };
+    let mut request = TemplateRequest::for_tools(&tools, &args.user);
+    request.tools = openai_tools(&tools);
+    if let Some(path) = &args.messages {
+        let text = super::read_input(path)?;
+        let value: Value =
+            serde_json::from_slice(&text).with_context(|| format!("{path}: not JSON"))?;
+        let Value::Array(messages) = value else {
+            anyhow::bail!("{path}: the messages must be a JSON array of OpenAI messages");
+        };
+        request.messages = messages;
+    }
+    request.tool_choice = ToolChoice::parse(&args.tool_choice);
+    if let ToolChoice::Named(name) = &request.tool_choice
+        && tools.get(name).is_none()
+    {
+        anyhow::bail!(
+            "--tool-choice {name}: not auto, required, none, or a tool of the set ({})",
+            tools.names().join(", ")
+        );
+    }
+    if args.parallel {
+        request.parallel_tool_calls = Some(true);
+    }
+    request.enable_thinking = args.thinking;
+    request.reasoning_format = args.reasoning_format.clone();
+    if args.struct_defaults {
+        request.defaults = RequestDefaults::Struct;
+    }
+    if let Some(date) = &args.date {
+        request
+            .chat_template_kwargs
+            .insert("date_string".into(), json!(date));
+    }
+    let result = match templates.apply(&request) {
+        Ok(result) => result,
+        Err(e) => {
+            eprintln!("toolrail: {source}: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let parsed = match &args.parse {
+        Some(path) => {
+            let bytes = super::read_input(path)?;
+            let text = String::from_utf8(bytes)
+                .with_context(|| format!("{path}: the output is not UTF-8"))?;
+            Some(result.parse(&text, args.partial).map_err(|e| e.to_string()))
+        }
+        None => None,
+    };
+    if args.json {
+        print_json(&result, &source, parsed.as_ref())?;
+    } else {
+        print_report(&result, &source, parsed.as_ref())?;
+    }
+    Ok(match parsed {
+        Some(Err(_)) => ExitCode::from(1),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+fn print_json(
+    result: &TemplateResult,
+    source: &str,
+    parsed: Option<&Result<ParsedMessage, String>>,
+) -> anyhow::Result<()> {
+    let mut value = serde_json::to_value(result)?;
+    if let Value::Object(map) = &mut value {
+        map.insert("source".into(), json!(source));
+        let findings = if result.grammar.is_empty() {
+            Vec::new()
+        } else {
+            lint(&result.grammar, toolrail_gbnf::DEFAULT_ROOT)
+        };
+        map.insert("lint".into(), serde_json::to_value(&findings)?);
+        match parsed {
+            Some(Ok(message)) => {
+                map.insert("parsed".into(), serde_json::to_value(message)?);
+            }
+            Some(Err(error)) => {
+                map.insert("parse_error".into(), json!(error));
+            }
+            None => {}
+        }
+    }
+    outln!("{}", serde_json::to_string_pretty(&value)?)?;
+    Ok(())
+}
+
+fn print_report(
+    result: &TemplateResult,
+    source: &str,
+    parsed: Option<&Result<ParsedMessage, String>>,
+) -> anyhow::Result<()> {
+    let inputs = &result.inputs;
+    outln!("template: {source}")?;
+    outln!("format: {}", result.format)?;
+    outln!(
+        "inputs ({} defaults): tool_choice {}, parallel calls {}, thinking {}, reasoning format {}",
+        inputs.defaults,
+        inputs.tool_choice,
+        on_off(inputs.parallel_tool_calls),
+        on_off(inputs.enable_thinking),
+        inputs.reasoning_format
+    )?;
+    for warning in &result.warnings {
+        outln!("warning: {warning}")?;
+    }
+    outln!(
+        "\n== prompt ({} bytes) ==\n{}",
+        result.prompt.len(),
+        result.prompt
+    )?;
+    outln!("== generation prompt ==\n{:?}", result.generation_prompt)?;
+    if result.grammar.is_empty() {
+        outln!("\n== grammar: none (no tool-call grammar for this request) ==")?;
+    } else {
+        let lazy = if result.grammar_lazy {
+            "lazy: dormant until a trigger fires"
+        } else {
+            "not lazy: constrains from the first token"
+        };
+        outln!("\n== grammar ({} bytes, {lazy}) ==", result.grammar.len())?;
+        out!("{}", result.grammar)?;
+        if !result.grammar.ends_with('\n') {
+            outln!()?;
+        }
+        let findings = lint(&result.grammar, toolrail_gbnf::DEFAULT_ROOT);
+        let errors = findings
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count();
+        outln!(
+            "== lint: {} finding(s), {errors} error(s) ==",
+            findings.len()
+        )?;
+        for d in &findings {
+            outln!(
+                "{}\n",
+                d.render(result.grammar.as_bytes(), "template grammar")
+            )?;
+        }
+    }
+    outln!("\n== triggers ({}) ==", result.grammar_triggers.len())?;
+    for trigger in &result.grammar_triggers {
+        outln!("  {:<12} {:?}", trigger.kind.to_string(), trigger.value)?;
+    }
+    if let Some(sampler) = &result.sampler {
+        outln!("after llama-server's conversion:")?;
+        for trigger in &sampler.triggers {
+            match (trigger.kind, trigger.token) {
+                (TriggerKind::Token, Some(id)) => {
+                    outln!("  token        {:?} = token {id}", trigger.value)?
+                }
+                _ => outln!("  {:<12} {:?}", trigger.kind.to_string(), trigger.value)?,
+            }
+        }
+        outln!("sampler regexes: {:?}", sampler.patterns)?;
+        outln!("sampler trigger tokens: {:?}", sampler.tokens)?;
+        if !sampler.prefill_tokens.is_empty() {
+            outln!(
+                "generation prompt tokens fed to the grammar first: {:?}",
+                sampler.prefill_tokens
+            )?;
+        }
+    }
+    outln!("preserved tokens: {:?}", result.preserved_tokens)?;
+    outln!("additional stops: {:?}", result.additional_stops)?;
+    if result.supports_thinking {
+        outln!(
+            "thinking: starts with {:?}, ends with {:?}",
+            result.thinking_start_tag,
+            result.thinking_end_tags
+        )?;
+    }
+    outln!(
+        "parser: {} bytes (llama.cpp's serialized PEG parser)",
+        result.parser.len()
+    )?;
+    match parsed {
+        Some(Ok(message)) => {
+            outln!("\n== llama.cpp's parse ==")?;
+            outln!("content: {:?}", message.content)?;
+            outln!("reasoning: {:?}", message.reasoning_content)?;
+            outln!("tool calls: {}", message.tool_calls.len())?;
+            for call in &message.tool_calls {
+                outln!("  {} {}", call.name, call.arguments)?;
+            }
+        }
+        Some(Err(error)) => outln!("\n== llama.cpp's parse failed ==\n{error}")?,
+        None => {}
+    }
+    Ok(())
+}
+
+fn on_off(flag: bool) -> &'static str {
+    if flag { "on" } else { "off" }
+}
