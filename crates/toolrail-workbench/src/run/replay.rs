@@ -126,6 +126,8 @@ mod tests {
             decode_ms: 1.0,
             mask_ms: 0.1,
             flag: None,
+            sampled: Vec::new(),
+            disagreements: Vec::new(),
         }
     }
 

@@ -42,6 +42,8 @@ fn sample_transcript() -> Transcript {
             decode_ms: 15.5,
             mask_ms: 0.2,
             flag: None,
+            sampled: Vec::new(),
+            disagreements: Vec::new(),
         });
     }
     Transcript {
