@@ -282,6 +282,7 @@ impl Run {
             grammar: self.request.grammar.clone(),
             engine: self.request.engine,
             server: None,
+            server_run: None,
             sampling: self.request.sampling.clone(),
             tokens: self.tokens.clone(),
             output,

@@ -184,6 +184,8 @@ struct Progress {
     totals: Totals,
     last_predicted_ms: f64,
     announced: bool,
+    /// End-of-generation tokens the server streamed (not records).
+    eog_streamed: u64,
     shutdown: bool,
     failure: Option<String>,
     /// toolrail's recognizer on the run's grammar, until it forbids a token.
@@ -202,6 +204,7 @@ impl Progress {
             totals: Totals::default(),
             last_predicted_ms: 0.0,
             announced: false,
+            eog_streamed: 0,
             shutdown: false,
             failure: None,
             track,
@@ -395,8 +398,14 @@ impl ServerRunner {
         if let Some(t) = &last.timings {
             progress.totals.decode_ms = t.predicted_ms.unwrap_or(progress.totals.decode_ms);
         }
+        // the end-of-generation token is counted, streamed or not
+        let eog = if last.stop_type.as_deref() == Some("eos") {
+            progress.eog_streamed.max(1)
+        } else {
+            progress.eog_streamed
+        };
         if let Some(n) = last.tokens_predicted
-            && n > u64::from(progress.totals.tokens)
+            && n > u64::from(progress.totals.tokens) + eog
         {
             // llama-server streams no chunk for a token that ends inside a UTF-8
             // character; its bytes come with the next chunk
@@ -405,7 +414,7 @@ impl ServerRunner {
                 Event::Error(format!(
                     "the server generated {n} tokens but streamed {}: tokens ending inside a \
                      UTF-8 character are not streamed on their own",
-                    progress.totals.tokens
+                    u64::from(progress.totals.tokens) + eog
                 )),
             );
         }
@@ -682,6 +691,7 @@ impl ServerRunner {
         // End of generation ends the run (as in-process, it is not a token of the output);
         // the live check asks whether the grammar could end here.
         if self.vocab.as_ref().is_some_and(|m| m.is_eog(token)) {
+            progress.eog_streamed += 1;
             if let Some((engine, state)) = &progress.track
                 && !engine.can_end(*state)
             {

@@ -144,6 +144,7 @@ mod tests {
             grammar: None,
             engine: toolrail_llm::worker::EngineKind::None,
             server: None,
+            server_run: None,
             sampling: Sampling::default(),
             tokens: vec![token(0, "ab"), token(1, "c")],
             output: "abc".into(),

@@ -63,6 +63,7 @@ fn sample_transcript() -> Transcript {
         grammar: Some(grammar_text.into()),
         engine: toolrail_llm::worker::EngineKind::Toolrail,
         server: None,
+        server_run: None,
         sampling: Sampling::default(),
         tokens,
         output: "{\"ok\": true}".into(),

@@ -5,6 +5,7 @@
 mod attacks;
 mod cli_check;
 mod cli_models;
+mod cli_server;
 mod layers;
 mod reproducers;
 mod tool_shapes;
