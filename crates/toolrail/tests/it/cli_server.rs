@@ -4,6 +4,7 @@
 
 use std::process::{Command, Output};
 
+#[allow(dead_code)] // the harness is shared with toolrail-llm's tests, which use all of it
 #[path = "../../../toolrail-llm/tests/it/common/llama_server.rs"]
 mod llama_server;
 
@@ -81,7 +82,7 @@ fn generate_on_the_server_prints_the_call_its_validation_and_the_live_check() {
 }
 
 #[test]
-fn generate_sends_a_json_schema_or_tools_and_shows_the_servers_refusal() {
+fn generate_sends_a_json_schema_or_tools_to_the_server() {
     let Some((server, model)) = server_and_model() else {
         return;
     };
