@@ -57,6 +57,9 @@ pub enum BenchCallsError {
     /// The model failed.
     #[error(transparent)]
     Model(#[from] LlmError),
+    /// The llama-server failed (its message, or why it could not be reached).
+    #[error("{0}")]
+    Server(String),
 }
 
 /// One BFCL question.
@@ -206,12 +209,63 @@ pub struct CallsOptions {
     pub budget_guard: bool,
 }
 
-/// Runs one question with and without the grammar.
+/// Produces one answer from (prompt text, grammar): in-process or on a llama-server.
+pub type AnswerFn<'a> = dyn FnMut(&str, Option<&str>) -> Result<Answer, BenchCallsError> + 'a;
+
+/// One greedy answer, however it was produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    /// The text generated.
+    pub output: String,
+    /// Tokens generated.
+    pub tokens: u32,
+    /// Why generation stopped (when known).
+    pub end: Option<RunEnd>,
+    /// Steps where the budget guard replaced the model's choice.
+    pub budget_replaced: u32,
+}
+
+/// Runs one question with and without the grammar, in-process.
 pub fn run_case(
     model: &Model,
     masks: &mut MaskEngine,
     case: &BfclCase,
     options: CallsOptions,
+) -> Result<CaseResult, BenchCallsError> {
+    masks.clear_cache();
+    run_case_with(case, options, &mut |prompt, grammar| {
+        let prompt = model.tokenize(prompt, true, true);
+        let session = SessionOptions {
+            context: Some((prompt.len() as u32).saturating_add(options.max_tokens) + 8),
+            threads: options.threads,
+        };
+        let kind = if grammar.is_some() {
+            EngineKind::Toolrail
+        } else {
+            EngineKind::None
+        };
+        let mut run = GreedyRun::new(model, kind, grammar, &prompt, options.max_tokens, session)
+            .map_err(BenchCallsError::Model)?
+            .with_repeat_penalty(options.repeat_penalty);
+        if options.budget_guard {
+            run = run.with_budget_guard();
+        }
+        let end = run.run_to_end(masks).map_err(BenchCallsError::Model)?;
+        Ok(Answer {
+            output: String::from_utf8_lossy(run.output()).into_owned(),
+            tokens: run.tokens().len() as u32,
+            end: Some(end),
+            budget_replaced: run.budget_replaced(),
+        })
+    })
+}
+
+/// Runs one question with and without the grammar, each answer from `answer(prompt text,
+/// grammar)` (e.g. a llama-server's): the same prompt, grammar and scoring as [`run_case`].
+pub fn run_case_with(
+    case: &BfclCase,
+    options: CallsOptions,
+    answer: &mut AnswerFn<'_>,
 ) -> Result<CaseResult, BenchCallsError> {
     let tools_error = |message: String| BenchCallsError::Tools {
         id: case.id.clone(),
@@ -234,43 +288,29 @@ pub fn run_case(
         .collect();
     let prompt = build_prompt(options.family, &tool_values, &case.question, None)
         .map_err(|e| tools_error(e.to_string()))?;
-    let prompt = model.tokenize(&prompt, true, true);
-    let session = SessionOptions {
-        context: Some((prompt.len() as u32).saturating_add(options.max_tokens) + 8),
-        threads: options.threads,
-    };
 
-    masks.clear_cache();
     // One greedy answer, scored by `score` (valid, and the tool of the first call found).
-    let mut attempt = |kind: EngineKind,
-                       grammar: Option<&str>,
-                       score: &dyn Fn(&str) -> (bool, Option<String>)| {
-        let mut run = GreedyRun::new(model, kind, grammar, &prompt, options.max_tokens, session)?
-            .with_repeat_penalty(options.repeat_penalty);
-        if options.budget_guard {
-            run = run.with_budget_guard();
-        }
-        let end = run.run_to_end(masks)?;
-        let output = String::from_utf8_lossy(run.output()).into_owned();
-        let (valid, tool) = score(&output);
-        Ok::<_, LlmError>(Attempt {
+    let mut attempt = |grammar: Option<&str>, score: &dyn Fn(&str) -> (bool, Option<String>)| {
+        let a = answer(&prompt, grammar)?;
+        let (valid, tool) = score(&a.output);
+        Ok::<_, BenchCallsError>(Attempt {
             valid,
             tool_match: tool.is_some() && tool == case.expected_tool,
             tool,
-            tokens: run.tokens().len() as u32,
-            end: Some(end),
-            budget_replaced: run.budget_replaced(),
-            output,
+            tokens: a.tokens,
+            end: a.end,
+            budget_replaced: a.budget_replaced,
+            output: a.output,
         })
     };
-    let with_grammar = attempt(EngineKind::Toolrail, Some(&grammar.text), &|output| {
+    let with_grammar = attempt(Some(&grammar.text), &|output| {
         let report = validator.validate_output(options.format, output, ValidateOptions::default());
         (
             report.is_valid_call(),
             report.calls.first().map(|c| c.name.clone()),
         )
     })?;
-    let without_grammar = attempt(EngineKind::None, None, &|output| {
+    let without_grammar = attempt(None, &|output| {
         let first = extract_calls(output).calls.into_iter().next();
         let valid = first.as_ref().is_some_and(|c| {
             validator
@@ -284,6 +324,59 @@ pub fn run_case(
         expected_tool: case.expected_tool.clone(),
         with_grammar,
         without_grammar,
+    })
+}
+
+/// A greedy answer from a llama-server: the prompt as `model`'s token ids, `grammar` sent as
+/// GBNF, no candidates; the server's repetition penalty over the same window as toolrail's.
+pub fn server_answer(
+    client: &crate::server::ServerClient,
+    model: &Model,
+    prompt: &str,
+    grammar: Option<&str>,
+    max_tokens: u32,
+    repeat_penalty: f32,
+) -> Result<Answer, BenchCallsError> {
+    use crate::server::{CompletionRequest, Prompt, StreamEnd};
+    let request = CompletionRequest {
+        prompt: Prompt::Tokens(model.tokenize(prompt, true, true)),
+        grammar: grammar.map(str::to_owned),
+        json_schema: None,
+        n_predict: max_tokens,
+        temperature: 0.0,
+        top_k: 40,
+        top_p: 0.95,
+        min_p: 0.05,
+        seed: 0,
+        repeat_penalty,
+        repeat_last_n: crate::record::PENALTY_WINDOW as u32,
+        samplers: CompletionRequest::SAMPLERS.to_vec(),
+        n_probs: 0,
+        post_sampling_probs: false,
+        stream: true,
+        cache_prompt: false,
+        timings_per_token: false,
+        sse_ping_interval: 1,
+    };
+    let mut output = String::new();
+    let end = client
+        .stream_completion(&request, |chunk| {
+            output.push_str(&chunk.content);
+            std::ops::ControlFlow::Continue(())
+        })
+        .map_err(|e| BenchCallsError::Server(e.to_string()))?;
+    let StreamEnd::Final(last) = end else {
+        return Err(BenchCallsError::Server("the stream was cancelled".into()));
+    };
+    Ok(Answer {
+        output,
+        tokens: last.tokens_predicted.unwrap_or(0) as u32,
+        end: match last.stop_type.as_deref() {
+            Some("eos") | Some("word") => Some(RunEnd::EndOfGeneration),
+            Some("limit") => Some(RunEnd::MaxTokens),
+            _ => None,
+        },
+        budget_replaced: 0,
     })
 }
 

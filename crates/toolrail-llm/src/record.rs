@@ -107,6 +107,29 @@ pub struct TokenRecord {
     /// grammar forbids (absent when there is none, and in older transcripts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flag: Option<String>,
+    /// On a llama-server: the candidates after the server's own sampling chain
+    /// (`post_sampling_probs`), probabilities over what the chain kept; `masked` says whether
+    /// toolrail's mask forbids the token (the server applies its grammar to the chosen token
+    /// only, so forbidden tokens can appear here). Empty for in-process runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sampled: Vec<Candidate>,
+    /// On a llama-server: the candidates the server returned at this step on which the grammar
+    /// the server enforced and toolrail's grammar disagree (allowed by one, forbidden by the
+    /// other). Empty when they agree, and for in-process runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disagreements: Vec<Disagreement>,
+}
+
+/// A candidate token on which a server's grammar and toolrail's disagree at one step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Disagreement {
+    /// Token id.
+    pub id: u32,
+    /// Its piece, as text (lossy for partial UTF-8).
+    pub piece: String,
+    /// True when the server's grammar allows it and toolrail's forbids it; false for the
+    /// reverse.
+    pub server_allows: bool,
 }
 
 /// Why generation stopped.

@@ -129,6 +129,13 @@ pub enum Event {
     },
     /// A command for this run could not be carried out (e.g. a second start while it runs).
     Error(String),
+    /// A token already reported, completed after the stream (a server run's candidates after
+    /// its sampling chain, and where its grammar disagrees with toolrail's); replaces the
+    /// record with the same index. Sent before `Done`.
+    Amended(Box<TokenRecord>),
+    /// The tool calls a llama-server parsed from its output (`tools` requests): each
+    /// `{"name": …, "arguments": "<JSON text as the server sent it>"}`. Sent before `Done`.
+    ServerCalls(Vec<serde_json::Value>),
 }
 
 /// An event and the run it belongs to.
@@ -541,6 +548,8 @@ impl WorkerState {
                 decode_ms,
                 mask_ms,
                 flag: None,
+                sampled: Vec::new(),
+                disagreements: Vec::new(),
             };
             totals.tokens += 1;
             totals.decode_ms += decode_ms;

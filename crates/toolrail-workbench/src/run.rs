@@ -240,6 +240,8 @@ pub struct Run {
     pub refusals: Vec<Refusal>,
     /// Errors the worker reported during the run.
     pub errors: Vec<String>,
+    /// The tool calls a llama-server parsed from the output (`tools` requests only).
+    pub server_calls: Option<Vec<Value>>,
     /// How it ended.
     pub finish: Option<Finish>,
     /// The verdict on its output, once ended.
@@ -280,6 +282,7 @@ impl Run {
             grammar: self.request.grammar.clone(),
             engine: self.request.engine,
             server: None,
+            server_run: None,
             sampling: self.request.sampling.clone(),
             tokens: self.tokens.clone(),
             output,
@@ -582,6 +585,12 @@ impl RunController {
                 run.text.push_str(&record.piece);
                 run.tokens.push(*record);
             }
+            Event::Amended(record) => {
+                if let Some(slot) = run.tokens.get_mut(record.index as usize) {
+                    *slot = *record;
+                }
+            }
+            Event::ServerCalls(calls) => run.server_calls = Some(calls),
             Event::Paused { next_index } => {
                 if run.step_at_pause {
                     run.step_at_pause = false;
@@ -720,6 +729,7 @@ impl RunController {
             tokens: Vec::new(),
             text: String::new(),
             refusals: Vec::new(),
+            server_calls: None,
             errors: Vec::new(),
             finish: None,
             outcome: None,

@@ -1,6 +1,6 @@
 //! llama-server's JSON, as b11434 writes and reads it (`tools/server/server-schema.cpp`,
 //! `server-task.cpp`, `server-context.cpp`): what toolrail sends to `/completion` and what each
-//! streamed chunk carries. Only the fields toolrail uses; unknown fields are ignored because
+//! streamed chunk carries, and the OpenAI-shaped `/v1/chat/completions` stream used for `tools`. Only the fields toolrail uses; unknown fields are ignored because
 //! servers add fields between builds.
 
 use serde::{Deserialize, Serialize};
@@ -88,6 +88,9 @@ pub struct CompletionRequest {
     pub samplers: Vec<&'static str>,
     /// Candidates per token (before the sampler chain).
     pub n_probs: u32,
+    /// True: the candidates after the sampler chain (`prob`, `top_probs`) instead of before.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub post_sampling_probs: bool,
     /// Always true: toolrail shows every token as it comes.
     pub stream: bool,
     /// False: every run decodes its prompt afresh (reused caches can change results bitwise).
@@ -133,6 +136,12 @@ pub struct TokenProbs {
     /// The most likely tokens before the sampler chain.
     #[serde(default)]
     pub top_logprobs: Vec<TopProb>,
+    /// Its probability after the sampler chain (`post_sampling_probs`).
+    #[serde(default)]
+    pub prob: Option<f64>,
+    /// The tokens the sampler chain kept, most likely first (`post_sampling_probs`).
+    #[serde(default)]
+    pub top_probs: Vec<TopProb>,
 }
 
 /// Timings the server reports.
@@ -222,6 +231,129 @@ impl Chunk {
     }
 }
 
+/// A chat message sent to `/v1/chat/completions`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ChatMessage {
+    /// `system`, `user`, `assistant` or `tool`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+}
+
+/// A streamed `POST /v1/chat/completions` request with tools: the server renders its chat
+/// template and builds its own tool-call grammar. Sampling fields llama-server passes through
+/// to its completion settings.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ChatRequest {
+    /// The conversation.
+    pub messages: Vec<ChatMessage>,
+    /// OpenAI-shaped tools (`{"type": "function", "function": {...}}`).
+    pub tools: Vec<Value>,
+    /// `auto`, `required` or `none`.
+    pub tool_choice: &'static str,
+    /// A grammar of toolrail's (llama-server refuses one together with tools, with a 400
+    /// that toolrail shows as it is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grammar: Option<String>,
+    /// Token limit.
+    pub max_tokens: u32,
+    /// 0 is greedy.
+    pub temperature: f32,
+    /// 0 is off.
+    pub top_k: u32,
+    /// 1 is off.
+    pub top_p: f32,
+    /// 0 is off.
+    pub min_p: f32,
+    /// The sampler's seed.
+    pub seed: u32,
+    /// 1 is off.
+    pub repeat_penalty: f32,
+    /// The penalty's window.
+    pub repeat_last_n: u32,
+    /// The sampler chain, in order.
+    pub samplers: Vec<&'static str>,
+    /// Candidates per token (passed through; `logprobs` is refused with tools and streaming).
+    pub n_probs: u32,
+    /// Always true.
+    pub stream: bool,
+    /// False: every run decodes its prompt afresh.
+    pub cache_prompt: bool,
+    /// Timings in every chunk.
+    pub timings_per_token: bool,
+    /// Seconds of silence before a keep-alive line.
+    pub sse_ping_interval: u32,
+}
+
+/// One piece of a streamed tool call (`choices[0].delta.tool_calls[i]`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct ToolCallDelta {
+    /// Which call this piece belongs to.
+    #[serde(default)]
+    pub index: usize,
+    /// The function's name and a piece of its arguments' JSON text.
+    #[serde(default)]
+    pub function: Option<FunctionDelta>,
+}
+
+/// The function part of a [`ToolCallDelta`].
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct FunctionDelta {
+    /// The name (in the call's first piece).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// A piece of the arguments' JSON text.
+    #[serde(default)]
+    pub arguments: Option<String>,
+}
+
+/// What changed in one chat chunk.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct ChatDelta {
+    /// Text released with this chunk.
+    #[serde(default)]
+    pub content: Option<String>,
+    /// Pieces of tool calls.
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCallDelta>,
+}
+
+/// The token candidates of a chat chunk (`choices[0].logprobs`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct ChatLogprobs {
+    /// One entry per token this chunk carries.
+    #[serde(default)]
+    pub content: Vec<TokenProbs>,
+}
+
+/// One choice of a chat chunk.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct ChatChoice {
+    /// What changed.
+    #[serde(default)]
+    pub delta: ChatDelta,
+    /// `stop`, `length` or `tool_calls` in the last chunk.
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+    /// The token's candidates (`n_probs`).
+    #[serde(default)]
+    pub logprobs: Option<ChatLogprobs>,
+}
+
+/// One streamed chunk of `/v1/chat/completions`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct ChatChunk {
+    /// The choices (one).
+    #[serde(default)]
+    pub choices: Vec<ChatChoice>,
+    /// Timings.
+    #[serde(default)]
+    pub timings: Option<Timings>,
+    /// An error after streaming began.
+    #[serde(default)]
+    pub error: Option<ApiError>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,5 +379,24 @@ mod tests {
             Props::from_json(&serde_json::json!({"build_info": "b11434-unknown"})).build(),
             Some(11434)
         );
+        let sampled: Chunk = serde_json::from_str(
+            r#"{"content":"a","tokens":[496],"completion_probabilities":[{"id":496,"bytes":[32,97],"prob":0.1,"top_probs":[{"id":506,"bytes":[32],"prob":0.2}]}]}"#,
+        )
+        .unwrap();
+        let p = &sampled.completion_probabilities[0];
+        assert_eq!((p.prob, p.top_probs.len()), (Some(0.1), 1));
+    }
+
+    #[test]
+    fn reads_chat_chunks_with_tool_call_pieces() {
+        let chunk: ChatChunk = serde_json::from_str(
+            r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"tool_calls":[{"index":0,"id":"x","type":"function","function":{"name":"get_weather","arguments":"{\"ci"}}]},"logprobs":{"content":[{"id":7,"bytes":[123],"logprob":-0.1,"top_logprobs":[]}]}}],"object":"chat.completion.chunk"}"#,
+        )
+        .unwrap();
+        let choice = &chunk.choices[0];
+        let f = choice.delta.tool_calls[0].function.clone().unwrap();
+        assert_eq!(f.name.as_deref(), Some("get_weather"));
+        assert_eq!(f.arguments.as_deref(), Some("{\"ci"));
+        assert_eq!(choice.logprobs.as_ref().unwrap().content[0].id, 7);
     }
 }

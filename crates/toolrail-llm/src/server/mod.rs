@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use api::{Chunk, CompletionRequest, Prompt, Props};
-pub use run::ServerWorker;
+pub use api::{ChatChunk, ChatMessage, ChatRequest, Chunk, CompletionRequest, Prompt, Props};
+pub use run::{RequestKind, ServerOptions, ServerWorker};
 use sse::{SseEvent, SseReader};
 
 /// The largest non-streamed reply toolrail reads (`/props` carries the chat template).
@@ -199,16 +199,14 @@ impl ServerClient {
         Ok(Props::from_json(&v))
     }
 
-    /// Streams `POST /completion`, calling `on_chunk` for every chunk before the final one;
-    /// `on_chunk` returning `Break` closes the connection (the server stops within a token or
-    /// a keep-alive interval).
-    pub fn stream_completion(
+    /// Posts `body` to `path` asking for a stream; the event reader once the server answered 200.
+    fn open_stream(
         &self,
-        request: &CompletionRequest,
-        mut on_chunk: impl FnMut(&Chunk) -> ControlFlow<()>,
-    ) -> Result<StreamEnd, ServerError> {
-        let url = self.endpoint("/completion");
-        let body = serde_json::to_vec(request).map_err(|e| ServerError::Stream {
+        path: &str,
+        body: &impl serde::Serialize,
+    ) -> Result<SseReader<BufReader<ureq::BodyReader<'static>>>, ServerError> {
+        let url = self.endpoint(path);
+        let body = serde_json::to_vec(body).map_err(|e| ServerError::Stream {
             url: url.clone(),
             detail: format!("cannot write the request: {e}"),
         })?;
@@ -231,11 +229,25 @@ impl ServerClient {
                 .unwrap_or_default();
             return Err(Self::http_error(url, status, &text));
         }
+        Ok(SseReader::new(BufReader::new(
+            reply.into_body().into_reader(),
+        )))
+    }
+
+    /// Streams `POST /completion`, calling `on_chunk` for every chunk before the final one;
+    /// `on_chunk` returning `Break` closes the connection (the server stops within a token or
+    /// a keep-alive interval).
+    pub fn stream_completion(
+        &self,
+        request: &CompletionRequest,
+        mut on_chunk: impl FnMut(&Chunk) -> ControlFlow<()>,
+    ) -> Result<StreamEnd, ServerError> {
+        let url = self.endpoint("/completion");
         let broken = |detail: String| ServerError::Stream {
             url: url.clone(),
             detail,
         };
-        let mut events = SseReader::new(BufReader::new(reply.into_body().into_reader()));
+        let mut events = self.open_stream("/completion", request)?;
         loop {
             let event = events
                 .next_event()
@@ -250,14 +262,7 @@ impl ServerClient {
                 Some(SseEvent::Ping) => continue,
                 Some(SseEvent::Data(d)) => d,
             };
-            let chunk: Chunk =
-                serde_json::from_str(&data).map_err(|e| ServerError::NotLlamaServer {
-                    url: url.clone(),
-                    detail: format!(
-                        "a chunk is not llama-server's JSON ({e}): {}",
-                        data.chars().take(120).collect::<String>()
-                    ),
-                })?;
+            let chunk: Chunk = parse_chunk(&url, &data)?;
             if let Some(e) = &chunk.error {
                 return Err(ServerError::Http {
                     url: url.clone(),
@@ -274,4 +279,66 @@ impl ServerClient {
             }
         }
     }
+
+    /// Streams `POST /v1/chat/completions`, calling `on_chunk` for every chunk until
+    /// `data: [DONE]`; returns the finish reason (`stop`, `length`, `tool_calls`), or None when
+    /// `on_chunk` returned `Break` (the connection is then closed).
+    pub fn stream_chat(
+        &self,
+        request: &ChatRequest,
+        mut on_chunk: impl FnMut(&ChatChunk) -> ControlFlow<()>,
+    ) -> Result<Option<String>, ServerError> {
+        let url = self.endpoint("/v1/chat/completions");
+        let broken = |detail: String| ServerError::Stream {
+            url: url.clone(),
+            detail,
+        };
+        let mut events = self.open_stream("/v1/chat/completions", request)?;
+        let mut finish: Option<String> = None;
+        loop {
+            let event = events
+                .next_event()
+                .map_err(|e| broken(format!("the stream broke: {e}")))?;
+            let data = match event {
+                Some(SseEvent::Done) => {
+                    return finish
+                        .map(Some)
+                        .ok_or_else(|| broken("the stream ended without a finish reason".into()));
+                }
+                None => {
+                    return Err(broken(
+                        "the stream ended before [DONE] (the server stopped or was killed)".into(),
+                    ));
+                }
+                Some(SseEvent::Ping) => continue,
+                Some(SseEvent::Data(d)) => d,
+            };
+            let chunk: ChatChunk = parse_chunk(&url, &data)?;
+            if let Some(e) = &chunk.error {
+                return Err(ServerError::Http {
+                    url: url.clone(),
+                    status: e.code.unwrap_or(500),
+                    kind: e.kind.clone(),
+                    message: e.message.clone(),
+                });
+            }
+            if let Some(reason) = chunk.choices.first().and_then(|c| c.finish_reason.clone()) {
+                finish = Some(reason);
+            }
+            if on_chunk(&chunk).is_break() {
+                return Ok(None);
+            }
+        }
+    }
+}
+
+/// A chunk of llama-server's JSON, or an error saying the server speaks something else.
+fn parse_chunk<T: serde::de::DeserializeOwned>(url: &str, data: &str) -> Result<T, ServerError> {
+    serde_json::from_str(data).map_err(|e| ServerError::NotLlamaServer {
+        url: url.to_owned(),
+        detail: format!(
+            "a chunk is not llama-server's JSON ({e}): {}",
+            data.chars().take(120).collect::<String>()
+        ),
+    })
 }

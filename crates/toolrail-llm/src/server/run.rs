@@ -10,6 +10,22 @@
 //! sampler; "after the mask" is those candidates that toolrail's mask allows, renormalised
 //! (an approximation over the top candidates: the server does not report its masked list).
 //!
+//! After a `/completion` stream ends, two follow-ups complete the records (sent as
+//! [`Event::Amended`] before `Done`):
+//! - with [`ServerOptions::post_sampling`], the same request again with `post_sampling_probs`:
+//!   each token's candidates after the server's sampling chain ([`TokenRecord::sampled`]). The
+//!   server reports either list per request, never both, so it takes two; the seed and
+//!   `cache_prompt: false` make the second run take the same tokens (checked token by token).
+//! - the grammar the server echoes as enforced (its own conversion for `json_schema`, or a
+//!   grammar sent instead of the run's) is replayed through toolrail's engine over the same
+//!   tokens, and every returned candidate that one grammar allows and the other forbids is a
+//!   [`Disagreement`] on the record. When the echo is byte for byte the grammar toolrail
+//!   follows, the allowed sets are equal by construction and no replay is needed.
+//!
+//! `tools` requests go to `/v1/chat/completions`: the server renders its chat template and
+//! builds its own tool-call grammar; toolrail records the tokens and candidates and reports the
+//! calls the server parsed ([`Event::ServerCalls`]) for toolrail's validator.
+//!
 //! Not possible on a server (the grammar state lives in the server's slot): Step, Pause and
 //! Force; they are answered with an error event. Cancel closes the connection.
 
@@ -19,13 +35,59 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
-use super::api::{Chunk, CompletionRequest, Prompt};
+use serde_json::{Value, json};
+
+use super::api::{
+    ChatMessage, ChatRequest, CompletionRequest, Prompt, Timings, TokenProbs, TopProb,
+};
 use super::{ServerClient, StreamEnd};
 use crate::Model;
-use crate::record::{Candidate, PENALTY_WINDOW, Stop, TokenRecord, Totals};
+use crate::record::{Candidate, Disagreement, PENALTY_WINDOW, Stop, TokenRecord, Totals};
 use crate::worker::{Command, EngineKind, Event, Handle, Notify, RunEvent, RunId, RunRequest};
 use toolrail_engine::{Engine, MaskEngine, State, TokenMask};
 use toolrail_gbnf::{Grammar, TokenVocabulary};
+
+/// What a server run asks the server for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RequestKind {
+    /// `/completion` with the run's GBNF (`grammar`).
+    Grammar,
+    /// `/completion` with this JSON Schema (`json_schema`): the server converts it with its own
+    /// converter; toolrail follows the run's grammar (toolrail's conversion of the schema).
+    JsonSchema(Value),
+    /// `/v1/chat/completions` with these OpenAI-shaped tools (`{"type": "function",
+    /// "function": {...}}`) and `tool_choice: required`: the server renders its chat template
+    /// around `user` and builds its own tool-call grammar.
+    Tools {
+        /// The tools.
+        tools: Vec<Value>,
+        /// The user's message.
+        user: String,
+    },
+}
+
+/// How a [`ServerWorker`] runs its requests.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerOptions {
+    /// What is sent.
+    pub request: RequestKind,
+    /// A grammar sent instead of the run's own (which toolrail still follows): e.g. to see
+    /// where a server's grammar lets through what the intended one forbids.
+    pub sent_grammar: Option<String>,
+    /// Ask again with `post_sampling_probs` for each token's candidates after the server's
+    /// sampling chain (`/completion` requests; a second request).
+    pub post_sampling: bool,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            request: RequestKind::Grammar,
+            sent_grammar: None,
+            post_sampling: true,
+        }
+    }
+}
 
 /// A handle on a thread that runs requests on a llama-server.
 pub struct ServerWorker {
@@ -39,21 +101,35 @@ impl std::fmt::Debug for ServerWorker {
 }
 
 impl ServerWorker {
-    /// Starts the thread. `vocab` is a local copy of the model (its vocabulary drives token-id
+    /// Starts the thread with the default options (`grammar` requests, candidates after the
+    /// sampling chain). `vocab` is a local copy of the model (its vocabulary drives token-id
     /// prompts, pieces and toolrail's live check); without it the prompt is sent as text and
     /// records carry only what the server reports.
     pub fn spawn(client: ServerClient, vocab: Option<Model>, notify: Notify) -> ServerWorker {
-        Self::spawn_sending(client, vocab, notify, None)
+        Self::spawn_with(client, vocab, notify, ServerOptions::default())
     }
 
     /// Like [`ServerWorker::spawn`], but every run sends `sent` to the server as its grammar
-    /// while toolrail checks the tokens against the run's own grammar: e.g. to see where a
-    /// server's grammar lets through what the intended one forbids.
+    /// while toolrail checks the tokens against the run's own grammar.
     pub fn spawn_sending(
         client: ServerClient,
         vocab: Option<Model>,
         notify: Notify,
         sent: Option<String>,
+    ) -> ServerWorker {
+        let options = ServerOptions {
+            sent_grammar: sent,
+            ..ServerOptions::default()
+        };
+        Self::spawn_with(client, vocab, notify, options)
+    }
+
+    /// Starts the thread with these options.
+    pub fn spawn_with(
+        client: ServerClient,
+        vocab: Option<Model>,
+        notify: Notify,
+        options: ServerOptions,
     ) -> ServerWorker {
         let handle = Handle::spawn("toolrail-server", move |commands, events| {
             let masks = vocab
@@ -61,7 +137,7 @@ impl ServerWorker {
                 .map(|m| MaskEngine::new(m.shared_token_table()));
             let mut state = ServerRunner {
                 client,
-                sent,
+                options,
                 vocab,
                 masks,
                 commands,
@@ -86,8 +162,7 @@ impl ServerWorker {
 
 struct ServerRunner {
     client: ServerClient,
-    /// The grammar sent instead of the run's own (which toolrail still checks against).
-    sent: Option<String>,
+    options: ServerOptions,
     vocab: Option<Model>,
     masks: Option<MaskEngine>,
     commands: Receiver<Command>,
@@ -100,6 +175,48 @@ enum Interrupt {
     None,
     Cancel,
     Shutdown,
+}
+
+/// One run's progress while its tokens stream in.
+struct Progress {
+    run: RunId,
+    output: Vec<u8>,
+    totals: Totals,
+    last_predicted_ms: f64,
+    announced: bool,
+    /// End-of-generation tokens the server streamed (not records).
+    eog_streamed: u64,
+    shutdown: bool,
+    failure: Option<String>,
+    /// toolrail's recognizer on the run's grammar, until it forbids a token.
+    track: Option<(Engine, State)>,
+    /// Every record sent, to amend after the stream.
+    records: Vec<TokenRecord>,
+    /// toolrail's mask at each record's step (None once the recognizer stopped following).
+    masks: Vec<Option<TokenMask>>,
+}
+
+impl Progress {
+    fn new(run: RunId, track: Option<(Engine, State)>) -> Progress {
+        Progress {
+            run,
+            output: Vec::new(),
+            totals: Totals::default(),
+            last_predicted_ms: 0.0,
+            announced: false,
+            eog_streamed: 0,
+            shutdown: false,
+            failure: None,
+            track,
+            records: Vec::new(),
+            masks: Vec::new(),
+        }
+    }
+
+    /// True when toolrail followed the grammar from the first token.
+    fn followed(&self) -> bool {
+        self.masks.first().is_some_and(Option::is_some)
+    }
 }
 
 impl ServerRunner {
@@ -145,6 +262,18 @@ impl ServerRunner {
         }
     }
 
+    /// Checks the commands; Break when the stream must stop.
+    fn interrupted(&self, progress: &mut Progress) -> ControlFlow<()> {
+        match self.poll_commands(progress.run) {
+            Interrupt::None => ControlFlow::Continue(()),
+            Interrupt::Cancel => ControlFlow::Break(()),
+            Interrupt::Shutdown => {
+                progress.shutdown = true;
+                ControlFlow::Break(())
+            }
+        }
+    }
+
     /// Runs one request; returns true if the worker must shut down.
     fn run(&mut self, request: &RunRequest) -> bool {
         let grammar = request
@@ -170,15 +299,50 @@ impl ServerRunner {
                 }
             }
         }
+        let started = Instant::now();
+        let mut progress = Progress::new(request.id, track);
+        let stop = match self.options.request.clone() {
+            RequestKind::Tools { tools, user } => {
+                self.run_chat(request, &tools, &user, &mut progress)
+            }
+            kind => self.run_completion(request, grammar, &kind, &mut progress),
+        };
+        let totals = &mut progress.totals;
+        let seconds = started.elapsed().as_secs_f64();
+        totals.tokens_per_s = if totals.decode_ms > 0.0 {
+            f64::from(totals.tokens) * 1e3 / totals.decode_ms
+        } else if seconds > 0.0 {
+            f64::from(totals.tokens) / seconds
+        } else {
+            0.0
+        };
+        let output = std::mem::take(&mut progress.output);
+        self.done(request.id, stop, progress.totals.clone(), output);
+        progress.shutdown
+    }
+
+    /// The `/completion` body of a run.
+    fn completion_body(
+        &self,
+        request: &RunRequest,
+        grammar: Option<String>,
+        kind: &RequestKind,
+    ) -> CompletionRequest {
         let prompt = match &self.vocab {
             Some(model) => Prompt::Tokens(model.tokenize(&request.prompt, true, true)),
             None => Prompt::Text(request.prompt.clone()),
         };
         let s = &request.sampling;
-        let body = CompletionRequest {
+        let (grammar, json_schema) = match kind {
+            RequestKind::JsonSchema(schema) => {
+                (self.options.sent_grammar.clone(), Some(schema.clone()))
+            }
+            _ => (self.options.sent_grammar.clone().or(grammar), None),
+        };
+        CompletionRequest {
             prompt,
-            grammar: self.sent.clone().or(grammar),
-            json_schema: None,
+            grammar,
+            json_schema,
             n_predict: s.max_tokens,
             temperature: s.temperature,
             top_k: s.top_k,
@@ -190,121 +354,377 @@ impl ServerRunner {
             repeat_last_n: PENALTY_WINDOW as u32,
             samplers: CompletionRequest::SAMPLERS.to_vec(),
             n_probs: request.show.max(1) as u32,
+            post_sampling_probs: false,
+            stream: true,
+            cache_prompt: false,
+            timings_per_token: true,
+            sse_ping_interval: 1,
+        }
+    }
+
+    /// A `grammar` or `json_schema` run on `/completion`, then its follow-ups.
+    fn run_completion(
+        &mut self,
+        request: &RunRequest,
+        grammar: Option<String>,
+        kind: &RequestKind,
+        progress: &mut Progress,
+    ) -> Stop {
+        let body = self.completion_body(request, grammar.clone(), kind);
+        let client = self.client.clone();
+        let result = client.stream_completion(&body, |chunk| {
+            self.interrupted(progress)?;
+            let Some(token) = chunk.token() else {
+                return ControlFlow::Continue(());
+            };
+            let timings = chunk.timings.clone().unwrap_or_default();
+            self.on_token(
+                progress,
+                token,
+                chunk.completion_probabilities.first(),
+                &chunk.content,
+                &timings,
+                chunk.tokens_evaluated,
+            )
+        });
+        if let Some(message) = progress.failure.take() {
+            return error(message);
+        }
+        let last = match result {
+            Ok(StreamEnd::Cancelled) => return Stop::Cancelled,
+            Err(e) => return error(e.to_string()),
+            Ok(StreamEnd::Final(last)) => last,
+        };
+        if let Some(t) = &last.timings {
+            progress.totals.decode_ms = t.predicted_ms.unwrap_or(progress.totals.decode_ms);
+        }
+        // the end-of-generation token is counted, streamed or not
+        let eog = if last.stop_type.as_deref() == Some("eos") {
+            progress.eog_streamed.max(1)
+        } else {
+            progress.eog_streamed
+        };
+        if let Some(n) = last.tokens_predicted
+            && n > u64::from(progress.totals.tokens) + eog
+        {
+            // llama-server streams no chunk for a token that ends inside a UTF-8
+            // character; its bytes come with the next chunk
+            self.emit(
+                request.id,
+                Event::Error(format!(
+                    "the server generated {n} tokens but streamed {}: tokens ending inside a \
+                     UTF-8 character are not streamed on their own",
+                    u64::from(progress.totals.tokens) + eog
+                )),
+            );
+        }
+        let stop = match last.stop_type.as_deref() {
+            Some("eos") | Some("word") => Stop::EndOfGeneration,
+            Some("limit") => Stop::MaxTokens,
+            other => error(format!(
+                "the server stopped for an unknown reason ({})",
+                other.unwrap_or("none given")
+            )),
+        };
+        let mut amended = vec![false; progress.records.len()];
+        if self.options.post_sampling && !progress.records.is_empty() {
+            let mut again = body.clone();
+            again.post_sampling_probs = true;
+            if self.sampled_candidates(&again, progress, &mut amended) {
+                return Stop::Cancelled;
+            }
+        }
+        if let Some(enforced) = last.grammar()
+            && progress.followed()
+            && grammar.as_deref() != Some(enforced)
+        {
+            self.compare_grammars(enforced, progress, &mut amended);
+        }
+        for (record, changed) in progress.records.iter().zip(amended) {
+            if changed {
+                self.emit(progress.run, Event::Amended(Box::new(record.clone())));
+            }
+        }
+        stop
+    }
+
+    /// Runs `again` (the same request with `post_sampling_probs`) and puts each token's
+    /// candidates after the sampling chain on its record. True when the run was cancelled.
+    fn sampled_candidates(
+        &self,
+        again: &CompletionRequest,
+        progress: &mut Progress,
+        amended: &mut [bool],
+    ) -> bool {
+        let mut k = 0usize;
+        let mut diverged: Option<String> = None;
+        let mut cancelled = false;
+        let client = self.client.clone();
+        let result = client.stream_completion(again, |chunk| {
+            if self.interrupted(progress).is_break() {
+                cancelled = true;
+                return ControlFlow::Break(());
+            }
+            let Some(token) = chunk.token() else {
+                return ControlFlow::Continue(());
+            };
+            if self.vocab.as_ref().is_some_and(|m| m.is_eog(token)) {
+                return ControlFlow::Continue(());
+            }
+            let Some(record) = progress.records.get_mut(k) else {
+                return ControlFlow::Break(());
+            };
+            if record.id != token {
+                diverged = Some(format!(
+                    "the request for candidates after the sampling chain took token {token} at \
+                     step {k} where the run took {}: those candidates stop there",
+                    record.id
+                ));
+                return ControlFlow::Break(());
+            }
+            let mask = progress.masks.get(k).and_then(Option::as_ref);
+            if let Some(p) = chunk.completion_probabilities.first() {
+                record.sampled = candidates(&p.top_probs, |c| c.prob, mask);
+                amended[k] = true;
+            }
+            k += 1;
+            ControlFlow::Continue(())
+        });
+        if let Some(message) = diverged {
+            self.emit(progress.run, Event::Error(message));
+        }
+        if let Err(e) = result {
+            self.emit(
+                progress.run,
+                Event::Error(format!(
+                    "the candidates after the sampling chain could not be read: {e}"
+                )),
+            );
+        }
+        cancelled
+    }
+
+    /// Replays the run's tokens under the grammar the server enforced and records, at each
+    /// step, the returned candidates on which it and toolrail's grammar disagree.
+    fn compare_grammars(&mut self, enforced: &str, progress: &mut Progress, amended: &mut [bool]) {
+        let (Some(model), Some(masks)) = (&self.vocab, self.masks.as_mut()) else {
+            return;
+        };
+        let mut engine = match Grammar::parse_with(
+            enforced,
+            "root",
+            Some(model as &dyn TokenVocabulary),
+        ) {
+            Ok(g) => Engine::new(Arc::new(g)),
+            Err(e) => {
+                let message = format!(
+                    "live check: the grammar the server enforced does not parse in toolrail: {e}"
+                );
+                let _ = self.events.send(RunEvent {
+                    run: progress.run,
+                    event: Event::Error(message),
+                });
+                (self.notify)();
+                return;
+            }
+        };
+        let mut state = engine.initial();
+        let mut problem: Option<String> = None;
+        for (k, record) in progress.records.iter_mut().enumerate() {
+            let Some(Some(ours)) = progress.masks.get(k) else {
+                break;
+            };
+            let theirs = match masks.mask(&mut engine, state) {
+                Ok(m) => m,
+                Err(e) => {
+                    problem = Some(format!(
+                        "live check: the mask of the server's grammar at step {k}: {e}"
+                    ));
+                    break;
+                }
+            };
+            let mut seen: Vec<u32> = Vec::new();
+            for c in record.before.iter().chain(&record.sampled) {
+                if seen.contains(&c.id) {
+                    continue;
+                }
+                seen.push(c.id);
+                let server_allows = theirs.contains(c.id);
+                if server_allows != ours.contains(c.id) {
+                    record.disagreements.push(Disagreement {
+                        id: c.id,
+                        piece: c.piece.clone(),
+                        server_allows,
+                    });
+                    amended[k] = true;
+                }
+            }
+            let piece = model.piece(record.id);
+            match engine.accept_token(state, record.id, &piece) {
+                Some(next) => state = next,
+                None => {
+                    problem = Some(format!(
+                        "live check: toolrail's engine refuses token {} at step {k} under the \
+                         grammar the server enforced (the server took it)",
+                        record.id
+                    ));
+                    break;
+                }
+            }
+        }
+        if let Some(message) = problem {
+            self.emit(progress.run, Event::Error(message));
+        }
+    }
+
+    /// A `tools` run on `/v1/chat/completions`.
+    fn run_chat(
+        &mut self,
+        request: &RunRequest,
+        tools: &[Value],
+        user: &str,
+        progress: &mut Progress,
+    ) -> Stop {
+        let s = &request.sampling;
+        let body = ChatRequest {
+            messages: vec![ChatMessage {
+                role: "user".into(),
+                content: user.to_owned(),
+            }],
+            tools: tools.to_vec(),
+            tool_choice: "required",
+            grammar: self.options.sent_grammar.clone(),
+            max_tokens: s.max_tokens,
+            temperature: s.temperature,
+            top_k: s.top_k,
+            top_p: s.top_p,
+            min_p: s.min_p,
+            seed: (s.seed & u64::from(u32::MAX)) as u32,
+            repeat_penalty: s.repeat_penalty,
+            repeat_last_n: PENALTY_WINDOW as u32,
+            samplers: CompletionRequest::SAMPLERS.to_vec(),
+            n_probs: request.show.max(1) as u32,
             stream: true,
             cache_prompt: false,
             timings_per_token: true,
             sse_ping_interval: 1,
         };
-
-        let started = Instant::now();
-        let mut output: Vec<u8> = Vec::new();
-        let mut totals = Totals::default();
-        let mut index: u32 = 0;
-        let mut last_predicted_ms = 0.0;
-        let mut announced = false;
-        let mut shutdown = false;
-        let mut failure: Option<String> = None;
+        // (name, arguments text) per call index
+        let mut calls: Vec<(String, String)> = Vec::new();
         let client = self.client.clone();
-        let result = client.stream_completion(&body, |chunk| {
-            match self.poll_commands(request.id) {
-                Interrupt::None => {}
-                Interrupt::Cancel => return ControlFlow::Break(()),
-                Interrupt::Shutdown => {
-                    shutdown = true;
-                    return ControlFlow::Break(());
-                }
-            }
-            let Some(token) = chunk.token() else {
+        let result = client.stream_chat(&body, |chunk| {
+            self.interrupted(progress)?;
+            let Some(choice) = chunk.choices.first() else {
                 return ControlFlow::Continue(());
             };
+            for piece in &choice.delta.tool_calls {
+                if piece.index >= calls.len() {
+                    if piece.index > 64 {
+                        progress.failure = Some(format!(
+                            "the server sent tool call {}: too many",
+                            piece.index
+                        ));
+                        return ControlFlow::Break(());
+                    }
+                    calls.resize(piece.index + 1, (String::new(), String::new()));
+                }
+                if let Some(f) = &piece.function {
+                    let call = &mut calls[piece.index];
+                    call.0.push_str(f.name.as_deref().unwrap_or_default());
+                    call.1.push_str(f.arguments.as_deref().unwrap_or_default());
+                }
+            }
             let timings = chunk.timings.clone().unwrap_or_default();
-            if !announced {
-                announced = true;
+            let content = choice.delta.content.as_deref().unwrap_or_default();
+            for probs in choice.logprobs.iter().flat_map(|l| &l.content) {
+                let Ok(token) = u32::try_from(probs.id) else {
+                    continue;
+                };
+                self.on_token(progress, token, Some(probs), content, &timings, None)?;
+            }
+            ControlFlow::Continue(())
+        });
+        if let Some(message) = progress.failure.take() {
+            return error(message);
+        }
+        let reason = match result {
+            Ok(None) => return Stop::Cancelled,
+            Err(e) => return error(e.to_string()),
+            Ok(Some(reason)) => reason,
+        };
+        let parsed: Vec<Value> = calls
+            .into_iter()
+            .map(|(name, arguments)| json!({"name": name, "arguments": arguments}))
+            .collect();
+        self.emit(progress.run, Event::ServerCalls(parsed));
+        match reason.as_str() {
+            "stop" | "tool_calls" => Stop::EndOfGeneration,
+            "length" => Stop::MaxTokens,
+            other => error(format!(
+                "the server stopped for an unknown reason ({other})"
+            )),
+        }
+    }
+
+    /// One streamed token: the run's start, end of generation, or a record sent on.
+    fn on_token(
+        &mut self,
+        progress: &mut Progress,
+        token: u32,
+        probs: Option<&TokenProbs>,
+        content: &str,
+        timings: &Timings,
+        tokens_evaluated: Option<u64>,
+    ) -> ControlFlow<()> {
+        if !progress.announced {
+            progress.announced = true;
+            self.emit(
+                progress.run,
+                Event::Started {
+                    prompt_tokens: tokens_evaluated
+                        .or(timings.prompt_n.map(|n| n as u64))
+                        .unwrap_or(0) as usize,
+                    prompt_ms: timings.prompt_ms.unwrap_or(0.0),
+                },
+            );
+        }
+        // End of generation ends the run (as in-process, it is not a token of the output);
+        // the live check asks whether the grammar could end here.
+        if self.vocab.as_ref().is_some_and(|m| m.is_eog(token)) {
+            progress.eog_streamed += 1;
+            if let Some((engine, state)) = &progress.track
+                && !engine.can_end(*state)
+            {
                 self.emit(
-                    request.id,
-                    Event::Started {
-                        prompt_tokens: chunk.tokens_evaluated.unwrap_or(0) as usize,
-                        prompt_ms: timings.prompt_ms.unwrap_or(0.0),
-                    },
+                    progress.run,
+                    Event::Error(format!(
+                        "live check: the server ended generation (token {token}) where the \
+                         grammar is not complete"
+                    )),
                 );
             }
-            // End of generation ends the run (as in-process, it is not a token of the output);
-            // the live check asks whether the grammar could end here.
-            if self.vocab.as_ref().is_some_and(|m| m.is_eog(token)) {
-                if let Some((engine, state)) = &track
-                    && !engine.can_end(*state)
-                {
-                    self.emit(
-                        request.id,
-                        Event::Error(format!(
-                            "live check: the server ended generation (token {token}) where the \
-                             grammar is not complete"
-                        )),
-                    );
-                }
-                return ControlFlow::Continue(());
+            return ControlFlow::Continue(());
+        }
+        let predicted_ms = timings.predicted_ms.unwrap_or(progress.last_predicted_ms);
+        let decode_ms = (predicted_ms - progress.last_predicted_ms).max(0.0);
+        progress.last_predicted_ms = predicted_ms;
+        let index = progress.records.len() as u32;
+        match self.record(index, token, probs, content, decode_ms, &mut progress.track) {
+            Ok((record, mask)) => {
+                progress.output.extend_from_slice(&piece_bytes(&record));
+                progress.totals.tokens += 1;
+                progress.totals.decode_ms += record.decode_ms;
+                progress.totals.mask_ms += record.mask_ms;
+                progress.records.push(record.clone());
+                progress.masks.push(mask);
+                self.emit(progress.run, Event::Token(Box::new(record)));
+                ControlFlow::Continue(())
             }
-            let predicted_ms = timings.predicted_ms.unwrap_or(last_predicted_ms);
-            let decode_ms = (predicted_ms - last_predicted_ms).max(0.0);
-            last_predicted_ms = predicted_ms;
-            match self.record(index, token, chunk, decode_ms, &mut track) {
-                Ok(record) => {
-                    output.extend_from_slice(&piece_bytes(&record));
-                    totals.tokens += 1;
-                    totals.decode_ms += record.decode_ms;
-                    totals.mask_ms += record.mask_ms;
-                    index += 1;
-                    self.emit(request.id, Event::Token(Box::new(record)));
-                    ControlFlow::Continue(())
-                }
-                Err(message) => {
-                    failure = Some(message);
-                    ControlFlow::Break(())
-                }
+            Err(message) => {
+                progress.failure = Some(message);
+                ControlFlow::Break(())
             }
-        });
-        let stop = match (result, failure) {
-            (_, Some(message)) => error(message),
-            (Ok(StreamEnd::Cancelled), None) => Stop::Cancelled,
-            (Ok(StreamEnd::Final(last)), None) => {
-                if let Some(t) = &last.timings {
-                    totals.decode_ms = t.predicted_ms.unwrap_or(totals.decode_ms);
-                }
-                if let Some(n) = last.tokens_predicted
-                    && n > u64::from(totals.tokens)
-                {
-                    // llama-server streams no chunk for a token that ends inside a UTF-8
-                    // character; its bytes come with the next chunk
-                    self.emit(
-                        request.id,
-                        Event::Error(format!(
-                            "the server generated {n} tokens but streamed {}: tokens ending \
-                             inside a UTF-8 character are not streamed on their own",
-                            totals.tokens
-                        )),
-                    );
-                }
-                match last.stop_type.as_deref() {
-                    Some("eos") | Some("word") => Stop::EndOfGeneration,
-                    Some("limit") => Stop::MaxTokens,
-                    other => error(format!(
-                        "the server stopped for an unknown reason ({})",
-                        other.unwrap_or("none given")
-                    )),
-                }
-            }
-            (Err(e), None) => error(e.to_string()),
-        };
-        let seconds = started.elapsed().as_secs_f64();
-        totals.tokens_per_s = if totals.decode_ms > 0.0 {
-            f64::from(totals.tokens) * 1e3 / totals.decode_ms
-        } else if seconds > 0.0 {
-            f64::from(totals.tokens) / seconds
-        } else {
-            0.0
-        };
-        self.done(request.id, stop, totals, output);
-        shutdown
+        }
     }
 
     fn done(&self, run: RunId, stop: Stop, totals: Totals, output: Vec<u8>) {
@@ -318,20 +738,21 @@ impl ServerRunner {
         );
     }
 
-    /// The record of one streamed token, with toolrail's view of it when a vocabulary is loaded.
+    /// The record of one streamed token, with toolrail's view of it when a vocabulary is
+    /// loaded, and toolrail's mask at that step.
     fn record(
         &mut self,
         index: u32,
         token: u32,
-        chunk: &Chunk,
+        probs: Option<&TokenProbs>,
+        content: &str,
         decode_ms: f64,
         track: &mut Option<(Engine, State)>,
-    ) -> Result<TokenRecord, String> {
-        let probs = chunk.completion_probabilities.first();
+    ) -> Result<(TokenRecord, Option<TokenMask>), String> {
         let piece: Vec<u8> = match (probs, &self.vocab) {
             (_, Some(model)) => model.piece(token),
             (Some(p), None) => p.bytes.clone(),
-            (None, None) => chunk.content.as_bytes().to_vec(),
+            (None, None) => content.as_bytes().to_vec(),
         };
         let mask_started = Instant::now();
         let mask: Option<TokenMask> = match (track.as_mut(), self.masks.as_mut()) {
@@ -361,21 +782,8 @@ impl ServerRunner {
         if flag.is_some() {
             *track = None;
         }
-        let before: Vec<Candidate> = probs
-            .map(|p| {
-                p.top_logprobs
-                    .iter()
-                    .filter_map(|c| {
-                        let id = u32::try_from(c.id).ok()?;
-                        Some(Candidate {
-                            id,
-                            piece: String::from_utf8_lossy(&c.bytes).into_owned(),
-                            probability: c.logprob.map_or(0.0, |l| l.exp() as f32),
-                            masked: mask.as_ref().is_some_and(|m| !m.contains(id)),
-                        })
-                    })
-                    .collect()
-            })
+        let before = probs
+            .map(|p| candidates(&p.top_logprobs, |c| c.logprob.map(f64::exp), mask.as_ref()))
             .unwrap_or_default();
         let kept: f32 = before
             .iter()
@@ -394,7 +802,7 @@ impl ServerRunner {
                 ..c.clone()
             })
             .collect();
-        Ok(TokenRecord {
+        let record = TokenRecord {
             index,
             id: token,
             piece: String::from_utf8_lossy(&piece).into_owned(),
@@ -410,8 +818,31 @@ impl ServerRunner {
             decode_ms,
             mask_ms,
             flag,
-        })
+            sampled: Vec::new(),
+            disagreements: Vec::new(),
+        };
+        Ok((record, mask))
     }
+}
+
+/// The server's candidate list as records: `probability` read by `probability`, `masked` from
+/// toolrail's mask at that step.
+fn candidates(
+    list: &[TopProb],
+    probability: impl Fn(&TopProb) -> Option<f64>,
+    mask: Option<&TokenMask>,
+) -> Vec<Candidate> {
+    list.iter()
+        .filter_map(|c| {
+            let id = u32::try_from(c.id).ok()?;
+            Some(Candidate {
+                id,
+                piece: String::from_utf8_lossy(&c.bytes).into_owned(),
+                probability: probability(c).unwrap_or(0.0) as f32,
+                masked: mask.is_some_and(|m| !m.contains(id)),
+            })
+        })
+        .collect()
 }
 
 fn error(message: String) -> Stop {

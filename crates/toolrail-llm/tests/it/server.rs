@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use toolrail_llm::record::{Stop, TokenRecord};
 use toolrail_llm::server::{
-    Chunk, CompletionRequest, Prompt, ServerClient, ServerError, ServerWorker, StreamEnd,
+    Chunk, CompletionRequest, Prompt, RequestKind, ServerClient, ServerError, ServerOptions,
+    ServerWorker, StreamEnd,
 };
 use toolrail_llm::worker::{Command, EngineKind, Event, RunRequest, Worker};
 
@@ -33,6 +34,10 @@ fn run(
     loop {
         match recv() {
             Event::Token(t) => tokens.push(*t),
+            Event::Amended(t) => {
+                let i = t.index as usize;
+                tokens[i] = *t;
+            }
             Event::Done { stop, output, .. } => return (tokens, stop, output),
             _ => {}
         }
@@ -105,6 +110,17 @@ fn a_grammar_run_on_the_server_matches_the_in_process_engine_and_checks_clean() 
         theirs.iter().all(|t| !t.before.is_empty()),
         "candidates from the server"
     );
+    // after the server's sampling chain: greedy keeps exactly the chosen token, probability 1
+    for t in &theirs {
+        assert_eq!(t.sampled.len(), 1, "token {}: {:?}", t.index, t.sampled);
+        assert_eq!((t.sampled[0].id, t.sampled[0].probability), (t.id, 1.0));
+        assert!(
+            t.disagreements.is_empty(),
+            "token {}: {:?}",
+            t.index,
+            t.disagreements
+        );
+    }
     let ids = |v: &[TokenRecord]| v.iter().map(|t| t.id).collect::<Vec<_>>();
     let first_difference = ids(&ours)
         .iter()
@@ -161,6 +177,185 @@ fn the_live_check_flags_tokens_a_looser_server_grammar_let_through() {
             .iter()
             .all(|r| r.stacks.is_none())
     );
+    // the server's grammar (echoed) against toolrail's, within the candidates returned: the
+    // loose grammar allows candidates toolrail's forbids, at steps up to the flagged token
+    let disagreeing: Vec<&TokenRecord> = tokens
+        .iter()
+        .filter(|r| !r.disagreements.is_empty())
+        .collect();
+    assert!(
+        !disagreeing.is_empty(),
+        "no step where the allowed sets differ: {output:?}"
+    );
+    assert!(disagreeing.iter().all(|r| r.index <= t.index));
+    assert!(
+        disagreeing
+            .iter()
+            .flat_map(|r| &r.disagreements)
+            .any(|d| d.server_allows)
+    );
+    // the sampling chain (temperature 1.5, no top-k) kept several candidates at every step,
+    // probabilities over what it kept, most likely first
+    for r in &tokens {
+        assert!(r.sampled.len() > 1, "token {}: {:?}", r.index, r.sampled);
+        assert!(
+            r.sampled
+                .windows(2)
+                .all(|w| w[0].probability >= w[1].probability)
+        );
+        assert!(r.sampled.iter().map(|c| c.probability).sum::<f32>() <= 1.0 + 1e-4);
+    }
+}
+
+/// A run on any server worker with any options, collecting server-parsed calls and errors.
+fn run_collecting(
+    worker: &ServerWorker,
+    req: RunRequest,
+) -> (
+    Vec<TokenRecord>,
+    Stop,
+    String,
+    Option<Vec<serde_json::Value>>,
+    Vec<String>,
+) {
+    worker.send(Command::Start(Box::new(req)));
+    let mut tokens: Vec<TokenRecord> = Vec::new();
+    let mut calls = None;
+    let mut errors = Vec::new();
+    loop {
+        match next_event(worker.events()) {
+            Event::Token(t) => tokens.push(*t),
+            Event::Amended(t) => {
+                let i = t.index as usize;
+                tokens[i] = *t;
+            }
+            Event::ServerCalls(c) => calls = Some(c),
+            Event::Error(e) => errors.push(e),
+            Event::Done { stop, output, .. } => return (tokens, stop, output, calls, errors),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn a_json_schema_request_is_converted_by_the_server_and_checked_against_toolrails_conversion() {
+    let Some(server) = server() else { return };
+    let Some(model) = model() else { return };
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"city": {"type": "string", "maxLength": 12}, "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+        "required": ["city", "days"],
+        "additionalProperties": false
+    });
+    let ours = toolrail_schema::schema_to_gbnf(&schema, &Default::default())
+        .unwrap()
+        .gbnf;
+    let remote = ServerWorker::spawn_with(
+        server.client(),
+        Some(model.clone()),
+        Arc::new(|| {}),
+        ServerOptions {
+            request: RequestKind::JsonSchema(schema.clone()),
+            ..ServerOptions::default()
+        },
+    );
+    let req = request(
+        "The weather forecast for Paris for 3 days as JSON:",
+        Some(&ours),
+        EngineKind::Toolrail,
+        60,
+    );
+    let (tokens, stop, output, _, errors) = run_collecting(&remote, req);
+    assert_eq!(stop, Stop::EndOfGeneration, "{output:?} {errors:?}");
+    let value: serde_json::Value = serde_json::from_str(&output).unwrap();
+    assert!(
+        value["city"].is_string() && value["days"].is_i64(),
+        "{value}"
+    );
+    assert!(
+        tokens
+            .iter()
+            .all(|t| t.flag.is_none() && t.stacks.is_some())
+    );
+    assert!(tokens.iter().all(|t| !t.sampled.is_empty()));
+    // the server's own conversion differs in text from toolrail's, so the live check replayed
+    // it: no message about it failing, and every disagreement names a returned candidate
+    assert!(
+        errors.iter().all(|e| !e.contains("live check")),
+        "{errors:?}"
+    );
+    for t in &tokens {
+        for d in &t.disagreements {
+            assert!(t.before.iter().chain(&t.sampled).any(|c| c.id == d.id));
+        }
+    }
+    let total: usize = tokens.iter().map(|t| t.disagreements.len()).sum();
+    eprintln!(
+        "json_schema run: {output}; {total} candidate disagreements with toolrail's conversion"
+    );
+}
+
+#[test]
+fn a_tools_request_streams_the_servers_template_run_and_its_parsed_calls() {
+    let Some(server) = server() else { return };
+    let Some(model) = model() else { return };
+    let text = std::fs::read_to_string("../../sample_schemas/weather.json").unwrap();
+    let tools = toolrail_tools::toolset::ToolSet::from_json_str(&text).unwrap();
+    let openai: Vec<serde_json::Value> = tools
+        .tools()
+        .iter()
+        .map(|t| serde_json::json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+        .collect();
+    let kind = RequestKind::Tools {
+        tools: openai,
+        user: "What is the weather in Paris?".into(),
+    };
+    let remote = ServerWorker::spawn_with(
+        server.client(),
+        Some(model.clone()),
+        Arc::new(|| {}),
+        ServerOptions {
+            request: kind.clone(),
+            ..ServerOptions::default()
+        },
+    );
+    let req = request("", None, EngineKind::None, 24);
+    let (tokens, stop, output, calls, errors) = run_collecting(&remote, req);
+    assert!(
+        matches!(stop, Stop::EndOfGeneration | Stop::MaxTokens),
+        "{stop:?} {errors:?}"
+    );
+    assert!(!tokens.is_empty() && tokens.iter().all(|t| !t.before.is_empty()));
+    let joined: String = tokens.iter().map(|t| t.piece.as_str()).collect();
+    assert_eq!(joined, output);
+    // the server parsed its output for calls (the test model is a base model: often none)
+    let calls = calls.expect("the server's parsed calls are reported before Done");
+    for call in &calls {
+        assert!(
+            call["name"].is_string() && call["arguments"].is_string(),
+            "{call}"
+        );
+    }
+    // a grammar together with tools: the server's own 400, word for word
+    let refusing = ServerWorker::spawn_with(
+        server.client(),
+        Some(model.clone()),
+        Arc::new(|| {}),
+        ServerOptions {
+            request: kind,
+            sent_grammar: Some("root ::= \"x\"".into()),
+            ..ServerOptions::default()
+        },
+    );
+    let (_, stop, _, _, _) = run_collecting(&refusing, request("", None, EngineKind::None, 8));
+    match stop {
+        Stop::Error { message } => assert!(
+            message.contains("400")
+                && message.contains("Cannot use custom grammar constraints with tools."),
+            "{message}"
+        ),
+        other => panic!("expected the server's refusal, got {other:?}"),
+    }
 }
 
 fn plain(prompt: Vec<u32>, grammar: Option<&str>, n_predict: u32) -> CompletionRequest {
@@ -178,6 +373,7 @@ fn plain(prompt: Vec<u32>, grammar: Option<&str>, n_predict: u32) -> CompletionR
         repeat_last_n: 64,
         samplers: CompletionRequest::SAMPLERS.to_vec(),
         n_probs: 3,
+        post_sampling_probs: false,
         stream: true,
         cache_prompt: false,
         timings_per_token: true,

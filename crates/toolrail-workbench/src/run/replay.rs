@@ -126,6 +126,8 @@ mod tests {
             decode_ms: 1.0,
             mask_ms: 0.1,
             flag: None,
+            sampled: Vec::new(),
+            disagreements: Vec::new(),
         }
     }
 
@@ -142,6 +144,7 @@ mod tests {
             grammar: None,
             engine: toolrail_llm::worker::EngineKind::None,
             server: None,
+            server_run: None,
             sampling: Sampling::default(),
             tokens: vec![token(0, "ab"), token(1, "c")],
             output: "abc".into(),

@@ -31,6 +31,26 @@ pub fn to_markdown(t: &Transcript) -> String {
     if let Some(server) = &t.server {
         out.push_str(&format!("| server | {} |\n", cell(server)));
     }
+    if let Some(run) = &t.server_run {
+        let request = match &run.request {
+            super::ServerRequest::Grammar => "grammar (/completion)".to_string(),
+            super::ServerRequest::JsonSchema { .. } => "json_schema (/completion)".to_string(),
+            super::ServerRequest::Tools { calls, .. } => format!(
+                "tools (/v1/chat/completions), {} call(s) parsed by the server",
+                calls.len()
+            ),
+        };
+        out.push_str(&format!("| server request | {} |\n", cell(&request)));
+        let flagged = t.tokens.iter().filter(|r| r.flag.is_some()).count();
+        let differing = t
+            .tokens
+            .iter()
+            .filter(|r| !r.disagreements.is_empty())
+            .count();
+        out.push_str(&format!(
+            "| live check | {flagged} token(s) the grammar forbids, {differing} step(s) where the allowed sets differ |\n"
+        ));
+    }
     if let Some(format) = &t.format {
         out.push_str(&format!("| format | {format} |\n"));
     }

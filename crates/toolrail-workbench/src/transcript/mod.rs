@@ -54,6 +54,10 @@ pub struct Transcript {
     /// was not run in-process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
+    /// The llama-server run in detail: where, which build and model, and what was asked
+    /// (absent for in-process runs and in older transcripts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_run: Option<ServerRun>,
     /// Sampling parameters.
     pub sampling: Sampling,
     /// Every generated token, in order.
@@ -67,6 +71,42 @@ pub struct Transcript {
     pub validation: Option<serde_json::Value>,
     /// Totals over the run.
     pub totals: Totals,
+}
+
+/// A run on a llama-server, as recorded.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerRun {
+    /// The server's base URL.
+    pub url: String,
+    /// Its build (`b11434-…`, from `/props`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
+    /// Its model (alias or path, from `/props`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// What was asked.
+    pub request: ServerRequest,
+}
+
+/// What a server run asked for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ServerRequest {
+    /// `/completion` with the transcript's grammar.
+    Grammar,
+    /// `/completion` with this JSON Schema (the server converted it; toolrail followed the
+    /// transcript's grammar, its own conversion).
+    JsonSchema {
+        /// The schema sent.
+        schema: serde_json::Value,
+    },
+    /// `/v1/chat/completions` with the transcript's tools, the server's own template grammar.
+    Tools {
+        /// The user's message.
+        user: String,
+        /// The calls the server parsed (`name`, `arguments` as the server's JSON text).
+        calls: Vec<serde_json::Value>,
+    },
 }
 
 /// What identifies the model.

@@ -42,6 +42,8 @@ fn sample_transcript() -> Transcript {
             decode_ms: 15.5,
             mask_ms: 0.2,
             flag: None,
+            sampled: Vec::new(),
+            disagreements: Vec::new(),
         });
     }
     Transcript {
@@ -61,6 +63,7 @@ fn sample_transcript() -> Transcript {
         grammar: Some(grammar_text.into()),
         engine: toolrail_llm::worker::EngineKind::Toolrail,
         server: None,
+        server_run: None,
         sampling: Sampling::default(),
         tokens,
         output: "{\"ok\": true}".into(),

@@ -1,6 +1,6 @@
-//! `toolrail bench-calls --model M [--cases FILE] [-n N]`: how often calls come out valid on BFCL
-//! questions — valid-call rate and first-tool match, with the grammar and without (see
-//! [`toolrail_llm::bench_calls`]).
+//! `toolrail bench-calls --model M [--cases FILE] [-n N] [--server URL]`: how often calls come out
+//! valid on BFCL questions — valid-call rate and first-tool match, with the grammar and without
+//! (see [`toolrail_llm::bench_calls`]), in-process or on a llama-server.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,7 +10,10 @@ use serde_json::json;
 use super::generate::ModelArgs;
 use super::grammar::FormatArg;
 use toolrail_engine::MaskEngine;
-use toolrail_llm::bench_calls::{CallsOptions, CallsSummary, load_cases, run_case};
+use toolrail_llm::bench_calls::{
+    CallsOptions, CallsSummary, load_cases, run_case, run_case_with, server_answer,
+};
+use toolrail_llm::server::ServerClient;
 use toolrail_llm::{ChatFormat, Model};
 use toolrail_tools::prompt::PromptFamily;
 use toolrail_workbench::run::family_for;
@@ -50,6 +53,14 @@ pub struct BenchCallsArgs {
     /// Print one JSON object (summary and every answer) instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Answer on this llama-server (`http://host:port`, or a `[[server]]` entry's name) instead
+    /// of in-process: the same prompts (token ids from --model's vocabulary) and grammars,
+    /// greedy; the budget guard is toolrail's own and is off there.
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// The environment variable holding the server's API key (with --server).
+    #[arg(long, value_name = "NAME", requires = "server")]
+    pub api_key_env: Option<String>,
 }
 
 /// Runs `toolrail bench-calls`: exit 0 when every answer under the grammar is a valid call, 1
@@ -68,13 +79,46 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
     }
     let model = Model::load(&spec, |_| true)?;
     let mut masks = MaskEngine::new(model.shared_token_table());
+    let server = match &args.server {
+        Some(url) => {
+            let (url, key_env) = if url.contains("://") {
+                (url.clone(), args.api_key_env.clone())
+            } else {
+                let entry =
+                    toolrail_llm::Models::load(args.model.models.as_deref())?.find_server(url)?;
+                (entry.url, args.api_key_env.clone().or(entry.api_key_env))
+            };
+            let api_key = match key_env {
+                Some(name) => Some(std::env::var(&name).map_err(|_| {
+                    anyhow::anyhow!("--api-key-env {name}: the variable is not set")
+                })?),
+                None => None,
+            };
+            let client = ServerClient::new(&url, api_key)?;
+            client.health()?;
+            if !args.json {
+                let props = client.props()?;
+                eprintln!(
+                    "server: llama-server {} at {url}, model {}",
+                    props.build_info.as_deref().unwrap_or("of unknown build"),
+                    props
+                        .model_alias
+                        .as_deref()
+                        .or(props.model_path.as_deref())
+                        .unwrap_or("unnamed")
+                );
+            }
+            Some(client)
+        }
+        None => None,
+    };
     let options = CallsOptions {
         format: format.into(),
         family: family_for(format.into()),
         max_tokens: args.max_tokens,
         threads: Some(args.threads),
         repeat_penalty: args.repeat_penalty,
-        budget_guard: !args.no_budget_guard,
+        budget_guard: !args.no_budget_guard && server.is_none(),
     };
     let mut results = Vec::with_capacity(cases.len());
     if !args.json {
@@ -86,7 +130,7 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
             format!("{format:?}").to_lowercase(),
             args.max_tokens,
             args.repeat_penalty,
-            if args.no_budget_guard { "off" } else { "on" }
+            if options.budget_guard { "on" } else { "off" }
         )?;
         outln!(
             "{:<18} {:<28} {:<34} {:<34}",
@@ -97,7 +141,19 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     for case in &cases {
-        let result = run_case(&model, &mut masks, case, options)?;
+        let result = match &server {
+            Some(client) => run_case_with(case, options, &mut |prompt, grammar| {
+                server_answer(
+                    client,
+                    &model,
+                    prompt,
+                    grammar,
+                    args.max_tokens,
+                    args.repeat_penalty,
+                )
+            })?,
+            None => run_case(&model, &mut masks, case, options)?,
+        };
         if !args.json {
             let show = |a: &toolrail_llm::bench_calls::Attempt| {
                 format!(
@@ -132,7 +188,8 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
                 "format": format!("{format:?}").to_lowercase(),
                 "max_tokens": args.max_tokens,
                 "repeat_penalty": args.repeat_penalty,
-                "budget_guard": !args.no_budget_guard,
+                "budget_guard": options.budget_guard,
+                "server": args.server,
                 "summary": summary,
                 "results": results,
             })

@@ -1,6 +1,7 @@
-//! `toolrail generate --model M (--tools T [--format F] | --grammar G) --prompt P [--engine E]
-//! [--transcript OUT.json] [--markdown OUT.md]`: runs the model under the grammar on the
-//! generation worker, streams the text, validates the result against the tools, and writes the
+//! `toolrail generate --model M (--tools T [--format F] | --grammar G | --schema S) --prompt P
+//! [--engine E] [--server URL [--request grammar|json-schema|tools]] [--transcript OUT.json]
+//! [--markdown OUT.md]`: runs the model under the grammar on the generation worker (or on a
+//! llama-server), streams the text, validates the result against the tools, and writes the
 //! transcript.
 
 use std::io::Write;
@@ -13,14 +14,16 @@ use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
 use super::grammar::FormatArg;
-use toolrail_llm::server::{ServerClient, ServerWorker};
+use toolrail_llm::server::{Props, RequestKind, ServerClient, ServerOptions, ServerWorker};
 use toolrail_llm::worker::{Command, EngineKind, Event, RunEvent, RunRequest, Worker};
 use toolrail_llm::{ChatFormat, Model, ModelSpec, Models, SamplingDefaults};
-use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
+use toolrail_tools::grammar::{GrammarOptions, schema_grammar, tool_call_grammar};
 use toolrail_tools::prompt::build_prompt;
 use toolrail_tools::validate::{ValidateOptions, Validator};
 use toolrail_workbench::run::{family_for, sampling_with_defaults};
-use toolrail_workbench::transcript::{ModelInfo, Sampling, Stop, TRANSCRIPT_VERSION, Transcript};
+use toolrail_workbench::transcript::{
+    ModelInfo, Sampling, ServerRequest, ServerRun, Stop, TRANSCRIPT_VERSION, Transcript,
+};
 
 /// Arguments of `toolrail generate`.
 /// The `--engine` values.
@@ -44,6 +47,19 @@ impl From<EngineArg> for EngineKind {
     }
 }
 
+/// The `--request` values: what a llama-server is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RequestArg {
+    /// `/completion` with toolrail's GBNF (from --tools, --grammar or --schema).
+    Grammar,
+    /// `/completion` with the --schema JSON Schema: the server converts it; toolrail checks
+    /// the tokens against its own conversion.
+    JsonSchema,
+    /// `/v1/chat/completions` with the --tools: the server's chat template and its own
+    /// tool-call grammar; the calls it parses are validated by toolrail.
+    Tools,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct GenerateArgs {
     /// The model.
@@ -56,8 +72,11 @@ pub struct GenerateArgs {
     #[arg(long, value_enum, default_value_t = FormatArg::Openai)]
     pub format: FormatArg,
     /// A GBNF grammar file (instead of --tools).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "schema")]
     pub grammar: Option<String>,
+    /// A JSON Schema file (instead of --tools): the grammar is toolrail's conversion of it.
+    #[arg(long, conflicts_with = "tools")]
+    pub schema: Option<String>,
     /// The user's message (or the whole prompt with --raw).
     #[arg(long)]
     pub prompt: String,
@@ -103,6 +122,16 @@ pub struct GenerateArgs {
     /// The environment variable holding the server's API key (with --server).
     #[arg(long, value_name = "NAME", requires = "server")]
     pub api_key_env: Option<String>,
+    /// What the server is asked for (with --server). Default `grammar`: toolrail's own
+    /// grammar, so the server enforces exactly what toolrail checks. `json-schema` sends the
+    /// --schema for the server to convert; `tools` sends the --tools to the chat endpoint
+    /// (the server's template and tool grammar).
+    #[arg(long, value_enum, default_value_t = RequestArg::Grammar, requires = "server")]
+    pub request: RequestArg,
+    /// With --server: skip the second request that reads each token's candidates after the
+    /// server's sampling chain (`post_sampling_probs`).
+    #[arg(long, requires = "server")]
+    pub no_post_sampling: bool,
     /// Write the transcript (JSON) here.
     #[arg(long)]
     pub transcript: Option<PathBuf>,
@@ -163,7 +192,7 @@ impl Runner {
 }
 
 /// Connects to the server and says what it is (`llama-server b11434 at URL, model M`).
-fn connect(url: &str, api_key_env: Option<&str>) -> anyhow::Result<(ServerClient, String)> {
+fn connect(url: &str, api_key_env: Option<&str>) -> anyhow::Result<(ServerClient, String, Props)> {
     let api_key = match api_key_env {
         Some(name) => Some(
             std::env::var(name)
@@ -179,11 +208,13 @@ fn connect(url: &str, api_key_env: Option<&str>) -> anyhow::Result<(ServerClient
         .map_or("of unknown build".to_owned(), |b| format!("b{b}"));
     let model = props
         .model_alias
-        .or(props.model_path)
+        .clone()
+        .or(props.model_path.clone())
         .unwrap_or_else(|| "an unnamed model".into());
     Ok((
         client.clone(),
         format!("llama-server {build} at {}, model {model}", client.url()),
+        props,
     ))
 }
 
@@ -204,6 +235,28 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         bail!("--{} {message}", key.replace('_', "-"));
     }
     // A grammar file that can never be completed is refused before the model loads.
+    if args.server.is_none() && args.request != RequestArg::Grammar {
+        bail!("--request applies to runs on a llama-server: give --server");
+    }
+    match args.request {
+        RequestArg::JsonSchema if args.schema.is_none() => {
+            bail!("--request json-schema sends a JSON Schema: give --schema FILE")
+        }
+        RequestArg::Tools if args.tools.is_none() => {
+            bail!("--request tools sends a tool set to the chat endpoint: give --tools FILE")
+        }
+        _ => {}
+    }
+    let schema: Option<Value> = match &args.schema {
+        Some(path) => {
+            let bytes = super::read_input(path)?;
+            Some(
+                serde_json::from_slice(&bytes)
+                    .with_context(|| format!("{path}: not a JSON Schema (not JSON)"))?,
+            )
+        }
+        None => None,
+    };
     let grammar_text = match &args.grammar {
         Some(path) if args.tools.is_none() => {
             let text = super::read_grammar(path)?;
@@ -226,6 +279,17 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let grammar = match (&tools, &args.grammar) {
+        // the server builds its own grammar from its chat template
+        (Some(_), _) if args.request == RequestArg::Tools => None,
+        (None, None) if schema.is_some() => {
+            let opts = GrammarOptions::default();
+            let path = args.schema.as_deref().unwrap_or_default();
+            Some(
+                schema_grammar(schema.as_ref().unwrap_or(&Value::Null), &opts)
+                    .with_context(|| path.to_owned())?
+                    .text,
+            )
+        }
         (Some(tools), _) => {
             let opts = GrammarOptions {
                 format: args.format.into(),
@@ -264,7 +328,12 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         repeat_penalty: args.repeat_penalty.unwrap_or(defaults.repeat_penalty),
     };
     let info = model.info().clone();
-    let (worker, server) = match &args.server {
+    let engine: EngineKind = if args.request == RequestArg::Tools {
+        EngineKind::None
+    } else {
+        args.engine.into()
+    };
+    let (worker, server, mut server_run) = match &args.server {
         Some(url) => {
             if args.engine == EngineArg::Llama {
                 bail!(
@@ -277,34 +346,81 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
                 let entry = Models::load(args.model.models.as_deref())?.find_server(url)?;
                 (entry.url, args.api_key_env.clone().or(entry.api_key_env))
             };
-            let (client, described) = connect(&url, key_env.as_deref())?;
+            let (client, described, props) = connect(&url, key_env.as_deref())?;
             eprintln!("server: {described}");
+            let (kind, recorded) = match args.request {
+                RequestArg::Grammar => (RequestKind::Grammar, ServerRequest::Grammar),
+                RequestArg::JsonSchema => {
+                    let schema = schema.clone().unwrap_or(Value::Null);
+                    (
+                        RequestKind::JsonSchema(schema.clone()),
+                        ServerRequest::JsonSchema { schema },
+                    )
+                }
+                RequestArg::Tools => (
+                    RequestKind::Tools {
+                        tools: tool_values
+                            .iter()
+                            .map(|t| json!({"type": "function", "function": t}))
+                            .collect(),
+                        user: args.prompt.clone(),
+                    },
+                    ServerRequest::Tools {
+                        user: args.prompt.clone(),
+                        calls: Vec::new(),
+                    },
+                ),
+            };
+            let options = ServerOptions {
+                request: kind,
+                sent_grammar: None,
+                post_sampling: !args.no_post_sampling,
+            };
             (
-                Runner::Server(ServerWorker::spawn(client, Some(model), Arc::new(|| {}))),
+                Runner::Server(ServerWorker::spawn_with(
+                    client.clone(),
+                    Some(model),
+                    Arc::new(|| {}),
+                    options,
+                )),
                 Some(described),
+                Some(ServerRun {
+                    url: client.url().to_owned(),
+                    build: props.build_info.clone(),
+                    model: props.model_alias.clone().or(props.model_path.clone()),
+                    request: recorded,
+                }),
             )
         }
-        None => (Runner::Local(Worker::spawn(model, Arc::new(|| {}))), None),
+        None => (
+            Runner::Local(Worker::spawn(model, Arc::new(|| {}))),
+            None,
+            None,
+        ),
     };
     let request = RunRequest {
         id: 1,
         prompt: prompt.clone(),
         grammar: grammar.clone(),
-        engine: args.engine.into(),
+        engine,
         sampling: sampling.clone(),
         start_paused: false,
         show: 5,
         context: None,
         threads: None,
     };
+    let start = std::time::Instant::now();
+    let mut first_token_ms: Option<f64> = None;
     worker.send(Command::Start(Box::new(request)));
     let created_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let mut tokens = Vec::new();
+    let mut tokens: Vec<toolrail_workbench::transcript::TokenRecord> = Vec::new();
+    let mut server_calls: Option<Vec<Value>> = None;
     let (stop, totals, output) = loop {
         match worker.recv().map(|e| e.event) {
             Some(Event::Token(record)) => {
+                first_token_ms.get_or_insert_with(|| start.elapsed().as_secs_f64() * 1e3);
                 if let Some(flag) = &record.flag {
                     eprintln!("\nlive check: token {}: {flag}", record.index);
                 }
@@ -318,6 +434,12 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
                 output,
             }) => break (stop, totals, output),
             Some(Event::Error(message)) => eprintln!("toolrail: {message}"),
+            Some(Event::Amended(record)) => {
+                if let Some(slot) = tokens.get_mut(record.index as usize) {
+                    *slot = *record;
+                }
+            }
+            Some(Event::ServerCalls(calls)) => server_calls = Some(calls),
             Some(_) => {}
             None => bail!("the generation worker stopped unexpectedly"),
         }
@@ -336,12 +458,91 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         Stop::Error { message } => format!("error: {message}"),
     };
     eprintln!(
-        "stopped: {stop_text}; {} tokens, {:.1} tokens/s, mask {:.2} ms total",
-        totals.tokens, totals.tokens_per_s, totals.mask_ms
+        "stopped: {stop_text}; {} tokens, {:.1} tokens/s, mask {:.2} ms total, first token {} after start",
+        totals.tokens,
+        totals.tokens_per_s,
+        totals.mask_ms,
+        first_token_ms.map_or("never".to_owned(), |ms| format!("{ms:.0} ms"))
     );
+    if server.is_some() {
+        let flagged = tokens.iter().filter(|t| t.flag.is_some()).count();
+        let differing: Vec<&toolrail_workbench::transcript::TokenRecord> = tokens
+            .iter()
+            .filter(|t| !t.disagreements.is_empty())
+            .collect();
+        let checked = tokens.iter().filter(|t| t.stacks.is_some()).count();
+        if grammar.is_some() {
+            eprintln!(
+                "live check: {checked} of {} tokens followed by toolrail's recognizer; {flagged} \
+                 token(s) the grammar forbids; {} step(s) where the server's allowed set differs \
+                 from toolrail's within the candidates returned",
+                tokens.len(),
+                differing.len()
+            );
+        } else {
+            eprintln!("live check: none (the server's own grammar; toolrail validates the calls)");
+        }
+        for t in differing.iter().take(10) {
+            let list: Vec<String> = t
+                .disagreements
+                .iter()
+                .map(|d| {
+                    format!(
+                        "{:?} ({})",
+                        d.piece,
+                        if d.server_allows {
+                            "server allows, toolrail forbids"
+                        } else {
+                            "toolrail allows, server forbids"
+                        }
+                    )
+                })
+                .collect();
+            eprintln!("  step {}: {}", t.index, list.join(", "));
+        }
+    }
     let mut valid = true;
-    let validation = match &tools {
-        Some(tools) => {
+    let validation = match (&tools, &server_calls) {
+        (Some(tools), Some(calls)) => {
+            let validator = Validator::new(tools)?;
+            let mut messages: Vec<String> = Vec::new();
+            if calls.is_empty() {
+                messages.push("the server parsed no tool call from the output".into());
+            }
+            for (i, call) in calls.iter().enumerate() {
+                let name = call["name"].as_str().unwrap_or_default();
+                let text = call["arguments"].as_str().unwrap_or_default();
+                eprintln!("server call {i}: {name}({text})");
+                match serde_json::from_str::<Value>(text) {
+                    Ok(arguments) => {
+                        let check = validator.check_call(name, &arguments);
+                        if !check.is_valid() {
+                            messages
+                                .push(format!("call {i} ({name}): {}", check.feedback.join("; ")));
+                        }
+                    }
+                    Err(e) => messages.push(format!("call {i} ({name}): arguments not JSON: {e}")),
+                }
+            }
+            valid = messages.is_empty();
+            if valid {
+                eprintln!("validation: valid call(s), as the server parsed them");
+            } else {
+                eprintln!("validation: invalid: {}", messages.join("; "));
+            }
+            if let Some(ServerRun {
+                request:
+                    ServerRequest::Tools {
+                        calls: recorded, ..
+                    },
+                ..
+            }) = &mut server_run
+            {
+                recorded.clone_from(calls);
+            }
+            Some(json!({"valid": valid, "messages": messages, "server_calls": calls}))
+        }
+        (Some(tools), None) => {
             let report = Validator::new(tools)?.validate_output(
                 args.format.into(),
                 &output,
@@ -356,7 +557,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
                 json!({"valid": valid, "messages": report.messages(), "feedback": report.feedback()}),
             )
         }
-        None => None,
+        (None, _) => None,
     };
     let transcript = Transcript {
         version: TRANSCRIPT_VERSION,
@@ -373,8 +574,9 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         tools: tools.as_ref().map(|_| Value::Array(tool_values.clone())),
         format: tools.as_ref().map(|_| args.format.into()),
         grammar,
-        engine: args.engine.into(),
+        engine,
         server,
+        server_run,
         sampling,
         tokens,
         output,

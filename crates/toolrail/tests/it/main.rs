@@ -5,6 +5,7 @@
 mod attacks;
 mod cli_check;
 mod cli_models;
+mod cli_server;
 mod cli_template;
 mod layers;
 mod reproducers;
