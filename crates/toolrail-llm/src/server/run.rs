@@ -147,6 +147,19 @@ impl ServerRunner {
 
     /// Runs one request; returns true if the worker must shut down.
     fn run(&mut self, request: &RunRequest) -> bool {
+        if !request.prefix.is_empty() {
+            self.done(
+                request.id,
+                error(
+                    "a branch (tokens taken before generating) needs the in-process engine: \
+                     a llama-server cannot be given them"
+                        .into(),
+                ),
+                Totals::default(),
+                Vec::new(),
+            );
+            return false;
+        }
         let grammar = request
             .grammar
             .clone()
@@ -225,6 +238,7 @@ impl ServerRunner {
                     Event::Started {
                         prompt_tokens: chunk.tokens_evaluated.unwrap_or(0) as usize,
                         prompt_ms: timings.prompt_ms.unwrap_or(0.0),
+                        reused: 0,
                     },
                 );
             }
@@ -403,6 +417,7 @@ impl ServerRunner {
                 .then(|| piece.iter().map(|b| format!("{b:02x}")).collect()),
             forced: false,
             budget_replaced: None,
+            budget: None,
             before,
             after,
             allowed: mask.as_ref().map_or(0, |m| m.count() as u32),

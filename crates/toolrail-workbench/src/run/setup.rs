@@ -265,6 +265,8 @@ pub fn build_request(
                 .or(spec.and_then(|s| s.threads))
                 .unwrap_or_else(threads_beside_a_window),
         ),
+        prefix: Vec::new(),
+        reuse_cache: false,
     })
 }
 

@@ -296,6 +296,8 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         show: 5,
         context: None,
         threads: None,
+        prefix: Vec::new(),
+        reuse_cache: false,
     };
     worker.send(Command::Start(Box::new(request)));
     let created_unix = SystemTime::now()
@@ -307,6 +309,14 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
             Some(Event::Token(record)) => {
                 if let Some(flag) = &record.flag {
                     eprintln!("\nlive check: token {}: {flag}", record.index);
+                }
+                if let (Some(sampled), Some(note)) = (record.budget_replaced, &record.budget) {
+                    eprintln!(
+                        "\nbudget guard: token {}: took {:?} instead of token {sampled}: {}",
+                        record.index,
+                        record.piece,
+                        note.describe()
+                    );
                 }
                 out!("{}", record.piece)?;
                 let _ = std::io::stdout().flush();
