@@ -20,6 +20,7 @@ use toolrail_workbench::workspace::{self, Autosave, Theme, Workspace};
 pub mod dialogs;
 pub mod highlight;
 pub mod panes;
+pub mod run_speed;
 pub mod screenshot;
 pub mod shortcuts;
 pub mod token_view;

@@ -450,7 +450,11 @@ impl RunController {
         self.load_state = LoadState::Ready {
             name: model.spec().name.clone(),
         };
-        self.worker = Some(Worker::spawn(model.clone(), Arc::clone(&self.notify)));
+        // The worker notifies after every token; relayed, it never waits for the UI.
+        self.worker = Some(Worker::spawn(
+            model.clone(),
+            crate::relayed(Arc::clone(&self.notify)),
+        ));
         self.model = Some(model);
     }
 
