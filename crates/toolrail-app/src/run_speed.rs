@@ -174,6 +174,9 @@ impl HeadlessApp {
             eframe::App::ui(app, ui, frame);
         });
         let _ = self.ctx.tessellate(output.shapes, output.pixels_per_point);
+        // A renderer would upload the font atlas changes; here they are only dropped.
+        let mut textures = output.textures_delta;
+        textures.clear();
         self.frames += 1;
     }
 
