@@ -22,6 +22,7 @@ pub mod editor;
 pub mod highlight;
 pub mod panes;
 pub mod run_history;
+pub mod run_speed;
 pub mod screenshot;
 pub mod shortcuts;
 pub mod stack_tree;

@@ -250,11 +250,20 @@ pub fn token_details(
             ui.label(RichText::new("forced").color(ui.visuals().warn_fg_color));
         }
         if let Some(sampled) = t.budget_replaced {
-            ui.label(RichText::new("budget guard").color(ui.visuals().warn_fg_color))
-                .on_hover_text(format!(
-                    "The sampler chose token {sampled}, which would have left too few tokens \
-                     to finish the grammar before max tokens"
-                ));
+            // Which token it replaced and why, in the pane itself (not only on hover).
+            let why = match &t.budget {
+                Some(note) => format!(
+                    "budget guard: replaced token {sampled}: {}",
+                    note.describe()
+                ),
+                None => format!("budget guard: replaced token {sampled}"),
+            };
+            ui.label(RichText::new(why).color(ui.visuals().warn_fg_color))
+                .on_hover_text(
+                    "The sampled token would have left too few tokens to finish the grammar \
+                     before max tokens; the most likely allowed token that can still finish \
+                     was taken instead",
+                );
         }
         ui.label(format!("{} allowed", t.allowed));
         ui.label(format!(

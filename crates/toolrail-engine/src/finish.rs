@@ -2,16 +2,21 @@
 //!
 //! A grammar can allow output longer than any budget (a number's fraction digits, a free
 //! string), and a small model can loop there until the limit cuts the call in half. The guard
-//! knows, for every recognizer state, the fewest tokens that can still complete the grammar,
-//! counting one token per byte and per token element (a vocabulary with a token for every byte,
-//! as byte-fallback vocabularies have, can always do it in that many). When the sampled token
+//! knows, for every recognizer state, how many tokens surely suffice to complete the grammar:
+//! a literal (the characters of a quoted string in one sequence, such as `"\"name\": "`) costs
+//! its fewest tokens when spelled with the vocabulary's own pieces, any other character one
+//! token per byte, a token element one (a vocabulary with a token for every byte, as
+//! byte-fallback vocabularies have, can always do it in that many). When the sampled token
 //! would leave more to finish than tokens remain, the guard takes instead the most likely
 //! allowed token that leaves few enough. Every step it takes brings the finish one token closer,
-//! so the run ends with a complete grammar. Far from the limit it never intervenes.
+//! so the run ends with a complete grammar. Far from the limit it never intervenes: counting
+//! literals by their spelling, not their bytes, is what keeps "far" honest (a 60-byte tool-call
+//! preamble is about 15 tokens, not 60).
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::lengths::{INFINITE, MinLengths};
+use super::lengths::{INFINITE, MinLengths, next_element};
 use super::stacks::EMPTY_STACK;
 use super::{Engine, State, TokenMask, TokenTable};
 use toolrail_gbnf::charset::class_chars;
@@ -21,9 +26,39 @@ use toolrail_gbnf::{ElementKind, Grammar};
 #[derive(Clone, Debug)]
 pub struct BudgetGuard {
     table: Arc<TokenTable>,
-    lengths: MinLengths,
-    /// Cost of the terminal at each element position (0 elsewhere).
-    terminal: Vec<u64>,
+    /// Tokens that surely suffice from each element position to the end of its sequence.
+    rest: Vec<u64>,
+}
+
+/// Why the guard replaced a sampled token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Replacement {
+    /// The token taken instead.
+    pub token: u32,
+    /// Tokens left, counting this step.
+    pub tokens_left: u32,
+    /// Tokens the sampled one would have needed to finish, itself included (`None`: after it
+    /// the grammar could not be finished at all, e.g. an end of generation where the grammar
+    /// cannot end).
+    pub needed: Option<u64>,
+}
+
+/// Pieces longer than this are not used to spell literals (the count stays an upper bound).
+const LONGEST_PIECE: usize = 48;
+/// At most this many literal substrings are looked up in the vocabulary; literals past that
+/// budget count one token per byte (a huge grammar must not cost unbounded memory).
+const MOST_SUBSTRINGS: usize = 1 << 20;
+
+/// A maximal sequence of single-character elements in one alternative.
+struct Literal {
+    /// The element position of each character.
+    positions: Vec<u32>,
+    /// The byte offset of each character in `bytes`.
+    offsets: Vec<usize>,
+    /// The characters, UTF-8.
+    bytes: Vec<u8>,
+    /// The position after the last character.
+    after: u32,
 }
 
 /// How many of the most likely allowed tokens are tried, in order, before all of them are.
@@ -33,15 +68,26 @@ impl BudgetGuard {
     /// Prepares the guard for `grammar` (the grammar the engine runs) over the vocabulary
     /// `table`.
     pub fn new(grammar: &Grammar, table: Arc<TokenTable>) -> Self {
-        let terminal: Vec<u64> = (0..grammar.elements().len() as u32)
+        let mut cost: Vec<u64> = (0..grammar.elements().len() as u32)
             .map(|pos| terminal_tokens(grammar, pos))
             .collect();
-        let lengths = MinLengths::new(grammar, |pos| terminal[pos as usize]);
-        BudgetGuard {
-            table,
-            lengths,
-            terminal,
+        let literals = literals(grammar);
+        let spelled = fewest_tokens(&literals, &table);
+        // A literal's whole cost sits on its first character for the rules' least costs...
+        for (literal, tokens) in literals.iter().zip(&spelled) {
+            for (k, &pos) in literal.positions.iter().enumerate() {
+                cost[pos as usize] = if k == 0 { tokens[0] } else { 0 };
+            }
         }
+        let mut rest = MinLengths::new(grammar, |pos| cost[pos as usize]).rest_min;
+        // ...and from inside a literal, what is left of it is spelled on its own.
+        for (literal, tokens) in literals.iter().zip(&spelled) {
+            let after = rest[literal.after as usize];
+            for (&pos, &offset) in literal.positions.iter().zip(&literal.offsets) {
+                rest[pos as usize] = tokens[offset].saturating_add(after).min(INFINITE);
+            }
+        }
+        BudgetGuard { table, rest }
     }
 
     /// The fewest tokens that complete the grammar from `state` (None: it cannot be completed,
@@ -60,11 +106,13 @@ impl BudgetGuard {
                 let mut node = stack;
                 let mut top = true;
                 while let Some(pos) = arena.top(node) {
-                    let mut cost = self.lengths.rest_min[pos as usize];
-                    if top && pending > 0 {
-                        // A character is half read: only its missing bytes remain.
-                        cost = cost - self.terminal[pos as usize].min(cost) + pending;
-                    }
+                    let cost = if top && pending > 0 {
+                        // A character is half read: its missing bytes, then what follows it.
+                        let next = next_element(engine.grammar(), pos);
+                        self.rest[next as usize].saturating_add(pending)
+                    } else {
+                        self.rest[pos as usize]
+                    };
                     total = total.saturating_add(cost);
                     top = false;
                     node = arena.pop(node);
@@ -84,20 +132,25 @@ impl BudgetGuard {
     /// `remaining - 1` tokens (`remaining` counts this step). An end-of-generation token fits
     /// when the grammar can end here.
     pub fn fits(&self, engine: &mut Engine, state: State, token: u32, remaining: u32) -> bool {
+        self.needed_with(engine, state, token)
+            .is_some_and(|n| n <= u64::from(remaining))
+    }
+
+    /// Tokens needed to finish if `token` is taken at `state`, itself included (`None`: the
+    /// grammar could not be finished after it).
+    pub fn needed_with(&self, engine: &mut Engine, state: State, token: u32) -> Option<u64> {
         if self.table.is_eog(token) {
-            return engine.can_end(state);
+            return engine.can_end(state).then_some(1);
         }
-        let Some(next) = engine.accept_token(state, token, self.table.piece(token)) else {
-            return false;
-        };
+        let next = engine.accept_token(state, token, self.table.piece(token))?;
         self.tokens_needed(engine, next)
-            .is_some_and(|n| n < u64::from(remaining))
+            .map(|n| n.saturating_add(1))
     }
 
     /// The token to take instead of `chosen` so that the run can still finish in the tokens
-    /// left (`remaining` counts this step): None when `chosen` fits, or when no allowed token
-    /// does (the budget was too small from the start). The replacement is the allowed token
-    /// with the highest logit that fits.
+    /// left (`remaining` counts this step), with why: None when `chosen` fits, or when no
+    /// allowed token does (the budget was too small from the start). The replacement is the
+    /// allowed token with the highest logit that fits.
     ///
     /// Cost: one token advanced when `chosen` fits. Otherwise the most likely allowed tokens
     /// are tried in order, and the whole allowed set only while the run is still within
@@ -111,10 +164,16 @@ impl BudgetGuard {
         logits: &[f32],
         chosen: u32,
         remaining: u32,
-    ) -> Option<u32> {
-        if self.fits(engine, state, chosen, remaining) {
+    ) -> Option<Replacement> {
+        let chosen_needs = self.needed_with(engine, state, chosen);
+        if chosen_needs.is_some_and(|n| n <= u64::from(remaining)) {
             return None;
         }
+        let why = |token: u32| Replacement {
+            token,
+            tokens_left: remaining,
+            needed: chosen_needs,
+        };
         let needed = self.tokens_needed(engine, state)?;
         let logit = |id: u32| {
             logits
@@ -136,7 +195,7 @@ impl BudgetGuard {
             .iter()
             .find(|&&id| self.fits(engine, state, id, remaining))
         {
-            return Some(id);
+            return Some(why(id));
         }
         if needed > u64::from(remaining) {
             // Already over budget: only a long token could catch up, and those are likely ones.
@@ -146,7 +205,110 @@ impl BudgetGuard {
         tail.iter()
             .copied()
             .find(|&id| self.fits(engine, state, id, remaining))
+            .map(why)
     }
+}
+
+/// The literal character sequences of every alternative (see [`Literal`]).
+fn literals(grammar: &Grammar) -> Vec<Literal> {
+    let mut found = Vec::new();
+    for rule in 0..grammar.rule_count() as u32 {
+        for start in grammar.alternatives(rule) {
+            let mut current = Literal {
+                positions: Vec::new(),
+                offsets: Vec::new(),
+                bytes: Vec::new(),
+                after: start,
+            };
+            let mut pos = start;
+            loop {
+                let end = grammar.is_end_of_sequence(pos);
+                let next = if end { pos } else { next_element(grammar, pos) };
+                let single =
+                    (!end && grammar.element(pos).kind == ElementKind::Char && next == pos + 1)
+                        .then(|| char::from_u32(grammar.element(pos).value))
+                        .flatten();
+                match single {
+                    Some(c) => {
+                        current.positions.push(pos);
+                        current.offsets.push(current.bytes.len());
+                        let mut buf = [0u8; 4];
+                        current
+                            .bytes
+                            .extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                    }
+                    None if !current.positions.is_empty() => {
+                        current.after = pos;
+                        let done = std::mem::replace(
+                            &mut current,
+                            Literal {
+                                positions: Vec::new(),
+                                offsets: Vec::new(),
+                                bytes: Vec::new(),
+                                after: pos,
+                            },
+                        );
+                        // One character is one token at most: nothing to spell.
+                        if done.positions.len() > 1 {
+                            found.push(done);
+                        }
+                    }
+                    None => {}
+                }
+                if end {
+                    break;
+                }
+                pos = next;
+            }
+        }
+    }
+    found
+}
+
+/// For each literal, the fewest tokens that spell its bytes from each byte offset to its end
+/// (one token per byte where no piece of the vocabulary fits).
+fn fewest_tokens(literals: &[Literal], table: &TokenTable) -> Vec<Vec<u64>> {
+    // The substrings worth looking up, then which of them are pieces of allowed tokens.
+    let mut wanted: HashSet<&[u8]> = HashSet::new();
+    'all: for literal in literals {
+        let b = &literal.bytes;
+        for i in 0..b.len() {
+            for j in i + 2..=b.len().min(i + LONGEST_PIECE) {
+                if wanted.len() >= MOST_SUBSTRINGS {
+                    break 'all;
+                }
+                wanted.insert(&b[i..j]);
+            }
+        }
+    }
+    let mut pieces: HashMap<&[u8], ()> = HashMap::new();
+    for id in 0..table.len() as u32 {
+        let piece = table.piece(id);
+        if piece.len() >= 2
+            && !table.is_eog(id)
+            && !table.always_masked(id)
+            && let Some(&hit) = wanted.get(piece)
+        {
+            pieces.insert(hit, ());
+        }
+    }
+    literals
+        .iter()
+        .map(|literal| {
+            let b = &literal.bytes;
+            let mut fewest = vec![0u64; b.len() + 1];
+            for i in (0..b.len()).rev() {
+                let mut best = fewest[i + 1] + 1;
+                for j in i + 2..=b.len().min(i + LONGEST_PIECE) {
+                    if pieces.contains_key(&b[i..j]) {
+                        best = best.min(fewest[j] + 1);
+                    }
+                }
+                fewest[i] = best;
+            }
+            fewest
+        })
+        .collect()
 }
 
 /// Tokens needed for the terminal at `pos`: a token element takes one; a character class as
@@ -244,7 +406,7 @@ mod tests {
             let chosen = five;
             let token = guard
                 .steer(&mut engine, state, &mask, &logits, chosen, remaining)
-                .unwrap_or(chosen);
+                .map_or(chosen, |r| r.token);
             if table.is_eog(token) {
                 break;
             }
@@ -287,9 +449,75 @@ mod tests {
         let eog = table.len() as u32 - 1;
         assert_eq!(
             guard.steer(&mut engine, after, &mask, &logits, b, 1),
-            Some(eog)
+            Some(Replacement {
+                token: eog,
+                tokens_left: 1,
+                needed: Some(2),
+            })
         );
         assert_eq!(guard.steer(&mut engine, after, &mask, &logits, b, 2), None);
+    }
+
+    /// Printable ASCII bytes, the pieces given, and an end token.
+    fn table_with(longer: &[&str]) -> TokenTable {
+        let mut pieces: Vec<Vec<u8>> = (0x20u8..0x7f).map(|b| vec![b]).collect();
+        pieces.extend(longer.iter().map(|p| p.as_bytes().to_vec()));
+        let eog = pieces.len() as u32;
+        pieces.push(Vec::new());
+        TokenTable::new(pieces, [eog])
+    }
+
+    const CALL: &str = r#"root ::= "{\"name\": \"" [a-z]+ "\"}""#;
+
+    #[test]
+    fn literals_count_the_tokens_that_spell_them_not_their_bytes() {
+        let with_piece = table_with(&["{\"name\": \""]);
+        let (mut engine, guard) = engine(&with_piece, CALL);
+        let start = engine.initial();
+        // The preamble is one piece, a letter, then `"}` as two bytes.
+        assert_eq!(guard.tokens_needed(&engine, start), Some(4));
+        // Inside the literal, what is left of it is spelled on its own: `me": "` has no piece.
+        let inside = engine.feed(start, b"{\"na").expect("prefix");
+        assert_eq!(guard.tokens_needed(&engine, inside), Some(6 + 1 + 2));
+        // Without the piece, one token per byte.
+        let (engine, guard) = engine_for(&table_with(&[]), CALL);
+        assert_eq!(
+            guard.tokens_needed(&engine, engine.initial()),
+            Some(10 + 1 + 2)
+        );
+    }
+
+    /// [`engine`], callable where a local `engine` hides it.
+    fn engine_for(table: &TokenTable, text: &str) -> (Engine, BudgetGuard) {
+        engine(table, text)
+    }
+
+    #[test]
+    fn a_token_that_fits_by_its_spelling_is_left_alone() {
+        let table = table_with(&["{\"name\": \"", "\"}"]);
+        let (mut engine, guard) = engine(&table, CALL);
+        let mut masks = super::super::MaskEngine::new(Arc::new(table.clone()));
+        let state = engine.initial();
+        let mask = masks.mask(&mut engine, state).expect("mask");
+        let logits = vec![0.0f32; table.len()];
+        let preamble = id(&table, "{\"name\": \"");
+        // Three tokens finish the call (preamble, a letter, `"}`): with three left, the guard
+        // lets the model's choice stand; byte by byte it would have counted twelve.
+        assert_eq!(
+            guard.steer(&mut engine, state, &mask, &logits, preamble, 3),
+            None
+        );
+        // A lone `{` would leave `"name": "` to spell byte by byte: twelve tokens in all.
+        let brace = id(&table, "{");
+        let replaced = guard.steer(&mut engine, state, &mask, &logits, brace, 3);
+        assert_eq!(
+            replaced,
+            Some(Replacement {
+                token: preamble,
+                tokens_left: 3,
+                needed: Some(1 + 9 + 1 + 1),
+            })
+        );
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub mod utf8;
 pub mod vocab;
 
 pub use check::{StreamVerdict, Verdict, VerdictKind, check, check_reader, check_with};
-pub use finish::BudgetGuard;
+pub use finish::{BudgetGuard, Replacement};
 pub use literals::{LiteralGroup, ReadableExpected};
 pub use mask::{MaskEngine, MaskError, TokenMask, TokenTrie};
 pub use recognizer::{Engine, Expected, State};

@@ -222,7 +222,10 @@ impl<'m> GreedyRun<'m> {
             (&self.guard, &mut self.track, &mask, choice)
         {
             let remaining = self.max_tokens - self.tokens.len() as u32;
-            if let Some(instead) = guard.steer(engine, *state, mask, &logits, token, remaining) {
+            if let Some(instead) = guard
+                .steer(engine, *state, mask, &logits, token, remaining)
+                .map(|r| r.token)
+            {
                 choice = Some(instead);
                 self.budget_replaced += 1;
             }

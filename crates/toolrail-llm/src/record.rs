@@ -71,6 +71,36 @@ pub struct Candidate {
     pub masked: bool,
 }
 
+/// Why the budget guard replaced a sampled token: how many tokens were left and how many the
+/// sampled one would have needed to finish the grammar.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetNote {
+    /// The sampled token's piece (lossy text).
+    pub replaced_piece: String,
+    /// Tokens left at this step, counting it.
+    pub tokens_left: u32,
+    /// Tokens the sampled one would have needed to finish, itself included (absent: after it
+    /// the grammar could not be finished at all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needed: Option<u64>,
+}
+
+impl BudgetNote {
+    /// The reason in words: `"x" would need 12 tokens to finish; 9 are left`.
+    pub fn describe(&self) -> String {
+        match self.needed {
+            Some(needed) => format!(
+                "{:?} would need {needed} tokens to finish; {} are left",
+                self.replaced_piece, self.tokens_left
+            ),
+            None => format!(
+                "after {:?} the grammar could not be finished; {} tokens are left",
+                self.replaced_piece, self.tokens_left
+            ),
+        }
+    }
+}
+
 /// One generated token.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TokenRecord {
@@ -90,6 +120,10 @@ pub struct TokenRecord {
     /// one would have left too few tokens to finish the grammar).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_replaced: Option<u32>,
+    /// Why the budget guard replaced the sampled token (with `budget_replaced`; absent in older
+    /// transcripts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetNote>,
     /// The most likely candidates before the mask.
     pub before: Vec<Candidate>,
     /// The most likely candidates after the mask.

@@ -122,6 +122,42 @@ impl<'m> Session<'m> {
         self.logits_index = None;
     }
 
+    /// Keeps what the context already holds of `wanted` (the longest common prefix, but never
+    /// all of it: the last wanted token is decoded again so that its logits exist) and forgets
+    /// the rest; returns how many tokens are kept. Decode `wanted[kept..]` next. When the
+    /// context cannot drop a tail (a model whose memory is not positional), or an earlier part
+    /// of it is gone (a sliding-window cache that pruned it), it is cleared and 0 is returned.
+    pub fn keep_prefix(&mut self, wanted: &[u32]) -> usize {
+        let common = self
+            .tokens
+            .iter()
+            .zip(wanted)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let keep = common.min(wanted.len().saturating_sub(1));
+        if keep == 0 {
+            self.clear();
+            return 0;
+        }
+        if keep < self.tokens.len() {
+            let removed = matches!(
+                self.ctx
+                    .clear_kv_cache_seq(Some(0), Some(keep as u32), None),
+                Ok(true)
+            );
+            // Every kept position must still be in the cache (position 0 first).
+            let whole = self.ctx.kv_cache_seq_pos_min(0) == 0
+                && self.ctx.kv_cache_seq_pos_max(0) == keep as i32 - 1;
+            if !(removed && whole) {
+                self.clear();
+                return 0;
+            }
+            self.tokens.truncate(keep);
+        }
+        self.logits_index = None;
+        keep
+    }
+
     /// Decodes `tokens` after what is already in the context (the prompt, or more of it);
     /// afterwards [`Session::logits`] are those of the last one.
     pub fn decode(&mut self, tokens: &[u32]) -> Result<(), LlmError> {

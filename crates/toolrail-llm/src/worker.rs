@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded};
 
 use super::sampling::{Scored, choose, penalized};
-use super::{LlamaGrammarSampler, LlmError, Model, SessionOptions};
-use crate::record::{Candidate, PENALTY_WINDOW, Sampling, Stop, TokenRecord, Totals};
+use super::{LlamaGrammarSampler, LlmError, Model, Session, SessionOptions};
+use crate::record::{BudgetNote, Candidate, PENALTY_WINDOW, Sampling, Stop, TokenRecord, Totals};
 use toolrail_engine::sample::SplitMix64;
 use toolrail_engine::{BudgetGuard, Engine, MaskEngine, State, TokenMask};
 use toolrail_gbnf::{Grammar, TokenVocabulary};
@@ -72,6 +72,14 @@ pub struct RunRequest {
     pub context: Option<u32>,
     /// Decoding threads (None: the model spec's, else the number of cores).
     pub threads: Option<u32>,
+    /// Tokens taken before generation begins, as if forced, without events (a branch's copy of
+    /// the tokens its source run took before the branch point). They must be allowed by the
+    /// grammar; a constrained engine ends the run with an error on one that is not.
+    pub prefix: Vec<u32>,
+    /// Reuse the previous run's context for what it holds of the prompt and `prefix` (only the
+    /// tokens after the common part are decoded). Off, the run decodes its prompt in a fresh
+    /// context, so that a run's numbers never depend on the run before it.
+    pub reuse_cache: bool,
 }
 
 /// What the worker is told.
@@ -101,8 +109,11 @@ pub enum Event {
     Started {
         /// Prompt length in tokens.
         prompt_tokens: usize,
-        /// Milliseconds to decode the prompt.
+        /// Milliseconds to decode the prompt (and a branch's prefix).
         prompt_ms: f64,
+        /// Tokens of the prompt and prefix found in the previous run's context and not decoded
+        /// again (0 unless [`RunRequest::reuse_cache`]).
+        reused: usize,
     },
     /// One token was generated.
     Token(Box<TokenRecord>),
@@ -216,16 +227,13 @@ impl Worker {
     /// Starts the worker thread, which owns `model` from now on.
     pub fn spawn(model: Model, notify: Notify) -> Worker {
         let handle = Handle::spawn("toolrail-generation", move |commands, events| {
-            let mut state = WorkerState {
-                model: Some({
-                    let masks = MaskEngine::new(model.shared_token_table());
-                    (model, masks)
-                }),
+            let state = WorkerState {
                 commands,
                 events,
                 notify,
             };
-            state.serve();
+            let masks = MaskEngine::new(model.shared_token_table());
+            state.serve(&model, masks);
         });
         Worker { handle }
     }
@@ -242,7 +250,6 @@ impl Worker {
 }
 
 struct WorkerState {
-    model: Option<(Model, MaskEngine)>,
     commands: Receiver<Command>,
     events: Sender<RunEvent>,
     notify: Notify,
@@ -264,12 +271,14 @@ impl WorkerState {
         (self.notify)();
     }
 
-    fn serve(&mut self) {
+    fn serve(&self, model: &Model, mut masks: MaskEngine) {
+        // The last run's context, for a branch to reuse.
+        let mut kept: Option<KeptSession<'_>> = None;
         while let Ok(command) = self.commands.recv() {
             match command {
                 Command::Shutdown => return,
                 Command::Start(request) => {
-                    if self.run(&request) {
+                    if self.run(model, &mut masks, &mut kept, &request) {
                         return;
                     }
                 }
@@ -283,23 +292,16 @@ impl WorkerState {
     }
 
     /// Runs one request; returns true if the worker must shut down.
-    fn run(&mut self, request: &RunRequest) -> bool {
-        let Some((model, mut masks)) = self.model.take() else {
-            self.emit(
-                request.id,
-                Event::Done {
-                    stop: Stop::Error {
-                        message: "no model is loaded".into(),
-                    },
-                    totals: Totals::default(),
-                    output: String::new(),
-                },
-            );
-            return false;
-        };
+    fn run<'m>(
+        &self,
+        model: &'m Model,
+        masks: &mut MaskEngine,
+        kept: &mut Option<KeptSession<'m>>,
+        request: &RunRequest,
+    ) -> bool {
         masks.clear_cache();
         let mut shutdown = false;
-        let (stop, totals, output) = match self.generate(&model, &mut masks, request, &mut shutdown)
+        let (stop, totals, output) = match self.generate(model, masks, kept, request, &mut shutdown)
         {
             Ok(done) => done,
             Err(e) => (
@@ -310,7 +312,6 @@ impl WorkerState {
                 Vec::new(),
             ),
         };
-        self.model = Some((model, masks));
         self.emit(
             request.id,
             Event::Done {
@@ -379,10 +380,11 @@ impl WorkerState {
         }
     }
 
-    fn generate(
+    fn generate<'m>(
         &self,
-        model: &Model,
+        model: &'m Model,
         masks: &mut MaskEngine,
+        kept: &mut Option<KeptSession<'m>>,
         request: &RunRequest,
         shutdown: &mut bool,
     ) -> Result<(Stop, Totals, Vec<u8>), LlmError> {
@@ -410,19 +412,32 @@ impl WorkerState {
             (EngineKind::Llama, Some(text)) => Some(LlamaGrammarSampler::new(model, text, "root")?),
             _ => None,
         };
-        let mut session = model.session(SessionOptions {
+        let options = SessionOptions {
             context: request.context,
             threads: request.threads,
-        })?;
+        };
+        // The previous run's context serves only a run that asks for it, with the same options;
+        // otherwise it is dropped before a fresh one is made.
+        if !(request.reuse_cache && kept.as_ref().is_some_and(|k| k.options == options)) {
+            *kept = None;
+        }
+        let mut session = match kept.take() {
+            Some(k) => k.session,
+            None => model.session(options)?,
+        };
         let prompt = model.tokenize(&request.prompt, true, true);
+        let mut wanted = prompt.clone();
+        wanted.extend_from_slice(&request.prefix);
         let started = Instant::now();
-        session.decode(&prompt)?;
+        let reused = session.keep_prefix(&wanted);
+        session.decode(&wanted[reused..])?;
         let mut decode_ms = ms(started);
         self.emit(
             request.id,
             Event::Started {
                 prompt_tokens: prompt.len(),
                 prompt_ms: decode_ms,
+                reused,
             },
         );
 
@@ -436,6 +451,28 @@ impl WorkerState {
         // Time spent paused, waiting for Step or Continue (left out of tokens/s).
         let mut waited = Duration::ZERO;
         let mut index: u32 = 0;
+        // The prefix: already decoded above; the grammar follows it as if it had been forced.
+        for &token in &request.prefix {
+            let piece = model.piece(token);
+            if let Some((engine, state)) = &mut track {
+                match engine.accept_token(*state, token, &piece) {
+                    Some(next) => *state = next,
+                    None if request.engine == EngineKind::Toolrail => {
+                        return Err(LlmError::Generation(format!(
+                            "token {index} of the branch's prefix ({token}, {:?}) is not allowed by the grammar",
+                            String::from_utf8_lossy(&piece)
+                        )));
+                    }
+                    None => track = None,
+                }
+            }
+            if let Some(llama) = &mut llama {
+                llama.accept(token)?;
+            }
+            output.extend_from_slice(&piece);
+            generated.push(token);
+            index += 1;
+        }
         let stop = loop {
             if index >= request.sampling.max_tokens {
                 break Stop::MaxTokens;
@@ -483,6 +520,7 @@ impl WorkerState {
                 request.show,
             );
             let mut budget_replaced = None;
+            let mut budget = None;
             let token = match forced {
                 Some(token) => {
                     if let Some(reason) = refusal(model, mask.as_ref(), token) {
@@ -499,7 +537,15 @@ impl WorkerState {
                             match guard.steer(engine, *state, mask, logits, token, remaining) {
                                 Some(instead) => {
                                     budget_replaced = Some(token);
-                                    instead
+                                    budget = Some(BudgetNote {
+                                        replaced_piece: String::from_utf8_lossy(
+                                            &model.piece(token),
+                                        )
+                                        .into_owned(),
+                                        tokens_left: instead.tokens_left,
+                                        needed: instead.needed,
+                                    });
+                                    instead.token
                                 }
                                 None => token,
                             }
@@ -539,6 +585,7 @@ impl WorkerState {
                 piece_hex: std::str::from_utf8(&piece).is_err().then(|| hex(&piece)),
                 forced: forced.is_some(),
                 budget_replaced,
+                budget,
                 before: candidates(model, &choice.before, mask.as_ref()),
                 after: candidates(model, &choice.after, mask.as_ref()),
                 allowed: choice.allowed,
@@ -565,6 +612,8 @@ impl WorkerState {
                 paused = true;
             }
         };
+        // The context stays for a branch of this run to reuse.
+        *kept = Some(KeptSession { options, session });
         let seconds = run_started.elapsed().saturating_sub(waited).as_secs_f64();
         totals.tokens_per_s = if seconds > 0.0 {
             f64::from(totals.tokens) / seconds
@@ -573,6 +622,12 @@ impl WorkerState {
         };
         Ok((stop, totals, output))
     }
+}
+
+/// A context kept from the last run with the options it was made with.
+struct KeptSession<'m> {
+    options: SessionOptions,
+    session: Session<'m>,
 }
 
 /// Why a forced token cannot be taken, if it cannot.

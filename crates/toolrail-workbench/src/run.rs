@@ -12,10 +12,11 @@
 //! controller starts a queued run only after the previous run's `Done` arrived, and every event
 //! belongs to the active run.
 //!
-//! Branching ("force another allowed candidate at step i") restarts from the prompt: the new run
-//! starts paused, and at each pause the controller forces the next token of the source run
-//! (0..i) and then the chosen one, as single steps; the worker refuses a token the grammar does
-//! not allow, and the branch then stays paused at that step with the reason recorded.
+//! Branching ("force another allowed candidate at step i") makes a new run that starts with the
+//! source run's tokens 0..i (their records copied; the worker takes them as a prefix and reuses
+//! the source's context up to there instead of decoding the prompt again), pauses at step i
+//! and forces the chosen token; the worker refuses a token the grammar does not allow, and the
+//! branch then stays paused at that step with the reason recorded.
 
 mod outcome;
 mod replay;
@@ -169,7 +170,7 @@ pub enum RunKind {
     Constrained,
     /// The unconstrained half of a side-by-side pair.
     Unconstrained,
-    /// A branch of run `from`: its tokens 0..`step` forced again, then `token` forced at `step`.
+    /// A branch of run `from`: its tokens 0..`step` taken from it, then `token` forced at `step`.
     Branch {
         /// The source run.
         from: RunId,
@@ -232,6 +233,8 @@ pub struct Run {
     pub phase: RunPhase,
     /// Prompt length in tokens and milliseconds to decode it, once started.
     pub prompt_decode: Option<(usize, f64)>,
+    /// Tokens of the prompt and prefix reused from the previous run's context (a branch).
+    pub prompt_reused: usize,
     /// Every token so far.
     pub tokens: Vec<TokenRecord>,
     /// The text so far (the pieces joined).
@@ -450,7 +453,11 @@ impl RunController {
         self.load_state = LoadState::Ready {
             name: model.spec().name.clone(),
         };
-        self.worker = Some(Worker::spawn(model.clone(), Arc::clone(&self.notify)));
+        // The worker notifies after every token; relayed, it never waits for the UI.
+        self.worker = Some(Worker::spawn(
+            model.clone(),
+            crate::relayed(Arc::clone(&self.notify)),
+        ));
         self.model = Some(model);
     }
 
@@ -577,8 +584,10 @@ impl RunController {
             Event::Started {
                 prompt_tokens,
                 prompt_ms,
+                reused,
             } => {
                 run.prompt_decode = Some((prompt_tokens, prompt_ms));
+                run.prompt_reused = reused;
                 run.phase = RunPhase::Running;
             }
             Event::Token(record) => {
@@ -726,6 +735,7 @@ impl RunController {
                 .map_or(0, |d| d.as_secs()),
             phase: RunPhase::Queued,
             prompt_decode: None,
+            prompt_reused: 0,
             tokens: Vec::new(),
             text: String::new(),
             refusals: Vec::new(),
@@ -819,9 +829,10 @@ impl RunController {
         Ok(pair)
     }
 
-    /// Branches run `from` at `step`: a new run from the same prompt and settings, its tokens
-    /// 0..`step` forced as in `from`, then `token` forced at `step`. If `from` is the active run
-    /// it is cancelled first. With `then_continue` the branch generates on after the forced
+    /// Branches run `from` at `step`: a new run from the same prompt and settings that starts
+    /// with `from`'s tokens 0..`step` (records copied; the worker reuses the context it holds
+    /// of them), then `token` forced at `step`. If `from` is the active run it is cancelled
+    /// first. With `then_continue` the branch generates on after the forced
     /// tokens; otherwise it pauses there. A token the grammar does not allow is refused by the
     /// worker (see [`Run::refusals`]) and the branch stays paused at `step`.
     pub fn branch(
@@ -839,10 +850,18 @@ impl RunController {
                 len: source.tokens.len(),
             });
         }
-        let mut forced: VecDeque<u32> = source.tokens[..step].iter().map(|t| t.id).collect();
-        forced.push_back(token);
+        let taken: Vec<TokenRecord> = source.tokens[..step]
+            .iter()
+            .cloned()
+            .map(|mut t| {
+                t.forced = true;
+                t
+            })
+            .collect();
         let mut request = source.request.clone();
         request.start_paused = true;
+        request.prefix = taken.iter().map(|t| t.id).collect();
+        request.reuse_cache = true;
         let inputs = source.inputs.clone();
         let prompt_source = source.prompt_source;
         if self.active == Some(from) {
@@ -862,7 +881,9 @@ impl RunController {
             StartMode::Paused,
         )?;
         if let Some(run) = self.runs.iter_mut().find(|r| r.id == id) {
-            run.forced = forced;
+            run.text = taken.iter().map(|t| t.piece.as_str()).collect();
+            run.tokens = taken;
+            run.forced = VecDeque::from([token]);
             run.continue_after_forced = then_continue;
         }
         self.pump();

@@ -466,7 +466,10 @@ fn run_status(ui: &mut egui::Ui, run: &Run) {
         ui.label(RichText::new(format!("Run {}", run.id)).strong());
         ui.label(format!("{} · {}", run.request.engine.name(), phase));
         if let Some((n, ms)) = run.prompt_decode {
-            ui.label(format!("prompt {n} tokens in {ms:.0} ms"));
+            ui.label(match run.prompt_reused {
+                0 => format!("prompt {n} tokens in {ms:.0} ms"),
+                reused => format!("prompt {n} tokens in {ms:.0} ms, {reused} reused"),
+            });
         }
         if let Some(f) = &run.finish {
             ui.label(format!(

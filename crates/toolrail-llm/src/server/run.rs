@@ -276,6 +276,19 @@ impl ServerRunner {
 
     /// Runs one request; returns true if the worker must shut down.
     fn run(&mut self, request: &RunRequest) -> bool {
+        if !request.prefix.is_empty() {
+            self.done(
+                request.id,
+                error(
+                    "a branch (tokens taken before generating) needs the in-process engine: \
+                     a llama-server cannot be given them"
+                        .into(),
+                ),
+                Totals::default(),
+                Vec::new(),
+            );
+            return false;
+        }
         let grammar = request
             .grammar
             .clone()
@@ -685,6 +698,7 @@ impl ServerRunner {
                         .or(timings.prompt_n.map(|n| n as u64))
                         .unwrap_or(0) as usize,
                     prompt_ms: timings.prompt_ms.unwrap_or(0.0),
+                    reused: 0,
                 },
             );
         }
@@ -811,6 +825,7 @@ impl ServerRunner {
                 .then(|| piece.iter().map(|b| format!("{b:02x}")).collect()),
             forced: false,
             budget_replaced: None,
+            budget: None,
             before,
             after,
             allowed: mask.as_ref().map_or(0, |m| m.count() as u32),

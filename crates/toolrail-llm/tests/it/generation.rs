@@ -235,6 +235,16 @@ fn the_budget_guard_closes_the_grammar_before_max_tokens() {
                 Some(t.id),
                 "a replacement differs from the choice"
             );
+            // It says why: the tokens left and more than that needed after the sampled one.
+            let note = t
+                .budget
+                .as_ref()
+                .expect("a replaced token carries its reason");
+            assert_eq!(note.tokens_left, 16 - t.index);
+            assert!(
+                note.needed.is_none_or(|n| n > u64::from(note.tokens_left)),
+                "{note:?}"
+            );
         }
     }
     // Without the guard the same run is cut off inside the digits.
@@ -247,6 +257,44 @@ fn the_budget_guard_closes_the_grammar_before_max_tokens() {
         !check(&g, output.as_bytes()).is_accepted(),
         "{output:?} finished without the guard"
     );
+}
+
+/// Far from the limit the guard never acts: the weather call comes out the same, token for
+/// token, whatever max tokens is, down to a few tokens more than the call needs. (It once
+/// counted one token per byte of the literal parts, so that at 40 it replaced token 2.)
+#[test]
+fn the_budget_guard_leaves_a_call_alone_far_from_the_limit() {
+    let Some(model) = model() else { return };
+    let (prompt, grammar) = crate::common::weather_prompt_and_grammar();
+    let worker = Worker::spawn(model, Arc::new(|| {}));
+    let (free, stop, output) = run_to_end(
+        &worker,
+        request(&prompt, Some(&grammar), EngineKind::Toolrail, 256),
+    );
+    assert_eq!(stop, Stop::EndOfGeneration, "{output:?}");
+    let needed = free.len() as u32;
+    let ids: Vec<u32> = free.iter().map(|t| t.id).collect();
+    for max_tokens in [needed + 4, 32.max(needed + 4), 40, 60, 128] {
+        let (tokens, stop, limited) = run_to_end(
+            &worker,
+            request(&prompt, Some(&grammar), EngineKind::Toolrail, max_tokens),
+        );
+        let replaced: Vec<(u32, Option<String>)> = tokens
+            .iter()
+            .filter(|t| t.budget_replaced.is_some())
+            .map(|t| (t.index, t.budget.as_ref().map(|n| n.describe())))
+            .collect();
+        assert!(
+            replaced.is_empty(),
+            "max tokens {max_tokens} (the call takes {needed}): the guard acted at {replaced:?}"
+        );
+        assert_eq!(stop, Stop::EndOfGeneration, "max tokens {max_tokens}");
+        assert_eq!(
+            tokens.iter().map(|t| t.id).collect::<Vec<_>>(),
+            ids,
+            "max tokens {max_tokens}: {limited:?} vs {output:?}"
+        );
+    }
 }
 
 #[test]

@@ -119,6 +119,7 @@ mod tests {
             piece_hex: None,
             forced: false,
             budget_replaced: None,
+            budget: None,
             before: Vec::new(),
             after: Vec::new(),
             allowed: 1,

@@ -259,12 +259,17 @@ pub fn build_request(
         start_paused,
         show: setup.show,
         context: setup.context.or(spec.and_then(|s| s.context)),
-        threads: Some(
-            setup
-                .threads
-                .or(spec.and_then(|s| s.threads))
-                .unwrap_or_else(threads_beside_a_window),
-        ),
+        // The user's own count stands; a models.toml entry's is kept below the cores a window
+        // leaves free (ggml's threads spin: one more than the free cores fights the UI for its
+        // core and slows both).
+        threads: Some(setup.threads.unwrap_or_else(|| {
+            spec.and_then(|s| s.threads)
+                .map_or(threads_beside_a_window(), |t| {
+                    t.min(threads_beside_a_window())
+                })
+        })),
+        prefix: Vec::new(),
+        reuse_cache: false,
     })
 }
 
@@ -327,7 +332,11 @@ mod tests {
         };
         let free = build_request(&setup, &inputs, "p".into(), Some(&spec), false).unwrap();
         assert_eq!(free.grammar, None);
-        assert_eq!((free.threads, free.context), (Some(3), Some(2048)));
+        let beside = threads_beside_a_window();
+        assert_eq!(
+            (free.threads, free.context),
+            (Some(3.min(beside)), Some(2048))
+        );
         let setup = RunSetup {
             engine: EngineKind::Toolrail,
             threads: Some(1),

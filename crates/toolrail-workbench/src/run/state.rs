@@ -235,10 +235,9 @@ impl RunState {
         self.start_pending(analysis);
         self.take_pending_step();
         self.follow_latest_run();
-        if self.controller.is_busy() {
-            // The worker notifies on each event; this keeps the load bar and timings moving.
-            repaint();
-        }
+        // No frame is asked for here while a run or a load is under way: the worker and the
+        // loader notify on every event, and a frame asked for on every frame would keep the UI
+        // thread drawing flat out, taking the cores decoding needs.
     }
 
     /// Step (F10): one more token of the paused run; with no run, starts one paused (loading

@@ -106,7 +106,12 @@ pub fn to_markdown(t: &Transcript) -> String {
                 match (r.forced, r.budget_replaced, &r.flag) {
                     (_, _, Some(flag)) => format!(" (**{}**)", cell(flag)),
                     (true, _, None) => " (forced)".to_owned(),
-                    (false, Some(id), None) => format!(" (budget guard, not {id})"),
+                    (false, Some(id), None) => match &r.budget {
+                        Some(note) => {
+                            format!(" (budget guard, not {id}: {})", cell(&note.describe()))
+                        }
+                        None => format!(" (budget guard, not {id})"),
+                    },
                     (false, None, None) => String::new(),
                 },
                 p,

@@ -24,6 +24,7 @@ fn sample_transcript() -> Transcript {
             piece: piece.to_string(),
             piece_hex: None,
             budget_replaced: None,
+            budget: None,
             forced: i == 2,
             before: vec![Candidate {
                 id: 7,

@@ -260,6 +260,99 @@ fn branches_force_the_prefix_then_the_chosen_token_and_masked_ones_are_refused()
     assert!(run.outcome.as_ref().unwrap().report.is_some());
 }
 
+/// A branch reuses the source run's context (the prompt and the tokens before the branch point
+/// are not decoded again) and generates exactly what a fresh run forced the same way does:
+/// the prompt decoded anew, the source's tokens forced one by one, then the chosen one.
+#[test]
+fn a_branch_reuses_the_context_and_matches_a_fresh_forced_run() {
+    let Some(mut c) = controller() else { return };
+    let source = weather_run(&mut c);
+    let tokens = c.run(source).unwrap().tokens.clone();
+    let (step, alternative) = tokens
+        .iter()
+        .enumerate()
+        .skip(3)
+        .find_map(|(i, t)| {
+            t.after
+                .iter()
+                .find(|cand| cand.id != t.id)
+                .map(|cand| (i, cand.id))
+        })
+        .expect("some step after the third had another allowed candidate");
+    let at_branch_point = |id: RunId| {
+        move |c: &RunController| {
+            c.run(id).is_some_and(|r| {
+                r.tokens.len() == step + 1 && matches!(r.phase, RunPhase::Paused { .. })
+            })
+        }
+    };
+
+    let started = Instant::now();
+    let branch = c.branch(source, step, alternative, false).unwrap();
+    wait_for(
+        &mut c,
+        "the branch to take its token",
+        at_branch_point(branch),
+    );
+    let branch_time = started.elapsed();
+    let run = c.run(branch).unwrap();
+    let (prompt_tokens, _) = run.prompt_decode.unwrap();
+    assert_eq!(
+        run.prompt_reused,
+        prompt_tokens + step - 1,
+        "all but the last of the prompt and the {step} tokens before the branch are reused"
+    );
+    c.resume().unwrap();
+    wait_for(&mut c, "the branch to end", finished(branch));
+
+    let started = Instant::now();
+    let fresh = c
+        .start(
+            &setup(EngineKind::Toolrail, 60),
+            &weather_inputs(),
+            StartMode::Paused,
+        )
+        .unwrap();
+    let forced: Vec<u32> = tokens[..step]
+        .iter()
+        .map(|t| t.id)
+        .chain([alternative])
+        .collect();
+    for (i, &token) in forced.iter().enumerate() {
+        wait_for(&mut c, "the fresh run to pause", move |c| {
+            c.run(fresh).is_some_and(
+                |r| matches!(r.phase, RunPhase::Paused { next_index } if next_index as usize == i),
+            )
+        });
+        c.force(token).unwrap();
+    }
+    wait_for(
+        &mut c,
+        "the fresh run to take its token",
+        at_branch_point(fresh),
+    );
+    let fresh_time = started.elapsed();
+    assert_eq!(c.run(fresh).unwrap().prompt_reused, 0);
+    c.resume().unwrap();
+    wait_for(&mut c, "the fresh run to end", finished(fresh));
+
+    let ids = |id: RunId| -> Vec<u32> { c.run(id).unwrap().tokens.iter().map(|t| t.id).collect() };
+    assert_eq!(
+        ids(branch),
+        ids(fresh),
+        "the branch and the fresh forced run"
+    );
+    assert_eq!(
+        c.run(branch).unwrap().finish.as_ref().unwrap().output,
+        c.run(fresh).unwrap().finish.as_ref().unwrap().output
+    );
+    eprintln!(
+        "force at token {step}: branch reusing the context {:.0} ms, fresh run forced token by token {:.0} ms",
+        branch_time.as_secs_f64() * 1e3,
+        fresh_time.as_secs_f64() * 1e3
+    );
+}
+
 #[test]
 fn export_reopen_and_replay_equal_the_run() {
     let Some(mut c) = controller() else { return };

@@ -59,6 +59,81 @@ pub enum BenchWhat {
     /// Mask speed over real schemas (MaskBench's format): toolrail, llguidance and llama.cpp
     /// interleaved position by position on the model's vocabulary, with their disagreements.
     Masks(MasksArgs),
+    /// The app's generation speed beside the command line's: the real app without a window
+    /// (its frames, panes and tessellation, as a window would run them) and the worker as
+    /// `toolrail generate` drives it, on the default sample, alternating, with the ratio.
+    App(AppSpeedArgs),
+}
+
+/// Arguments of `toolrail bench app`.
+#[derive(Debug, clap::Args)]
+pub struct AppSpeedArgs {
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Runs of each path (alternating).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// Tokens per run at most.
+    #[arg(long, default_value_t = 64)]
+    pub max_tokens: u32,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `toolrail bench app`: exit 0 when the app runs at 90% or more of the command line's
+/// tokens/s, 1 when slower.
+fn run_app_speed(args: &AppSpeedArgs) -> anyhow::Result<ExitCode> {
+    let spec = args.model.resolve()?;
+    let dir = tempfile::tempdir()?;
+    let speed = toolrail_app::run_speed::compare(&spec, dir.path(), args.rounds, args.max_tokens)?;
+    let ratio = speed.ratio();
+    let round = |r: &toolrail_app::run_speed::PathRun| json!({"tokens": r.tokens, "tokens_per_s": r.tokens_per_s, "frames": r.frames});
+    let threads = speed.request.as_ref().and_then(|r| r.threads);
+    if args.json {
+        let report = json!({
+            "model": spec.name,
+            "threads": threads,
+            "app": speed.app.iter().map(round).collect::<Vec<_>>(),
+            "cli": speed.cli.iter().map(round).collect::<Vec<_>>(),
+            "app_median_tokens_per_s": toolrail_app::run_speed::RunSpeed::median(&speed.app),
+            "cli_median_tokens_per_s": toolrail_app::run_speed::RunSpeed::median(&speed.cli),
+            "ratio": ratio,
+        });
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        outln!(
+            "model {}, {} decoding thread(s), {} rounds of at most {} tokens",
+            spec.name,
+            threads.map_or("default".to_owned(), |t| t.to_string()),
+            args.rounds,
+            args.max_tokens
+        )?;
+        outln!("round  app tok/s (tokens, frames)  cli tok/s (tokens)")?;
+        for (i, (a, c)) in speed.app.iter().zip(&speed.cli).enumerate() {
+            outln!(
+                "{:>5}  {:>9.1} ({:>3}, {:>4})         {:>9.1} ({:>3})",
+                i + 1,
+                a.tokens_per_s,
+                a.tokens,
+                a.frames,
+                c.tokens_per_s,
+                c.tokens
+            )?;
+        }
+        outln!(
+            "median app {:.1} tok/s, cli {:.1} tok/s: app/cli = {:.0}%",
+            toolrail_app::run_speed::RunSpeed::median(&speed.app),
+            toolrail_app::run_speed::RunSpeed::median(&speed.cli),
+            ratio * 100.0
+        )?;
+    }
+    Ok(if ratio >= 0.9 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// Arguments of `toolrail bench masks`.
@@ -184,8 +259,10 @@ const DEFAULT_GRAMMAR_PROMPT: &str = "Here is a long, detailed example:\n";
 
 /// Runs `toolrail bench`: exit 0 when toolrail's and llama.cpp's masks agree, 1 when they differ.
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
-    if let Some(BenchWhat::Masks(masks)) = &args.what {
-        return run_masks(masks);
+    match &args.what {
+        Some(BenchWhat::Masks(masks)) => return run_masks(masks),
+        Some(BenchWhat::App(app)) => return run_app_speed(app),
+        None => {}
     }
     let Some(model) = args.model.clone() else {
         bail!("give --model (a GGUF file or a models.toml name)");

@@ -408,6 +408,8 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         show: 5,
         context: None,
         threads: None,
+        prefix: Vec::new(),
+        reuse_cache: false,
     };
     let start = std::time::Instant::now();
     let mut first_token_ms: Option<f64> = None;
@@ -423,6 +425,14 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
                 first_token_ms.get_or_insert_with(|| start.elapsed().as_secs_f64() * 1e3);
                 if let Some(flag) = &record.flag {
                     eprintln!("\nlive check: token {}: {flag}", record.index);
+                }
+                if let (Some(sampled), Some(note)) = (record.budget_replaced, &record.budget) {
+                    eprintln!(
+                        "\nbudget guard: token {}: took {:?} instead of token {sampled}: {}",
+                        record.index,
+                        record.piece,
+                        note.describe()
+                    );
                 }
                 out!("{}", record.piece)?;
                 let _ = std::io::stdout().flush();

@@ -83,5 +83,7 @@ pub fn run_request(
         show: 5,
         context: Some(1024),
         threads: Some(1),
+        prefix: Vec::new(),
+        reuse_cache: false,
     }
 }
