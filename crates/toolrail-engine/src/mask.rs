@@ -24,20 +24,25 @@
 //! - **Memoized masks.** Masks are cached per `(stack set, pending UTF-8)`: every position
 //!   inside one JSON string argument is the same stack set, so most tokens cost a hash
 //!   lookup and a 32 KB copy (p50 0.01–0.2 ms).
-//! - **Absorbing subtrees.** A cache miss used to walk every node the grammar allows: inside
-//!   a JSON string that is 177k nodes and ~15 ms (a cold first mask, 40 ms). Now, for each
-//!   stack set met, `Absorb` records the code points that leave the set unchanged
-//!   (`[^"\\]*` absorbs everything but `"` and `\`), and each trie node carries a summary of
-//!   the bytes below it (`Below`: the ASCII bytes, whether any byte is high, and whether
-//!   every path below is clean UTF-8 from the decoder state at the node). Where the set
-//!   absorbs every byte below, every token below ends in that same set and is allowed: its
-//!   ids are one contiguous run of `token_ids`, set without walking. The same string state
-//!   now visits ~3,200 nodes and takes 0.3–0.8 ms; masks are unchanged (the subtree test is
-//!   exactly the per-token rule: same end set, nothing pending, the set not empty).
-//! - The high-byte test is exact only for decoder states that cannot produce an overlong form
-//!   or a value above U+10FFFF (tracked per state, `AFTER_E0` and friends), and a class is
-//!   "uniform" on U+0080..=U+10FFFF only if it matches all of it or none; anything else falls
-//!   back to the walk.
+//! - **Whole subtrees.** A cache miss used to walk every node the grammar allows: inside a JSON
+//!   string that is 177k nodes and ~15 ms (a cold first mask, 40 ms). The set a code point
+//!   leads to depends only on which character classes on top of the stacks match it
+//!   ([`TopClasses`]). Each trie node carries a summary of the bytes below it (`Below`: the
+//!   ASCII bytes, whether any byte is high, whether every path below is clean UTF-8, the
+//!   depth). Where every class treats all of a subtree's code points alike, they all lead to
+//!   one set; following that chain of sets as deep as the subtree goes decides the subtree at
+//!   once: every token below is allowed if every set on the chain is alive (a set that absorbs
+//!   the code points, like `[^"\\]*`, ends the chain early; a counted repetition like
+//!   `[^"\\]{0,200}` or `[0-9]{0,15}` walks it), none if the first set is dead. The ids below a
+//!   node are one contiguous run of `token_ids`, set without walking. Masks are unchanged (a
+//!   token of `k` code points ends in the `k`-th set of the chain with nothing pending).
+//! - High code points are "alike" only if every class on top matches all of
+//!   U+0080..=U+10FFFF or none of it, and only where every path below decodes cleanly (no
+//!   overlong form, nothing above U+10FFFF, no token ending inside a sequence: `AFTER_E0` and
+//!   friends); anything else falls back to the walk.
+//! - The slowest masks left (`bench masks`, MaskBench) are cold states inside object keys
+//!   next to many known property names: every prefix of a known name is its own stack set, so
+//!   a first mask there creates ~20k transitions (30–60 ms on a busy machine).
 //! - Set-up (trie + summaries + piece facts) is 75–230 ms for Gemma's vocabulary, depending on
 //!   the machine's load.
 
