@@ -27,7 +27,7 @@
 //! - **Whole subtrees.** A cache miss used to walk every node the grammar allows: inside a JSON
 //!   string that is 177k nodes and ~15 ms (a cold first mask, 40 ms). The set a code point
 //!   leads to depends only on which character classes on top of the stacks match it
-//!   ([`TopClasses`]). Each trie node carries a summary of the bytes below it (`Below`: the
+//!   (`TopClasses`). Each trie node carries a summary of the bytes below it (`Below`: the
 //!   ASCII bytes, whether any byte is high, whether every path below is clean UTF-8, the
 //!   depth). Where every class treats all of a subtree's code points alike, they all lead to
 //!   one set; following that chain of sets as deep as the subtree goes decides the subtree at
