@@ -24,20 +24,25 @@
 //! - **Memoized masks.** Masks are cached per `(stack set, pending UTF-8)`: every position
 //!   inside one JSON string argument is the same stack set, so most tokens cost a hash
 //!   lookup and a 32 KB copy (p50 0.01–0.2 ms).
-//! - **Absorbing subtrees.** A cache miss used to walk every node the grammar allows: inside
-//!   a JSON string that is 177k nodes and ~15 ms (a cold first mask, 40 ms). Now, for each
-//!   stack set met, `Absorb` records the code points that leave the set unchanged
-//!   (`[^"\\]*` absorbs everything but `"` and `\`), and each trie node carries a summary of
-//!   the bytes below it (`Below`: the ASCII bytes, whether any byte is high, and whether
-//!   every path below is clean UTF-8 from the decoder state at the node). Where the set
-//!   absorbs every byte below, every token below ends in that same set and is allowed: its
-//!   ids are one contiguous run of `token_ids`, set without walking. The same string state
-//!   now visits ~3,200 nodes and takes 0.3–0.8 ms; masks are unchanged (the subtree test is
-//!   exactly the per-token rule: same end set, nothing pending, the set not empty).
-//! - The high-byte test is exact only for decoder states that cannot produce an overlong form
-//!   or a value above U+10FFFF (tracked per state, `AFTER_E0` and friends), and a class is
-//!   "uniform" on U+0080..=U+10FFFF only if it matches all of it or none; anything else falls
-//!   back to the walk.
+//! - **Whole subtrees.** A cache miss used to walk every node the grammar allows: inside a JSON
+//!   string that is 177k nodes and ~15 ms (a cold first mask, 40 ms). The set a code point
+//!   leads to depends only on which character classes on top of the stacks match it
+//!   (`TopClasses`). Each trie node carries a summary of the bytes below it (`Below`: the
+//!   ASCII bytes, whether any byte is high, whether every path below is clean UTF-8, the
+//!   depth). Where every class treats all of a subtree's code points alike, they all lead to
+//!   one set; following that chain of sets as deep as the subtree goes decides the subtree at
+//!   once: every token below is allowed if every set on the chain is alive (a set that absorbs
+//!   the code points, like `[^"\\]*`, ends the chain early; a counted repetition like
+//!   `[^"\\]{0,200}` or `[0-9]{0,15}` walks it), none if the first set is dead. The ids below a
+//!   node are one contiguous run of `token_ids`, set without walking. Masks are unchanged (a
+//!   token of `k` code points ends in the `k`-th set of the chain with nothing pending).
+//! - High code points are "alike" only if every class on top matches all of
+//!   U+0080..=U+10FFFF or none of it, and only where every path below decodes cleanly (no
+//!   overlong form, nothing above U+10FFFF, no token ending inside a sequence: `AFTER_E0` and
+//!   friends); anything else falls back to the walk.
+//! - The slowest masks left (`bench masks`, MaskBench) are cold states inside object keys
+//!   next to many known property names: every prefix of a known name is its own stack set, so
+//!   a first mask there creates ~20k transitions (30–60 ms on a busy machine).
 //! - Set-up (trie + summaries + piece facts) is 75–230 ms for Gemma's vocabulary, depending on
 //!   the machine's load.
 
@@ -170,6 +175,8 @@ struct Below {
     /// UTF-8 (no overlong form, nothing above U+10FFFF) and no token below ends inside a
     /// sequence.
     utf8_ok: u8,
+    /// The most bytes on a path strictly below the node (saturating).
+    depth: u8,
 }
 
 /// The decoder states the cleanliness bits track (bit index into `Below::utf8_ok`): 0 at a
@@ -202,20 +209,6 @@ fn continuation_next(state: u8, byte: u8) -> Option<u8> {
         (AFTER_E0, 0xA0..=0xBF) => Some(1),
         (AFTER_F0, 0x90..=0xBF) => Some(2),
         (AFTER_F4, 0x80..=0x8F) => Some(2),
-        _ => None,
-    }
-}
-
-/// The cleanliness state of a walk's pending sequence (see `AFTER_E0`).
-fn partial_state(partial: PartialUtf8) -> Option<u8> {
-    match (partial.n_remain, partial.value) {
-        (0, _) => Some(0),
-        (1, v) if v >= 2 => Some(1),
-        (2, 0) => Some(AFTER_E0),
-        (2, _) => Some(2),
-        (3, 0) => Some(AFTER_F0),
-        (3, 1..=3) => Some(3),
-        (3, 4) => Some(AFTER_F4),
         _ => None,
     }
 }
@@ -338,6 +331,7 @@ fn summarize(nodes: &[TrieNode]) -> (Vec<Below>, Vec<u32>) {
             }
             summary.ascii |= b.ascii;
             summary.high |= b.high;
+            summary.depth = summary.depth.max(b.depth.saturating_add(1));
             end = end.max(token_end[child]);
             for state in 0..7u8 {
                 let next = if state == 0 {
@@ -359,60 +353,69 @@ fn summarize(nodes: &[TrieNode]) -> (Vec<Below>, Vec<u32>) {
     (below, token_end)
 }
 
-/// For one stack set: the code points that leave it unchanged (`step_set(set, c) == set`).
-#[derive(Clone, Copy, Debug)]
-struct Absorb {
-    /// ASCII code points that leave the set as it is (bit `c`).
-    ascii: u128,
-    /// Every code point in U+0080..=U+10FFFF leaves the set as it is.
-    high: bool,
+/// What decides where one code point takes a stack set: the character classes on top of its
+/// stacks. The set a code point leads to depends only on which of these classes match it (the
+/// position after a class does not depend on the code point), so code points that every class
+/// treats alike lead to the same set.
+#[derive(Clone, Debug, Default)]
+struct TopClasses {
+    /// Per distinct class on top: the ASCII code points it matches (bit `c`), and whether it
+    /// matches every code point in U+0080..=U+10FFFF (`Some(true)`), none (`Some(false)`) or
+    /// some (`None`).
+    classes: Vec<(u128, Option<bool>)>,
     /// Some stack has a token element on top (subtrees are then never skipped).
     token_top: bool,
 }
 
-impl Absorb {
-    fn of(engine: &mut Engine, set: SetId) -> Absorb {
-        let mut ascii = 0u128;
-        for c in 0..128u32 {
-            if engine.step_set(set, c) == set {
-                ascii |= 1u128 << c;
-            }
+impl TopClasses {
+    /// True if every class treats all of `below`'s code points alike: then they all lead to the
+    /// same set. `below.high` stands for every code point above U+007F.
+    fn uniform_over(&self, below: Below) -> bool {
+        if self.token_top {
+            return false;
         }
-        // The next set depends on `c` only through which classes on top match it (the
-        // position after a class does not depend on `c`): if every class matches all of
-        // U+0080..=U+10FFFF or none of it, one code point speaks for the whole range.
-        let mut uniform = true;
-        let mut token_top = false;
-        let tops: Vec<u32> = engine
-            .arena()
-            .set(set)
-            .iter()
-            .filter_map(|&s| engine.arena().top(s))
-            .collect();
-        for pos in tops {
-            if engine.grammar().element(pos).kind.is_token() {
-                token_top = true;
-                continue;
-            }
-            let chars = engine.class_chars(pos);
-            let covers = chars
-                .ranges()
-                .iter()
-                .any(|&(lo, hi)| lo <= 0x80 && hi >= 0x10FFFF);
-            let disjoint = chars
-                .ranges()
-                .iter()
-                .all(|&(lo, hi)| hi < 0x80 || lo > 0x10FFFF);
-            uniform &= covers || disjoint;
-        }
-        let high = uniform && engine.step_set(set, 0x80) == set;
-        Absorb {
-            ascii,
-            high,
-            token_top,
-        }
+        self.classes.iter().all(|&(ascii, high)| {
+            let hits = below.ascii & ascii;
+            let ascii_alike = hits == 0 || hits == below.ascii;
+            let high_alike = !below.high
+                || match high {
+                    None => false,
+                    Some(h) => below.ascii == 0 || h == (hits != 0),
+                };
+            ascii_alike && high_alike
+        })
     }
 }
+
+/// The ASCII code points the class at `pos` matches, and how it treats the code points above.
+fn class_profile(engine: &Engine, pos: u32) -> (u128, Option<bool>) {
+    let mut ascii = 0u128;
+    for c in 0..128u32 {
+        if engine.match_char(pos, c).0 {
+            ascii |= 1u128 << c;
+        }
+    }
+    let chars = engine.class_chars(pos);
+    let covers = chars
+        .ranges()
+        .iter()
+        .any(|&(lo, hi)| lo <= 0x80 && hi >= 0x10FFFF);
+    let disjoint = chars
+        .ranges()
+        .iter()
+        .all(|&(lo, hi)| hi < 0x80 || lo > 0x10FFFF);
+    let high = if covers {
+        Some(true)
+    } else if disjoint {
+        Some(false)
+    } else {
+        None
+    };
+    (ascii, high)
+}
+
+/// The longest chain of sets [`MaskEngine::compute`] follows to take a whole subtree at once.
+const MAX_CHAIN: u8 = 64;
 
 /// Per token: whether its (NUL-truncated) piece is valid UTF-8 from a clean start, and how many
 /// whole code points it holds. Used for token elements met in the middle of a piece.
@@ -431,8 +434,10 @@ pub struct MaskEngine {
     cache: FxHashMap<(SetId, PartialUtf8), TokenMask>,
     /// Bound on cached masks (each is vocab/8 bytes).
     cache_limit: usize,
-    /// Per stack set met in a walk: the code points it absorbs.
-    absorb: FxHashMap<SetId, Absorb>,
+    /// Per stack set met in a walk: the classes on top of its stacks.
+    tops: FxHashMap<SetId, TopClasses>,
+    /// Per grammar position of a class: its profile (see [`class_profile`]).
+    profiles: FxHashMap<u32, (u128, Option<bool>)>,
 }
 
 impl MaskEngine {
@@ -455,14 +460,16 @@ impl MaskEngine {
             info,
             cache: FxHashMap::default(),
             cache_limit: 4096,
-            absorb: FxHashMap::default(),
+            tops: FxHashMap::default(),
+            profiles: FxHashMap::default(),
         }
     }
 
     /// Forgets every cached mask (call when the grammar changes: cache keys are per engine).
     pub fn clear_cache(&mut self) {
         self.cache.clear();
-        self.absorb.clear();
+        self.tops.clear();
+        self.profiles.clear();
     }
 
     /// The vocabulary.
@@ -500,7 +507,8 @@ impl MaskEngine {
             table,
             trie,
             info,
-            absorb,
+            tops,
+            profiles,
             ..
         } = self;
         let mut mask = TokenMask::empty(trie.vocab_len);
@@ -543,24 +551,25 @@ impl MaskEngine {
                     }
                 }
             }
-            // A subtree whose every byte leaves the set unchanged: each token below ends in
-            // this same set, with no sequence pending, so each is allowed (the set is not
-            // empty: it absorbs a byte). See "Performance notes" above.
+            // A subtree whose code points every class on top treats alike: they all lead to one
+            // set, and so on down. Where that chain of sets stays alive as deep as the subtree
+            // goes, every token below ends in a live set with nothing pending and is allowed;
+            // where the first set is dead, none is. See "Performance notes" above.
             let end = node_info.subtree_end as usize;
-            if end > node + 1
-                && let Some(utf8_state) = partial_state(partial)
-            {
+            if end > node + 1 && partial.is_complete() {
                 let below = trie.below[node];
-                let a = *absorb.entry(set).or_insert_with(|| Absorb::of(engine, set));
-                let utf8_ok = below.utf8_ok & (1 << utf8_state) != 0;
-                if !a.token_top
-                    && below.ascii & !a.ascii == 0
-                    && (!below.high || (utf8_ok && a.high))
-                {
-                    for &id in trie.ids_below(node) {
-                        mask.insert(id);
+                let clean = !below.high || below.utf8_ok & 1 != 0;
+                if clean && below.depth <= MAX_CHAIN {
+                    match uniform_chain(engine, tops, profiles, set, below)? {
+                        Chain::AllAllowed => {
+                            for &id in trie.ids_below(node) {
+                                mask.insert(id);
+                            }
+                            continue;
+                        }
+                        Chain::NoneAllowed => continue,
+                        Chain::Mixed => {}
                     }
-                    continue;
                 }
             }
             // Children.
@@ -600,6 +609,84 @@ impl MaskEngine {
         }
         reference_piece(engine, state, self.table.piece(id), id)
     }
+}
+
+/// What a subtree's tokens come to when its code points are treated alike all the way down.
+enum Chain {
+    /// Every token below is allowed.
+    AllAllowed,
+    /// No token below is allowed (the first code point already kills the set).
+    NoneAllowed,
+    /// Not decided as a whole: walk the children.
+    Mixed,
+}
+
+/// Follows the sets a subtree's code points lead to from `set`, level by level (see
+/// [`TopClasses`]): decided when every level is uniform over the subtree's bytes.
+fn uniform_chain(
+    engine: &mut Engine,
+    tops: &mut FxHashMap<SetId, TopClasses>,
+    profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
+    set: SetId,
+    below: Below,
+) -> Result<Chain, MaskError> {
+    // A code point standing for all of the subtree's (they are alike at every level).
+    let representative = if below.ascii != 0 {
+        below.ascii.trailing_zeros()
+    } else {
+        0x80
+    };
+    let mut current = set;
+    for level in 0..below.depth {
+        if !top_classes(engine, tops, profiles, current).uniform_over(below) {
+            return Ok(Chain::Mixed);
+        }
+        let next = engine.step_set(current, representative);
+        if next == EXPLODED_SET {
+            return Err(MaskError::TooAmbiguous);
+        }
+        if next == DEAD_SET {
+            return Ok(if level == 0 {
+                Chain::NoneAllowed
+            } else {
+                Chain::Mixed
+            });
+        }
+        if next == current {
+            // The set absorbs the subtree's code points: every deeper level is this one.
+            return Ok(Chain::AllAllowed);
+        }
+        current = next;
+    }
+    Ok(Chain::AllAllowed)
+}
+
+/// The classes on top of `set`'s stacks (memoized per set, profiles per class position).
+fn top_classes<'t>(
+    engine: &Engine,
+    tops: &'t mut FxHashMap<SetId, TopClasses>,
+    profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
+    set: SetId,
+) -> &'t TopClasses {
+    tops.entry(set).or_insert_with(|| {
+        let mut out = TopClasses::default();
+        for &stack in engine.arena().set(set) {
+            let Some(pos) = engine.arena().top(stack) else {
+                continue;
+            };
+            if engine.grammar().element(pos).kind.is_token() {
+                out.token_top = true;
+                continue;
+            }
+            let profile = *profiles
+                .entry(pos)
+                .or_insert_with(|| class_profile(engine, pos));
+            if !out.classes.contains(&profile) {
+                out.classes.push(profile);
+            }
+        }
+        out
+    })
 }
 
 /// llama.cpp's per-candidate rule applied literally: decode the piece after the pending

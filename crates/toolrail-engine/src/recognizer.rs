@@ -64,6 +64,15 @@ impl Expected {
     }
 }
 
+/// Working buffers of one [`Engine::step_set`] call, kept between calls.
+#[derive(Clone, Debug, Default)]
+struct StepScratch {
+    stacks: Vec<StackId>,
+    out: Vec<StackId>,
+    present: FxHashSet<StackId>,
+    advanced: FxHashSet<StackId>,
+}
+
 /// Runs one grammar; caches every stack expansion and every `(stack set, char)` transition.
 #[derive(Clone, Debug)]
 pub struct Engine {
@@ -72,6 +81,8 @@ pub struct Engine {
     expansions: FxHashMap<StackId, (u32, u32)>,
     expansion_pool: Vec<StackId>,
     transitions: FxHashMap<u64, SetId>,
+    /// Buffers reused by [`Engine::step_set`] (a memo miss allocates nothing once warm).
+    scratch: StepScratch,
     initial: SetId,
     /// Work done by all steps so far (see [`MAX_STEP_WORK`]); memoized steps cost nothing.
     work_done: u64,
@@ -86,6 +97,7 @@ impl Engine {
             expansions: FxHashMap::default(),
             expansion_pool: Vec::new(),
             transitions: FxHashMap::default(),
+            scratch: StepScratch::default(),
             initial: DEAD_SET,
             work_done: 0,
         };
@@ -167,7 +179,7 @@ impl Engine {
                 }
                 stacks.push(new);
             }
-            self.arena.intern_set(stacks)
+            self.arena.intern_set(&stacks)
         };
         self.initial = self.initial_set();
         State {
@@ -193,7 +205,7 @@ impl Engine {
             };
             self.advance_into(stack, &mut out, &mut present);
         }
-        self.arena.intern_set(out)
+        self.arena.intern_set(&out)
     }
 
     /// `llama_grammar_advance_stack`: the stacks reachable from `stack` by expanding rule
@@ -355,14 +367,21 @@ impl Engine {
         if let Some(&next) = self.transitions.get(&key) {
             return next;
         }
-        let stacks: Vec<StackId> = self.arena.set(set).to_vec();
-        let mut out = Vec::with_capacity(stacks.len());
-        let mut present = FxHashSet::default();
+        let StepScratch {
+            mut stacks,
+            mut out,
+            mut present,
+            mut advanced,
+        } = std::mem::take(&mut self.scratch);
+        stacks.clear();
+        stacks.extend_from_slice(self.arena.set(set));
+        out.clear();
+        present.clear();
         // Stacks already advanced in this step: advancing one again adds nothing to `out`.
-        let mut advanced = FxHashSet::default();
+        advanced.clear();
         let mut work = 0usize;
         let mut exploded = false;
-        for stack in stacks {
+        for &stack in &stacks {
             work += 1;
             let Some(pos) = self.arena.top(stack) else {
                 continue;
@@ -391,7 +410,13 @@ impl Engine {
         let next = if exploded {
             EXPLODED_SET
         } else {
-            self.arena.intern_set(out)
+            self.arena.intern_set(&out)
+        };
+        self.scratch = StepScratch {
+            stacks,
+            out,
+            present,
+            advanced,
         };
         self.transitions.insert(key, next);
         next
@@ -488,7 +513,7 @@ impl Engine {
                     self.advance_into(next, &mut out, &mut present);
                 }
             } else {
-                let mut current = self.arena.intern_set(vec![stack]);
+                let mut current = self.arena.intern_set(&[stack]);
                 for &c in &chars {
                     current = self.step_set(current, c);
                     if current == EXPLODED_SET {
@@ -514,7 +539,7 @@ impl Engine {
         let set = if out.len() > MAX_STEP_WORK {
             EXPLODED_SET
         } else {
-            self.arena.intern_set(out)
+            self.arena.intern_set(&out)
         };
         Some(State { set, partial })
     }

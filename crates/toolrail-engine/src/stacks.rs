@@ -60,7 +60,7 @@ impl Default for StackArena {
             set_index: FxHashMap::default(),
             set_elements: 0,
         };
-        arena.intern_set(Vec::new());
+        arena.intern_set(&[]);
         // EXPLODED_SET: an empty placeholder that no real set is ever interned as.
         arena.sets.push(Box::new([]));
         arena
@@ -104,13 +104,13 @@ impl StackArena {
     }
 
     /// The id of the ordered set `stacks` (which must hold no duplicates).
-    pub fn intern_set(&mut self, stacks: Vec<StackId>) -> SetId {
-        if let Some(&id) = self.set_index.get(stacks.as_slice()) {
+    pub fn intern_set(&mut self, stacks: &[StackId]) -> SetId {
+        if let Some(&id) = self.set_index.get(stacks) {
             return id;
         }
         let id = self.sets.len() as SetId;
         self.set_elements += stacks.len();
-        let boxed: Box<[StackId]> = stacks.into_boxed_slice();
+        let boxed: Box<[StackId]> = stacks.into();
         self.sets.push(boxed.clone());
         self.set_index.insert(boxed, id);
         id
