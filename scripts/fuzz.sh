@@ -1,12 +1,50 @@
 #!/usr/bin/env bash
-# Runs the grammar fuzz target for SECONDS (default 600) and prints libFuzzer's execution count.
-# Needs cargo-fuzz (`cargo install cargo-fuzz`); RUSTC_BOOTSTRAP lets the stable toolchain
-# accept the sanitizer flags cargo-fuzz passes.
+# Builds the fuzz targets and runs them. Usage:
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     (default: 600 seconds, every target, one after another)
+# Environment: FUZZ_BUILD=0 skips the build; FUZZ_BIN=dir runs the binaries found there;
+# FUZZ_TIMEOUT=seconds per input before libFuzzer calls it a hang (default 10; wall-clock, so
+# raise it on a loaded machine).
+# Targets: grammar (GBNF parser, lint, recognizer, sampling), schema (schema → grammar, which must
+# parse in the llama.cpp-exact parser), extract (free text → calls), gguf (toolrail's GGUF
+# reader), workspace (workspace and transcript readers). Prints libFuzzer's final statistics
+# (executions, time); crashes land in fuzz/artifacts/<target>/.
+#
+# No cargo-fuzz needed: the stable toolchain (RUSTC_BOOTSTRAP=1 for the unstable flags) builds
+# the targets in the dev profile with libFuzzer's coverage instrumentation on toolrail's own
+# crates only, so llama.cpp's build is the one the main workspace already made.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_TO_RUN="${1:-600}"
-mkdir -p fuzz/corpus/grammar
-cp fuzz/seeds/* fuzz/corpus/grammar/
-for f in ../shared/corpus/gbnf/*.gbnf; do cp "$f" "fuzz/corpus/grammar/corpus-$(basename "$f")"; done
-RUSTC_BOOTSTRAP=1 cargo fuzz run grammar fuzz/corpus/grammar -- \
-  -max_total_time="$SECONDS_TO_RUN" -max_len=4096 -timeout=10 -rss_limit_mb=4096 -print_final_stats=1
+shift || true
+TARGETS=("$@")
+if [ "${#TARGETS[@]}" -eq 0 ]; then TARGETS=(grammar schema extract gguf workspace); fi
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+export RUSTC_BOOTSTRAP=1
+
+SANCOV='["-Cpasses=sancov-module", "-Cllvm-args=-sanitizer-coverage-level=4",
+  "-Cllvm-args=-sanitizer-coverage-inline-8bit-counters", "-Cllvm-args=-sanitizer-coverage-pc-table",
+  "-Cllvm-args=-sanitizer-coverage-trace-compares", "-Cdebug-assertions", "-Coverflow-checks"]'
+CONFIG=()
+for crate in toolrail-fuzz toolrail-gbnf toolrail-engine toolrail-schema toolrail-tools toolrail-llm toolrail-workbench; do
+  CONFIG+=(--config "profile.dev.package.$crate.rustflags=$SANCOV" --config "profile.dev.package.$crate.opt-level=3")
+done
+# FUZZ_BUILD=0 runs the binaries already built (e.g. a second target in parallel).
+if [ "${FUZZ_BUILD:-1}" = 1 ]; then
+  (cd fuzz && cargo build -Zprofile-rustflags "${CONFIG[@]}" --bins)
+fi
+FUZZ_BIN="${FUZZ_BIN:-$CARGO_TARGET_DIR/debug}"
+
+for target in "${TARGETS[@]}"; do
+  corpus="fuzz/corpus/$target"
+  mkdir -p "$corpus" "fuzz/artifacts/$target"
+  if [ -d "fuzz/seeds/$target" ]; then cp -r "fuzz/seeds/$target/." "$corpus/"; fi
+  case "$target" in
+    grammar) for f in ../shared/corpus/gbnf/*.gbnf ../shared/reliability/*.gbnf; do
+        [ -f "$f" ] && cp "$f" "$corpus/corpus-$(basename "$f")"; done ;;
+    schema) for f in sample_schemas/*.json ../shared/reliability/*.schema.json; do
+        [ -f "$f" ] && { printf '\0'; cat "$f"; } > "$corpus/corpus-$(basename "$f")"; done ;;
+  esac
+  echo "== $target: ${SECONDS_TO_RUN}s"
+  "$FUZZ_BIN/$target" "$corpus" -artifact_prefix="fuzz/artifacts/$target/" \
+    -max_total_time="$SECONDS_TO_RUN" -max_len=65536 -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -print_final_stats=1
+done

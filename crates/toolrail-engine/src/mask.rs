@@ -134,9 +134,39 @@ pub enum MaskError {
         "the grammar is too ambiguous at this point (one character takes more than 4,194,304 stack steps)"
     )]
     TooAmbiguous,
+    /// Computing one mask took more stack steps than the mask engine's work limit
+    /// ([`MASK_WORK_LIMIT`] unless set with [`MaskEngine::with_work_limit`]): a grammar that keeps
+    /// thousands of stacks busy on every byte of every token would otherwise take minutes.
+    #[error(
+        "the grammar is too ambiguous at this point: computing the token mask took more than \
+         {limit} stack steps (toolrail's work limit per mask) after {tokens} tokens were allowed"
+    )]
+    TooMuchWork {
+        /// The limit that was passed.
+        limit: u64,
+        /// Tokens found allowed before the walk stopped.
+        tokens: usize,
+    },
     /// The state is already rejected.
     #[error("the grammar state is dead: no stack is left")]
     Dead,
+}
+
+/// Stack steps (the recognizer's [`Engine::work_done`]) one mask may take: a cold mask over a
+/// 262,144-token vocabulary at a JSON value takes a few million; 2²⁶ is about one to three
+/// seconds of work, so a near-cap ambiguous grammar stops there with [`MaskError::TooMuchWork`]
+/// instead of running for minutes.
+pub const MASK_WORK_LIMIT: u64 = 1 << 26;
+
+/// How often the memo tables were emptied to keep memory bounded (see
+/// [`MaskEngine::bound_memory`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Evictions {
+    /// Times the cache of masks (and of the classes on top of stack sets) was emptied for being full.
+    pub mask_cache: u64,
+    /// Times the recognizer was compacted (its stacks and memo tables dropped but for the
+    /// current state).
+    pub engine: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -425,7 +455,13 @@ struct PieceInfo {
     chars: u32,
 }
 
-/// Computes masks for one grammar engine over one vocabulary, with a cache per state.
+/// Stack sets whose top classes are kept at most (each entry is small; the table is emptied
+/// with the mask cache).
+const TOPS_LIMIT: usize = 1 << 16;
+
+/// Computes masks for one grammar engine over one vocabulary, with a cache per state. Both the
+/// work per mask ([`MASK_WORK_LIMIT`]) and the memo tables ([`MaskEngine::bound_memory`]) are
+/// bounded.
 #[derive(Debug)]
 pub struct MaskEngine {
     table: Arc<TokenTable>,
@@ -438,6 +474,15 @@ pub struct MaskEngine {
     tops: FxHashMap<SetId, TopClasses>,
     /// Per grammar position of a class: its profile (see [`class_profile`]).
     profiles: FxHashMap<u32, (u128, Option<bool>)>,
+    /// Stack steps one mask may take.
+    work_limit: u64,
+    /// Recognizer memory ([`Engine::memory_entries`]) above which [`Self::bound_memory`]
+    /// compacts it.
+    engine_memory_limit: usize,
+    /// [`Engine::memory_entries`] right after the last compaction (the live state's size).
+    kept_after_compact: usize,
+    /// Memo evictions so far.
+    evictions: Evictions,
 }
 
 impl MaskEngine {
@@ -462,7 +507,54 @@ impl MaskEngine {
             cache_limit: 4096,
             tops: FxHashMap::default(),
             profiles: FxHashMap::default(),
+            work_limit: MASK_WORK_LIMIT,
+            engine_memory_limit: crate::check::STREAM_MEMORY_ENTRIES,
+            kept_after_compact: 0,
+            evictions: Evictions::default(),
         }
+    }
+
+    /// The same engine with another work limit per mask (stack steps; see [`MASK_WORK_LIMIT`]).
+    pub fn with_work_limit(mut self, limit: u64) -> Self {
+        self.work_limit = limit;
+        self
+    }
+
+    /// The same engine with other memory bounds: at most `masks` cached masks, and the
+    /// recognizer compacted by [`Self::bound_memory`] above `engine_entries`
+    /// ([`Engine::memory_entries`]).
+    pub fn with_memory_limits(mut self, masks: usize, engine_entries: usize) -> Self {
+        self.cache_limit = masks.max(1);
+        self.engine_memory_limit = engine_entries;
+        self
+    }
+
+    /// How often the memo tables were emptied so far.
+    pub fn evictions(&self) -> Evictions {
+        self.evictions
+    }
+
+    /// Keeps the recognizer's memory bounded while one input is walked forward (generation):
+    /// when [`Engine::memory_entries`] is over the limit, compacts `engine` to what `state`
+    /// needs and forgets every cached mask (their keys name the old stack sets), counting the
+    /// eviction (a live state larger than the limit, from deep nesting, raises the threshold to
+    /// twice its size, so the cost stays linear). Returns `state` as it is afterwards; every other state of `engine` is invalid
+    /// once this compacts.
+    pub fn bound_memory(&mut self, engine: &mut Engine, state: State) -> State {
+        // Past the limit, and past twice what the last compaction kept: a live state larger
+        // than the limit (deep nesting) is not copied again at every token.
+        let threshold = self
+            .engine_memory_limit
+            .max(self.kept_after_compact.saturating_mul(2));
+        if engine.memory_entries() <= threshold {
+            return state;
+        }
+        self.evictions.engine += 1;
+        self.cache.clear();
+        self.tops.clear();
+        let state = engine.compact(state);
+        self.kept_after_compact = engine.memory_entries();
+        state
     }
 
     /// Forgets every cached mask (call when the grammar changes: cache keys are per engine).
@@ -495,8 +587,10 @@ impl MaskEngine {
             return Ok(mask.clone());
         }
         let mask = self.compute(engine, state)?;
-        if self.cache.len() >= self.cache_limit {
+        if self.cache.len() >= self.cache_limit || self.tops.len() >= TOPS_LIMIT {
             self.cache.clear();
+            self.tops.clear();
+            self.evictions.mask_cache += 1;
         }
         self.cache.insert(key, mask.clone());
         Ok(mask)
@@ -509,8 +603,10 @@ impl MaskEngine {
             info,
             tops,
             profiles,
+            work_limit,
             ..
         } = self;
+        let work_start = engine.work_done();
         let mut mask = TokenMask::empty(trie.vocab_len);
         if engine.stacks(state).contains(&EMPTY_STACK) {
             for &id in &trie.eog {
@@ -522,6 +618,12 @@ impl MaskEngine {
             for id in trie.tokens_below(0) {
                 if reference_piece(engine, state, table.piece(id), id) {
                     mask.insert(id);
+                }
+                if engine.work_done() - work_start > *work_limit {
+                    return Err(MaskError::TooMuchWork {
+                        limit: *work_limit,
+                        tokens: mask.count(),
+                    });
                 }
             }
         }
@@ -581,6 +683,12 @@ impl MaskEngine {
                         let next = engine.step_set(set, cp);
                         if next == EXPLODED_SET {
                             return Err(MaskError::TooAmbiguous);
+                        }
+                        if engine.work_done() - work_start > *work_limit {
+                            return Err(MaskError::TooMuchWork {
+                                limit: *work_limit,
+                                tokens: mask.count(),
+                            });
                         }
                         if next != DEAD_SET {
                             todo.push((child, next, PartialUtf8::default(), chars_read + 1));

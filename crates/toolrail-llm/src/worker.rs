@@ -493,11 +493,14 @@ impl WorkerState {
             let mask_started = Instant::now();
             let mask: Option<TokenMask> = match (request.engine, &mut track, &mut llama) {
                 (EngineKind::Llama, _, Some(llama)) => Some(llama.token_mask()?),
-                (EngineKind::Toolrail, Some((engine, state)), _) => Some(
-                    masks
-                        .mask(engine, *state)
-                        .map_err(|e| LlmError::Generation(e.to_string()))?,
-                ),
+                (EngineKind::Toolrail, Some((engine, state)), _) => {
+                    Some(masks.mask(engine, *state).map_err(|e| {
+                        LlmError::Generation(format!(
+                            "token {index} (output byte {}): {e}",
+                            output.len()
+                        ))
+                    })?)
+                }
                 _ => None,
             };
             let mask_ms = ms(mask_started);
@@ -554,7 +557,11 @@ impl WorkerState {
                     },
                     None => {
                         break Stop::Error {
-                            message: "no token could be chosen".into(),
+                            message: format!(
+                                "token {index} (output byte {}): no token could be chosen: \
+                                 every candidate is masked or has no probability left after sampling",
+                                output.len()
+                            ),
                         };
                     }
                 },
@@ -566,10 +573,14 @@ impl WorkerState {
             let piece = model.piece(token);
             if let Some((engine, state)) = &mut track {
                 match engine.accept_token(*state, token, &piece) {
-                    Some(next) => *state = next,
+                    // A long run walks through ever new stack states: keep the memo bounded.
+                    Some(next) => *state = masks.bound_memory(engine, next),
                     None if request.engine == EngineKind::Toolrail => {
                         return Err(LlmError::Generation(format!(
-                            "token {token} was allowed by the mask but not accepted by the grammar"
+                            "token {index} (output byte {}): token id {token} ({:?}) was allowed \
+                             by the mask but not accepted by the grammar",
+                            output.len(),
+                            String::from_utf8_lossy(&piece)
                         )));
                     }
                     None => track = None,

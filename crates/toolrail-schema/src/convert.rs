@@ -470,7 +470,9 @@ impl Converter {
         self.root_referenced = false;
         let expr = self.visit(&root, &cx, false);
         self.in_progress.remove(&key);
-        let expr = expr?.unwrap_or_else(never);
+        let Some(expr) = expr? else {
+            return Err(unsatisfiable(&root, &cx));
+        };
         if self.root_referenced || (want_rule && !is_identifier(&expr)) {
             self.rules.fill(&name, expr);
             Ok(name.into())
@@ -2843,6 +2845,51 @@ fn literal_prefix(pattern: &str) -> Option<String> {
         }
     }
     (!out.is_empty()).then(|| out.into_iter().collect())
+}
+
+/// The error for a whole schema no value satisfies (a grammar matching nothing is useless and
+/// easy to miss): names the schema's keywords, which between them conflict.
+fn unsatisfiable(schema: &Value, cx: &Ctx) -> SchemaError {
+    const ANNOTATIONS: [&str; 9] = [
+        "title",
+        "description",
+        "$schema",
+        "$id",
+        "$comment",
+        "examples",
+        "default",
+        "$defs",
+        "definitions",
+    ];
+    let keywords: Vec<&str> = match schema {
+        Value::Object(map) => map
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !ANNOTATIONS.contains(k))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let (keyword, message) = match keywords.as_slice() {
+        [] => (
+            "false".to_string(),
+            "the schema is `false`: no value is valid".to_string(),
+        ),
+        [one] => (
+            (*one).to_string(),
+            format!("no value satisfies `{one}`: the grammar would match nothing"),
+        ),
+        many => (
+            many[0].to_string(),
+            format!(
+                "no value satisfies {} together: they conflict, and the grammar would match nothing",
+                many.iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+    };
+    Converter::invalid(&keyword, cx, message)
 }
 
 pub(crate) fn never() -> String {

@@ -12,7 +12,10 @@ use crate::Repaint;
 use crate::workspace::{GrammarSettings, SchemaMode, SchemaSettings, Workspace};
 use std::collections::BTreeMap;
 use toolrail_engine::Engine;
-use toolrail_engine::check::{Verdict, check_with};
+use toolrail_engine::check::{STREAM_MEMORY_ENTRIES, Verdict, check_reader, check_with};
+
+/// Bytes walked between memory checks on the way to the cursor.
+const WALK_CHUNK: usize = 8 * 1024;
 use toolrail_engine::snapshot::Snapshot;
 use toolrail_gbnf::{Diagnostic, Grammar, LineCol};
 use toolrail_tools::grammar::{
@@ -167,6 +170,8 @@ pub struct Computer {
     cached: Option<(AnalysisInput, GrammarPart)>,
     engine: Option<Engine>,
     revision: u64,
+    /// Times the recognizer's memo was dropped to keep memory bounded.
+    memo_evictions: u64,
 }
 
 impl Analysis {
@@ -206,7 +211,11 @@ impl Computer {
             .map(|(_, p)| &p.places)
             .cloned()
             .unwrap_or_default();
-        let test = self.engine.as_mut().map(|e| test_report(e, input, &places));
+        let evictions = &mut self.memo_evictions;
+        let test = self
+            .engine
+            .as_mut()
+            .map(|e| test_report(e, input, &places, evictions));
         let test_time = t1.elapsed();
         let part = self
             .cached
@@ -237,24 +246,60 @@ impl Computer {
     }
 }
 
+impl Computer {
+    /// Times the recognizer's memo tables were dropped to keep memory bounded (they grow with
+    /// every distinct stack state met; see [`STREAM_MEMORY_ENTRIES`]).
+    pub fn memo_evictions(&self) -> u64 {
+        self.memo_evictions
+    }
+
+    /// What the recognizer's memory holds now ([`Engine::memory_entries`]; 0 without a
+    /// grammar).
+    pub fn memory_entries(&self) -> usize {
+        self.engine.as_ref().map_or(0, Engine::memory_entries)
+    }
+}
+
+/// Checks the test input and takes the stacks at the cursor with the recognizer's memory
+/// bounded: the check streams (compacting the engine as it goes) and the walk to the cursor
+/// compacts in chunks, so a 10 MB test input of distinct states costs no more than the memo
+/// limit. Each compaction is counted in `evictions`.
 fn test_report(
     engine: &mut Engine,
     input: &AnalysisInput,
     places: &BTreeMap<String, GrammarPlace>,
+    evictions: &mut u64,
 ) -> TestReport {
     let text = input.test_input.as_bytes();
-    let verdict = check_with(engine, text);
+    let before = engine.memory_entries();
+    let verdict = match check_reader(engine, &mut &text[..]) {
+        Ok(streamed) => streamed.verdict,
+        // Reading a slice cannot fail; were it to, the unbounded check still answers.
+        Err(_) => check_with(engine, text),
+    };
+    if engine.memory_entries() < before {
+        *evictions += 1;
+    }
     let consumed = &text[..verdict.offset.unwrap_or(text.len())];
     let expected = readable_expected(engine, &verdict, consumed, places);
     let mut stacks_at = input.cursor.min(text.len());
     if let Some(off) = verdict.offset {
         stacks_at = stacks_at.min(off);
     }
-    let start = engine.initial();
-    let state = match engine.feed(start, &text[..stacks_at]) {
-        Ok(s) => s,
-        Err((_, before)) => before,
-    };
+    let mut state = engine.initial();
+    for chunk in text[..stacks_at].chunks(WALK_CHUNK) {
+        match engine.feed(state, chunk) {
+            Ok(next) => state = next,
+            Err((_, before)) => {
+                state = before;
+                break;
+            }
+        }
+        if engine.memory_entries() > STREAM_MEMORY_ENTRIES {
+            state = engine.compact(state);
+            *evictions += 1;
+        }
+    }
     let stacks = engine.snapshot(state);
     TestReport {
         verdict,

@@ -4,5 +4,6 @@
 //! One test binary per crate: each module is one former test file.
 
 mod llama_conformance;
+mod mask_limits;
 mod mask_reference;
 mod sample_props;

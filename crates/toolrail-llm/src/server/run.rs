@@ -773,7 +773,7 @@ impl ServerRunner {
             (Some((engine, state)), Some(masks)) => Some(
                 masks
                     .mask(engine, *state)
-                    .map_err(|e| format!("toolrail's mask: {e}"))?,
+                    .map_err(|e| format!("toolrail's mask at token {index} (id {token}): {e}"))?,
             ),
             _ => None,
         };
@@ -781,7 +781,13 @@ impl ServerRunner {
         let mut flag = None;
         if let Some((engine, state)) = track.as_mut() {
             match engine.accept_token(*state, token, &piece) {
-                Some(next) => *state = next,
+                // A long run walks through ever new stack states: keep the memo bounded.
+                Some(next) => {
+                    *state = match self.masks.as_mut() {
+                        Some(masks) => masks.bound_memory(engine, next),
+                        None => next,
+                    }
+                }
                 None => {
                     flag = Some(format!(
                         "the server produced token {token} ({:?}), which the grammar forbids here",

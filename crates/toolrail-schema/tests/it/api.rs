@@ -332,21 +332,14 @@ fn many_optional_properties_with_extras() {
 }
 
 #[test]
-fn unsatisfiable_schemas_give_a_grammar_matching_nothing() {
+fn unsatisfiable_schemas_are_an_error_not_a_grammar_matching_nothing() {
     for schema in [
         json!(false),
         json!({"not": {}}),
         json!({"allOf": [{"type": "string"}, {"type": "null"}]}),
     ] {
-        let c = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
-        let g = grammar(&c.gbnf);
-        for text in ["", "null", "1", "\"a\"", "{}", "[]"] {
-            assert!(
-                !toolrail_engine::check(&g, text.as_bytes()).is_accepted(),
-                "{schema} {text}\n{}",
-                c.gbnf
-            );
-        }
+        let err = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap_err();
+        assert!(err.to_string().contains("no value"), "{schema}: {err}");
     }
 }
 
@@ -1001,4 +994,32 @@ fn reserved_rule_names_never_clash() {
     unique.sort_unstable();
     unique.dedup();
     assert_eq!(names.len(), unique.len(), "{g}");
+}
+
+#[test]
+fn a_schema_no_value_satisfies_is_an_error_naming_its_keywords() {
+    // These gave a grammar that matches nothing, with exit status 0 and no warning.
+    for (schema, says) in [
+        (
+            json!({"allOf": [{"type": "string"}, {"type": "integer"}]}),
+            "unsupported: allOf at #: no value satisfies `allOf`",
+        ),
+        (
+            json!({"type": "string", "const": 5}),
+            "no value satisfies `type`, `const` together",
+        ),
+        (
+            json!({"not": {}}),
+            "unsupported: not at #: no value satisfies `not`",
+        ),
+        (
+            json!(false),
+            "unsupported: false at #: the schema is `false`",
+        ),
+    ] {
+        let err = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap_err();
+        assert!(err.to_string().contains(says), "{schema}: {err}");
+    }
+    // A schema that matches something is unchanged.
+    assert!(schema_to_gbnf(&json!({"type": "string"}), &ConvertOptions::default()).is_ok());
 }

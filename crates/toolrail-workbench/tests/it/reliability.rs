@@ -39,3 +39,33 @@ fn f1_a_workspace_with_a_billion_character_minimum_analyses_to_a_clear_issue() {
         issue.message
     );
 }
+
+#[test]
+fn a_test_input_of_distinct_stack_states_keeps_the_analysis_memory_bounded() {
+    // 200,000 levels of nesting: every byte a new stack state. Unbounded, the memo grew with
+    // all of them (a million nested objects took 2.3 GB); the analysis compacts as it goes.
+    let mut ws = workspace::Workspace::default();
+    ws.grammar.hand_edited = true;
+    ws.grammar.text = "root ::= obj\nobj ::= \"{\" (obj | \"1\") \"}\" | \"[\" obj \"]\"".into();
+    let depth = 200_000;
+    ws.test_input = format!("{}{{1}}{}", "{[".repeat(depth), "]}".repeat(depth));
+    let mut computer = Computer::default();
+    let started = Instant::now();
+    let analysis = computer.compute(&AnalysisInput::from_workspace(&ws, ws.test_input.len() / 2));
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    let test = analysis.test.expect("a test report");
+    assert!(test.verdict.is_accepted(), "{:?}", test.verdict.kind);
+    assert!(computer.memo_evictions() > 0);
+    // The live state at the cursor holds a few entries per level; the memo is dropped past
+    // its limit.
+    let limit = toolrail_engine::check::STREAM_MEMORY_ENTRIES + 8 * depth;
+    assert!(
+        computer.memory_entries() <= limit,
+        "{}",
+        computer.memory_entries()
+    );
+}

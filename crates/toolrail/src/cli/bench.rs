@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use serde_json::{Value, json};
 
 use super::generate::ModelArgs;
@@ -277,8 +277,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     .resolve()?;
     let (grammar, prompt, what) = match (&args.tools, &args.grammar) {
         (Some(path), _) => {
-            let text = String::from_utf8(super::read_input(path)?)
-                .with_context(|| format!("{path}: not UTF-8"))?;
+            let text = super::read_text(path, "the tool set")?;
             let tools = super::load_tool_set(&text, path)?;
             let opts = GrammarOptions {
                 format: args.format.into(),

@@ -48,7 +48,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         check_reader(&mut engine, &mut std::io::stdin().lock())
             .map_err(|e| anyhow::anyhow!("cannot read standard input: {e}"))?
     } else {
-        let cannot = |e: std::io::Error| anyhow::anyhow!("cannot read {}: {e}", args.input);
+        let cannot = |e: std::io::Error| super::cannot_read(&args.input, &e);
         let mut file = std::fs::File::open(&args.input).map_err(cannot)?;
         check_reader(&mut engine, &mut file).map_err(cannot)?
     };

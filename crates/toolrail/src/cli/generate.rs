@@ -272,8 +272,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     let model = Model::load(&spec, |_| true)?;
     let tools = match &args.tools {
         Some(path) => {
-            let text = String::from_utf8(super::read_input(path)?)
-                .with_context(|| format!("{path}: not UTF-8"))?;
+            let text = super::read_text(path, "the tool set")?;
             Some(super::load_tool_set(&text, path)?)
         }
         None => None,

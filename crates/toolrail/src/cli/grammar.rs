@@ -75,9 +75,12 @@ pub fn run(args: &GrammarArgs) -> anyhow::Result<ExitCode> {
         eprintln!("toolrail: --format, --parallel and --auto apply to tool sets, not to --schema");
         return Ok(ExitCode::from(2));
     }
-    let bytes = super::read_input(&args.file)?;
-    let text =
-        String::from_utf8(bytes).with_context(|| format!("{}: not valid UTF-8", args.file))?;
+    let what = if args.schema {
+        "the schema"
+    } else {
+        "the tool set"
+    };
+    let text = super::read_text(&args.file, what)?;
     let opts = GrammarOptions {
         format: args.format.unwrap_or(FormatArg::Openai).into(),
         parallel: args.parallel,

@@ -167,11 +167,38 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 pub fn read_input(path: &str) -> anyhow::Result<Vec<u8>> {
     if path == "-" {
         let mut buf = Vec::new();
-        std::io::stdin().read_to_end(&mut buf)?;
+        std::io::stdin().read_to_end(&mut buf).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot read standard input (after {} bytes): {e}",
+                buf.len()
+            )
+        })?;
         Ok(buf)
     } else {
-        std::fs::read(path).map_err(|e| anyhow::anyhow!("cannot read {path}: {e}"))
+        std::fs::read(path).map_err(|e| cannot_read(path, &e))
     }
+}
+
+/// The error for a file that cannot be read, saying what the path is when it is not a file.
+pub fn cannot_read(path: &str, e: &std::io::Error) -> anyhow::Error {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => {
+            anyhow::anyhow!("cannot read {path}: it is a directory, not a file")
+        }
+        _ => anyhow::anyhow!("cannot read {path}: {e}"),
+    }
+}
+
+/// Reads a file (or standard input for `-`) as UTF-8 text; `what` names its role in the error
+/// ("the tool set", "the output"), which gives the first bad byte's line:column and offset.
+pub fn read_text(path: &str, what: &str) -> anyhow::Result<String> {
+    let bytes = read_input(path)?;
+    String::from_utf8(bytes).map_err(|e| {
+        let offset = e.utf8_error().valid_up_to();
+        let at = toolrail_gbnf::source::line_col(e.as_bytes(), offset);
+        let name = if path == "-" { "<stdin>" } else { path };
+        anyhow::anyhow!("{name}:{at}: {what} is not valid UTF-8 (byte offset {offset})")
+    })
 }
 
 /// Loads a tool set from `text` (read from `path`) and tells on standard error the shape it was
@@ -233,12 +260,7 @@ pub fn tool_set_json(tools: &ToolSet) -> (serde_json::Value, serde_json::Value) 
 
 /// Reads a grammar file as UTF-8, naming the first bad byte's line:column otherwise.
 pub fn read_grammar(path: &str) -> anyhow::Result<String> {
-    let bytes = read_input(path)?;
-    String::from_utf8(bytes).map_err(|e| {
-        let offset = e.utf8_error().valid_up_to();
-        let at = toolrail_gbnf::source::line_col(e.as_bytes(), offset);
-        anyhow::anyhow!("{path}:{at}: the grammar is not valid UTF-8 (byte offset {offset})")
-    })
+    read_text(path, "the grammar")
 }
 
 /// Refuses a grammar that lint says can never be completed (GB107 as an error, GB108, GB110):

@@ -5,7 +5,6 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use serde_json::{Value, json};
 
 use super::grammar::FormatArg;
@@ -37,14 +36,10 @@ pub struct ValidateArgs {
 
 /// Runs `toolrail validate`.
 pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
-    let tools_text = super::read_input(&args.tools)?;
-    let tools_text = String::from_utf8(tools_text)
-        .with_context(|| format!("{}: not valid UTF-8", args.tools))?;
+    let tools_text = super::read_text(&args.tools, "the tool set")?;
     let tools = super::load_tool_set(&tools_text, &args.tools)?;
     let validator = Validator::new(&tools)?;
-    let output = super::read_input(&args.output)?;
-    let output = String::from_utf8(output)
-        .with_context(|| format!("{}: the output is not valid UTF-8", args.output))?;
+    let output = super::read_text(&args.output, "the model output")?;
     let opts = ValidateOptions {
         parallel: args.parallel,
         auto: args.auto,

@@ -2,6 +2,7 @@
 //!
 //! One test binary per crate: each module is one former test file.
 
+mod attack_table;
 mod attacks;
 mod cli_check;
 mod cli_models;
