@@ -29,6 +29,7 @@
 //! by `"\n"`), `auto` (plain text not starting like a call, or the calls), whitespace style
 //! (`compact`), `lenient`.
 
+use crate::custom_grammar::{BaseType, CustomGrammar};
 use crate::envelope::{Format, Spacing, is_name_char, write_python};
 use crate::toolset::{Tool, ToolSet, escape_pointer};
 use serde_json::{Map, Value};
@@ -244,6 +245,7 @@ pub fn tool_call_grammar(
     let mut documents = HashMap::new();
     let mut pairs = Vec::new();
     let mut py = PyBuilder::new(space.clone(), opts.lenient);
+    let mut bases: HashMap<BaseType, String> = HashMap::new();
     for tool in tools.tools() {
         check_tool_name(tool, opts.format)?;
         let slug = slug(&tool.name);
@@ -257,6 +259,22 @@ pub fn tool_call_grammar(
         };
         if opts.format != Format::Pythonic {
             documents.insert(format!("args-{slug}"), (Some(tool.name.clone()), base));
+        }
+        if let Some(custom) = &tool.custom_grammar {
+            let args = custom_args(tool, custom, &slug, opts, &mut conv, &mut out, &mut bases)?;
+            let body = match opts.format {
+                Format::OpenAi | Format::Llama3 | Format::Hermes => format!(
+                    "{} \",\" {space} {} \":\" {space} {args}",
+                    gbnf_literal(&json_string(&tool.name)),
+                    gbnf_literal(&json_string(opts.format.arguments_key())),
+                ),
+                Format::Gemma => format!("{} {args}", gbnf_literal(&tool.name)),
+                Format::Pythonic => format!("{} \"(\" {args} \")\"", gbnf_literal(&tool.name)),
+            };
+            out.rule_with_comment(&pair_name, &body, &tool_comment(tool));
+            tool_rules.push((tool.name.clone(), pair_name.clone()));
+            pairs.push(pair_name);
+            continue;
         }
         let body = match opts.format {
             Format::OpenAi | Format::Llama3 | Format::Hermes => {
@@ -384,6 +402,57 @@ pub fn tool_call_grammar(
         tool_rules,
         places,
     })
+}
+
+/// Emits a tool's custom argument grammar with every rule renamed `custom-<tool>-<rule>` (so two
+/// tools' rules cannot clash) and the base rules it uses built in the envelope's syntax; returns
+/// the name its start rule got.
+fn custom_args(
+    tool: &Tool,
+    custom: &CustomGrammar,
+    slug: &str,
+    opts: &GrammarOptions,
+    conv: &mut SchemaConverter,
+    out: &mut Emitter,
+    bases: &mut HashMap<BaseType, String>,
+) -> Result<String, GrammarError> {
+    let mut names: HashMap<String, String> = HashMap::new();
+    for base in custom.base_types() {
+        let rule = match bases.get(base) {
+            Some(rule) => rule.clone(),
+            None => {
+                let rule = if opts.format == Format::Pythonic && *base == BaseType::Bool {
+                    let rule = out.fresh(conv, "py-bool");
+                    out.rule(&rule, "\"True\" | \"False\"");
+                    rule
+                } else {
+                    conv.add_schema(&format!("base-{}", base.name()), &base.schema())
+                        .map_err(|error| GrammarError::Schema {
+                            tool: tool.name.clone(),
+                            error,
+                        })?
+                };
+                bases.insert(*base, rule.clone());
+                rule
+            }
+        };
+        names.insert(base.name().to_owned(), rule);
+    }
+    for name in custom.defined_names() {
+        names.insert(name.clone(), out.fresh(conv, &format!("custom-{slug}-{name}")));
+    }
+    out.comment(&format!(
+        "tool '{}': its own argument grammar (start rule `{}`)",
+        tool.name,
+        custom.root()
+    ));
+    let text = custom.renamed(&|name| names.get(name).cloned().unwrap_or_else(|| name.to_owned()));
+    out.text.push_str(text.trim_end());
+    out.text.push('\n');
+    Ok(names
+        .get(custom.root())
+        .cloned()
+        .unwrap_or_else(|| custom.root().to_owned()))
 }
 
 fn check_tool_name(tool: &Tool, format: Format) -> Result<(), GrammarError> {

@@ -52,6 +52,8 @@ pub enum ToolSetShape {
     SingleTool(ToolShape),
     /// A list whose tools are written in different shapes.
     Mixed,
+    /// Python function definitions (see [`crate::python`]).
+    PythonFunctions,
 }
 
 impl ToolSetShape {
@@ -72,6 +74,7 @@ impl ToolSetShape {
             Self::SingleTool(ToolShape::Anthropic) => "a single Anthropic tool",
             Self::SingleTool(ToolShape::Gemini) => "a single Gemini function declaration",
             Self::Mixed => "a list mixing tool shapes",
+            Self::PythonFunctions => "Python functions",
         }
     }
 
@@ -92,6 +95,7 @@ impl ToolSetShape {
             Self::SingleTool(ToolShape::Anthropic) => "single-anthropic-tool",
             Self::SingleTool(ToolShape::Gemini) => "single-gemini-function-declaration",
             Self::Mixed => "mixed",
+            Self::PythonFunctions => "python-functions",
         }
     }
 }

@@ -26,6 +26,7 @@ use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+use crate::custom_grammar::CustomGrammar;
 use crate::shape::{
     ANTHROPIC_KNOWN, GEMINI_BUILT_IN, GEMINI_KNOWN, MCP_KNOWN, Notes, OPENAI_KNOWN, ToolSetShape,
     ToolSetWarning, ToolShape, WRAPPER_KNOWN, WarningKind, gemini_to_json_schema, has_openapi_type,
@@ -55,6 +56,9 @@ pub enum ToolSetError {
         /// What is wrong there.
         message: String,
     },
+    /// Python source could not be read as functions (see [`crate::python`]).
+    #[error("Python source, {0}")]
+    Python(crate::python::PythonError),
     /// Two tools share a name.
     #[error("duplicate tool name '{name}' at {pointer} (first defined at {first})")]
     Duplicate {
@@ -67,6 +71,18 @@ pub enum ToolSetError {
     },
 }
 
+/// What a tool set's text is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolSource {
+    /// Found from the text: Python when it looks like function definitions, else JSON.
+    #[default]
+    Auto,
+    /// JSON tool definitions in any shape (see [`crate::shape`]).
+    Json,
+    /// Python function definitions (see [`crate::python`]).
+    Python,
+}
+
 /// One callable tool, normalised.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tool {
@@ -76,6 +92,9 @@ pub struct Tool {
     pub description: String,
     /// The arguments' JSON Schema (always an object schema), normalised but not closed.
     pub parameters: Value,
+    /// A grammar of its own for the arguments (a Python docstring's `Grammar:` section), used
+    /// by the grammar builder instead of the one generated from [`Tool::parameters`].
+    pub custom_grammar: Option<CustomGrammar>,
 }
 
 impl Tool {
@@ -149,6 +168,42 @@ impl ToolSet {
             warnings: Vec::new(),
             schema_pointers: Vec::new(),
         })
+    }
+
+    /// A set read from another source than JSON (Python functions): its tools, shape and notes.
+    pub(crate) fn from_parts(
+        description: Option<String>,
+        tools: Vec<Tool>,
+        shape: ToolSetShape,
+        warnings: Vec<ToolSetWarning>,
+    ) -> Result<Self, ToolSetError> {
+        let count = tools.len();
+        let mut set = Self::new(tools)?;
+        set.description = description;
+        set.shape = Some(shape);
+        set.warnings = warnings;
+        set.schema_pointers = vec![String::new(); count];
+        Ok(set)
+    }
+
+    /// Reads a tool set from text in any accepted source: JSON in any shape, or Python function
+    /// definitions (see [`crate::python`]), told apart by [`crate::python::looks_like_python`].
+    pub fn from_text(text: &str) -> Result<Self, ToolSetError> {
+        Self::from_source(text, ToolSource::Auto)
+    }
+
+    /// Reads a tool set from text written in `source` ([`ToolSource::Auto`]: found from the text).
+    pub fn from_source(text: &str, source: ToolSource) -> Result<Self, ToolSetError> {
+        let python = match source {
+            ToolSource::Auto => crate::python::looks_like_python(text),
+            ToolSource::Json => false,
+            ToolSource::Python => true,
+        };
+        if python {
+            crate::python::tools_from_python(text).map_err(ToolSetError::Python)
+        } else {
+            Self::from_json_str(text)
+        }
     }
 
     /// Parses and normalises a tool set from JSON text.
@@ -583,6 +638,7 @@ impl Loader {
             name,
             description,
             parameters,
+            custom_grammar: None,
         });
         // a bare `{name, description}` shows no shape: it does not make a list mixed
         let shows_shape = shape != ToolShape::Function || func.contains_key(schema_key);

@@ -378,11 +378,28 @@ fn parse_json(text: &str, part: &mut GrammarPart) -> Option<serde_json::Value> {
 
 fn tool_set_grammar(input: &AnalysisInput, part: &mut GrammarPart) -> Option<ToolGrammar> {
     let settings = &input.schema;
-    let doc = parse_json(&settings.text, part)?;
-    let set = match ToolSet::from_value(&doc) {
+    let loaded = if toolrail_tools::python::looks_like_python(&settings.text) {
+        toolrail_tools::python::tools_from_python(&settings.text).map_err(|e| {
+            let position = LineCol {
+                line: e.line,
+                column: e.column,
+            };
+            let span =
+                offset_of(&settings.text, position).map(|o| o..next_char_end(&settings.text, o));
+            SchemaIssue {
+                message: e.to_string(),
+                position: Some(position),
+                span,
+            }
+        })
+    } else {
+        let doc = parse_json(&settings.text, part)?;
+        ToolSet::from_value(&doc).map_err(|e| issue_at_pointer(&settings.text, &e))
+    };
+    let set = match loaded {
         Ok(set) => set,
-        Err(e) => {
-            part.schema_issue = Some(issue_at_pointer(&settings.text, &e));
+        Err(issue) => {
+            part.schema_issue = Some(issue);
             return None;
         }
     };
@@ -515,7 +532,7 @@ fn issue_at_pointer(text: &str, e: &ToolSetError) -> SchemaIssue {
     let pointer = match e {
         ToolSetError::Shape { pointer, .. } | ToolSetError::Tool { pointer, .. } => Some(pointer),
         ToolSetError::Duplicate { pointer, .. } => Some(pointer),
-        ToolSetError::Json(_) => None,
+        ToolSetError::Json(_) | ToolSetError::Python(_) => None,
     };
     let span = pointer.and_then(|p| crate::jsonpos::locate(text, p));
     located_issue(text, e.to_string(), span)
@@ -787,6 +804,47 @@ mod tests {
         );
         assert_eq!(issue.position.map(|p| p.line), Some(4), "{}", issue.message);
         assert!(issue.message.contains("tool 'b'"), "{}", issue.message);
+    }
+
+    #[test]
+    fn pasted_python_functions_are_a_tool_set_with_their_shape() {
+        let mut i = input();
+        let sample = crate::samples::find("python_functions.py").unwrap();
+        i.schema.text = sample.text.into();
+        i.schema.envelope = sample.format;
+        i.test_input = r#"tool_function(param1="a", param2="value2")"#.into();
+        let a = Computer::default().compute(&i);
+        assert!(a.schema_issue.is_none(), "{:?}", a.schema_issue);
+        assert_eq!(a.tool_set_shape, Some(ToolSetShape::PythonFunctions));
+        assert_eq!(a.tool_set_notes()[0], "read as Python functions");
+        let verdict = a.test.as_ref().unwrap().verdict.kind;
+        assert_eq!(verdict, toolrail_engine::check::VerdictKind::Accepted);
+        // the tool's own grammar forbids what its type hint allows
+        i.test_input = r#"tool_function(param1="a", param2="value3")"#.into();
+        let a = Computer::default().compute(&i);
+        let verdict = a.test.as_ref().unwrap().verdict.kind;
+        assert_eq!(verdict, toolrail_engine::check::VerdictKind::Rejected);
+    }
+
+    #[test]
+    fn a_python_error_is_located_at_its_line_and_column() {
+        let mut i = input();
+        i.schema.text = "def f(a: int,
+      b: Widget):
+    pass
+"
+        .into();
+        let a = Computer::default().compute(&i);
+        let issue = a.schema_issue.unwrap();
+        assert_eq!(
+            issue.position.map(|p| (p.line, p.column)),
+            Some((2, 10)),
+            "{}",
+            issue.message
+        );
+        let span = issue.span.clone().expect("located");
+        assert!(i.schema.text[span.start..].starts_with("Widget"));
+        assert!(issue.message.contains("parameter `b`"), "{}", issue.message);
     }
 
     #[test]

@@ -8,16 +8,17 @@ pub struct Sample {
     pub file: &'static str,
     /// The envelope the sample is meant for (`openai` unless its README says otherwise).
     pub format: toolrail_tools::envelope::Format,
-    /// The JSON text.
+    /// The text (JSON, or Python function definitions for `.py` samples).
     pub text: &'static str,
 }
 
 impl Sample {
-    /// The sample's `description` field, or "" when it has none or the text is not JSON.
+    /// The sample's `description` field (a Python sample's module docstring), or "" when it has
+    /// none or the text does not load.
     pub fn description(&self) -> String {
-        serde_json::from_str::<serde_json::Value>(self.text)
+        toolrail_tools::toolset::ToolSet::from_text(self.text)
             .ok()
-            .and_then(|v| v.get("description")?.as_str().map(str::to_owned))
+            .and_then(|set| set.description)
             .unwrap_or_default()
     }
 }
@@ -25,7 +26,7 @@ impl Sample {
 use toolrail_tools::envelope::Format;
 
 /// Every sample, the default one (`weather.json`) first.
-pub const SAMPLES: [Sample; 6] = [
+pub const SAMPLES: [Sample; 7] = [
     Sample {
         file: "weather.json",
         format: Format::OpenAi,
@@ -56,6 +57,11 @@ pub const SAMPLES: [Sample; 6] = [
         format: Format::OpenAi,
         text: include_str!("../../../sample_schemas/outline_recursive.json"),
     },
+    Sample {
+        file: "python_functions.py",
+        format: Format::Pythonic,
+        text: include_str!("../../../sample_schemas/python_functions.py"),
+    },
 ];
 
 /// The sample with this file name.
@@ -85,8 +91,7 @@ mod tests {
     #[test]
     fn every_sample_loads_and_has_a_description() {
         for s in &SAMPLES {
-            let doc: serde_json::Value = serde_json::from_str(s.text).unwrap();
-            toolrail_tools::toolset::ToolSet::from_value(&doc)
+            toolrail_tools::toolset::ToolSet::from_text(s.text)
                 .unwrap_or_else(|e| panic!("{}: {e}", s.file));
             assert!(!s.description().is_empty(), "{} has no description", s.file);
         }

@@ -23,14 +23,14 @@ fn expected() -> Vec<(String, String)> {
     let mut samples: Vec<PathBuf> = std::fs::read_dir(samples_dir())
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| p.extension().is_some_and(|e| e == "json" || e == "py"))
         .collect();
     samples.sort();
     assert!(!samples.is_empty(), "no sample tool sets found");
     let mut out = Vec::new();
     for path in samples {
         let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
-        let tools = ToolSet::from_json_str(&std::fs::read_to_string(&path).unwrap())
+        let tools = ToolSet::from_text(&std::fs::read_to_string(&path).unwrap())
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         for format in Format::ALL {
             let options = GrammarOptions {

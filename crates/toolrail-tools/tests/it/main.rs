@@ -9,5 +9,6 @@ mod golden;
 mod grammar;
 mod pool;
 mod prompt;
+mod python;
 mod shapes;
 mod validate;

@@ -1,4 +1,4 @@
-//! `toolrail grammar FILE [--schema] [--format F] [--parallel] [--auto] [--compact] [--lenient]
+//! `toolrail grammar FILE [--schema] [--from auto|json|python] [--format F] [--parallel] [--auto] [--compact] [--lenient]
 //! [-o OUT]`: prints (or writes) the tool-call grammar of a tool set, or with `--schema` the
 //! grammar of a plain JSON Schema. The tool set's shape (MCP, Anthropic, Gemini, OpenAI, …), the
 //! keys it did not read and other warnings go to standard error. `-o` writes atomically (a
@@ -11,6 +11,7 @@ use anyhow::Context as _;
 
 use toolrail_tools::envelope::Format;
 use toolrail_tools::grammar::{GrammarOptions, schema_grammar, tool_call_grammar};
+use toolrail_tools::toolset::ToolSource;
 
 /// The `--format` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -39,13 +40,38 @@ impl From<FormatArg> for Format {
     }
 }
 
+/// The `--from` values: what the tool set file is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum FromArg {
+    /// Found from the text (Python when it has `def` statements and is not JSON).
+    #[default]
+    Auto,
+    /// JSON tool definitions in any shape.
+    Json,
+    /// Python function definitions (type hints, defaults, docstrings; never run).
+    Python,
+}
+
+impl From<FromArg> for ToolSource {
+    fn from(f: FromArg) -> Self {
+        match f {
+            FromArg::Auto => ToolSource::Auto,
+            FromArg::Json => ToolSource::Json,
+            FromArg::Python => ToolSource::Python,
+        }
+    }
+}
+
 /// Arguments of `toolrail grammar`.
 #[derive(Debug, clap::Args)]
 pub struct GrammarArgs {
     /// The tool set (OpenAI `tools` or `functions`, an MCP tools/list result, Anthropic or Gemini
-    /// tools, a function list, a single tool; the shape is found), or with `--schema` a JSON
-    /// Schema; `-` for standard input.
+    /// tools, a function list, a single tool; the shape is found; or Python function
+    /// definitions), or with `--schema` a JSON Schema; `-` for standard input.
     pub file: String,
+    /// What FILE is written in (default: found from the text).
+    #[arg(long, value_enum, default_value_t = FromArg::Auto)]
+    pub from: FromArg,
     /// FILE is a plain JSON Schema: print the grammar of its values (no envelope).
     #[arg(long)]
     pub schema: bool,
@@ -93,7 +119,7 @@ pub fn run(args: &GrammarArgs) -> anyhow::Result<ExitCode> {
             serde_json::from_str(&text).with_context(|| format!("{}: not JSON", args.file))?;
         schema_grammar(&schema, &opts).with_context(|| args.file.clone())?
     } else {
-        let tools = super::load_tool_set(&text, &args.file)?;
+        let tools = super::load_tool_set_from(&text, &args.file, args.from.into())?;
         tool_call_grammar(&tools, &opts).with_context(|| args.file.clone())?
     };
     for w in &grammar.warnings {
@@ -151,6 +177,7 @@ mod tests {
         let args = GrammarArgs {
             file: tools.display().to_string(),
             schema: false,
+            from: FromArg::Auto,
             format: Some(FormatArg::Pythonic),
             parallel: true,
             auto: true,

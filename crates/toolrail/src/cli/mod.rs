@@ -204,7 +204,16 @@ pub fn read_text(path: &str, what: &str) -> anyhow::Result<String> {
 /// Loads a tool set from `text` (read from `path`) and tells on standard error the shape it was
 /// read as and every warning and note loading gave (each naming tool, JSON pointer and key).
 pub fn load_tool_set(text: &str, path: &str) -> anyhow::Result<ToolSet> {
-    let tools = ToolSet::from_json_str(text).with_context(|| path.to_owned())?;
+    load_tool_set_from(text, path, toolrail_tools::toolset::ToolSource::Auto)
+}
+
+/// [`load_tool_set`] from text written in `source` (JSON, Python functions, or found).
+pub fn load_tool_set_from(
+    text: &str,
+    path: &str,
+    source: toolrail_tools::toolset::ToolSource,
+) -> anyhow::Result<ToolSet> {
+    let tools = ToolSet::from_source(text, source).with_context(|| path.to_owned())?;
     if let Some(shape) = tools.shape() {
         let noun = if tools.len() == 1 { "tool" } else { "tools" };
         eprintln!("note: {path}: read as {shape} ({} {noun})", tools.len());
