@@ -470,6 +470,8 @@ pub struct MaskEngine {
     cache: FxHashMap<(SetId, PartialUtf8), TokenMask>,
     /// Bound on cached masks (each is vocab/8 bytes).
     cache_limit: usize,
+    /// The [`Engine::numbering`] the caches below were filled under.
+    numbering: Option<u64>,
     /// Per stack set met in a walk: the classes on top of its stacks.
     tops: FxHashMap<SetId, TopClasses>,
     /// Per grammar position of a class: its profile (see [`class_profile`]).
@@ -505,6 +507,7 @@ impl MaskEngine {
             info,
             cache: FxHashMap::default(),
             cache_limit: 4096,
+            numbering: None,
             tops: FxHashMap::default(),
             profiles: FxHashMap::default(),
             work_limit: MASK_WORK_LIMIT,
@@ -581,6 +584,11 @@ impl MaskEngine {
         }
         if state.set == DEAD_SET {
             return Err(MaskError::Dead);
+        }
+        if self.numbering != Some(engine.numbering()) {
+            // Cached masks and classes are keyed by another engine's (or numbering's) sets.
+            self.clear_cache();
+            self.numbering = Some(engine.numbering());
         }
         let key = (state.set, state.partial);
         if let Some(mask) = self.cache.get(&key) {

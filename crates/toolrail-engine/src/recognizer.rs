@@ -73,8 +73,14 @@ struct StepScratch {
     advanced: FxHashSet<StackId>,
 }
 
+/// A fresh [`Engine::numbering`].
+fn fresh_numbering() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Runs one grammar; caches every stack expansion and every `(stack set, char)` transition.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Engine {
     grammar: Arc<Grammar>,
     arena: StackArena,
@@ -86,6 +92,26 @@ pub struct Engine {
     initial: SetId,
     /// Work done by all steps so far (see [`MAX_STEP_WORK`]); memoized steps cost nothing.
     work_done: u64,
+    /// See [`Engine::numbering`].
+    numbering: u64,
+}
+
+impl Clone for Engine {
+    /// A copy whose stack sets are numbered apart from the original's from now on (it gets its
+    /// own [`Engine::numbering`]).
+    fn clone(&self) -> Self {
+        Engine {
+            grammar: Arc::clone(&self.grammar),
+            arena: self.arena.clone(),
+            expansions: self.expansions.clone(),
+            expansion_pool: self.expansion_pool.clone(),
+            transitions: self.transitions.clone(),
+            scratch: StepScratch::default(),
+            initial: self.initial,
+            work_done: self.work_done,
+            numbering: fresh_numbering(),
+        }
+    }
 }
 
 impl Engine {
@@ -100,9 +126,17 @@ impl Engine {
             scratch: StepScratch::default(),
             initial: DEAD_SET,
             work_done: 0,
+            numbering: fresh_numbering(),
         };
         engine.initial = engine.initial_set();
         engine
+    }
+
+    /// Identifies how this engine numbers its stack sets: unique per engine, renewed by
+    /// [`Engine::compact`] and by cloning. Anything cached by [`SetId`] (masks) is only valid
+    /// for the numbering it was computed under.
+    pub fn numbering(&self) -> u64 {
+        self.numbering
     }
 
     /// The grammar this engine runs.
@@ -152,6 +186,7 @@ impl Engine {
     /// [`Engine::memory_entries`] gets large. Every other `State`, `SetId` and `StackId` from
     /// before is invalid afterwards (and masks memoized by a [`crate::MaskEngine`] with them).
     pub fn compact(&mut self, state: State) -> State {
+        self.numbering = fresh_numbering();
         let old = std::mem::take(&mut self.arena);
         self.expansions.clear();
         self.expansion_pool.clear();

@@ -439,7 +439,10 @@ fn custom_args(
         names.insert(base.name().to_owned(), rule);
     }
     for name in custom.defined_names() {
-        names.insert(name.clone(), out.fresh(conv, &format!("custom-{slug}-{name}")));
+        names.insert(
+            name.clone(),
+            out.fresh(conv, &format!("custom-{slug}-{name}")),
+        );
     }
     out.comment(&format!(
         "tool '{}': its own argument grammar (start rule `{}`)",

@@ -219,3 +219,30 @@ fn token_grammar_states_along_token_paths() {
         "EOG allowed once the grammar is complete"
     );
 }
+
+/// One mask engine used with several recognizers (a run's grammar, then the grammar a server
+/// enforced): masks are cached by stack set, and set numbers mean nothing across recognizers.
+#[test]
+fn one_mask_engine_serves_several_recognizers() {
+    let table = vocabulary();
+    let mut masks = MaskEngine::new(Arc::clone(&table));
+    let a = Arc::new(Grammar::parse(r#"root ::= "a""#).unwrap());
+    let b = Arc::new(Grammar::parse(r#"root ::= "b""#).unwrap());
+    let mut first = Engine::new(a);
+    let mut second = Engine::new(b);
+    let mut clone = first.clone();
+    let (s1, s2) = (first.initial(), second.initial());
+    assert_eq!(
+        s1.set, s2.set,
+        "the same number for different sets: the case to guard"
+    );
+    for _ in 0..2 {
+        let m1 = masks.mask(&mut first, s1).unwrap();
+        let m2 = masks.mask(&mut second, s2).unwrap();
+        assert!(m1.contains(u32::from(b'a')) && !m1.contains(u32::from(b'b')));
+        assert!(m2.contains(u32::from(b'b')) && !m2.contains(u32::from(b'a')));
+        let m3 = masks.mask(&mut clone, s1).unwrap();
+        assert_eq!(m3, m1);
+    }
+    assert_ne!(first.numbering(), clone.numbering());
+}

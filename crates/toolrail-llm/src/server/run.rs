@@ -300,6 +300,10 @@ impl ServerRunner {
                     let engine = Engine::new(Arc::new(g));
                     let state = engine.initial();
                     track = Some((engine, state));
+                    // Cached masks belong to the previous run's engine (keyed by its sets).
+                    if let Some(masks) = self.masks.as_mut() {
+                        masks.clear_cache();
+                    }
                 }
                 Err(e) => {
                     self.done(
@@ -541,6 +545,9 @@ impl ServerRunner {
                 return;
             }
         };
+        // The mask cache is keyed by the stack sets of one engine: start this grammar's replay
+        // empty, and leave it empty for the next run's engine.
+        masks.clear_cache();
         let mut state = engine.initial();
         let mut problem: Option<String> = None;
         for (k, record) in progress.records.iter_mut().enumerate() {
@@ -585,6 +592,7 @@ impl ServerRunner {
                 }
             }
         }
+        masks.clear_cache();
         if let Some(message) = problem {
             self.emit(progress.run, Event::Error(message));
         }
