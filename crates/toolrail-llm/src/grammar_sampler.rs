@@ -72,23 +72,8 @@ impl LlamaGrammarSampler {
     /// llama.cpp's grammar sampler for `text` with start rule `root`, after toolrail's parser
     /// has accepted the same text.
     pub fn new(model: &Model, text: &str, root: &str) -> Result<LlamaGrammarSampler, LlmError> {
-        let grammar = Grammar::parse_with(text, root, Some(model as &dyn TokenVocabulary))?;
-        let (sampler, lines) = log::capture(|| LlamaSampler::grammar(model.llama(), text, root));
-        let sampler = sampler.map_err(|e| {
-            let reasons = log::reasons(&lines);
-            LlmError::LlamaGrammar(if reasons.is_empty() {
-                e.to_string()
-            } else {
-                format!("{e}: {}", reasons.join("; "))
-            })
-        })?;
-        Ok(LlamaGrammarSampler {
-            sampler,
-            model: model.clone(),
-            grammar,
-            accepted: Vec::new(),
-            poisoned: false,
-            scratch: Vec::new(),
+        Self::checked(model, text, root, || {
+            LlamaSampler::grammar(model.llama(), text, root)
         })
     }
 
@@ -103,14 +88,26 @@ impl LlamaGrammarSampler {
         patterns: &[String],
         tokens: &[u32],
     ) -> Result<LlamaGrammarSampler, LlmError> {
-        let grammar = Grammar::parse_with(text, root, Some(model as &dyn TokenVocabulary))?;
         let ids: Vec<LlamaToken> = tokens
             .iter()
             .map(|&t| model.check_token(t))
             .collect::<Result<_, _>>()?;
-        let (sampler, lines) = log::capture(|| {
+        Self::checked(model, text, root, || {
             LlamaSampler::grammar_lazy_patterns(model.llama(), text, root, patterns, &ids)
-        });
+        })
+    }
+
+    /// Parses `text` with toolrail's parser first (so llama.cpp never sees a grammar it would
+    /// abort on), then builds llama.cpp's sampler with `build`, its log lines captured into the
+    /// error when it refuses.
+    fn checked<E: std::fmt::Display>(
+        model: &Model,
+        text: &str,
+        root: &str,
+        build: impl FnOnce() -> Result<LlamaSampler, E>,
+    ) -> Result<LlamaGrammarSampler, LlmError> {
+        let grammar = Grammar::parse_with(text, root, Some(model as &dyn TokenVocabulary))?;
+        let (sampler, lines) = log::capture(build);
         let sampler = sampler.map_err(|e| {
             let reasons = log::reasons(&lines);
             LlmError::LlamaGrammar(if reasons.is_empty() {

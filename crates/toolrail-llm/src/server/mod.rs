@@ -264,12 +264,7 @@ impl ServerClient {
             };
             let chunk: Chunk = parse_chunk(&url, &data)?;
             if let Some(e) = &chunk.error {
-                return Err(ServerError::Http {
-                    url: url.clone(),
-                    status: e.code.unwrap_or(500),
-                    kind: e.kind.clone(),
-                    message: e.message.clone(),
-                });
+                return Err(in_stream_error(&url, e));
             }
             if (chunk.token().is_some() || !chunk.stop) && on_chunk(&chunk).is_break() {
                 return Ok(StreamEnd::Cancelled);
@@ -315,12 +310,7 @@ impl ServerClient {
             };
             let chunk: ChatChunk = parse_chunk(&url, &data)?;
             if let Some(e) = &chunk.error {
-                return Err(ServerError::Http {
-                    url: url.clone(),
-                    status: e.code.unwrap_or(500),
-                    kind: e.kind.clone(),
-                    message: e.message.clone(),
-                });
+                return Err(in_stream_error(&url, e));
             }
             if let Some(reason) = chunk.choices.first().and_then(|c| c.finish_reason.clone()) {
                 finish = Some(reason);
@@ -341,4 +331,15 @@ fn parse_chunk<T: serde::de::DeserializeOwned>(url: &str, data: &str) -> Result<
             data.chars().take(120).collect::<String>()
         ),
     })
+}
+
+/// An error the server reported inside a stream (an `error` object in a chunk), as an HTTP
+/// error with the server's own status, kind and message.
+fn in_stream_error(url: &str, e: &api::ApiError) -> ServerError {
+    ServerError::Http {
+        url: url.to_owned(),
+        status: e.code.unwrap_or(500),
+        kind: e.kind.clone(),
+        message: e.message.clone(),
+    }
 }
