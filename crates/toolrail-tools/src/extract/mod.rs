@@ -349,7 +349,9 @@ impl Extractor<'_> {
                     Err((span.end, "unexpected text after the call".to_owned()))
                 }
                 GemmaCandidate::Unclosed { at, message, .. } => Err((at, message)),
-                GemmaCandidate::NotACall => Err((start, "malformed call:verb{...}".to_owned())),
+                GemmaCandidate::NotACall { .. } => {
+                    Err((start, "malformed call:verb{...}".to_owned()))
+                }
             };
         }
         if inner.starts_with("<function=") {
@@ -433,7 +435,7 @@ impl Extractor<'_> {
                 continue;
             }
             match gemma_call_at(text, start, &self.relaxed) {
-                GemmaCandidate::NotACall => {}
+                GemmaCandidate::NotACall { skip_to } => from = from.max(skip_to),
                 GemmaCandidate::Unclosed { span, at, message } => {
                     self.diagnose(CallPattern::GemmaCall, span, at, message);
                 }
@@ -632,8 +634,10 @@ impl Extractor<'_> {
 
 /// What `call:` at a position turned out to be.
 enum GemmaCandidate {
-    /// Not `call:verb{` at all.
-    NotACall,
+    /// Not `call:verb{` at all. No `call:` starting before `skip_to` can be one either (they
+    /// lie inside the same verb run, which ends at the same place): the scan resumes there, so
+    /// text like `call:call:call:…` costs linear time.
+    NotACall { skip_to: usize },
     /// `call:verb{` whose arguments never close.
     Unclosed {
         span: Range<usize>,
@@ -650,7 +654,7 @@ fn gemma_call_at(text: &str, start: usize, relaxed: &Brackets) -> GemmaCandidate
     const KEYWORD: &str = "call:";
     let bytes = text.as_bytes();
     if !text[start..].starts_with(KEYWORD) {
-        return GemmaCandidate::NotACall;
+        return GemmaCandidate::NotACall { skip_to: start + 1 };
     }
     let verb_start = start + KEYWORD.len();
     let verb_len = bytes[verb_start..]
@@ -658,12 +662,16 @@ fn gemma_call_at(text: &str, start: usize, relaxed: &Brackets) -> GemmaCandidate
         .take_while(|c| c.is_ascii_alphanumeric() || b"_.:-".contains(c))
         .count();
     if verb_len == 0 {
-        return GemmaCandidate::NotACall;
+        return GemmaCandidate::NotACall {
+            skip_to: verb_start,
+        };
     }
     let verb = &text[verb_start..verb_start + verb_len];
     let open = skip_ws(text, verb_start + verb_len);
     if bytes.get(open) != Some(&b'{') {
-        return GemmaCandidate::NotACall;
+        return GemmaCandidate::NotACall {
+            skip_to: verb_start + verb_len,
+        };
     }
     let span_start = if start > 0 && bytes[start - 1] == b'_' {
         start - 1

@@ -633,9 +633,10 @@ fn extract_cases(cases: &mut Vec<Case>) {
         ("1 MB of {", "{".repeat(1 << 20)),
         ("1 MB of [", "[".repeat(1 << 20)),
         ("1 MB of <tool_call>", "<tool_call>".repeat(100_000)),
+        ("1 MB of call:", "call:".repeat(200_000)),
         (
-            "20 kB of call: (200 kB: over 60 s, open)",
-            "call:".repeat(4_000),
+            "1 MB of call:x (verbs never opened)",
+            "call:x ".repeat(150_000),
         ),
         ("1 MB of quotes", "{\"".repeat(1 << 19)),
     ] {
