@@ -15,12 +15,13 @@ use toolrail_workbench::Repaint;
 use toolrail_workbench::actions::Action;
 use toolrail_workbench::analysis::{Analysis, AnalysisInput, Analyzer};
 use toolrail_workbench::run::{RunSettings, RunState};
-use toolrail_workbench::workspace::{self, Autosave, RecentKind, Theme, Workspace};
+use toolrail_workbench::workspace::{self, Autosave, LiveRefresh, RecentKind, Theme, Workspace};
 
 pub mod dialogs;
 pub mod editor;
 pub mod highlight;
 pub mod panes;
+pub mod renderer;
 pub mod run_history;
 pub mod run_speed;
 pub mod screenshot;
@@ -97,6 +98,8 @@ pub struct Shared {
     pub dialogs: FileDialogs,
     /// A workspace file to switch to or save as, handled by the app (which owns autosave).
     pub workspace_file: Option<(FileRequest, PathBuf)>,
+    /// What draws the window's frames (decides the live refresh's pace under Auto).
+    pub renderer: renderer::Renderer,
     repaint: Repaint,
 }
 
@@ -411,6 +414,7 @@ impl ToolrailApp {
             messages: Vec::new(),
             dialogs: FileDialogs::default(),
             workspace_file: None,
+            renderer: renderer::Renderer::Unknown,
             repaint: Arc::clone(&repaint),
         };
         shared.run.demo = options.demo_run;
@@ -440,6 +444,14 @@ impl ToolrailApp {
             applied_theme: None,
             autosave_checked: Instant::now(),
         }
+    }
+
+    /// Creates the app in the window `cc` describes: as [`ToolrailApp::new`], and knowing the
+    /// window's renderer (runs refresh the view less often where frames are drawn on the CPU).
+    pub fn in_window(cc: &eframe::CreationContext<'_>, options: AppOptions) -> Self {
+        let mut app = Self::new(&cc.egui_ctx, options);
+        app.shared.renderer = renderer::Renderer::of(cc);
+        app
     }
 
     /// Submits the current workspace to the analysis thread and takes any finished analysis.
@@ -579,6 +591,9 @@ impl ToolrailApp {
     pub fn tick(&mut self, ctx: &egui::Context) {
         self.apply_theme(ctx);
         self.remember_window_size(ctx);
+        let pace =
+            (self.shared.workspace.live_refresh).interval(self.shared.renderer.is_software());
+        self.shared.run.controller.refresh_pace().set(pace);
         shortcuts::collect(ctx, &mut self.shared.actions);
         self.handle_actions();
         if let Some((request, path)) = self.shared.dialogs.poll() {
@@ -603,6 +618,9 @@ impl ToolrailApp {
             ..
         } = &mut self.shared;
         run.logic(actions, analysis, &repaint);
+        if let Some(due) = run.frame_due {
+            ctx.request_repaint_after(due);
+        }
         // Actions nobody handled this frame are dropped, so they do not fire later by surprise.
         self.shared.actions.clear();
         self.analyse();
@@ -669,6 +687,11 @@ impl eframe::App for ToolrailApp {
     }
 }
 
+/// What the View menu's live refresh choices do.
+const LIVE_REFRESH_HELP: &str = "How often the window redraws while tokens stream in. Every \
+    redraw shows all tokens since the last one. Where no GPU draws the window (software \
+    rendering), each redraw takes CPU time from the model: Auto then redraws once a second.";
+
 fn menu_bar(ui: &mut egui::Ui, shared: &mut Shared) {
     egui::MenuBar::new().ui(ui, |ui| {
         ui.menu_button("File", |ui| {
@@ -733,6 +756,13 @@ fn menu_bar(ui: &mut egui::Ui, shared: &mut Shared) {
             let theme = &mut shared.workspace.theme;
             ui.radio_value(theme, Theme::Dark, "Dark theme");
             ui.radio_value(theme, Theme::Light, "Light theme");
+            ui.separator();
+            ui.label("Refresh while generating")
+                .on_hover_text(LIVE_REFRESH_HELP);
+            for choice in LiveRefresh::ALL {
+                ui.radio_value(&mut shared.workspace.live_refresh, choice, choice.label())
+                    .on_hover_text(LIVE_REFRESH_HELP);
+            }
         });
         ui.menu_button("Help", |ui| {
             ui.label(egui::RichText::new("Keyboard shortcuts").strong());

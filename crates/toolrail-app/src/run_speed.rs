@@ -42,6 +42,9 @@ pub struct PathRun {
     pub tokens_per_s: f64,
     /// Frames the app drew during the run (0 for the command-line path).
     pub frames: u64,
+    /// The mean time the window's frames took to lay out, tessellate and paint, in ms, as
+    /// eframe reports it (only for runs in a real window).
+    pub frame_ms: Option<f64>,
 }
 
 /// The rounds of both paths, in the order they ran.
@@ -53,6 +56,8 @@ pub struct RunSpeed {
     pub cli: Vec<PathRun>,
     /// The request both ran (the app's).
     pub request: Option<RunRequest>,
+    /// What drew the window's frames (in a window only).
+    pub renderer: Option<crate::renderer::Renderer>,
 }
 
 impl RunSpeed {
@@ -258,6 +263,7 @@ fn app_round(app: &mut HeadlessApp) -> Result<(RunRequest, PathRun), RunSpeedErr
                     tokens: finish.totals.tokens,
                     tokens_per_s: finish.totals.tokens_per_s,
                     frames,
+                    frame_ms: None,
                 },
             ))
         }
@@ -282,10 +288,239 @@ fn cli_round(model: &Model, request: &RunRequest) -> Result<PathRun, RunSpeedErr
                     tokens: totals.tokens,
                     tokens_per_s: totals.tokens_per_s,
                     frames: 0,
+                    frame_ms: None,
                 });
             }
             Ok(_) => {}
             Err(_) => return Err(RunSpeedError::WorkerGone),
         }
     }
+}
+
+/// The window the comparison runs in, in logical points.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WindowSize {
+    /// Width.
+    pub width: f32,
+    /// Height.
+    pub height: f32,
+}
+
+/// Where a comparison in a window stands; each stage is left by a frame that sees it done.
+enum Stage {
+    /// The window just opened: the model is not asked for yet.
+    Opening,
+    /// The app's controller is loading the model.
+    Loading,
+    /// An app run, started with the Run action, is under way; `before` runs existed before it.
+    AppRun {
+        before: usize,
+        frames_before: u64,
+        cpu_before: f64,
+    },
+    /// The command line's run of the same request is under way on its own thread; the window
+    /// stays open and idle meanwhile, as a user's would.
+    CliRun(crossbeam_channel::Receiver<Result<PathRun, RunSpeedError>>),
+    /// Finished (or failed): the outcome is reported and the window asked to close.
+    Done,
+}
+
+/// The real app in a real window, driven through the comparison round by round.
+struct WindowBench {
+    app: ToolrailApp,
+    spec: ModelSpec,
+    model: Model,
+    rounds: usize,
+    stage: Stage,
+    speed: RunSpeed,
+    frames: u64,
+    /// Seconds of frame time eframe reported so far (its `cpu_usage`, summed).
+    frame_seconds: f64,
+    deadline: Instant,
+    outcome: Arc<Mutex<Option<Result<RunSpeed, RunSpeedError>>>>,
+}
+
+impl WindowBench {
+    fn finish(&mut self, ctx: &egui::Context, result: Result<(), RunSpeedError>) {
+        let report = result.map(|()| std::mem::take(&mut self.speed));
+        if let Ok(mut slot) = self.outcome.lock() {
+            *slot = Some(report);
+        }
+        self.stage = Stage::Done;
+        ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+    }
+
+    fn start_app_round(&mut self) {
+        self.stage = Stage::AppRun {
+            before: self.app.shared.run.controller.runs().len(),
+            frames_before: self.frames,
+            cpu_before: self.frame_seconds,
+        };
+        self.app.shared.queue(Action::Run);
+    }
+
+    /// Moves the comparison on by what this frame sees.
+    fn advance(&mut self, ctx: &egui::Context) -> Result<(), RunSpeedError> {
+        if Instant::now() > self.deadline {
+            return Err(RunSpeedError::App("the comparison ran out of time".into()));
+        }
+        match &self.stage {
+            Stage::Opening => {
+                self.app
+                    .shared
+                    .run
+                    .controller
+                    .load(self.spec.clone())
+                    .map_err(|e| RunSpeedError::App(e.to_string()))?;
+                self.stage = Stage::Loading;
+            }
+            Stage::Loading => match self.app.shared.run.controller.load_state() {
+                LoadState::Loading { .. } => {}
+                LoadState::Ready { .. } => self.start_app_round(),
+                other => {
+                    return Err(RunSpeedError::App(format!("model not ready: {other:?}")));
+                }
+            },
+            Stage::AppRun {
+                before,
+                frames_before,
+                cpu_before,
+            } => {
+                let runs = self.app.shared.run.controller.runs();
+                let Some(run) = runs.get(*before) else {
+                    return Ok(());
+                };
+                if run.phase != RunPhase::Finished {
+                    return Ok(());
+                }
+                let finish = run
+                    .finish
+                    .as_ref()
+                    .ok_or_else(|| RunSpeedError::App("the run has no end".into()))?;
+                let frames = self.frames - frames_before;
+                let frame_ms = match frames {
+                    0 => None,
+                    n => Some((self.frame_seconds - cpu_before) * 1000.0 / n as f64),
+                };
+                self.speed.app.push(PathRun {
+                    tokens: finish.totals.tokens,
+                    tokens_per_s: finish.totals.tokens_per_s,
+                    frames,
+                    frame_ms,
+                });
+                let request = run.request.clone();
+                self.speed.request = Some(request.clone());
+                let (done, result) = crossbeam_channel::bounded(1);
+                let model = self.model.clone();
+                let waker = ctx.clone();
+                std::thread::Builder::new()
+                    .name("toolrail-bench-cli".into())
+                    .spawn(move || {
+                        let _ = done.send(cli_round(&model, &request));
+                        waker.request_repaint();
+                    })
+                    .map_err(|e| RunSpeedError::App(format!("cannot start a thread: {e}")))?;
+                self.stage = Stage::CliRun(result);
+            }
+            Stage::CliRun(result) => match result.try_recv() {
+                Ok(run) => {
+                    self.speed.cli.push(run?);
+                    if self.speed.cli.len() < self.rounds {
+                        self.start_app_round();
+                    } else {
+                        self.finish(ctx, Ok(()));
+                    }
+                }
+                Err(crossbeam_channel::TryRecvError::Empty) => {}
+                Err(crossbeam_channel::TryRecvError::Disconnected) => {
+                    return Err(RunSpeedError::WorkerGone);
+                }
+            },
+            Stage::Done => {}
+        }
+        Ok(())
+    }
+}
+
+impl eframe::App for WindowBench {
+    fn logic(&mut self, ctx: &egui::Context, frame: &mut eframe::Frame) {
+        self.frames += 1;
+        self.frame_seconds += f64::from(frame.info().cpu_usage.unwrap_or(0.0));
+        eframe::App::logic(&mut self.app, ctx, frame);
+        if let Err(e) = self.advance(ctx) {
+            self.finish(ctx, Err(e));
+        }
+        // Waiting stages poll once a second at most, as a clock would; runs wake the frame
+        // loop themselves.
+        if matches!(self.stage, Stage::Loading) {
+            ctx.request_repaint_after(Duration::from_millis(200));
+        }
+    }
+
+    fn ui(&mut self, ui: &mut egui::Ui, frame: &mut eframe::Frame) {
+        eframe::App::ui(&mut self.app, ui, frame);
+    }
+
+    fn on_exit(&mut self) {
+        eframe::App::on_exit(&mut self.app);
+    }
+}
+
+/// [`compare`] with the app in a real window of `size` (eframe, the platform's renderer), as a
+/// person runs it: every frame is laid out, tessellated, rasterised and presented. The
+/// command-line rounds run while the window stays open and idle. Must be called on the main
+/// thread (windowing systems require it).
+pub fn compare_in_window(
+    spec: &ModelSpec,
+    workspace_dir: &Path,
+    rounds: usize,
+    max_tokens: u32,
+    size: WindowSize,
+) -> Result<RunSpeed, RunSpeedError> {
+    let model = Model::load(spec, |_| true).map_err(|e| RunSpeedError::Model(e.to_string()))?;
+    let outcome: Arc<Mutex<Option<Result<RunSpeed, RunSpeedError>>>> = Arc::default();
+    let native = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_title("toolrail bench app")
+            .with_inner_size([size.width, size.height]),
+        ..Default::default()
+    };
+    let mut options = AppOptions::interactive(workspace_dir.join("workspace.json"));
+    options.autosave = false;
+    let slot = Arc::clone(&outcome);
+    let spec = spec.clone();
+    eframe::run_native(
+        "toolrail-bench-app",
+        native,
+        Box::new(move |cc| {
+            let mut app = ToolrailApp::in_window(cc, options);
+            app.shared.run.settings.sampling.max_tokens = max_tokens;
+            let speed = RunSpeed {
+                renderer: Some(app.shared.renderer.clone()),
+                ..RunSpeed::default()
+            };
+            Ok(Box::new(WindowBench {
+                app,
+                spec,
+                model,
+                rounds: rounds.max(1),
+                stage: Stage::Opening,
+                speed,
+                frames: 0,
+                frame_seconds: 0.0,
+                deadline: Instant::now() + Duration::from_secs(600 + 120 * rounds as u64),
+                outcome: slot,
+            }))
+        }),
+    )
+    .map_err(|e| RunSpeedError::App(format!("cannot open the window: {e}")))?;
+    let result = outcome
+        .lock()
+        .map_err(|_| RunSpeedError::App("the window's thread panicked".into()))?
+        .take();
+    result.unwrap_or_else(|| {
+        Err(RunSpeedError::App(
+            "the window closed before the comparison finished".into(),
+        ))
+    })
 }

@@ -186,9 +186,8 @@ impl TokenStrip {
                                 text = text.color(ui.visuals().warn_fg_color);
                             }
                             // The hover text is built only while hovered, not for every chip each frame.
-                            let response = ui
-                                .selectable_label(selected == Some(i), text)
-                                .on_hover_ui(|ui| {
+                            let response =
+                                token_chip(ui, selected == Some(i), text).on_hover_ui(|ui| {
                                     ui.label(format!(
                                         "token {} (id {}, {} bytes)",
                                         t.index,
@@ -213,6 +212,42 @@ impl TokenStrip {
             });
         clicked
     }
+}
+
+/// One token chip: its text, framed when selected or hovered, clickable. Drawn by hand rather
+/// than as an egui button: egui draws a button that has just appeared a second time (to style
+/// it by its state), so a run adding chips would cost two full frames per refresh.
+fn token_chip(ui: &mut egui::Ui, selected: bool, text: RichText) -> egui::Response {
+    let padding = ui.spacing().button_padding;
+    let galley = egui::WidgetText::from(text).into_galley(
+        ui,
+        Some(egui::TextWrapMode::Extend),
+        f32::INFINITY,
+        egui::TextStyle::Button,
+    );
+    let size = (galley.size() + 2.0 * padding).max(egui::vec2(0.0, ui.spacing().interact_size.y));
+    let (rect, response) = ui.allocate_exact_size(size, egui::Sense::click());
+    response.widget_info(|| {
+        egui::WidgetInfo::selected(egui::Role::Button, ui.is_enabled(), selected, galley.text())
+    });
+    if ui.is_rect_visible(rect) {
+        let visuals = ui.style().interact_selectable(&response, selected);
+        if selected || response.hovered() || response.has_focus() {
+            ui.painter().rect(
+                rect.expand(visuals.expansion),
+                visuals.corner_radius,
+                visuals.weak_bg_fill,
+                visuals.bg_stroke,
+                egui::StrokeKind::Inside,
+            );
+        }
+        let text_pos = ui
+            .layout()
+            .align_size_within_rect(galley.size(), rect.shrink2(padding))
+            .min;
+        ui.painter().galley(text_pos, galley, visuals.text_color());
+    }
+    response
 }
 
 /// The selected token: timings, candidates before and after the mask, the stacks after it.

@@ -8,6 +8,8 @@
 //! kept aside, never overwritten.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 pub mod actions;
 pub mod analysis;
@@ -29,20 +31,60 @@ pub fn no_repaint() -> Repaint {
     Arc::new(|| {})
 }
 
-/// A [`Repaint`] that never makes its caller wait: calls only leave a mark, and a relay thread
-/// calls `inner` once per mark it finds (marks left while `inner` runs collapse into one call,
-/// so no request is lost and none repeats). The generation worker calls its callback after
-/// every token; egui's `request_repaint` takes the context's lock, which the UI thread holds
-/// while it lays out and tessellates a frame, so called directly it would stall decoding for
-/// most of every frame. The relay thread ends when the returned callback is dropped.
-pub fn relayed(inner: Repaint) -> Repaint {
+/// The shortest time between two frames that a relayed background job (see [`relayed`]) may
+/// cause. Shared: the UI changes it while the job runs (e.g. when the user picks another live
+/// refresh rate). Zero means a frame after every event.
+#[derive(Clone, Debug, Default)]
+pub struct RefreshPace(Arc<AtomicU64>);
+
+impl RefreshPace {
+    /// A pace of `interval` between frames.
+    pub fn new(interval: Duration) -> RefreshPace {
+        let pace = RefreshPace::default();
+        pace.set(interval);
+        pace
+    }
+
+    /// Changes the interval (takes effect from the next frame asked for).
+    pub fn set(&self, interval: Duration) {
+        let micros = u64::try_from(interval.as_micros()).unwrap_or(u64::MAX);
+        self.0.store(micros, Ordering::Relaxed);
+    }
+
+    /// The interval now.
+    pub fn get(&self) -> Duration {
+        Duration::from_micros(self.0.load(Ordering::Relaxed))
+    }
+}
+
+/// A [`Repaint`] that never makes its caller wait and asks for frames at most once per `pace`:
+/// calls only leave a mark, and a relay thread calls `inner` once per mark it finds. Marks
+/// left while `inner` runs or while the pace holds the relay back collapse into one call, so
+/// no request is lost (the last events always get a frame, at most one interval late) and none
+/// repeats; after a quiet spell the first mark is relayed at once.
+///
+/// The generation worker calls its callback after every token. Called directly, egui's
+/// `request_repaint` would stall decoding (it takes the context's lock, which the UI thread
+/// holds while it lays out a frame); and a frame per token costs more than the token itself
+/// where frames are drawn on the CPU (software rendering on the same cores as the model).
+/// The relay thread ends when the returned callback is dropped.
+pub fn relayed(inner: Repaint, pace: RefreshPace) -> Repaint {
     let (mark, marks) = crossbeam_channel::bounded::<()>(1);
     let relay_inner = Arc::clone(&inner);
     let relay = std::thread::Builder::new()
         .name("toolrail-repaint-relay".into())
         .spawn(move || {
+            let mut last_call: Option<Instant> = None;
             while marks.recv().is_ok() {
+                if let Some(last) = last_call {
+                    let due = last + pace.get();
+                    let now = Instant::now();
+                    if due > now {
+                        std::thread::sleep(due - now);
+                    }
+                }
                 relay_inner();
+                last_call = Some(Instant::now());
             }
         });
     match relay {

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError, bounded};
 use serde_json::Value;
@@ -323,6 +323,9 @@ impl Drop for LoadJob {
 /// The run controller (see the module docs).
 pub struct RunController {
     notify: Notify,
+    pace: crate::RefreshPace,
+    /// When [`RunController::poll_paced`] last took the worker's events.
+    last_taken: Option<Instant>,
     spec: Option<ModelSpec>,
     model: Option<Model>,
     worker: Option<Worker>,
@@ -359,6 +362,8 @@ impl RunController {
     pub fn new(notify: Notify) -> RunController {
         RunController {
             notify,
+            pace: crate::RefreshPace::default(),
+            last_taken: None,
             spec: None,
             model: None,
             worker: None,
@@ -379,6 +384,13 @@ impl RunController {
         let mut controller = Self::new(notify);
         controller.install(model);
         controller
+    }
+
+    /// The pace at which the worker's events ask for frames (see [`crate::relayed`]); the UI
+    /// sets it from its live refresh setting. Shared with the worker's relay: a change takes
+    /// effect at once, also during a run.
+    pub fn refresh_pace(&self) -> &crate::RefreshPace {
+        &self.pace
     }
 
     /// Replaces the notify callback (takes effect for the next model loaded).
@@ -453,10 +465,11 @@ impl RunController {
         self.load_state = LoadState::Ready {
             name: model.spec().name.clone(),
         };
-        // The worker notifies after every token; relayed, it never waits for the UI.
+        // The worker notifies after every token; relayed, it never waits for the UI, and asks
+        // for frames at the UI's pace.
         self.worker = Some(Worker::spawn(
             model.clone(),
-            crate::relayed(Arc::clone(&self.notify)),
+            crate::relayed(Arc::clone(&self.notify), self.pace.clone()),
         ));
         self.model = Some(model);
     }
@@ -495,6 +508,30 @@ impl RunController {
             self.handle(event);
         }
         self.pump();
+    }
+
+    /// [`Self::poll`] at the refresh pace (see [`Self::refresh_pace`]): while a run streams,
+    /// the worker's events are taken at most about once per interval, so that a frame something
+    /// else caused (input, or egui drawing a widget that just appeared a second time) does not
+    /// show new tokens and so cause yet another frame: frames stay at about two per interval
+    /// however fast tokens come. Returns how long until the events left waiting are due, for
+    /// the UI to ask for a frame then (none is lost).
+    pub fn poll_paced(&mut self) -> Option<Duration> {
+        let pace = self.pace.get();
+        if let Some(last) = self.last_taken
+            && self.active.is_some()
+            && !pace.is_zero()
+        {
+            let since = last.elapsed();
+            if since < pace / 2 {
+                self.poll_load();
+                let waiting = self.worker.as_ref().is_some_and(|w| !w.events().is_empty());
+                return waiting.then(|| pace.saturating_sub(since));
+            }
+        }
+        self.last_taken = Some(Instant::now());
+        self.poll();
+        None
     }
 
     /// Blocks until the loader or the worker reports something or `timeout` passes, then polls.

@@ -51,6 +51,62 @@ pub enum Theme {
     Light,
 }
 
+/// How often the app redraws while a run streams tokens. Every frame is drawn in full; where
+/// the renderer draws on the CPU (software rendering: no GPU, remote sessions, virtual
+/// machines), a frame costs more than a token of a small model and competes with it for the
+/// same cores, so `Auto` refreshes once a second there and smoothly elsewhere. Tokens are never
+/// dropped: a refresh shows every token since the last one. Input is never paced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LiveRefresh {
+    /// Once a second on a software renderer, 30 times a second otherwise.
+    #[default]
+    Auto,
+    /// A frame after every token (smoothest; slows generation where frames are drawn on the CPU).
+    EveryToken,
+    /// Up to 30 frames a second.
+    Smooth,
+    /// Up to 4 frames a second.
+    FourPerSecond,
+    /// Once a second.
+    OncePerSecond,
+}
+
+impl LiveRefresh {
+    /// Every choice, in menu order.
+    pub const ALL: [LiveRefresh; 5] = [
+        LiveRefresh::Auto,
+        LiveRefresh::EveryToken,
+        LiveRefresh::Smooth,
+        LiveRefresh::FourPerSecond,
+        LiveRefresh::OncePerSecond,
+    ];
+
+    /// The shortest time between two frames during a run, given whether the renderer draws on
+    /// the CPU.
+    pub fn interval(self, software_renderer: bool) -> std::time::Duration {
+        use std::time::Duration;
+        match self {
+            LiveRefresh::Auto if software_renderer => Duration::from_secs(1),
+            LiveRefresh::Auto | LiveRefresh::Smooth => Duration::from_millis(33),
+            LiveRefresh::EveryToken => Duration::ZERO,
+            LiveRefresh::FourPerSecond => Duration::from_millis(250),
+            LiveRefresh::OncePerSecond => Duration::from_secs(1),
+        }
+    }
+
+    /// The words the View menu shows.
+    pub fn label(self) -> &'static str {
+        match self {
+            LiveRefresh::Auto => "Auto (once a second on software rendering)",
+            LiveRefresh::EveryToken => "Every token",
+            LiveRefresh::Smooth => "Up to 30 per second",
+            LiveRefresh::FourPerSecond => "4 per second",
+            LiveRefresh::OncePerSecond => "Once a second",
+        }
+    }
+}
+
 /// The tool set or schema and how it becomes a grammar.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -136,6 +192,8 @@ pub struct Workspace {
     pub prompt: String,
     /// Light or dark.
     pub theme: Theme,
+    /// How often the view refreshes while a run streams tokens.
+    pub live_refresh: LiveRefresh,
     /// The pane layout, as the UI serialises it (opaque here).
     pub layout: Option<serde_json::Value>,
     /// Settings of the run controller (model, sampling, engine, prompt style); `null` in older
@@ -240,6 +298,7 @@ impl Default for Workspace {
                     .to_owned(),
             prompt: "What is the weather in Paris?".to_owned(),
             theme: Theme::Dark,
+            live_refresh: LiveRefresh::Auto,
             layout: None,
             run: RunSettings::default(),
             window: None,

@@ -13,12 +13,14 @@ use std::ops::Range;
 use egui::{Color32, RichText};
 
 use crate::Shared;
+use crate::renderer::Renderer;
 use crate::token_view::{TokenStrip, mask_plot, phase_text, token_details};
 use toolrail_llm::worker::EngineKind;
 use toolrail_llm::{ModelSpec, Models};
 use toolrail_workbench::run::PromptStyle;
 use toolrail_workbench::run::{LoadState, Run, RunPhase, RunSettings, RunState};
 use toolrail_workbench::transcript::TokenRecord;
+use toolrail_workbench::workspace::LiveRefresh;
 
 /// The generation pane's own UI state.
 #[derive(Default)]
@@ -206,6 +208,9 @@ impl GenerationPane {
             return;
         };
         run_status(ui, run);
+        if matches!(run.phase, RunPhase::Running) {
+            refresh_note(ui, shared);
+        }
         if self.selected.is_some_and(|i| i >= run.tokens.len()) {
             self.selected = None;
         }
@@ -458,6 +463,28 @@ fn controls(ui: &mut egui::Ui, shared: &mut Shared) {
             Err(e) => shared.error(e.to_string()),
         }
     }
+}
+
+/// Says why the view refreshes slowly while tokens stream, where it does.
+fn refresh_note(ui: &mut egui::Ui, shared: &Shared) {
+    let choice = shared.workspace.live_refresh;
+    let pace = choice.interval(shared.renderer.is_software());
+    if pace < std::time::Duration::from_millis(250) {
+        return;
+    }
+    let why = match (&shared.renderer, choice) {
+        (Renderer::Software(name), LiveRefresh::Auto) => {
+            format!(" (no GPU draws this window: {name})")
+        }
+        _ => String::new(),
+    };
+    ui.label(
+        RichText::new(format!(
+            "Refreshing every {:.2} s while generating{why}; View ▸ Refresh while generating",
+            pace.as_secs_f64()
+        ))
+        .weak(),
+    );
 }
 
 fn run_status(ui: &mut egui::Ui, run: &Run) {

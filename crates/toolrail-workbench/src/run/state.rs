@@ -117,6 +117,9 @@ pub struct RunState {
     /// The last finished run of this session the Transcript pane was switched to.
     followed: Option<RunId>,
     notify_set: bool,
+    /// Set by [`RunState::logic`] when worker events were left for a later frame (the refresh
+    /// pace held them back): the UI asks for a frame after this long.
+    pub frame_due: Option<std::time::Duration>,
 }
 
 impl RunState {
@@ -230,7 +233,7 @@ impl RunState {
             }
         }
         *actions = rest;
-        self.controller.poll();
+        self.frame_due = self.controller.poll_paced();
         self.messages.extend(self.controller.take_messages());
         self.start_pending(analysis);
         self.take_pending_step();

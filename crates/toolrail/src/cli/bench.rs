@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::generate::ModelArgs;
 use super::grammar::FormatArg;
+use toolrail_app::run_speed::WindowSize;
 use toolrail_llm::Model;
 use toolrail_llm::bench::{BenchOptions, BenchReport, bench};
 use toolrail_llm::bench_masks::{MaskBenchOptions, MaskEngineKind, bench_masks};
@@ -77,9 +78,44 @@ pub struct AppSpeedArgs {
     /// Tokens per run at most.
     #[arg(long, default_value_t = 64)]
     pub max_tokens: u32,
+    /// Run the app in a real window (the platform's renderer draws every frame) instead of
+    /// headless; the command line's rounds run while the window stays open.
+    #[arg(long)]
+    pub window: bool,
+    /// The window's size in logical points, WIDTHxHEIGHT (with --window).
+    #[arg(long, default_value = "1024x700", value_parser = parse_window_size, requires = "window")]
+    pub size: WindowSize,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The renderer as the report names it.
+fn renderer_words(renderer: Option<&toolrail_app::renderer::Renderer>) -> String {
+    use toolrail_app::renderer::Renderer;
+    match renderer {
+        Some(Renderer::Gpu(name)) => format!("the GPU {name}"),
+        Some(Renderer::Software(name)) => format!("the CPU (software rendering: {name})"),
+        Some(Renderer::Unknown) | None => "an unknown renderer".to_owned(),
+    }
+}
+
+/// Reads `WIDTHxHEIGHT` (e.g. `1024x700`), each between 200 and 10000.
+fn parse_window_size(text: &str) -> Result<WindowSize, String> {
+    let (w, h) = text
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("`{text}` is not WIDTHxHEIGHT (e.g. 1024x700)"))?;
+    let side = |s: &str, what: &str| -> Result<f32, String> {
+        match s.trim().parse::<u32>() {
+            Ok(v) if (200..=10_000).contains(&v) => Ok(v as f32),
+            Ok(v) => Err(format!("{what} {v} is outside 200..=10000")),
+            Err(_) => Err(format!("{what} `{s}` is not a whole number")),
+        }
+    };
+    Ok(WindowSize {
+        width: side(w, "width")?,
+        height: side(h, "height")?,
+    })
 }
 
 /// Runs `toolrail bench app`: exit 0 when the app runs at 90% or more of the command line's
@@ -87,14 +123,26 @@ pub struct AppSpeedArgs {
 fn run_app_speed(args: &AppSpeedArgs) -> anyhow::Result<ExitCode> {
     let spec = args.model.resolve()?;
     let dir = tempfile::tempdir()?;
-    let speed = toolrail_app::run_speed::compare(&spec, dir.path(), args.rounds, args.max_tokens)?;
+    let speed = if args.window {
+        toolrail_app::run_speed::compare_in_window(
+            &spec,
+            dir.path(),
+            args.rounds,
+            args.max_tokens,
+            args.size,
+        )?
+    } else {
+        toolrail_app::run_speed::compare(&spec, dir.path(), args.rounds, args.max_tokens)?
+    };
     let ratio = speed.ratio();
-    let round = |r: &toolrail_app::run_speed::PathRun| json!({"tokens": r.tokens, "tokens_per_s": r.tokens_per_s, "frames": r.frames});
+    let round = |r: &toolrail_app::run_speed::PathRun| json!({"tokens": r.tokens, "tokens_per_s": r.tokens_per_s, "frames": r.frames, "frame_ms": r.frame_ms});
     let threads = speed.request.as_ref().and_then(|r| r.threads);
     if args.json {
         let report = json!({
             "model": spec.name,
             "threads": threads,
+            "window": args.window.then(|| format!("{}x{}", args.size.width, args.size.height)),
+            "renderer": args.window.then(|| renderer_words(speed.renderer.as_ref())),
             "app": speed.app.iter().map(round).collect::<Vec<_>>(),
             "cli": speed.cli.iter().map(round).collect::<Vec<_>>(),
             "app_median_tokens_per_s": toolrail_app::run_speed::RunSpeed::median(&speed.app),
@@ -104,20 +152,31 @@ fn run_app_speed(args: &AppSpeedArgs) -> anyhow::Result<ExitCode> {
         outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         outln!(
-            "model {}, {} decoding thread(s), {} rounds of at most {} tokens",
+            "model {}, {} decoding thread(s), {} rounds of at most {} tokens, {}",
             spec.name,
             threads.map_or("default".to_owned(), |t| t.to_string()),
             args.rounds,
-            args.max_tokens
+            args.max_tokens,
+            if args.window {
+                format!(
+                    "app in a {}x{} window drawn by {}",
+                    args.size.width,
+                    args.size.height,
+                    renderer_words(speed.renderer.as_ref())
+                )
+            } else {
+                "app headless".to_owned()
+            }
         )?;
-        outln!("round  app tok/s (tokens, frames)  cli tok/s (tokens)")?;
+        outln!("round  app tok/s (tokens, frames, ms/frame)  cli tok/s (tokens)")?;
         for (i, (a, c)) in speed.app.iter().zip(&speed.cli).enumerate() {
             outln!(
-                "{:>5}  {:>9.1} ({:>3}, {:>4})         {:>9.1} ({:>3})",
+                "{:>5}  {:>9.1} ({:>3}, {:>4}, {:>8})       {:>9.1} ({:>3})",
                 i + 1,
                 a.tokens_per_s,
                 a.tokens,
                 a.frames,
+                a.frame_ms.map_or("-".to_owned(), |ms| format!("{ms:.1}")),
                 c.tokens_per_s,
                 c.tokens
             )?;

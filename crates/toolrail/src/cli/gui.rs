@@ -47,7 +47,7 @@ pub fn run(args: &GuiArgs) -> anyhow::Result<ExitCode> {
     eframe::run_native(
         "toolrail",
         native,
-        Box::new(move |cc| Ok(Box::new(ToolrailApp::new(&cc.egui_ctx, options)))),
+        Box::new(move |cc| Ok(Box::new(ToolrailApp::in_window(cc, options)))),
     )
     .map_err(|e| anyhow!("cannot open the window: {e}"))?;
     if let Some(out) = &args.screenshot {
