@@ -1379,9 +1379,10 @@ impl Converter {
                 ));
             }
             Ok(numbers::int_range(l, h, self.opts.llama_compat)
-                .map(|r| format!("{r} ( \".\" \"0\"+ )?")))
+                .map(|r| Expr::seq([r, numbers::zero_frac()]).to_gbnf_item()))
         } else {
             numbers::number_range(lo.as_ref(), hi.as_ref(), self.opts.llama_compat)
+                .map(|range| range.map(|e| e.to_gbnf_item()))
                 .map_err(|m| Self::invalid("minimum", cx, m))
         }
     }
