@@ -430,10 +430,6 @@ impl Converter {
         self.rules.primitive("space")
     }
 
-    fn char_rule(&mut self) -> String {
-        self.rules.primitive("char").to_string()
-    }
-
     /// Adds a document; returns the expression for its root (not wrapped in a rule).
     /// Adds a document; returns a rule name (when `want_rule`, or when the root is referenced
     /// by `#`), or else the root expression itself.
@@ -1184,16 +1180,19 @@ impl Converter {
                         .zip(items)
                         .map(|(k, kv)| Member {
                             name: k.clone(),
-                            kv: self
-                                .rules
-                                .add(&format!("{hint}-{}-kv", rules::sanitize(k)), kv, None)
-                                .into(),
+                            kv: self.rules.add(
+                                &format!("{hint}-{}-kv", rules::sanitize(k)),
+                                Expr::Text(kv),
+                                None,
+                            ),
                             required: true,
                         })
                         .collect();
                     let lcx = Ctx { hint, ..cx.clone() };
-                    let body =
-                        self.any_order_members(&lcx, &members, None, &format!("\",\" {sp}"), false);
+                    let sep = Expr::seq([Expr::literal(","), self.rules.primitive_rule("space")]);
+                    let body = self
+                        .any_order_members(&lcx, &members, None, &sep, false)
+                        .to_gbnf_item();
                     format!("( \"{{\" {sp} {body} {sp} \"}}\" )")
                 } else if items.is_empty() {
                     format!("\"{{\" {sp} \"}}\"")
@@ -1945,9 +1944,9 @@ impl Converter {
 
         self.consumed += 1;
         let r = (|| -> Result<Frag, SchemaError> {
-            let sp = self.space();
+            let sp = self.rules.primitive_rule("space");
             // declared properties: (key, kv rule or None when the value can't match, required)
-            let mut declared: Vec<(String, Option<String>, bool)> = Vec::new();
+            let mut declared: Vec<(String, Option<RuleName>, bool)> = Vec::new();
             for (k, s) in &props {
                 let pcx = cx.child("properties", "").child(k, k);
                 let pcx = Ctx {
@@ -1971,7 +1970,7 @@ impl Converter {
                         )?,
                     }
                 }
-                let kv = v.map(|v| self.kv_rule(&pcx, k, &v, sp));
+                let kv = v.map(|v| self.kv_rule(&pcx, k, Expr::Text(v), &sp));
                 declared.push((k.clone(), kv, required.contains(k)));
             }
             let add_cx = cx.child("additionalProperties", "additional");
@@ -1997,7 +1996,7 @@ impl Converter {
                             ),
                             ..add_cx.clone()
                         };
-                        self.kv_rule(&pcx, r, v, sp)
+                        self.kv_rule(&pcx, r, Expr::Text(v.clone()), &sp)
                     });
                     declared.push((r.clone(), kv, true));
                 }
@@ -2037,10 +2036,10 @@ impl Converter {
                 .into_iter()
                 .filter_map(|(name, kv, required)| kv.map(|kv| Member { name, kv, required }))
                 .collect();
-            let key = match &property_names {
+            let key: Option<Expr> = match &property_names {
                 _ if add_value.is_none() => None,
-                None if names.is_empty() => Some(self.rules.primitive("string").to_string()),
-                None => Some(self.not_strings(&add_cx, &names)),
+                None if names.is_empty() => Some(self.rules.primitive_rule("string")),
+                None => Some(Expr::Rule(self.not_strings(&add_cx, &names))),
                 Some(pn) => {
                     if !names.is_empty() {
                         self.unsupported(
@@ -2052,32 +2051,31 @@ impl Converter {
                     let pcx = cx.child("propertyNames", "name");
                     let string_only =
                         self.merge(pn, &serde_json::json!({"type": "string"}), &pcx)?;
-                    self.child(&string_only, &pcx)?
+                    self.child(&string_only, &pcx)?.map(Expr::Text)
                 }
             };
-            let extra = match (&add_value, key) {
-                _ if !patterns.is_empty() => self.pattern_members(
-                    cx,
-                    &patterns,
-                    &names,
-                    add_value.clone(),
-                    property_names.is_some(),
-                )?,
+            let extra: Option<Expr> = match (&add_value, key) {
+                _ if !patterns.is_empty() => self
+                    .pattern_members(
+                        cx,
+                        &patterns,
+                        &names,
+                        add_value.clone(),
+                        property_names.is_some(),
+                    )?
+                    .map(Expr::Rule),
                 (Some(v), Some(key)) => {
-                    let body = format!("{key} \":\" {sp} {v}");
+                    let body =
+                        Expr::seq([key, Expr::literal(":"), sp.clone(), Expr::Text(v.clone())]);
                     let comment = self.comment(&add_cx);
-                    Some(
-                        self.rules
-                            .add(
-                                &format!(
-                                    "{}-additional-kv",
-                                    if cx.hint.is_empty() { "root" } else { &cx.hint }
-                                ),
-                                body,
-                                comment,
-                            )
-                            .into(),
-                    )
+                    Some(Expr::Rule(self.rules.add(
+                        &format!(
+                            "{}-additional-kv",
+                            if cx.hint.is_empty() { "root" } else { &cx.hint }
+                        ),
+                        body,
+                        comment,
+                    )))
                 }
                 _ => None,
             };
@@ -2093,44 +2091,46 @@ impl Converter {
                     ),
                 ));
             }
-            let sep = format!("\",\" {sp}");
+            let braces = |body: Expr| {
+                Expr::seq([
+                    Expr::literal("{"),
+                    sp.clone(),
+                    body,
+                    sp.clone(),
+                    Expr::literal("}"),
+                ])
+            };
+            let empty_object = Expr::seq([Expr::literal("{"), sp.clone(), Expr::literal("}")]);
+            let sep = Expr::seq([Expr::literal(","), sp.clone()]);
             if members.is_empty() {
                 let Some(x) = extra else {
                     return Ok(if min_p == 0 {
-                        Some(format!("\"{{\" {sp} \"}}\""))
+                        Some(empty_object.clone().to_gbnf_item())
                     } else {
                         None
                     });
                 };
                 if max_p == Some(0) {
-                    return Ok(Some(format!("\"{{\" {sp} \"}}\"")));
+                    return Ok(Some(empty_object.clone().to_gbnf_item()));
                 }
                 let min_p = self
                     .size_bound("minProperties", cx, Some(min_p))?
                     .unwrap_or(0);
                 let max_p = self.size_bound("maxProperties", cx, max_p)?;
                 let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-                let item = Expr::seq([
-                    Expr::literal(","),
-                    self.rules.primitive_rule("space"),
-                    Expr::Text(x.clone()),
-                ]);
+                let item = Expr::seq([sep.clone(), x.clone()]);
                 let rest = self.rules.repetition(
                     item,
                     clamp(min_p.saturating_sub(1)),
                     max_p.map(|m| clamp(m - 1)),
                 );
-                let body = if rest.is_empty() {
-                    x.clone()
-                } else {
-                    format!("{x} {}", rest.to_gbnf())
-                };
+                let body = Expr::seq([x, rest]);
                 let body = if min_p == 0 {
-                    format!("( {body} )?")
+                    Expr::repeat(body, 0, Some(1))
                 } else {
                     body
                 };
-                return Ok(Some(format!("\"{{\" {sp} {body} {sp} \"}}\"")));
+                return Ok(Some(braces(body).to_gbnf_item()));
             }
             // minProperties 1 without required members: the first member is not optional
             if min_p > n_req && !(min_p == 1 && n_req == 0) {
@@ -2150,37 +2150,35 @@ impl Converter {
                 )?;
             }
             if self.any_order(members.len()) {
-                let body = self.any_order_members(cx, &members, extra.as_deref(), &sep, min_p >= 1);
-                return Ok(Some(format!("\"{{\" {sp} {body} {sp} \"}}\"")));
+                let body = self.any_order_members(cx, &members, extra.as_ref(), &sep, min_p >= 1);
+                return Ok(Some(braces(body).to_gbnf_item()));
             }
-            let declared: Vec<(String, bool)> =
+            let declared: Vec<(RuleName, bool)> =
                 members.into_iter().map(|m| (m.kv, m.required)).collect();
             let xs = extra
                 .as_ref()
-                .map(|x| format!("( {sep} {x} )*"))
-                .unwrap_or_default();
+                .map(|x| Expr::repeat(Expr::seq([sep.clone(), x.clone()]), 0, None))
+                .unwrap_or(Expr::Empty);
             // T_i: what may follow once at least one member is written, from declared index i.
             // Extra members attach to the member before them (unambiguous: one parse per text);
             // llama_compat: they all come last, as llama.cpp writes them.
             let compat = self.opts.llama_compat;
             let (after_each, at_end) = if compat {
-                (String::new(), xs.clone())
+                (Expr::Empty, xs.clone())
             } else {
-                (xs.clone(), String::new())
+                (xs.clone(), Expr::Empty)
             };
-            let member = |kv: &str, req: bool| -> String {
-                let m = format!("{sep} {kv} {after_each}").trim_end().to_string();
-                if req { m } else { format!("( {m} )?") }
+            let member = |kv: &RuleName, req: bool| -> Expr {
+                let m = Expr::seq([sep.clone(), Expr::rule(kv), after_each.clone()]);
+                if req { m } else { Expr::repeat(m, 0, Some(1)) }
             };
             let n = declared.len();
-            let mut tails: Vec<String> = vec![String::new(); n + 1];
+            let mut tails: Vec<Expr> = vec![Expr::Empty; n + 1];
             tails[n] = at_end;
             let named = n > 4;
             for i in (0..n).rev() {
                 let (kv, req) = &declared[i];
-                let text = format!("{} {}", member(kv, *req), tails[i + 1])
-                    .trim_end()
-                    .to_string();
+                let text = Expr::seq([member(kv, *req), tails[i + 1].clone()]);
                 tails[i] = if named && !tails[i + 1].is_empty() {
                     let hint = format!(
                         "{}-rest-{}",
@@ -2191,7 +2189,7 @@ impl Converter {
                         },
                         i + 1
                     );
-                    self.rules.add(&hint, text, None).into()
+                    Expr::Rule(self.rules.add(&hint, text, None))
                 } else {
                     text
                 };
@@ -2201,31 +2199,22 @@ impl Converter {
             let mut heads = Vec::new();
             if let Some(x) = &extra {
                 if !compat {
-                    heads.push(format!("{x} {xs} {}", tail(0)).trim_end().to_string());
+                    heads.push(Expr::seq([x.clone(), xs.clone(), tail(0)]));
                 } else if first_req.is_none() {
-                    heads.push(format!("{x} {xs}"));
+                    heads.push(Expr::seq([x.clone(), xs.clone()]));
                 }
             }
             let last = first_req.unwrap_or(declared.len() - 1);
             for (i, (kv, _)) in declared.iter().enumerate().take(last + 1) {
-                let parts = [kv.as_str(), after_each.as_str(), &tail(i + 1)];
-                heads.push(
-                    parts
-                        .iter()
-                        .filter(|p| !p.is_empty())
-                        .copied()
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                );
+                heads.push(Expr::seq([Expr::rule(kv), after_each.clone(), tail(i + 1)]));
             }
+            let heads = Expr::alt(heads).unwrap_or(Expr::Empty);
             let body = if first_req.is_none() && min_p == 0 {
-                format!("( {} )?", heads.join(" | "))
-            } else if heads.len() == 1 {
-                heads.pop().unwrap_or_default()
+                Expr::repeat(heads, 0, Some(1))
             } else {
-                format!("( {} )", heads.join(" | "))
+                heads
             };
-            Ok(Some(format!("\"{{\" {sp} {body} {sp} \"}}\"")))
+            Ok(Some(braces(body).to_gbnf_item()))
         })();
         self.consumed -= 1;
         let e = r?;
@@ -2278,32 +2267,29 @@ impl Converter {
         names: &[String],
         additional: Option<String>,
         has_property_names: bool,
-    ) -> Result<Option<String>, SchemaError> {
-        let sp = self.space();
+    ) -> Result<Option<RuleName>, SchemaError> {
+        let sp = self.rules.primitive_rule("space");
         let base = if cx.hint.is_empty() {
             "root".to_string()
         } else {
             cx.hint.clone()
         };
         let add_cx = cx.child("additionalProperties", "additional");
-        let any_key = |this: &mut Self| -> String {
+        let any_key = |this: &mut Self| -> Expr {
             if names.is_empty() {
-                this.rules.primitive("string").to_string()
+                this.rules.primitive_rule("string")
             } else {
-                this.not_strings(&add_cx, names)
+                Expr::Rule(this.not_strings(&add_cx, names))
             }
         };
-        let lenient_fallback = |this: &mut Self| -> Option<String> {
+        let kv_body =
+            |key: Expr, value: Expr| Expr::seq([key, Expr::literal(":"), sp.clone(), value]);
+        let lenient_fallback = |this: &mut Self| -> Option<RuleName> {
             let key = any_key(this);
-            let value = this.rules.primitive("value").to_string();
+            let value = this.rules.primitive_rule("value");
             Some(
                 this.rules
-                    .add(
-                        &format!("{base}-additional-kv"),
-                        format!("{key} \":\" {sp} {value}"),
-                        None,
-                    )
-                    .into(),
+                    .add(&format!("{base}-additional-kv"), kv_body(key, value), None),
             )
         };
         if has_property_names {
@@ -2388,10 +2374,9 @@ impl Converter {
                         return Ok(lenient_fallback(self));
                     }
                     match pattern_to_gbnf(p, &mut self.rules) {
-                        Ok(Some(k)) => self
-                            .rules
-                            .add(&format!("{}-name", pcx.hint), k, None)
-                            .into(),
+                        Ok(Some(k)) => {
+                            Expr::Rule(self.rules.add(&format!("{}-name", pcx.hint), k, None))
+                        }
                         Ok(None) => continue,
                         Err(m) => {
                             self.unsupported("patternProperties", pcx, m)?;
@@ -2401,13 +2386,9 @@ impl Converter {
                 }
             };
             if let Some(v) = v {
-                let body = format!("{key} \":\" {sp} {v}");
+                let body = kv_body(key, Expr::Text(v.clone()));
                 let comment = self.comment(pcx);
-                kvs.push(String::from(self.rules.add(
-                    &format!("{}-kv", pcx.hint),
-                    body,
-                    comment,
-                )));
+                kvs.push(self.rules.add(&format!("{}-kv", pcx.hint), body, comment));
             }
         }
         if let Some(av) = additional
@@ -2417,9 +2398,7 @@ impl Converter {
                 [] => Some(Some(any_key(self))),
                 [(p, _, _)] if names.is_empty() => {
                     match regex::complement_to_gbnf(p, &mut self.rules) {
-                        Ok(Some(regex::Complement::Grammar(g))) => {
-                            Some(g.map(|g| g.to_gbnf_item()))
-                        }
+                        Ok(Some(regex::Complement::Grammar(g))) => Some(g),
                         _ => None,
                     }
                 }
@@ -2427,12 +2406,11 @@ impl Converter {
             };
             match complement {
                 Some(Some(key)) => {
-                    let body = format!("{key} \":\" {sp} {av}");
+                    let body = kv_body(key, Expr::Text(av));
                     let comment = self.comment(&add_cx);
                     kvs.push(
                         self.rules
-                            .add(&format!("{base}-additional-kv"), body, comment)
-                            .into(),
+                            .add(&format!("{base}-additional-kv"), body, comment),
                     );
                 }
                 Some(None) => {}
@@ -2449,11 +2427,8 @@ impl Converter {
         Ok(match kvs.len() {
             0 => None,
             1 => kvs.pop(),
-            _ => Some(
-                self.rules
-                    .add(&format!("{base}-member-kv"), kvs.join(" | "), None)
-                    .into(),
-            ),
+            _ => Expr::alt(kvs.into_iter().map(Expr::Rule))
+                .map(|body| self.rules.add(&format!("{base}-member-kv"), body, None)),
         })
     }
 
@@ -2478,15 +2453,15 @@ impl Converter {
         &mut self,
         cx: &Ctx,
         members: &[Member],
-        extra: Option<&str>,
-        sep: &str,
+        extra: Option<&Expr>,
+        sep: &Expr,
         at_least_one: bool,
-    ) -> String {
+    ) -> Expr {
         let n = members.len();
         let full = (1usize << n) - 1;
         let xs = extra
-            .map(|x| format!("( {sep} {x} )* "))
-            .unwrap_or_default();
+            .map(|x| Expr::repeat(Expr::seq([sep.clone(), x.clone()]), 0, None))
+            .unwrap_or(Expr::Empty);
         let hint = if cx.hint.is_empty() {
             "object"
         } else {
@@ -2495,24 +2470,14 @@ impl Converter {
         // the members of a set, in declared order
         let of = |set: usize| (0..n).filter(move |i| set & (1 << i) != 0);
         // choices(S): each member of S followed by rest(S - member)
-        let choices = |set: usize, rest: &[String]| -> Vec<String> {
+        let choices = |set: usize, rest: &[Expr]| -> Vec<Expr> {
             of(set)
-                .map(|i| {
-                    format!("{} {}", members[i].kv, rest[set & !(1 << i)])
-                        .trim_end()
-                        .to_string()
-                })
+                .map(|i| Expr::seq([Expr::rule(&members[i].kv), rest[set & !(1 << i)].clone()]))
                 .collect()
         };
-        let group = |alts: Vec<String>| -> String {
-            if alts.len() == 1 {
-                alts.concat()
-            } else {
-                format!("( {} )", alts.join(" | "))
-            }
-        };
+        let group = |alts: Vec<Expr>| -> Expr { Expr::alt(alts).unwrap_or(Expr::Empty) };
         // rest(S), built from the smallest sets up so that each one's successors exist
-        let mut rest: Vec<String> = vec![String::new(); full + 1];
+        let mut rest: Vec<Expr> = vec![Expr::Empty; full + 1];
         let mut sets: Vec<usize> = (0..full).collect();
         if extra.is_some() {
             sets.push(full);
@@ -2520,16 +2485,16 @@ impl Converter {
         sets.sort_by_key(|s| (s.count_ones(), *s));
         for set in sets {
             let more = if set == 0 {
-                String::new()
+                Expr::Empty
             } else {
-                let next = format!("{sep} {}", group(choices(set, &rest)));
+                let next = Expr::seq([sep.clone(), group(choices(set, &rest))]);
                 if of(set).any(|i| members[i].required) {
                     next
                 } else {
-                    format!("( {next} )?")
+                    Expr::repeat(next, 0, Some(1))
                 }
             };
-            let body = format!("{xs}{more}").trim_end().to_string();
+            let body = Expr::seq([xs.clone(), more]);
             rest[set] = if body.is_empty() || (extra.is_none() && set.count_ones() == 1) {
                 body
             } else {
@@ -2564,31 +2529,30 @@ impl Converter {
                 } else {
                     format!("{hint}-rest-{}", keys.join("-"))
                 };
-                self.rules.add(&name, body, Some(comment)).into()
+                Expr::Rule(self.rules.add(&name, body, Some(comment)))
             };
         }
         let mut heads = Vec::new();
         if let Some(x) = extra {
-            heads.push(format!("{x} {}", rest[full]));
+            heads.push(Expr::seq([x.clone(), rest[full].clone()]));
         }
         heads.extend(choices(full, &rest));
         if !members.iter().any(|m| m.required) && !at_least_one {
-            format!("( {} )?", heads.join(" | "))
+            Expr::repeat(group(heads), 0, Some(1))
         } else {
             group(heads)
         }
     }
 
-    fn kv_rule(&mut self, cx: &Ctx, key: &str, value: &str, sp: &str) -> String {
-        let key_lit = gbnf_literal(&Value::String(key.to_string()).to_string());
-        let body = format!("{key_lit} \":\" {sp} {value}");
-        self.rules
-            .add(&format!("{}-kv", cx.hint), body, None)
-            .into()
+    /// The rule `"key" ":" space value` of one declared member.
+    fn kv_rule(&mut self, cx: &Ctx, key: &str, value: Expr, sp: &Expr) -> RuleName {
+        let key_lit = Expr::literal(Value::String(key.to_string()).to_string());
+        let body = Expr::seq([key_lit, Expr::literal(":"), sp.clone(), value]);
+        self.rules.add(&format!("{}-kv", cx.hint), body, None)
     }
 
     /// A JSON string whose decoded value is none of `names` (trie over the names).
-    fn not_strings(&mut self, cx: &Ctx, names: &[String]) -> String {
+    fn not_strings(&mut self, cx: &Ctx, names: &[String]) -> RuleName {
         #[derive(Default)]
         struct Node {
             children: Vec<(char, Node)>,
@@ -2609,49 +2573,45 @@ impl Converter {
             }
             node.end = true;
         }
-        let ch = self.char_rule();
-        fn build(node: &Node, ch: &str, conv: &mut CharSetFn<'_>) -> String {
+        let ch = self.rules.primitive_rule("char");
+        fn build(node: &Node, ch: &Expr, conv: &mut CharSetFn<'_>) -> Expr {
             let mut alts = Vec::new();
             let mut excluded: Vec<(u32, u32)> = Vec::new();
             for (c, child) in &node.children {
                 let mut enc = String::new();
                 json_encode_char(*c, &mut enc);
-                alts.push(format!("{} {}", gbnf_literal(&enc), build(child, ch, conv)));
+                alts.push(Expr::seq([Expr::literal(enc), build(child, ch, conv)]));
                 excluded.push((*c as u32, *c as u32));
             }
             let others = super::strings::complement(&super::strings::normalize(excluded), 0x10FFFF);
             if let Some(o) = conv(&others) {
-                alts.push(format!("{o} {ch}* \"\\\"\""));
+                alts.push(Expr::seq([
+                    o,
+                    Expr::repeat(ch.clone(), 0, None),
+                    Expr::literal("\""),
+                ]));
             }
             if !node.end {
-                alts.push("\"\\\"\"".to_string());
+                alts.push(Expr::literal("\""));
             }
-            if alts.len() == 1 {
-                alts.pop().unwrap_or_default()
-            } else {
-                format!("( {} )", alts.join(" | "))
-            }
+            Expr::alt(alts).unwrap_or(Expr::Empty)
         }
         let mut rules = std::mem::replace(&mut self.rules, RuleTable::new(self.opts.whitespace));
         let body = {
-            let mut conv = |set: &[(u32, u32)]| {
-                encoded_char_set(set, &mut || rules.primitive_rule("char"))
-                    .map(|e| e.to_gbnf_item())
-            };
-            format!("\"\\\"\" {}", build(&root, &ch, &mut conv))
+            let mut conv =
+                |set: &[(u32, u32)]| encoded_char_set(set, &mut || rules.primitive_rule("char"));
+            Expr::seq([Expr::literal("\""), build(&root, &ch, &mut conv)])
         };
         self.rules = rules;
         let comment = self.comment(cx);
-        self.rules
-            .add(&format!("{}-key", cx.hint), body, comment)
-            .into()
+        self.rules.add(&format!("{}-key", cx.hint), body, comment)
     }
 }
 
 /// A declared object member: its name, its `key: value` rule, whether it is required.
 struct Member {
     name: String,
-    kv: String,
+    kv: RuleName,
     required: bool,
 }
 
@@ -2718,7 +2678,7 @@ fn negate(n: &Value) -> Option<Value> {
 }
 
 /// Renders a set of code points as an encoded-character expression.
-type CharSetFn<'a> = dyn FnMut(&[(u32, u32)]) -> Option<String> + 'a;
+type CharSetFn<'a> = dyn FnMut(&[(u32, u32)]) -> Option<Expr> + 'a;
 
 /// A rule body that matches nothing.
 /// Whether `e` says that no object satisfies a schema because a required name can never be

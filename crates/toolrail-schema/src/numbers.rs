@@ -362,11 +362,7 @@ fn frac_between(a: &[u8], ax: bool, b: &[u8], bx: bool) -> Frac {
 /// The fraction part (dot included) for fraction digits `f`; `None` when nothing matches.
 fn frac_expr(f: Frac) -> Option<Expr> {
     match f {
-        (Some(r), true) => Some(Expr::repeat(
-            Expr::seq([Expr::literal("."), r]),
-            0,
-            Some(1),
-        )),
+        (Some(r), true) => Some(Expr::repeat(Expr::seq([Expr::literal("."), r]), 0, Some(1))),
         (Some(r), false) => Some(Expr::seq([Expr::literal("."), r])),
         (None, true) => Some(Expr::Empty),
         (None, false) => None,
@@ -385,7 +381,10 @@ fn any_frac() -> Expr {
 /// `( "." "0"+ )?`: an integer written with a zero fraction.
 pub(crate) fn zero_frac() -> Expr {
     Expr::repeat(
-        Expr::seq([Expr::literal("."), Expr::repeat(Expr::literal("0"), 1, None)]),
+        Expr::seq([
+            Expr::literal("."),
+            Expr::repeat(Expr::literal("0"), 1, None),
+        ]),
         0,
         Some(1),
     )
