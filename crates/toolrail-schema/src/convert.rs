@@ -21,7 +21,7 @@ use super::keywords::{is_ignored, is_unknown};
 use super::numbers::{self, Bound, Decimal};
 use super::regex::{self, MAX_REPEAT_TOTAL, pattern_to_gbnf};
 use super::rules::RuleTable;
-use super::strings::{encoded_char_set, gbnf_literal, json_encode_char};
+use super::strings::{encoded_char_set, json_encode_char};
 use super::validate::{check, json_eq, value_types};
 use super::{
     ANY_ORDER_MAX_MEMBERS, ConvertOptions, MemberOrder, SchemaError, Warning, formats, llama,
@@ -146,6 +146,13 @@ fn alts(parts: Vec<String>) -> Frag {
         1 => parts.pop(),
         _ => Some(format!("( {} )", parts.join(" | "))),
     }
+}
+
+/// The alternation of `parts`, duplicates dropped (first occurrence kept; compared as typed
+/// values in a hash set, so that an enum of 100,000 values stays near-linear).
+fn distinct_alternatives(parts: Vec<Expr>) -> Option<Expr> {
+    let mut seen: rustc_hash::FxHashSet<Expr> = rustc_hash::FxHashSet::default();
+    Expr::alt(parts.into_iter().filter(|p| seen.insert(p.clone())))
 }
 
 fn percent_decode(s: &str) -> String {
@@ -612,7 +619,8 @@ impl Converter {
         let r = self.visit(&target, &tcx, false);
         self.in_progress.remove(&key);
         let expr = r?;
-        self.rules.fill(&name, expr.unwrap_or_else(never));
+        self.rules
+            .fill(&name, expr.map(Expr::Text).unwrap_or_else(never));
         Ok(Some(name.into()))
     }
 
@@ -1061,15 +1069,16 @@ impl Converter {
             for v in kept {
                 match v.as_number().and_then(|n| Decimal::parse(&n.to_string())) {
                     Some(d) if d.is_integer() && d.int != "0" => {
-                        ints.push(format!("\"{}{}\"", if d.neg { "-" } else { "" }, d.int));
+                        let sign = if d.neg { "-" } else { "" };
+                        ints.push(Expr::literal(format!("{sign}{}", d.int)));
                     }
                     _ => parts.push(self.literal(v, cx)),
                 }
             }
-            if let Some(group) = alts(ints) {
-                parts.push(format!("{group} ( \".\" \"0\"+ )?"));
+            if let Some(group) = distinct_alternatives(ints) {
+                parts.push(Expr::seq([group, numbers::zero_frac()]));
             }
-            return Ok(alts(parts));
+            return Ok(distinct_alternatives(parts).map(|e| e.to_gbnf_item()));
         }
         let has = |t: &str| types.contains(&t);
         let mut parts = Vec::new();
@@ -1119,23 +1128,35 @@ impl Converter {
     /// The grammar of one JSON value (enum/const member): structural, with optional space.
     /// Exactly the JSON texts of `v` (objects: members in any order when small enough, see
     /// [`Self::any_order`]).
-    fn literal(&mut self, v: &Value, cx: &Ctx) -> String {
+    fn literal(&mut self, v: &Value, cx: &Ctx) -> Expr {
         match v {
-            Value::Null | Value::Bool(_) => gbnf_literal(&v.to_string()),
+            Value::Null | Value::Bool(_) => Expr::literal(v.to_string()),
             Value::Number(n) => match Decimal::parse(&n.to_string()) {
                 Some(d) => {
-                    let sign = if d.neg { "\"-\" " } else { "" };
+                    let sign = if d.neg {
+                        Expr::literal("-")
+                    } else {
+                        Expr::Empty
+                    };
                     if d.frac.is_empty() {
                         if d.int == "0" {
-                            "\"-\"? \"0\" ( \".\" \"0\"+ )?".to_string()
+                            Expr::seq([
+                                Expr::repeat(Expr::literal("-"), 0, Some(1)),
+                                Expr::literal("0"),
+                                numbers::zero_frac(),
+                            ])
                         } else {
-                            format!("{sign}\"{}\" ( \".\" \"0\"+ )?", d.int)
+                            Expr::seq([sign, Expr::literal(d.int), numbers::zero_frac()])
                         }
                     } else {
-                        format!("{sign}\"{}.{}\" \"0\"*", d.int, d.frac)
+                        Expr::seq([
+                            sign,
+                            Expr::literal(format!("{}.{}", d.int, d.frac)),
+                            Expr::repeat(Expr::literal("0"), 0, None),
+                        ])
                     }
                 }
-                None => gbnf_literal(&n.to_string()),
+                None => Expr::literal(n.to_string()),
             },
             Value::String(s) => {
                 let mut enc = String::from("\"");
@@ -1143,32 +1164,50 @@ impl Converter {
                     json_encode_char(c, &mut enc);
                 }
                 enc.push('"');
-                gbnf_literal(&enc)
+                Expr::literal(enc)
             }
             Value::Array(a) => {
-                let sp = self.space();
-                let items: Vec<String> = a.iter().map(|x| self.literal(x, cx)).collect();
+                let sp = self.rules.primitive_rule("space");
+                let mut items = Vec::with_capacity(a.len() * 3);
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        items.extend([Expr::literal(","), sp.clone()]);
+                    }
+                    items.push(self.literal(x, cx));
+                }
                 if items.is_empty() {
-                    format!("\"[\" {sp} \"]\"")
+                    Expr::seq([Expr::literal("["), sp, Expr::literal("]")])
                 } else {
-                    format!(
-                        "( \"[\" {sp} {} {sp} \"]\" )",
-                        items.join(&format!(" \",\" {sp} "))
+                    Expr::seq(
+                        [Expr::literal("["), sp.clone()]
+                            .into_iter()
+                            .chain(items)
+                            .chain([sp, Expr::literal("]")]),
                     )
                 }
             }
             Value::Object(m) => {
-                let sp = self.space();
-                let items: Vec<String> = m
+                let sp = self.rules.primitive_rule("space");
+                let items: Vec<Expr> = m
                     .iter()
                     .map(|(k, x)| {
-                        format!(
-                            "{} \":\" {sp} {}",
-                            gbnf_literal(&Value::String(k.clone()).to_string()),
-                            self.literal(x, cx)
-                        )
+                        Expr::seq([
+                            Expr::literal(Value::String(k.clone()).to_string()),
+                            Expr::literal(":"),
+                            sp.clone(),
+                            self.literal(x, cx),
+                        ])
                     })
                     .collect();
+                let braces = |body: Expr| {
+                    Expr::seq([
+                        Expr::literal("{"),
+                        sp.clone(),
+                        body,
+                        sp.clone(),
+                        Expr::literal("}"),
+                    ])
+                };
                 if self.any_order(items.len()) {
                     let hint = if cx.hint.is_empty() {
                         "const".to_string()
@@ -1182,25 +1221,26 @@ impl Converter {
                             name: k.clone(),
                             kv: self.rules.add(
                                 &format!("{hint}-{}-kv", rules::sanitize(k)),
-                                Expr::Text(kv),
+                                kv,
                                 None,
                             ),
                             required: true,
                         })
                         .collect();
                     let lcx = Ctx { hint, ..cx.clone() };
-                    let sep = Expr::seq([Expr::literal(","), self.rules.primitive_rule("space")]);
-                    let body = self
-                        .any_order_members(&lcx, &members, None, &sep, false)
-                        .to_gbnf_item();
-                    format!("( \"{{\" {sp} {body} {sp} \"}}\" )")
+                    let sep = Expr::seq([Expr::literal(","), sp.clone()]);
+                    braces(self.any_order_members(&lcx, &members, None, &sep, false))
                 } else if items.is_empty() {
-                    format!("\"{{\" {sp} \"}}\"")
+                    Expr::seq([Expr::literal("{"), sp, Expr::literal("}")])
                 } else {
-                    format!(
-                        "( \"{{\" {sp} {} {sp} \"}}\" )",
-                        items.join(&format!(" \",\" {sp} "))
-                    )
+                    let mut body = Vec::with_capacity(items.len() * 3);
+                    for (i, item) in items.into_iter().enumerate() {
+                        if i > 0 {
+                            body.extend([Expr::literal(","), sp.clone()]);
+                        }
+                        body.push(item);
+                    }
+                    braces(Expr::seq(body))
                 }
             }
         }
@@ -1261,7 +1301,7 @@ impl Converter {
             match p {
                 Some(1) if integer => {}
                 Some(p) if !bounded && p <= 64 && (p as usize) * (q + 1) <= 512 => {
-                    return Ok(Some(self.multiple_of(cx, p, q, integer)));
+                    return Ok(Some(self.multiple_of(cx, p, q, integer).into()));
                 }
                 _ => {
                     let why = if bounded {
@@ -1388,7 +1428,7 @@ impl Converter {
 
     /// Numbers (integers when `integer`) that are multiples of p / 10^q: a DFA over the digits
     /// tracking the remainder modulo p of the value times 10^q.
-    fn multiple_of(&mut self, cx: &Ctx, p: u64, q: usize, integer: bool) -> String {
+    fn multiple_of(&mut self, cx: &Ctx, p: u64, q: usize, integer: bool) -> RuleName {
         let base = format!(
             "{}-multiple",
             if cx.hint.is_empty() {
@@ -1399,7 +1439,7 @@ impl Converter {
         );
         let pow = |j: usize| -> u64 { (0..j).fold(1u64, |acc, _| (acc * 10) % p) };
         // digit classes from state r: (target, class)
-        let steps = |r: u64, from: u8| -> Vec<(u64, String)> {
+        let steps = |r: u64, from: u8| -> Vec<(u64, Expr)> {
             let mut by_target: Vec<(u64, Vec<(u32, u32)>)> = Vec::new();
             for d in from..=9u8 {
                 let t = (10 * r + d as u64) % p;
@@ -1414,101 +1454,103 @@ impl Converter {
                 .map(|(t, v)| {
                     (
                         t,
-                        super::strings::char_class(&super::strings::normalize(v), false),
+                        Expr::Class {
+                            ranges: super::strings::normalize(v),
+                            negated: false,
+                        },
                     )
                 })
                 .collect()
         };
         let comment = self.comment(cx);
         // fraction states E(r, j): digits consumed after the point, value-so-far mod p
-        let mut frac: FxHashMap<(u64, usize), Option<String>> = FxHashMap::default();
+        let mut frac: FxHashMap<(u64, usize), Option<RuleName>> = FxHashMap::default();
         if !integer {
             for j in (1..=q).rev() {
                 for r in 0..p {
                     let body = if j == q {
-                        (r == 0).then(|| "\"0\"*".to_string())
+                        (r == 0).then(|| Expr::repeat(Expr::literal("0"), 0, None))
                     } else {
                         let mut alts_v = Vec::new();
                         if (r * pow(q - j)).is_multiple_of(p) {
-                            alts_v.push("\"\"".to_string());
+                            alts_v.push(Expr::Empty);
                         }
                         for (t, class) in steps(r, 0) {
                             if let Some(Some(next)) = frac.get(&(t, j + 1)) {
-                                alts_v.push(format!("{class} {next}"));
+                                alts_v.push(Expr::seq([class, Expr::rule(next)]));
                             }
                         }
-                        if j + 1 == q && r == 0 {
-                            // covered by the j+1 == q states
-                        }
-                        alts(alts_v)
+                        Expr::alt(alts_v)
                     };
                     let name = body.map(|b| {
-                        String::from(self.rules.add(
-                            &format!("{base}-f{r}-{j}"),
-                            b,
-                            comment.clone(),
-                        ))
+                        self.rules
+                            .add(&format!("{base}-f{r}-{j}"), b, comment.clone())
                     });
                     frac.insert((r, j), name);
                 }
             }
         }
         // the part after the integer digits, from state r
-        let tail = |r: u64, frac: &FxHashMap<(u64, usize), Option<String>>| -> Option<String> {
+        let tail = |r: u64, frac: &FxHashMap<(u64, usize), Option<RuleName>>| -> Option<Expr> {
             let end_ok = (r * pow(q)).is_multiple_of(p);
             if integer {
-                return end_ok.then(|| "( \".\" \"0\"+ )?".to_string());
+                return end_ok.then(numbers::zero_frac);
             }
             let mut v = Vec::new();
             if end_ok {
-                v.push("\"\"".to_string());
+                v.push(Expr::Empty);
             }
             if q == 0 {
                 if r == 0 {
-                    v.push("\".\" \"0\"+".to_string());
+                    v.push(Expr::seq([
+                        Expr::literal("."),
+                        Expr::repeat(Expr::literal("0"), 1, None),
+                    ]));
                 }
             } else {
-                let firsts: Vec<String> = steps(r, 0)
+                let firsts: Vec<Expr> = steps(r, 0)
                     .into_iter()
                     .filter_map(|(t, class)| {
                         frac.get(&(t, 1))
                             .cloned()
                             .flatten()
-                            .map(|n| format!("{class} {n}"))
+                            .map(|n| Expr::seq([class, Expr::Rule(n)]))
                     })
                     .collect();
-                if let Some(f) = alts(firsts) {
-                    v.push(format!("\".\" {f}"));
+                if let Some(f) = Expr::alt(firsts) {
+                    v.push(Expr::seq([Expr::literal("."), f]));
                 }
             }
-            alts(v)
+            Expr::alt(v)
         };
         // integer states I(r)
         let names: Vec<RuleName> = (0..p)
             .map(|r| self.rules.reserve(&format!("{base}-i{r}"), comment.clone()))
             .collect();
         for r in 0..p {
-            let mut v: Vec<String> = steps(r, 0)
+            let mut v: Vec<Expr> = steps(r, 0)
                 .into_iter()
-                .map(|(t, class)| format!("{class} {}", names[t as usize]))
+                .map(|(t, class)| Expr::seq([class, Expr::rule(&names[t as usize])]))
                 .collect();
             if let Some(t) = tail(r, &frac) {
                 v.push(t);
             }
-            let body = alts(v).unwrap_or_else(never);
+            let body = Expr::alt(v).unwrap_or_else(never);
             self.rules.fill(&names[r as usize], body);
         }
-        let mut start: Vec<String> = steps(0, 1)
+        let mut start: Vec<Expr> = steps(0, 1)
             .into_iter()
-            .map(|(t, class)| format!("{class} {}", names[t as usize]))
+            .map(|(t, class)| Expr::seq([class, Expr::rule(&names[t as usize])]))
             .collect();
-        if let Some(t) = tail(0, &frac) {
-            start.push(format!("\"0\" {t}").trim_end().to_string());
-        } else {
-            start.push("\"0\"".to_string());
-        }
-        let body = format!("\"-\"? {}", alts(start).unwrap_or_else(never));
-        self.rules.add(&base, body, comment).into()
+        start.push(Expr::seq([
+            Expr::literal("0"),
+            tail(0, &frac).unwrap_or(Expr::Empty),
+        ]));
+        let body = Expr::seq([
+            Expr::repeat(Expr::literal("-"), 0, Some(1)),
+            Expr::alt(start).unwrap_or_else(never),
+        ]);
+        self.rules.add(&base, body, comment)
     }
 
     fn string(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
@@ -1877,11 +1919,11 @@ impl Converter {
             }
         }
         arrays.sort_by_key(|a| a.len());
-        let parts: Vec<String> = arrays
+        let parts: Vec<Expr> = arrays
             .into_iter()
             .map(|a| self.literal(&Value::Array(a), cx))
             .collect();
-        Ok(Some(alts(parts)))
+        Ok(Some(distinct_alternatives(parts).map(|e| e.to_gbnf_item())))
     }
 
     fn object(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
@@ -2853,8 +2895,12 @@ fn unsatisfiable(schema: &Value, cx: &Ctx) -> SchemaError {
     Converter::invalid(&keyword, cx, message)
 }
 
-pub(crate) fn never() -> String {
-    "[^\\x00-\\U0010FFFF]".to_string()
+/// An expression no text matches (GBNF cannot write "nothing": a class of no character).
+pub(crate) fn never() -> Expr {
+    Expr::Class {
+        ranges: vec![(0, 0x10FFFF)],
+        negated: true,
+    }
 }
 
 fn types_of(m: &Map<String, Value>) -> Vec<&'static str> {
