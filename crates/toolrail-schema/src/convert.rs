@@ -433,10 +433,6 @@ impl Converter {
         }
     }
 
-    fn space(&mut self) -> &'static str {
-        self.rules.primitive("space")
-    }
-
     /// Adds a document; returns the expression for its root (not wrapped in a rule).
     /// Adds a document; returns a rule name (when `want_rule`, or when the root is referenced
     /// by `#`), or else the root expression itself.
@@ -1722,7 +1718,7 @@ impl Converter {
         }
         self.consumed += 1;
         let r = (|| -> Result<Frag, SchemaError> {
-            let mut elems: Vec<String> = Vec::new();
+            let mut elems: Vec<Expr> = Vec::new();
             for (i, s) in prefix.iter().enumerate() {
                 let pcx = cx.child(prefix_key, "").child(&i.to_string(), "");
                 let pcx = Ctx {
@@ -1734,7 +1730,7 @@ impl Converter {
                     ..pcx
                 };
                 match self.child(s, &pcx)? {
-                    Some(e) => elems.push(e),
+                    Some(e) => elems.push(Expr::Text(e)),
                     None => {
                         max = Some(max.map_or(i as u64, |m| m.min(i as u64)));
                         break;
@@ -1743,10 +1739,10 @@ impl Converter {
             }
             let rest_schema = rest_key.and_then(|k| map.get(k));
             let rest = match rest_schema {
-                None => Some(self.rules.primitive("value").to_string()),
+                None => Some(self.rules.primitive_rule("value")),
                 Some(s) => {
                     let rcx = cx.child(rest_key.unwrap_or("items"), "item");
-                    self.child(s, &rcx)?
+                    self.child(s, &rcx)?.map(Expr::Text)
                 }
             };
             if rest.is_none() {
@@ -1756,14 +1752,15 @@ impl Converter {
             if max.is_some_and(|m| m < min) {
                 return Ok(None);
             }
-            let sp = self.space();
-            let sep = format!("\",\" {sp}");
+            let sp = self.rules.primitive_rule("space");
+            let sep = Expr::seq([Expr::literal(","), sp.clone()]);
+            let empty_array = Expr::seq([Expr::literal("["), sp.clone(), Expr::literal("]")]);
             // element j's grammar
             let elem =
-                |j: usize| -> Option<String> { elems.get(j).cloned().or_else(|| rest.clone()) };
+                |j: usize| -> Option<Expr> { elems.get(j).cloned().or_else(|| rest.clone()) };
             // items after the first, from index j
             let clamp = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
-            let mut tail = String::new();
+            let mut tail = Expr::Empty;
             // rest part (indices >= prefix len, excluding index 0 handled separately)
             let k = elems.len();
             let first_rest = k.max(1);
@@ -1772,51 +1769,37 @@ impl Converter {
             {
                 let lo = min.saturating_sub(first_rest as u64);
                 let hi = max.map(|m| m - first_rest as u64);
-                let item = Expr::seq([
-                    Expr::literal(","),
-                    self.rules.primitive_rule("space"),
-                    Expr::Text(r.clone()),
-                ]);
-                tail = self
-                    .rules
-                    .repetition(item, clamp(lo), hi.map(clamp))
-                    .to_gbnf();
+                let item = Expr::seq([sep.clone(), r.clone()]);
+                tail = self.rules.repetition(item, clamp(lo), hi.map(clamp));
             }
             // prefix part, from the last prefix element back to index 1
             for j in (1..k.min(max.map_or(usize::MAX, |m| m as usize))).rev() {
-                let e = elem(j).unwrap_or_default();
-                let piece = if tail.is_empty() {
-                    format!("{sep} {e}")
-                } else {
-                    format!("{sep} {e} {tail}")
-                };
+                let e = elem(j).unwrap_or(Expr::Empty);
+                let piece = Expr::seq([sep.clone(), e, tail]);
                 tail = if (j as u64) < min {
                     piece
                 } else {
-                    format!("( {piece} )?")
+                    Expr::repeat(piece, 0, Some(1))
                 };
             }
             if max == Some(0) {
-                return Ok(Some(format!("\"[\" {sp} \"]\"")));
+                return Ok(Some(empty_array.to_gbnf_item()));
             }
             let Some(first) = elem(0) else {
                 return Ok(if min == 0 {
-                    Some(format!("\"[\" {sp} \"]\""))
+                    Some(empty_array.to_gbnf_item())
                 } else {
                     None
                 });
             };
-            let body = if tail.is_empty() {
-                first
-            } else {
-                format!("{first} {tail}")
-            };
+            let body = Expr::seq([first, tail]);
             let body = if min == 0 {
-                format!("( {body} )?")
+                Expr::repeat(body, 0, Some(1))
             } else {
                 body
             };
-            Ok(Some(format!("\"[\" {sp} {body} {sp} \"]\"")))
+            let array = Expr::seq([Expr::literal("["), sp.clone(), body, sp, Expr::literal("]")]);
+            Ok(Some(array.to_gbnf_item()))
         })();
         self.consumed -= 1;
         let e = r?;
