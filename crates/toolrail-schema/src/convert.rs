@@ -29,7 +29,7 @@ use super::{
 };
 
 /// A grammar expression, or None when nothing matches.
-pub(crate) type Frag = Option<String>;
+pub(crate) type Frag = Option<Expr>;
 
 /// Internal keyword (made by negating `type: integer`): numbers must have a non-zero fraction.
 const FRACTIONAL: &str = "x-toolrail-fractional";
@@ -82,7 +82,7 @@ pub(crate) struct Converter {
     pub(crate) notes: Vec<Warning>,
     docs: Vec<Rc<Value>>,
     labels: Vec<String>,
-    refs: FxHashMap<(usize, String), String>,
+    refs: FxHashMap<(usize, String), RuleName>,
     in_progress: FxHashMap<(usize, String), usize>,
     consumed: usize,
     depth: usize,
@@ -129,23 +129,14 @@ pub fn check_depth(schema: &Value) -> Result<(), SchemaError> {
     Ok(())
 }
 
-fn is_identifier(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
+/// Whether the expression is a bare rule reference (needs no rule of its own).
+fn is_rule(e: &Expr) -> bool {
+    matches!(e, Expr::Rule(_))
 }
 
-/// The alternation of `parts`, duplicates dropped (first occurrence kept; a hash set, so that
-/// an enum of 100,000 values stays near-linear).
-fn alts(parts: Vec<String>) -> Frag {
-    let mut seen: rustc_hash::FxHashSet<String> = rustc_hash::FxHashSet::default();
-    let mut parts: Vec<String> = parts
-        .into_iter()
-        .filter(|p| seen.insert(p.clone()))
-        .collect();
-    match parts.len() {
-        0 => None,
-        1 => parts.pop(),
-        _ => Some(format!("( {} )", parts.join(" | "))),
-    }
+/// Whether the expression is a reference to the rule `name` (a primitive such as `value`).
+fn is_named(e: &Expr, name: &str) -> bool {
+    matches!(e, Expr::Rule(r) if r.as_str() == name)
 }
 
 /// The alternation of `parts`, duplicates dropped (first occurrence kept; compared as typed
@@ -442,7 +433,7 @@ impl Converter {
         hint: &str,
         schema: &Value,
         want_rule: bool,
-    ) -> Result<String, SchemaError> {
+    ) -> Result<Expr, SchemaError> {
         check_depth(schema)?;
         let doc = self.docs.len();
         self.docs.push(Rc::new(schema.clone()));
@@ -464,7 +455,7 @@ impl Converter {
         let root = Rc::clone(&self.docs[doc]);
         // the root is reachable as "#": register it so that `{"$ref": "#"}` recursion works
         let key = (doc, "#".to_string());
-        self.refs.insert(key.clone(), name.to_string());
+        self.refs.insert(key.clone(), name.clone());
         self.in_progress.insert(key.clone(), self.consumed);
         self.root_referenced = false;
         let expr = self.visit(&root, &cx, false);
@@ -472,9 +463,9 @@ impl Converter {
         let Some(expr) = expr? else {
             return Err(unsatisfiable(&root, &cx));
         };
-        if self.root_referenced || (want_rule && !is_identifier(&expr)) {
+        if self.root_referenced || (want_rule && !is_rule(&expr)) {
             self.rules.fill(&name, expr);
-            Ok(name.into())
+            Ok(Expr::Rule(name))
         } else {
             self.refs.remove(&key);
             self.rules.unreserve(&name);
@@ -493,15 +484,15 @@ impl Converter {
     /// Wraps a non-trivial expression into a named rule (with the schema pointer as comment).
     fn name(&mut self, cx: &Ctx, expr: Frag, force: bool) -> Frag {
         let e = expr?;
-        if cx.top
-            || cx.hint.is_empty()
-            || is_identifier(&e)
-            || (!force && e.len() <= 40 && !e.contains(" | "))
-        {
+        let short = || {
+            let text = e.to_gbnf_item();
+            text.len() <= 40 && !text.contains(" | ")
+        };
+        if cx.top || cx.hint.is_empty() || is_rule(&e) || (!force && short()) {
             return Some(e);
         }
         let comment = self.comment(cx);
-        Some(self.rules.add(&cx.hint, e, comment).into())
+        Some(Expr::Rule(self.rules.add(&cx.hint, e, comment)))
     }
 
     fn visit(&mut self, schema: &Value, cx: &Ctx, named: bool) -> Result<Frag, SchemaError> {
@@ -511,7 +502,7 @@ impl Converter {
             return Err(Self::invalid("$ref", cx, "schema nesting too deep"));
         }
         let r = match schema {
-            Value::Bool(true) => Ok(Some(self.rules.primitive("value").to_string())),
+            Value::Bool(true) => Ok(Some(self.rules.primitive_rule("value"))),
             Value::Bool(false) => Ok(None),
             Value::Object(map) => self
                 .visit_map(map, cx)
@@ -591,7 +582,7 @@ impl Converter {
             if ptr == "#" {
                 self.root_referenced = true;
             }
-            return Ok(Some(name.clone()));
+            return Ok(Some(Expr::Rule(name.clone())));
         }
         let seg = ptr.rsplit('/').next().unwrap_or("ref");
         let hint = if ptr == "#" {
@@ -606,7 +597,7 @@ impl Converter {
             top: true,
         };
         let name = self.rules.reserve(&hint, self.comment(&tcx));
-        self.refs.insert(key.clone(), name.to_string());
+        self.refs.insert(key.clone(), name.clone());
         self.in_progress.insert(key.clone(), self.consumed);
         let tcx = Ctx {
             hint: name.to_string(),
@@ -615,9 +606,8 @@ impl Converter {
         let r = self.visit(&target, &tcx, false);
         self.in_progress.remove(&key);
         let expr = r?;
-        self.rules
-            .fill(&name, expr.map(Expr::Text).unwrap_or_else(never));
-        Ok(Some(name.into()))
+        self.rules.fill(&name, expr.unwrap_or_else(never));
+        Ok(Some(Expr::Rule(name)))
     }
 
     /// Flattens a schema: follows a top-level `$ref` (merging siblings) and merges `allOf`.
@@ -965,7 +955,7 @@ impl Converter {
             {
                 return Err(e);
             }
-            return Ok(alts(parts));
+            return Ok(distinct_alternatives(parts));
         }
         self.visit_typed(&map, cx)
     }
@@ -1074,22 +1064,22 @@ impl Converter {
             if let Some(group) = distinct_alternatives(ints) {
                 parts.push(Expr::seq([group, numbers::zero_frac()]));
             }
-            return Ok(distinct_alternatives(parts).map(|e| e.to_gbnf_item()));
+            return Ok(distinct_alternatives(parts));
         }
         let has = |t: &str| types.contains(&t);
         let mut parts = Vec::new();
         let mut plain = 0;
         if has("null") {
-            parts.push(self.rules.primitive("null").to_string());
+            parts.push(self.rules.primitive_rule("null"));
             plain += 1;
         }
         if has("boolean") {
-            parts.push(self.rules.primitive("boolean").to_string());
+            parts.push(self.rules.primitive_rule("boolean"));
             plain += 1;
         }
         if has("number") {
             if let Some(e) = self.number(map, cx, false)? {
-                plain += usize::from(e == "number");
+                plain += usize::from(is_named(&e, "number"));
                 parts.push(e);
             }
         } else if has("integer")
@@ -1100,25 +1090,25 @@ impl Converter {
         if has("string")
             && let Some(e) = self.string(map, cx)?
         {
-            plain += usize::from(e == "string");
+            plain += usize::from(is_named(&e, "string"));
             parts.push(e);
         }
         if has("array")
             && let Some(e) = self.array(map, cx)?
         {
-            plain += usize::from(e == "array");
+            plain += usize::from(is_named(&e, "array"));
             parts.push(e);
         }
         if has("object")
             && let Some(e) = self.object(map, cx)?
         {
-            plain += usize::from(e == "object");
+            plain += usize::from(is_named(&e, "object"));
             parts.push(e);
         }
         if plain == 6 {
-            return Ok(Some(self.rules.primitive("value").to_string()));
+            return Ok(Some(self.rules.primitive_rule("value")));
         }
-        Ok(alts(parts))
+        Ok(distinct_alternatives(parts))
     }
 
     /// The grammar of one JSON value (enum/const member): structural, with optional space.
@@ -1278,10 +1268,15 @@ impl Converter {
             if bounded || map.contains_key("multipleOf") {
                 self.unsupported("not", cx, "not integer combined with numeric bounds")?;
             } else {
-                self.rules.primitive("integral-part");
-                return Ok(Some(
-                    "\"-\"? integral-part \".\" [0-9]* [1-9] [0-9]*".to_string(),
-                ));
+                let digits = || Expr::repeat(numbers::digit(), 0, None);
+                return Ok(Some(Expr::seq([
+                    Expr::repeat(Expr::literal("-"), 0, Some(1)),
+                    self.rules.primitive_rule("integral-part"),
+                    Expr::literal("."),
+                    digits(),
+                    numbers::digit_class(b'1', b'9'),
+                    digits(),
+                ])));
             }
         }
         if let Some(m) = map.get("multipleOf") {
@@ -1297,7 +1292,7 @@ impl Converter {
             match p {
                 Some(1) if integer => {}
                 Some(p) if !bounded && p <= 64 && (p as usize) * (q + 1) <= 512 => {
-                    return Ok(Some(self.multiple_of(cx, p, q, integer).into()));
+                    return Ok(Some(Expr::Rule(self.multiple_of(cx, p, q, integer))));
                 }
                 _ => {
                     let why = if bounded {
@@ -1374,11 +1369,11 @@ impl Converter {
             }
         }
         if lo.is_none() && hi.is_none() {
-            return Ok(Some(
-                self.rules
-                    .primitive(if integer { "integer" } else { "number" })
-                    .to_string(),
-            ));
+            return Ok(Some(self.rules.primitive_rule(if integer {
+                "integer"
+            } else {
+                "number"
+            })));
         }
         let too_big = || Self::invalid("minimum", cx, "bound too large");
         if integer {
@@ -1414,10 +1409,9 @@ impl Converter {
                 ));
             }
             Ok(numbers::int_range(l, h, self.opts.llama_compat)
-                .map(|r| Expr::seq([r, numbers::zero_frac()]).to_gbnf_item()))
+                .map(|r| Expr::seq([r, numbers::zero_frac()])))
         } else {
             numbers::number_range(lo.as_ref(), hi.as_ref(), self.opts.llama_compat)
-                .map(|range| range.map(|e| e.to_gbnf_item()))
                 .map_err(|m| Self::invalid("minimum", cx, m))
         }
     }
@@ -1607,14 +1601,17 @@ impl Converter {
                     "format combined with pattern/minLength/maxLength",
                 )?;
             }
-            return Ok(self.rules.format_string(&f));
+            return Ok(self
+                .rules
+                .format_string(&f)
+                .map(|name| Expr::Rule(RuleName::new(name))));
         }
         if let Some(p) = &pattern
             && lengths
         {
             let r = regex::pattern_with_lengths(p, min.unwrap_or(0), max, &mut self.rules);
             match r {
-                Ok(Some(Some(e))) => return Ok(self.name(cx, Some(e.to_gbnf_item()), false)),
+                Ok(Some(Some(e))) => return Ok(self.name(cx, Some(e), false)),
                 Ok(Some(None)) => {
                     return Err(Self::invalid(
                         "pattern",
@@ -1625,7 +1622,7 @@ impl Converter {
                 Ok(None) => {}
                 Err(m) => {
                     self.unsupported("pattern", cx, m)?;
-                    return Ok(Some(self.rules.primitive("string").to_string()));
+                    return Ok(Some(self.rules.primitive_rule("string")));
                 }
             }
         }
@@ -1635,22 +1632,22 @@ impl Converter {
             }
             let r = pattern_to_gbnf(&p, &mut self.rules);
             return match r {
-                Ok(e) => Ok(self.name(cx, e.map(|e| e.to_gbnf_item()), false)),
+                Ok(e) => Ok(self.name(cx, e, false)),
                 Err(m) => {
                     self.unsupported("pattern", cx, m)?;
-                    Ok(Some(self.rules.primitive("string").to_string()))
+                    Ok(Some(self.rules.primitive_rule("string")))
                 }
             };
         }
         if !lengths {
-            return Ok(Some(self.rules.primitive("string").to_string()));
+            return Ok(Some(self.rules.primitive_rule("string")));
         }
         let (min, max) = (min.unwrap_or(0), max);
         let c = self.rules.primitive_rule("char");
         let clamp = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
         let quote = || Expr::literal("\"");
         let chars = self.rules.repetition(c, clamp(min), max.map(clamp));
-        Ok(Some(Expr::seq([quote(), chars, quote()]).to_gbnf_item()))
+        Ok(Some(Expr::seq([quote(), chars, quote()])))
     }
 
     fn array(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
@@ -1730,7 +1727,7 @@ impl Converter {
                     ..pcx
                 };
                 match self.child(s, &pcx)? {
-                    Some(e) => elems.push(Expr::Text(e)),
+                    Some(e) => elems.push(e),
                     None => {
                         max = Some(max.map_or(i as u64, |m| m.min(i as u64)));
                         break;
@@ -1742,7 +1739,7 @@ impl Converter {
                 None => Some(self.rules.primitive_rule("value")),
                 Some(s) => {
                     let rcx = cx.child(rest_key.unwrap_or("items"), "item");
-                    self.child(s, &rcx)?.map(Expr::Text)
+                    self.child(s, &rcx)?
                 }
             };
             if rest.is_none() {
@@ -1783,14 +1780,10 @@ impl Converter {
                 };
             }
             if max == Some(0) {
-                return Ok(Some(empty_array.to_gbnf_item()));
+                return Ok(Some(empty_array));
             }
             let Some(first) = elem(0) else {
-                return Ok(if min == 0 {
-                    Some(empty_array.to_gbnf_item())
-                } else {
-                    None
-                });
+                return Ok(if min == 0 { Some(empty_array) } else { None });
             };
             let body = Expr::seq([first, tail]);
             let body = if min == 0 {
@@ -1799,7 +1792,7 @@ impl Converter {
                 body
             };
             let array = Expr::seq([Expr::literal("["), sp.clone(), body, sp, Expr::literal("]")]);
-            Ok(Some(array.to_gbnf_item()))
+            Ok(Some(array))
         })();
         self.consumed -= 1;
         let e = r?;
@@ -1906,7 +1899,7 @@ impl Converter {
             .into_iter()
             .map(|a| self.literal(&Value::Array(a), cx))
             .collect();
-        Ok(Some(distinct_alternatives(parts).map(|e| e.to_gbnf_item())))
+        Ok(Some(distinct_alternatives(parts)))
     }
 
     fn object(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
@@ -1995,7 +1988,7 @@ impl Converter {
                         )?,
                     }
                 }
-                let kv = v.map(|v| self.kv_rule(&pcx, k, Expr::Text(v), &sp));
+                let kv = v.map(|v| self.kv_rule(&pcx, k, v, &sp));
                 declared.push((k.clone(), kv, required.contains(k)));
             }
             let add_cx = cx.child("additionalProperties", "additional");
@@ -2008,7 +2001,7 @@ impl Converter {
                         let mcx = cx.child("patternProperties", "pattern");
                         self.child(&matched, &mcx)?
                     } else if closed_by_default {
-                        Some(self.rules.primitive("value").to_string())
+                        Some(self.rules.primitive_rule("value"))
                     } else {
                         add_value.clone()
                     };
@@ -2021,7 +2014,7 @@ impl Converter {
                             ),
                             ..add_cx.clone()
                         };
-                        self.kv_rule(&pcx, r, Expr::Text(v.clone()), &sp)
+                        self.kv_rule(&pcx, r, v.clone(), &sp)
                     });
                     declared.push((r.clone(), kv, true));
                 }
@@ -2053,9 +2046,9 @@ impl Converter {
                 && property_names.is_none()
                 && min_p == 0
                 && max_p.is_none()
-                && add_value.as_deref() == Some("value")
+                && add_value.as_ref().is_some_and(|v| is_named(v, "value"))
             {
-                return Ok(Some(self.rules.primitive("object").to_string()));
+                return Ok(Some(self.rules.primitive_rule("object")));
             }
             let members: Vec<Member> = declared
                 .into_iter()
@@ -2076,7 +2069,7 @@ impl Converter {
                     let pcx = cx.child("propertyNames", "name");
                     let string_only =
                         self.merge(pn, &serde_json::json!({"type": "string"}), &pcx)?;
-                    self.child(&string_only, &pcx)?.map(Expr::Text)
+                    self.child(&string_only, &pcx)?
                 }
             };
             let extra: Option<Expr> = match (&add_value, key) {
@@ -2090,8 +2083,7 @@ impl Converter {
                     )?
                     .map(Expr::Rule),
                 (Some(v), Some(key)) => {
-                    let body =
-                        Expr::seq([key, Expr::literal(":"), sp.clone(), Expr::Text(v.clone())]);
+                    let body = Expr::seq([key, Expr::literal(":"), sp.clone(), v.clone()]);
                     let comment = self.comment(&add_cx);
                     Some(Expr::Rule(self.rules.add(
                         &format!(
@@ -2130,13 +2122,13 @@ impl Converter {
             if members.is_empty() {
                 let Some(x) = extra else {
                     return Ok(if min_p == 0 {
-                        Some(empty_object.clone().to_gbnf_item())
+                        Some(empty_object.clone())
                     } else {
                         None
                     });
                 };
                 if max_p == Some(0) {
-                    return Ok(Some(empty_object.clone().to_gbnf_item()));
+                    return Ok(Some(empty_object.clone()));
                 }
                 let min_p = self
                     .size_bound("minProperties", cx, Some(min_p))?
@@ -2155,7 +2147,7 @@ impl Converter {
                 } else {
                     body
                 };
-                return Ok(Some(braces(body).to_gbnf_item()));
+                return Ok(Some(braces(body)));
             }
             // minProperties 1 without required members: the first member is not optional
             if min_p > n_req && !(min_p == 1 && n_req == 0) {
@@ -2176,7 +2168,7 @@ impl Converter {
             }
             if self.any_order(members.len()) {
                 let body = self.any_order_members(cx, &members, extra.as_ref(), &sep, min_p >= 1);
-                return Ok(Some(braces(body).to_gbnf_item()));
+                return Ok(Some(braces(body)));
             }
             let declared: Vec<(RuleName, bool)> =
                 members.into_iter().map(|m| (m.kv, m.required)).collect();
@@ -2239,7 +2231,7 @@ impl Converter {
             } else {
                 heads
             };
-            Ok(Some(braces(body).to_gbnf_item()))
+            Ok(Some(braces(body)))
         })();
         self.consumed -= 1;
         let e = r?;
@@ -2290,7 +2282,7 @@ impl Converter {
         cx: &Ctx,
         patterns: &[(String, Value)],
         names: &[String],
-        additional: Option<String>,
+        additional: Option<Expr>,
         has_property_names: bool,
     ) -> Result<Option<RuleName>, SchemaError> {
         let sp = self.rules.primitive_rule("space");
@@ -2344,10 +2336,10 @@ impl Converter {
             values.push(self.child(ps, pcx)?);
         }
         // with additional members of any value, a pattern of any value constrains nothing
-        let open = additional.as_deref() == Some("value");
-        let mut kept: Vec<(String, Option<String>, Ctx)> = Vec::new();
+        let open = additional.as_ref().is_some_and(|v| is_named(v, "value"));
+        let mut kept: Vec<(String, Option<Expr>, Ctx)> = Vec::new();
         for ((p, _, pcx), v) in groups.into_iter().zip(values) {
-            if !(open && v.as_deref() == Some("value")) {
+            if !(open && v.as_ref().is_some_and(|v| is_named(v, "value"))) {
                 kept.push((p, v, pcx));
             }
         }
@@ -2411,7 +2403,7 @@ impl Converter {
                 }
             };
             if let Some(v) = v {
-                let body = kv_body(key, Expr::Text(v.clone()));
+                let body = kv_body(key, v.clone());
                 let comment = self.comment(pcx);
                 kvs.push(self.rules.add(&format!("{}-kv", pcx.hint), body, comment));
             }
@@ -2431,7 +2423,7 @@ impl Converter {
             };
             match complement {
                 Some(Some(key)) => {
-                    let body = kv_body(key, Expr::Text(av));
+                    let body = kv_body(key, av);
                     let comment = self.comment(&add_cx);
                     kvs.push(
                         self.rules

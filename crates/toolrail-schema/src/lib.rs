@@ -211,7 +211,9 @@ impl SchemaConverter {
     /// `get-weather-args`.
     pub fn add_schema(&mut self, name_hint: &str, schema: &Value) -> Result<String, SchemaError> {
         let hint = rules::sanitize(name_hint);
-        self.inner.add_document(&hint, &hint, schema, true)
+        self.inner
+            .add_document(&hint, &hint, schema, true)
+            .map(|e| e.to_gbnf_item())
     }
 
     /// Adds a hand-written rule (for envelopes); returns the final (deduplicated) rule name.
@@ -282,7 +284,7 @@ pub fn schema_to_gbnf(schema: &Value, options: &ConvertOptions) -> Result<Conver
     let rule_locations = locations::rule_locations(&c.rules);
     Ok(Conversion {
         rule_locations,
-        gbnf: c.rules.render(&expr.into()),
+        gbnf: c.rules.render(&expr),
         warnings,
         notes,
     })

@@ -117,7 +117,7 @@ fn alts(parts: Vec<Expr>) -> Option<Expr> {
 }
 
 /// The digits `lo..=hi` (a literal for one digit).
-fn digit_class(lo: u8, hi: u8) -> Expr {
+pub(crate) fn digit_class(lo: u8, hi: u8) -> Expr {
     if lo == hi {
         Expr::literal((lo as char).to_string())
     } else {
@@ -129,7 +129,7 @@ fn digit_class(lo: u8, hi: u8) -> Expr {
 }
 
 /// Any one digit, `[0-9]`.
-fn digit() -> Expr {
+pub(crate) fn digit() -> Expr {
     digit_class(b'0', b'9')
 }
 
