@@ -485,8 +485,8 @@ impl Converter {
     fn name(&mut self, cx: &Ctx, expr: Frag, force: bool) -> Frag {
         let e = expr?;
         let short = || {
-            let text = e.to_gbnf_item();
-            text.len() <= 40 && !text.contains(" | ")
+            e.to_gbnf_item_within(40)
+                .is_some_and(|text| !text.contains(" | "))
         };
         if cx.top || cx.hint.is_empty() || is_rule(&e) || (!force && short()) {
             return Some(e);

@@ -217,10 +217,12 @@ impl SchemaConverter {
     }
 
     /// Adds a hand-written rule (for envelopes); returns the final (deduplicated) rule name.
+    /// The body is GBNF text: it enters the rule table as [`expr::Expr::Text`], the one place
+    /// text still does (the envelopes are not yet built on `Expr`).
     pub fn add_rule(&mut self, name_hint: &str, body: &str) -> String {
         self.inner
             .rules
-            .add(name_hint, body.to_string(), None)
+            .add(name_hint, expr::Expr::Text(body.to_string()), None)
             .into()
     }
 
@@ -255,8 +257,11 @@ impl SchemaConverter {
 
     /// The whole grammar text: `root ::= <root_body>` first, then every rule used, in a
     /// deterministic order.
+    /// `root_body` is envelope text (see [`SchemaConverter::add_rule`]).
     pub fn finish(self, root_body: &str) -> String {
-        self.inner.rules.render(&root_body.to_string().into())
+        self.inner
+            .rules
+            .render(&expr::Expr::Text(root_body.to_string()))
     }
 }
 
