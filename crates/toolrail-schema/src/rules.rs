@@ -174,7 +174,7 @@ pub(crate) struct RuleTable {
     by_body: FxHashMap<u64, Vec<usize>>,
     used_primitives: Vec<bool>,
     /// Format rules used (name -> body), emitted after the schema rules.
-    formats: Vec<(String, String)>,
+    formats: Vec<(String, Expr)>,
     /// Rules reused (same body) for a schema location other than the one in their comment:
     /// they stand for no single location ([`RuleTable::locations`]).
     shared: rustc_hash::FxHashSet<usize>,
@@ -421,7 +421,7 @@ impl RuleTable {
             push_rule(&mut out, name.as_str(), &body.to_gbnf());
         }
         for (name, body) in &self.formats {
-            push_rule(&mut out, name, body);
+            push_rule(&mut out, name, &body.to_gbnf());
         }
         for (i, p) in PRIMITIVES.iter().enumerate() {
             if !self.used_primitives[i] {
