@@ -55,9 +55,10 @@ pub enum Expr {
     Empty,
     /// Text matched exactly (printed as a GBNF string literal).
     Literal(String),
-    /// A character class over sorted, disjoint code point ranges (`[^...]` when negated).
+    /// A character class over disjoint code point ranges (`[^...]` when negated).
     Class {
-        /// Inclusive code point ranges.
+        /// Inclusive code point ranges, printed in this order: sorted where they come from a
+        /// set computation, in the order a reader expects (`[a-zA-Z0-9]`) in the format rules.
         ranges: Vec<(u32, u32)>,
         /// Matches every character outside the ranges instead.
         negated: bool,
