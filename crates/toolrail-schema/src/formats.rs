@@ -599,40 +599,54 @@ fn is_quoted_content(s: &str) -> bool {
     true
 }
 
+/// Every format rule (the `<format>-string` rules, the helpers, the leap-second rules) as
+/// (name, body, the rules it uses), built once: a schema using a format borrows the bodies.
+fn all_rules() -> &'static [Generated] {
+    static ALL: OnceLock<Vec<Generated>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut out: Vec<Generated> = FORMATS
+            .iter()
+            .map(|f| {
+                (
+                    format!("{f}-string"),
+                    Expr::seq([lit("\""), rule(f), lit("\"")]),
+                    vec![f.to_string()],
+                )
+            })
+            .collect();
+        out.extend(RULES.iter().filter_map(|(name, deps)| {
+            let deps = deps.iter().map(|d| d.to_string()).collect();
+            Some((name.to_string(), helper_body(name)?, deps))
+        }));
+        out.extend(leap_rules().iter().cloned());
+        out
+    })
+}
+
 /// The rules that make a JSON string of format `format` (quotes included), as (name, body)
 /// pairs: the string rule first, then every helper rule it uses, each once, depth first. None
 /// for an unknown format.
-pub(crate) fn string_rules(format: &str) -> Option<Vec<(String, Expr)>> {
+pub(crate) fn string_rules(format: &str) -> Option<Vec<(&'static str, &'static Expr)>> {
     if !FORMATS.contains(&format) {
         return None;
     }
-    let mut out = vec![(
-        format!("{format}-string"),
-        Expr::seq([lit("\""), rule(format), lit("\"")]),
-    )];
-    let mut todo = vec![format];
-    while let Some(name) = todo.pop() {
+    let all = all_rules();
+    let string_rule = format!("{format}-string");
+    let first = all.iter().find(|(n, _, _)| *n == string_rule)?;
+    let mut out: Vec<(&'static str, &'static Expr)> = Vec::new();
+    let mut todo: Vec<&'static Generated> = vec![first];
+    while let Some((name, body, deps)) = todo.pop() {
         if out.iter().any(|(n, _)| n == name) {
             continue;
         }
-        let Some((body, deps)) = helper_rule(name) else {
-            continue;
-        };
-        out.push((name.to_string(), body));
-        todo.extend(deps.into_iter().rev());
+        out.push((name.as_str(), body));
+        todo.extend(
+            deps.iter()
+                .rev()
+                .filter_map(|d| all.iter().find(|(n, _, _)| n == d)),
+        );
     }
     Some(out)
-}
-
-/// A helper rule by name: its body and the rules it uses.
-fn helper_rule(name: &str) -> Option<(Expr, Vec<&'static str>)> {
-    if let Some((_, deps)) = RULES.iter().find(|(n, _)| *n == name) {
-        return Some((helper_body(name)?, deps.to_vec()));
-    }
-    leap_rules()
-        .iter()
-        .find(|(n, _, _)| n == name)
-        .map(|(_, body, deps)| (body.clone(), deps.iter().map(String::as_str).collect()))
 }
 
 #[cfg(test)]

@@ -174,7 +174,7 @@ pub(crate) struct RuleTable {
     by_body: FxHashMap<u64, Vec<usize>>,
     used_primitives: Vec<bool>,
     /// Format rules used (name -> body), emitted after the schema rules.
-    formats: Vec<(String, Expr)>,
+    formats: Vec<(&'static str, &'static Expr)>,
     /// Rules reused (same body) for a schema location other than the one in their comment:
     /// they stand for no single location ([`RuleTable::locations`]).
     shared: rustc_hash::FxHashSet<usize>,
@@ -217,7 +217,7 @@ impl RuleTable {
     /// matching the whole JSON string (quotes included), or None for an unknown format.
     pub(crate) fn format_string(&mut self, format: &str) -> Option<String> {
         let rules = super::formats::string_rules(format)?;
-        let name = rules.first().map(|(n, _)| n.clone());
+        let name = rules.first().map(|(n, _)| n.to_string());
         for (n, body) in rules {
             if !self.formats.iter().any(|(m, _)| *m == n) {
                 self.formats.push((n, body));
