@@ -21,7 +21,7 @@ use super::keywords::{is_ignored, is_unknown};
 use super::numbers::{self, Bound, Decimal};
 use super::regex::{self, MAX_REPEAT_TOTAL, pattern_to_gbnf};
 use super::rules::RuleTable;
-use super::strings::{encoded_char_set, gbnf_literal, json_encode_char};
+use super::strings::{encoded_char_set, json_encode_char};
 use super::validate::{check, json_eq, value_types};
 use super::{
     ANY_ORDER_MAX_MEMBERS, ConvertOptions, MemberOrder, SchemaError, Warning, formats, llama,
@@ -29,7 +29,7 @@ use super::{
 };
 
 /// A grammar expression, or None when nothing matches.
-pub(crate) type Frag = Option<String>;
+pub(crate) type Frag = Option<Expr>;
 
 /// Internal keyword (made by negating `type: integer`): numbers must have a non-zero fraction.
 const FRACTIONAL: &str = "x-toolrail-fractional";
@@ -82,7 +82,7 @@ pub(crate) struct Converter {
     pub(crate) notes: Vec<Warning>,
     docs: Vec<Rc<Value>>,
     labels: Vec<String>,
-    refs: FxHashMap<(usize, String), String>,
+    refs: FxHashMap<(usize, String), RuleName>,
     in_progress: FxHashMap<(usize, String), usize>,
     consumed: usize,
     depth: usize,
@@ -129,23 +129,21 @@ pub fn check_depth(schema: &Value) -> Result<(), SchemaError> {
     Ok(())
 }
 
-fn is_identifier(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
+/// Whether the expression is a bare rule reference (needs no rule of its own).
+fn is_rule(e: &Expr) -> bool {
+    matches!(e, Expr::Rule(_))
 }
 
-/// The alternation of `parts`, duplicates dropped (first occurrence kept; a hash set, so that
-/// an enum of 100,000 values stays near-linear).
-fn alts(parts: Vec<String>) -> Frag {
-    let mut seen: rustc_hash::FxHashSet<String> = rustc_hash::FxHashSet::default();
-    let mut parts: Vec<String> = parts
-        .into_iter()
-        .filter(|p| seen.insert(p.clone()))
-        .collect();
-    match parts.len() {
-        0 => None,
-        1 => parts.pop(),
-        _ => Some(format!("( {} )", parts.join(" | "))),
-    }
+/// Whether the expression is a reference to the rule `name` (a primitive such as `value`).
+fn is_named(e: &Expr, name: &str) -> bool {
+    matches!(e, Expr::Rule(r) if r.as_str() == name)
+}
+
+/// The alternation of `parts`, duplicates dropped (first occurrence kept; compared as typed
+/// values in a hash set, so that an enum of 100,000 values stays near-linear).
+fn distinct_alternatives(parts: Vec<Expr>) -> Option<Expr> {
+    let mut seen: rustc_hash::FxHashSet<Expr> = rustc_hash::FxHashSet::default();
+    Expr::alt(parts.into_iter().filter(|p| seen.insert(p.clone())))
 }
 
 fn percent_decode(s: &str) -> String {
@@ -426,14 +424,6 @@ impl Converter {
         }
     }
 
-    fn space(&mut self) -> &'static str {
-        self.rules.primitive("space")
-    }
-
-    fn char_rule(&mut self) -> String {
-        self.rules.primitive("char").to_string()
-    }
-
     /// Adds a document; returns the expression for its root (not wrapped in a rule).
     /// Adds a document; returns a rule name (when `want_rule`, or when the root is referenced
     /// by `#`), or else the root expression itself.
@@ -443,7 +433,7 @@ impl Converter {
         hint: &str,
         schema: &Value,
         want_rule: bool,
-    ) -> Result<String, SchemaError> {
+    ) -> Result<Expr, SchemaError> {
         check_depth(schema)?;
         let doc = self.docs.len();
         self.docs.push(Rc::new(schema.clone()));
@@ -465,7 +455,7 @@ impl Converter {
         let root = Rc::clone(&self.docs[doc]);
         // the root is reachable as "#": register it so that `{"$ref": "#"}` recursion works
         let key = (doc, "#".to_string());
-        self.refs.insert(key.clone(), name.to_string());
+        self.refs.insert(key.clone(), name.clone());
         self.in_progress.insert(key.clone(), self.consumed);
         self.root_referenced = false;
         let expr = self.visit(&root, &cx, false);
@@ -473,9 +463,9 @@ impl Converter {
         let Some(expr) = expr? else {
             return Err(unsatisfiable(&root, &cx));
         };
-        if self.root_referenced || (want_rule && !is_identifier(&expr)) {
+        if self.root_referenced || (want_rule && !is_rule(&expr)) {
             self.rules.fill(&name, expr);
-            Ok(name.into())
+            Ok(Expr::Rule(name))
         } else {
             self.refs.remove(&key);
             self.rules.unreserve(&name);
@@ -494,15 +484,15 @@ impl Converter {
     /// Wraps a non-trivial expression into a named rule (with the schema pointer as comment).
     fn name(&mut self, cx: &Ctx, expr: Frag, force: bool) -> Frag {
         let e = expr?;
-        if cx.top
-            || cx.hint.is_empty()
-            || is_identifier(&e)
-            || (!force && e.len() <= 40 && !e.contains(" | "))
-        {
+        let short = || {
+            e.to_gbnf_item_within(40)
+                .is_some_and(|text| !text.contains(" | "))
+        };
+        if cx.top || cx.hint.is_empty() || is_rule(&e) || (!force && short()) {
             return Some(e);
         }
         let comment = self.comment(cx);
-        Some(self.rules.add(&cx.hint, e, comment).into())
+        Some(Expr::Rule(self.rules.add(&cx.hint, e, comment)))
     }
 
     fn visit(&mut self, schema: &Value, cx: &Ctx, named: bool) -> Result<Frag, SchemaError> {
@@ -512,7 +502,7 @@ impl Converter {
             return Err(Self::invalid("$ref", cx, "schema nesting too deep"));
         }
         let r = match schema {
-            Value::Bool(true) => Ok(Some(self.rules.primitive("value").to_string())),
+            Value::Bool(true) => Ok(Some(self.rules.primitive_rule("value"))),
             Value::Bool(false) => Ok(None),
             Value::Object(map) => self
                 .visit_map(map, cx)
@@ -592,7 +582,7 @@ impl Converter {
             if ptr == "#" {
                 self.root_referenced = true;
             }
-            return Ok(Some(name.clone()));
+            return Ok(Some(Expr::Rule(name.clone())));
         }
         let seg = ptr.rsplit('/').next().unwrap_or("ref");
         let hint = if ptr == "#" {
@@ -607,7 +597,7 @@ impl Converter {
             top: true,
         };
         let name = self.rules.reserve(&hint, self.comment(&tcx));
-        self.refs.insert(key.clone(), name.to_string());
+        self.refs.insert(key.clone(), name.clone());
         self.in_progress.insert(key.clone(), self.consumed);
         let tcx = Ctx {
             hint: name.to_string(),
@@ -617,7 +607,7 @@ impl Converter {
         self.in_progress.remove(&key);
         let expr = r?;
         self.rules.fill(&name, expr.unwrap_or_else(never));
-        Ok(Some(name.into()))
+        Ok(Some(Expr::Rule(name)))
     }
 
     /// Flattens a schema: follows a top-level `$ref` (merging siblings) and merges `allOf`.
@@ -965,7 +955,7 @@ impl Converter {
             {
                 return Err(e);
             }
-            return Ok(alts(parts));
+            return Ok(distinct_alternatives(parts));
         }
         self.visit_typed(&map, cx)
     }
@@ -1065,30 +1055,31 @@ impl Converter {
             for v in kept {
                 match v.as_number().and_then(|n| Decimal::parse(&n.to_string())) {
                     Some(d) if d.is_integer() && d.int != "0" => {
-                        ints.push(format!("\"{}{}\"", if d.neg { "-" } else { "" }, d.int));
+                        let sign = if d.neg { "-" } else { "" };
+                        ints.push(Expr::literal(format!("{sign}{}", d.int)));
                     }
                     _ => parts.push(self.literal(v, cx)),
                 }
             }
-            if let Some(group) = alts(ints) {
-                parts.push(format!("{group} ( \".\" \"0\"+ )?"));
+            if let Some(group) = distinct_alternatives(ints) {
+                parts.push(Expr::seq([group, numbers::zero_frac()]));
             }
-            return Ok(alts(parts));
+            return Ok(distinct_alternatives(parts));
         }
         let has = |t: &str| types.contains(&t);
         let mut parts = Vec::new();
         let mut plain = 0;
         if has("null") {
-            parts.push(self.rules.primitive("null").to_string());
+            parts.push(self.rules.primitive_rule("null"));
             plain += 1;
         }
         if has("boolean") {
-            parts.push(self.rules.primitive("boolean").to_string());
+            parts.push(self.rules.primitive_rule("boolean"));
             plain += 1;
         }
         if has("number") {
             if let Some(e) = self.number(map, cx, false)? {
-                plain += usize::from(e == "number");
+                plain += usize::from(is_named(&e, "number"));
                 parts.push(e);
             }
         } else if has("integer")
@@ -1099,47 +1090,59 @@ impl Converter {
         if has("string")
             && let Some(e) = self.string(map, cx)?
         {
-            plain += usize::from(e == "string");
+            plain += usize::from(is_named(&e, "string"));
             parts.push(e);
         }
         if has("array")
             && let Some(e) = self.array(map, cx)?
         {
-            plain += usize::from(e == "array");
+            plain += usize::from(is_named(&e, "array"));
             parts.push(e);
         }
         if has("object")
             && let Some(e) = self.object(map, cx)?
         {
-            plain += usize::from(e == "object");
+            plain += usize::from(is_named(&e, "object"));
             parts.push(e);
         }
         if plain == 6 {
-            return Ok(Some(self.rules.primitive("value").to_string()));
+            return Ok(Some(self.rules.primitive_rule("value")));
         }
-        Ok(alts(parts))
+        Ok(distinct_alternatives(parts))
     }
 
     /// The grammar of one JSON value (enum/const member): structural, with optional space.
     /// Exactly the JSON texts of `v` (objects: members in any order when small enough, see
     /// [`Self::any_order`]).
-    fn literal(&mut self, v: &Value, cx: &Ctx) -> String {
+    fn literal(&mut self, v: &Value, cx: &Ctx) -> Expr {
         match v {
-            Value::Null | Value::Bool(_) => gbnf_literal(&v.to_string()),
+            Value::Null | Value::Bool(_) => Expr::literal(v.to_string()),
             Value::Number(n) => match Decimal::parse(&n.to_string()) {
                 Some(d) => {
-                    let sign = if d.neg { "\"-\" " } else { "" };
+                    let sign = if d.neg {
+                        Expr::literal("-")
+                    } else {
+                        Expr::Empty
+                    };
                     if d.frac.is_empty() {
                         if d.int == "0" {
-                            "\"-\"? \"0\" ( \".\" \"0\"+ )?".to_string()
+                            Expr::seq([
+                                Expr::repeat(Expr::literal("-"), 0, Some(1)),
+                                Expr::literal("0"),
+                                numbers::zero_frac(),
+                            ])
                         } else {
-                            format!("{sign}\"{}\" ( \".\" \"0\"+ )?", d.int)
+                            Expr::seq([sign, Expr::literal(d.int), numbers::zero_frac()])
                         }
                     } else {
-                        format!("{sign}\"{}.{}\" \"0\"*", d.int, d.frac)
+                        Expr::seq([
+                            sign,
+                            Expr::literal(format!("{}.{}", d.int, d.frac)),
+                            Expr::repeat(Expr::literal("0"), 0, None),
+                        ])
                     }
                 }
-                None => gbnf_literal(&n.to_string()),
+                None => Expr::literal(n.to_string()),
             },
             Value::String(s) => {
                 let mut enc = String::from("\"");
@@ -1147,32 +1150,50 @@ impl Converter {
                     json_encode_char(c, &mut enc);
                 }
                 enc.push('"');
-                gbnf_literal(&enc)
+                Expr::literal(enc)
             }
             Value::Array(a) => {
-                let sp = self.space();
-                let items: Vec<String> = a.iter().map(|x| self.literal(x, cx)).collect();
+                let sp = self.rules.primitive_rule("space");
+                let mut items = Vec::with_capacity(a.len() * 3);
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        items.extend([Expr::literal(","), sp.clone()]);
+                    }
+                    items.push(self.literal(x, cx));
+                }
                 if items.is_empty() {
-                    format!("\"[\" {sp} \"]\"")
+                    Expr::seq([Expr::literal("["), sp, Expr::literal("]")])
                 } else {
-                    format!(
-                        "( \"[\" {sp} {} {sp} \"]\" )",
-                        items.join(&format!(" \",\" {sp} "))
+                    Expr::seq(
+                        [Expr::literal("["), sp.clone()]
+                            .into_iter()
+                            .chain(items)
+                            .chain([sp, Expr::literal("]")]),
                     )
                 }
             }
             Value::Object(m) => {
-                let sp = self.space();
-                let items: Vec<String> = m
+                let sp = self.rules.primitive_rule("space");
+                let items: Vec<Expr> = m
                     .iter()
                     .map(|(k, x)| {
-                        format!(
-                            "{} \":\" {sp} {}",
-                            gbnf_literal(&Value::String(k.clone()).to_string()),
-                            self.literal(x, cx)
-                        )
+                        Expr::seq([
+                            Expr::literal(Value::String(k.clone()).to_string()),
+                            Expr::literal(":"),
+                            sp.clone(),
+                            self.literal(x, cx),
+                        ])
                     })
                     .collect();
+                let braces = |body: Expr| {
+                    Expr::seq([
+                        Expr::literal("{"),
+                        sp.clone(),
+                        body,
+                        sp.clone(),
+                        Expr::literal("}"),
+                    ])
+                };
                 if self.any_order(items.len()) {
                     let hint = if cx.hint.is_empty() {
                         "const".to_string()
@@ -1184,24 +1205,28 @@ impl Converter {
                         .zip(items)
                         .map(|(k, kv)| Member {
                             name: k.clone(),
-                            kv: self
-                                .rules
-                                .add(&format!("{hint}-{}-kv", rules::sanitize(k)), kv, None)
-                                .into(),
+                            kv: self.rules.add(
+                                &format!("{hint}-{}-kv", rules::sanitize(k)),
+                                kv,
+                                None,
+                            ),
                             required: true,
                         })
                         .collect();
                     let lcx = Ctx { hint, ..cx.clone() };
-                    let body =
-                        self.any_order_members(&lcx, &members, None, &format!("\",\" {sp}"), false);
-                    format!("( \"{{\" {sp} {body} {sp} \"}}\" )")
+                    let sep = Expr::seq([Expr::literal(","), sp.clone()]);
+                    braces(self.any_order_members(&lcx, &members, None, &sep, false))
                 } else if items.is_empty() {
-                    format!("\"{{\" {sp} \"}}\"")
+                    Expr::seq([Expr::literal("{"), sp, Expr::literal("}")])
                 } else {
-                    format!(
-                        "( \"{{\" {sp} {} {sp} \"}}\" )",
-                        items.join(&format!(" \",\" {sp} "))
-                    )
+                    let mut body = Vec::with_capacity(items.len() * 3);
+                    for (i, item) in items.into_iter().enumerate() {
+                        if i > 0 {
+                            body.extend([Expr::literal(","), sp.clone()]);
+                        }
+                        body.push(item);
+                    }
+                    braces(Expr::seq(body))
                 }
             }
         }
@@ -1243,10 +1268,15 @@ impl Converter {
             if bounded || map.contains_key("multipleOf") {
                 self.unsupported("not", cx, "not integer combined with numeric bounds")?;
             } else {
-                self.rules.primitive("integral-part");
-                return Ok(Some(
-                    "\"-\"? integral-part \".\" [0-9]* [1-9] [0-9]*".to_string(),
-                ));
+                let digits = || Expr::repeat(numbers::digit(), 0, None);
+                return Ok(Some(Expr::seq([
+                    Expr::repeat(Expr::literal("-"), 0, Some(1)),
+                    self.rules.primitive_rule("integral-part"),
+                    Expr::literal("."),
+                    digits(),
+                    numbers::digit_class(b'1', b'9'),
+                    digits(),
+                ])));
             }
         }
         if let Some(m) = map.get("multipleOf") {
@@ -1262,7 +1292,7 @@ impl Converter {
             match p {
                 Some(1) if integer => {}
                 Some(p) if !bounded && p <= 64 && (p as usize) * (q + 1) <= 512 => {
-                    return Ok(Some(self.multiple_of(cx, p, q, integer)));
+                    return Ok(Some(Expr::Rule(self.multiple_of(cx, p, q, integer))));
                 }
                 _ => {
                     let why = if bounded {
@@ -1339,11 +1369,11 @@ impl Converter {
             }
         }
         if lo.is_none() && hi.is_none() {
-            return Ok(Some(
-                self.rules
-                    .primitive(if integer { "integer" } else { "number" })
-                    .to_string(),
-            ));
+            return Ok(Some(self.rules.primitive_rule(if integer {
+                "integer"
+            } else {
+                "number"
+            })));
         }
         let too_big = || Self::invalid("minimum", cx, "bound too large");
         if integer {
@@ -1379,7 +1409,7 @@ impl Converter {
                 ));
             }
             Ok(numbers::int_range(l, h, self.opts.llama_compat)
-                .map(|r| format!("{r} ( \".\" \"0\"+ )?")))
+                .map(|r| Expr::seq([r, numbers::zero_frac()])))
         } else {
             numbers::number_range(lo.as_ref(), hi.as_ref(), self.opts.llama_compat)
                 .map_err(|m| Self::invalid("minimum", cx, m))
@@ -1388,7 +1418,7 @@ impl Converter {
 
     /// Numbers (integers when `integer`) that are multiples of p / 10^q: a DFA over the digits
     /// tracking the remainder modulo p of the value times 10^q.
-    fn multiple_of(&mut self, cx: &Ctx, p: u64, q: usize, integer: bool) -> String {
+    fn multiple_of(&mut self, cx: &Ctx, p: u64, q: usize, integer: bool) -> RuleName {
         let base = format!(
             "{}-multiple",
             if cx.hint.is_empty() {
@@ -1399,7 +1429,7 @@ impl Converter {
         );
         let pow = |j: usize| -> u64 { (0..j).fold(1u64, |acc, _| (acc * 10) % p) };
         // digit classes from state r: (target, class)
-        let steps = |r: u64, from: u8| -> Vec<(u64, String)> {
+        let steps = |r: u64, from: u8| -> Vec<(u64, Expr)> {
             let mut by_target: Vec<(u64, Vec<(u32, u32)>)> = Vec::new();
             for d in from..=9u8 {
                 let t = (10 * r + d as u64) % p;
@@ -1414,101 +1444,103 @@ impl Converter {
                 .map(|(t, v)| {
                     (
                         t,
-                        super::strings::char_class(&super::strings::normalize(v), false),
+                        Expr::Class {
+                            ranges: super::strings::normalize(v),
+                            negated: false,
+                        },
                     )
                 })
                 .collect()
         };
         let comment = self.comment(cx);
         // fraction states E(r, j): digits consumed after the point, value-so-far mod p
-        let mut frac: FxHashMap<(u64, usize), Option<String>> = FxHashMap::default();
+        let mut frac: FxHashMap<(u64, usize), Option<RuleName>> = FxHashMap::default();
         if !integer {
             for j in (1..=q).rev() {
                 for r in 0..p {
                     let body = if j == q {
-                        (r == 0).then(|| "\"0\"*".to_string())
+                        (r == 0).then(|| Expr::repeat(Expr::literal("0"), 0, None))
                     } else {
                         let mut alts_v = Vec::new();
                         if (r * pow(q - j)).is_multiple_of(p) {
-                            alts_v.push("\"\"".to_string());
+                            alts_v.push(Expr::Empty);
                         }
                         for (t, class) in steps(r, 0) {
                             if let Some(Some(next)) = frac.get(&(t, j + 1)) {
-                                alts_v.push(format!("{class} {next}"));
+                                alts_v.push(Expr::seq([class, Expr::rule(next)]));
                             }
                         }
-                        if j + 1 == q && r == 0 {
-                            // covered by the j+1 == q states
-                        }
-                        alts(alts_v)
+                        Expr::alt(alts_v)
                     };
                     let name = body.map(|b| {
-                        String::from(self.rules.add(
-                            &format!("{base}-f{r}-{j}"),
-                            b,
-                            comment.clone(),
-                        ))
+                        self.rules
+                            .add(&format!("{base}-f{r}-{j}"), b, comment.clone())
                     });
                     frac.insert((r, j), name);
                 }
             }
         }
         // the part after the integer digits, from state r
-        let tail = |r: u64, frac: &FxHashMap<(u64, usize), Option<String>>| -> Option<String> {
+        let tail = |r: u64, frac: &FxHashMap<(u64, usize), Option<RuleName>>| -> Option<Expr> {
             let end_ok = (r * pow(q)).is_multiple_of(p);
             if integer {
-                return end_ok.then(|| "( \".\" \"0\"+ )?".to_string());
+                return end_ok.then(numbers::zero_frac);
             }
             let mut v = Vec::new();
             if end_ok {
-                v.push("\"\"".to_string());
+                v.push(Expr::Empty);
             }
             if q == 0 {
                 if r == 0 {
-                    v.push("\".\" \"0\"+".to_string());
+                    v.push(Expr::seq([
+                        Expr::literal("."),
+                        Expr::repeat(Expr::literal("0"), 1, None),
+                    ]));
                 }
             } else {
-                let firsts: Vec<String> = steps(r, 0)
+                let firsts: Vec<Expr> = steps(r, 0)
                     .into_iter()
                     .filter_map(|(t, class)| {
                         frac.get(&(t, 1))
                             .cloned()
                             .flatten()
-                            .map(|n| format!("{class} {n}"))
+                            .map(|n| Expr::seq([class, Expr::Rule(n)]))
                     })
                     .collect();
-                if let Some(f) = alts(firsts) {
-                    v.push(format!("\".\" {f}"));
+                if let Some(f) = Expr::alt(firsts) {
+                    v.push(Expr::seq([Expr::literal("."), f]));
                 }
             }
-            alts(v)
+            Expr::alt(v)
         };
         // integer states I(r)
         let names: Vec<RuleName> = (0..p)
             .map(|r| self.rules.reserve(&format!("{base}-i{r}"), comment.clone()))
             .collect();
         for r in 0..p {
-            let mut v: Vec<String> = steps(r, 0)
+            let mut v: Vec<Expr> = steps(r, 0)
                 .into_iter()
-                .map(|(t, class)| format!("{class} {}", names[t as usize]))
+                .map(|(t, class)| Expr::seq([class, Expr::rule(&names[t as usize])]))
                 .collect();
             if let Some(t) = tail(r, &frac) {
                 v.push(t);
             }
-            let body = alts(v).unwrap_or_else(never);
+            let body = Expr::alt(v).unwrap_or_else(never);
             self.rules.fill(&names[r as usize], body);
         }
-        let mut start: Vec<String> = steps(0, 1)
+        let mut start: Vec<Expr> = steps(0, 1)
             .into_iter()
-            .map(|(t, class)| format!("{class} {}", names[t as usize]))
+            .map(|(t, class)| Expr::seq([class, Expr::rule(&names[t as usize])]))
             .collect();
-        if let Some(t) = tail(0, &frac) {
-            start.push(format!("\"0\" {t}").trim_end().to_string());
-        } else {
-            start.push("\"0\"".to_string());
-        }
-        let body = format!("\"-\"? {}", alts(start).unwrap_or_else(never));
-        self.rules.add(&base, body, comment).into()
+        start.push(Expr::seq([
+            Expr::literal("0"),
+            tail(0, &frac).unwrap_or(Expr::Empty),
+        ]));
+        let body = Expr::seq([
+            Expr::repeat(Expr::literal("-"), 0, Some(1)),
+            Expr::alt(start).unwrap_or_else(never),
+        ]);
+        self.rules.add(&base, body, comment)
     }
 
     fn string(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
@@ -1569,14 +1601,17 @@ impl Converter {
                     "format combined with pattern/minLength/maxLength",
                 )?;
             }
-            return Ok(self.rules.format_string(&f));
+            return Ok(self
+                .rules
+                .format_string(&f)
+                .map(|name| Expr::Rule(RuleName::new(name))));
         }
         if let Some(p) = &pattern
             && lengths
         {
             let r = regex::pattern_with_lengths(p, min.unwrap_or(0), max, &mut self.rules);
             match r {
-                Ok(Some(Some(e))) => return Ok(self.name(cx, Some(e.to_gbnf_item()), false)),
+                Ok(Some(Some(e))) => return Ok(self.name(cx, Some(e), false)),
                 Ok(Some(None)) => {
                     return Err(Self::invalid(
                         "pattern",
@@ -1587,7 +1622,7 @@ impl Converter {
                 Ok(None) => {}
                 Err(m) => {
                     self.unsupported("pattern", cx, m)?;
-                    return Ok(Some(self.rules.primitive("string").to_string()));
+                    return Ok(Some(self.rules.primitive_rule("string")));
                 }
             }
         }
@@ -1597,22 +1632,22 @@ impl Converter {
             }
             let r = pattern_to_gbnf(&p, &mut self.rules);
             return match r {
-                Ok(e) => Ok(self.name(cx, e.map(|e| e.to_gbnf_item()), false)),
+                Ok(e) => Ok(self.name(cx, e, false)),
                 Err(m) => {
                     self.unsupported("pattern", cx, m)?;
-                    Ok(Some(self.rules.primitive("string").to_string()))
+                    Ok(Some(self.rules.primitive_rule("string")))
                 }
             };
         }
         if !lengths {
-            return Ok(Some(self.rules.primitive("string").to_string()));
+            return Ok(Some(self.rules.primitive_rule("string")));
         }
         let (min, max) = (min.unwrap_or(0), max);
         let c = self.rules.primitive_rule("char");
         let clamp = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
         let quote = || Expr::literal("\"");
         let chars = self.rules.repetition(c, clamp(min), max.map(clamp));
-        Ok(Some(Expr::seq([quote(), chars, quote()]).to_gbnf_item()))
+        Ok(Some(Expr::seq([quote(), chars, quote()])))
     }
 
     fn array(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
@@ -1680,7 +1715,7 @@ impl Converter {
         }
         self.consumed += 1;
         let r = (|| -> Result<Frag, SchemaError> {
-            let mut elems: Vec<String> = Vec::new();
+            let mut elems: Vec<Expr> = Vec::new();
             for (i, s) in prefix.iter().enumerate() {
                 let pcx = cx.child(prefix_key, "").child(&i.to_string(), "");
                 let pcx = Ctx {
@@ -1701,7 +1736,7 @@ impl Converter {
             }
             let rest_schema = rest_key.and_then(|k| map.get(k));
             let rest = match rest_schema {
-                None => Some(self.rules.primitive("value").to_string()),
+                None => Some(self.rules.primitive_rule("value")),
                 Some(s) => {
                     let rcx = cx.child(rest_key.unwrap_or("items"), "item");
                     self.child(s, &rcx)?
@@ -1714,14 +1749,15 @@ impl Converter {
             if max.is_some_and(|m| m < min) {
                 return Ok(None);
             }
-            let sp = self.space();
-            let sep = format!("\",\" {sp}");
+            let sp = self.rules.primitive_rule("space");
+            let sep = Expr::seq([Expr::literal(","), sp.clone()]);
+            let empty_array = Expr::seq([Expr::literal("["), sp.clone(), Expr::literal("]")]);
             // element j's grammar
             let elem =
-                |j: usize| -> Option<String> { elems.get(j).cloned().or_else(|| rest.clone()) };
+                |j: usize| -> Option<Expr> { elems.get(j).cloned().or_else(|| rest.clone()) };
             // items after the first, from index j
             let clamp = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
-            let mut tail = String::new();
+            let mut tail = Expr::Empty;
             // rest part (indices >= prefix len, excluding index 0 handled separately)
             let k = elems.len();
             let first_rest = k.max(1);
@@ -1730,51 +1766,33 @@ impl Converter {
             {
                 let lo = min.saturating_sub(first_rest as u64);
                 let hi = max.map(|m| m - first_rest as u64);
-                let item = Expr::seq([
-                    Expr::literal(","),
-                    self.rules.primitive_rule("space"),
-                    Expr::Text(r.clone()),
-                ]);
-                tail = self
-                    .rules
-                    .repetition(item, clamp(lo), hi.map(clamp))
-                    .to_gbnf();
+                let item = Expr::seq([sep.clone(), r.clone()]);
+                tail = self.rules.repetition(item, clamp(lo), hi.map(clamp));
             }
             // prefix part, from the last prefix element back to index 1
             for j in (1..k.min(max.map_or(usize::MAX, |m| m as usize))).rev() {
-                let e = elem(j).unwrap_or_default();
-                let piece = if tail.is_empty() {
-                    format!("{sep} {e}")
-                } else {
-                    format!("{sep} {e} {tail}")
-                };
+                let e = elem(j).unwrap_or(Expr::Empty);
+                let piece = Expr::seq([sep.clone(), e, tail]);
                 tail = if (j as u64) < min {
                     piece
                 } else {
-                    format!("( {piece} )?")
+                    Expr::repeat(piece, 0, Some(1))
                 };
             }
             if max == Some(0) {
-                return Ok(Some(format!("\"[\" {sp} \"]\"")));
+                return Ok(Some(empty_array));
             }
             let Some(first) = elem(0) else {
-                return Ok(if min == 0 {
-                    Some(format!("\"[\" {sp} \"]\""))
-                } else {
-                    None
-                });
+                return Ok(if min == 0 { Some(empty_array) } else { None });
             };
-            let body = if tail.is_empty() {
-                first
-            } else {
-                format!("{first} {tail}")
-            };
+            let body = Expr::seq([first, tail]);
             let body = if min == 0 {
-                format!("( {body} )?")
+                Expr::repeat(body, 0, Some(1))
             } else {
                 body
             };
-            Ok(Some(format!("\"[\" {sp} {body} {sp} \"]\"")))
+            let array = Expr::seq([Expr::literal("["), sp.clone(), body, sp, Expr::literal("]")]);
+            Ok(Some(array))
         })();
         self.consumed -= 1;
         let e = r?;
@@ -1877,11 +1895,11 @@ impl Converter {
             }
         }
         arrays.sort_by_key(|a| a.len());
-        let parts: Vec<String> = arrays
+        let parts: Vec<Expr> = arrays
             .into_iter()
             .map(|a| self.literal(&Value::Array(a), cx))
             .collect();
-        Ok(Some(alts(parts)))
+        Ok(Some(distinct_alternatives(parts)))
     }
 
     fn object(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
@@ -1944,9 +1962,9 @@ impl Converter {
 
         self.consumed += 1;
         let r = (|| -> Result<Frag, SchemaError> {
-            let sp = self.space();
+            let sp = self.rules.primitive_rule("space");
             // declared properties: (key, kv rule or None when the value can't match, required)
-            let mut declared: Vec<(String, Option<String>, bool)> = Vec::new();
+            let mut declared: Vec<(String, Option<RuleName>, bool)> = Vec::new();
             for (k, s) in &props {
                 let pcx = cx.child("properties", "").child(k, k);
                 let pcx = Ctx {
@@ -1970,7 +1988,7 @@ impl Converter {
                         )?,
                     }
                 }
-                let kv = v.map(|v| self.kv_rule(&pcx, k, &v, sp));
+                let kv = v.map(|v| self.kv_rule(&pcx, k, v, &sp));
                 declared.push((k.clone(), kv, required.contains(k)));
             }
             let add_cx = cx.child("additionalProperties", "additional");
@@ -1983,7 +2001,7 @@ impl Converter {
                         let mcx = cx.child("patternProperties", "pattern");
                         self.child(&matched, &mcx)?
                     } else if closed_by_default {
-                        Some(self.rules.primitive("value").to_string())
+                        Some(self.rules.primitive_rule("value"))
                     } else {
                         add_value.clone()
                     };
@@ -1996,7 +2014,7 @@ impl Converter {
                             ),
                             ..add_cx.clone()
                         };
-                        self.kv_rule(&pcx, r, v, sp)
+                        self.kv_rule(&pcx, r, v.clone(), &sp)
                     });
                     declared.push((r.clone(), kv, true));
                 }
@@ -2028,18 +2046,18 @@ impl Converter {
                 && property_names.is_none()
                 && min_p == 0
                 && max_p.is_none()
-                && add_value.as_deref() == Some("value")
+                && add_value.as_ref().is_some_and(|v| is_named(v, "value"))
             {
-                return Ok(Some(self.rules.primitive("object").to_string()));
+                return Ok(Some(self.rules.primitive_rule("object")));
             }
             let members: Vec<Member> = declared
                 .into_iter()
                 .filter_map(|(name, kv, required)| kv.map(|kv| Member { name, kv, required }))
                 .collect();
-            let key = match &property_names {
+            let key: Option<Expr> = match &property_names {
                 _ if add_value.is_none() => None,
-                None if names.is_empty() => Some(self.rules.primitive("string").to_string()),
-                None => Some(self.not_strings(&add_cx, &names)),
+                None if names.is_empty() => Some(self.rules.primitive_rule("string")),
+                None => Some(Expr::Rule(self.not_strings(&add_cx, &names))),
                 Some(pn) => {
                     if !names.is_empty() {
                         self.unsupported(
@@ -2054,29 +2072,27 @@ impl Converter {
                     self.child(&string_only, &pcx)?
                 }
             };
-            let extra = match (&add_value, key) {
-                _ if !patterns.is_empty() => self.pattern_members(
-                    cx,
-                    &patterns,
-                    &names,
-                    add_value.clone(),
-                    property_names.is_some(),
-                )?,
+            let extra: Option<Expr> = match (&add_value, key) {
+                _ if !patterns.is_empty() => self
+                    .pattern_members(
+                        cx,
+                        &patterns,
+                        &names,
+                        add_value.clone(),
+                        property_names.is_some(),
+                    )?
+                    .map(Expr::Rule),
                 (Some(v), Some(key)) => {
-                    let body = format!("{key} \":\" {sp} {v}");
+                    let body = Expr::seq([key, Expr::literal(":"), sp.clone(), v.clone()]);
                     let comment = self.comment(&add_cx);
-                    Some(
-                        self.rules
-                            .add(
-                                &format!(
-                                    "{}-additional-kv",
-                                    if cx.hint.is_empty() { "root" } else { &cx.hint }
-                                ),
-                                body,
-                                comment,
-                            )
-                            .into(),
-                    )
+                    Some(Expr::Rule(self.rules.add(
+                        &format!(
+                            "{}-additional-kv",
+                            if cx.hint.is_empty() { "root" } else { &cx.hint }
+                        ),
+                        body,
+                        comment,
+                    )))
                 }
                 _ => None,
             };
@@ -2092,44 +2108,46 @@ impl Converter {
                     ),
                 ));
             }
-            let sep = format!("\",\" {sp}");
+            let braces = |body: Expr| {
+                Expr::seq([
+                    Expr::literal("{"),
+                    sp.clone(),
+                    body,
+                    sp.clone(),
+                    Expr::literal("}"),
+                ])
+            };
+            let empty_object = Expr::seq([Expr::literal("{"), sp.clone(), Expr::literal("}")]);
+            let sep = Expr::seq([Expr::literal(","), sp.clone()]);
             if members.is_empty() {
                 let Some(x) = extra else {
                     return Ok(if min_p == 0 {
-                        Some(format!("\"{{\" {sp} \"}}\""))
+                        Some(empty_object.clone())
                     } else {
                         None
                     });
                 };
                 if max_p == Some(0) {
-                    return Ok(Some(format!("\"{{\" {sp} \"}}\"")));
+                    return Ok(Some(empty_object.clone()));
                 }
                 let min_p = self
                     .size_bound("minProperties", cx, Some(min_p))?
                     .unwrap_or(0);
                 let max_p = self.size_bound("maxProperties", cx, max_p)?;
                 let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-                let item = Expr::seq([
-                    Expr::literal(","),
-                    self.rules.primitive_rule("space"),
-                    Expr::Text(x.clone()),
-                ]);
+                let item = Expr::seq([sep.clone(), x.clone()]);
                 let rest = self.rules.repetition(
                     item,
                     clamp(min_p.saturating_sub(1)),
                     max_p.map(|m| clamp(m - 1)),
                 );
-                let body = if rest.is_empty() {
-                    x.clone()
-                } else {
-                    format!("{x} {}", rest.to_gbnf())
-                };
+                let body = Expr::seq([x, rest]);
                 let body = if min_p == 0 {
-                    format!("( {body} )?")
+                    Expr::repeat(body, 0, Some(1))
                 } else {
                     body
                 };
-                return Ok(Some(format!("\"{{\" {sp} {body} {sp} \"}}\"")));
+                return Ok(Some(braces(body)));
             }
             // minProperties 1 without required members: the first member is not optional
             if min_p > n_req && !(min_p == 1 && n_req == 0) {
@@ -2149,37 +2167,35 @@ impl Converter {
                 )?;
             }
             if self.any_order(members.len()) {
-                let body = self.any_order_members(cx, &members, extra.as_deref(), &sep, min_p >= 1);
-                return Ok(Some(format!("\"{{\" {sp} {body} {sp} \"}}\"")));
+                let body = self.any_order_members(cx, &members, extra.as_ref(), &sep, min_p >= 1);
+                return Ok(Some(braces(body)));
             }
-            let declared: Vec<(String, bool)> =
+            let declared: Vec<(RuleName, bool)> =
                 members.into_iter().map(|m| (m.kv, m.required)).collect();
             let xs = extra
                 .as_ref()
-                .map(|x| format!("( {sep} {x} )*"))
-                .unwrap_or_default();
+                .map(|x| Expr::repeat(Expr::seq([sep.clone(), x.clone()]), 0, None))
+                .unwrap_or(Expr::Empty);
             // T_i: what may follow once at least one member is written, from declared index i.
             // Extra members attach to the member before them (unambiguous: one parse per text);
             // llama_compat: they all come last, as llama.cpp writes them.
             let compat = self.opts.llama_compat;
             let (after_each, at_end) = if compat {
-                (String::new(), xs.clone())
+                (Expr::Empty, xs.clone())
             } else {
-                (xs.clone(), String::new())
+                (xs.clone(), Expr::Empty)
             };
-            let member = |kv: &str, req: bool| -> String {
-                let m = format!("{sep} {kv} {after_each}").trim_end().to_string();
-                if req { m } else { format!("( {m} )?") }
+            let member = |kv: &RuleName, req: bool| -> Expr {
+                let m = Expr::seq([sep.clone(), Expr::rule(kv), after_each.clone()]);
+                if req { m } else { Expr::repeat(m, 0, Some(1)) }
             };
             let n = declared.len();
-            let mut tails: Vec<String> = vec![String::new(); n + 1];
+            let mut tails: Vec<Expr> = vec![Expr::Empty; n + 1];
             tails[n] = at_end;
             let named = n > 4;
             for i in (0..n).rev() {
                 let (kv, req) = &declared[i];
-                let text = format!("{} {}", member(kv, *req), tails[i + 1])
-                    .trim_end()
-                    .to_string();
+                let text = Expr::seq([member(kv, *req), tails[i + 1].clone()]);
                 tails[i] = if named && !tails[i + 1].is_empty() {
                     let hint = format!(
                         "{}-rest-{}",
@@ -2190,7 +2206,7 @@ impl Converter {
                         },
                         i + 1
                     );
-                    self.rules.add(&hint, text, None).into()
+                    Expr::Rule(self.rules.add(&hint, text, None))
                 } else {
                     text
                 };
@@ -2200,31 +2216,22 @@ impl Converter {
             let mut heads = Vec::new();
             if let Some(x) = &extra {
                 if !compat {
-                    heads.push(format!("{x} {xs} {}", tail(0)).trim_end().to_string());
+                    heads.push(Expr::seq([x.clone(), xs.clone(), tail(0)]));
                 } else if first_req.is_none() {
-                    heads.push(format!("{x} {xs}"));
+                    heads.push(Expr::seq([x.clone(), xs.clone()]));
                 }
             }
             let last = first_req.unwrap_or(declared.len() - 1);
             for (i, (kv, _)) in declared.iter().enumerate().take(last + 1) {
-                let parts = [kv.as_str(), after_each.as_str(), &tail(i + 1)];
-                heads.push(
-                    parts
-                        .iter()
-                        .filter(|p| !p.is_empty())
-                        .copied()
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                );
+                heads.push(Expr::seq([Expr::rule(kv), after_each.clone(), tail(i + 1)]));
             }
+            let heads = Expr::alt(heads).unwrap_or(Expr::Empty);
             let body = if first_req.is_none() && min_p == 0 {
-                format!("( {} )?", heads.join(" | "))
-            } else if heads.len() == 1 {
-                heads.pop().unwrap_or_default()
+                Expr::repeat(heads, 0, Some(1))
             } else {
-                format!("( {} )", heads.join(" | "))
+                heads
             };
-            Ok(Some(format!("\"{{\" {sp} {body} {sp} \"}}\"")))
+            Ok(Some(braces(body)))
         })();
         self.consumed -= 1;
         let e = r?;
@@ -2275,34 +2282,31 @@ impl Converter {
         cx: &Ctx,
         patterns: &[(String, Value)],
         names: &[String],
-        additional: Option<String>,
+        additional: Option<Expr>,
         has_property_names: bool,
-    ) -> Result<Option<String>, SchemaError> {
-        let sp = self.space();
+    ) -> Result<Option<RuleName>, SchemaError> {
+        let sp = self.rules.primitive_rule("space");
         let base = if cx.hint.is_empty() {
             "root".to_string()
         } else {
             cx.hint.clone()
         };
         let add_cx = cx.child("additionalProperties", "additional");
-        let any_key = |this: &mut Self| -> String {
+        let any_key = |this: &mut Self| -> Expr {
             if names.is_empty() {
-                this.rules.primitive("string").to_string()
+                this.rules.primitive_rule("string")
             } else {
-                this.not_strings(&add_cx, names)
+                Expr::Rule(this.not_strings(&add_cx, names))
             }
         };
-        let lenient_fallback = |this: &mut Self| -> Option<String> {
+        let kv_body =
+            |key: Expr, value: Expr| Expr::seq([key, Expr::literal(":"), sp.clone(), value]);
+        let lenient_fallback = |this: &mut Self| -> Option<RuleName> {
             let key = any_key(this);
-            let value = this.rules.primitive("value").to_string();
+            let value = this.rules.primitive_rule("value");
             Some(
                 this.rules
-                    .add(
-                        &format!("{base}-additional-kv"),
-                        format!("{key} \":\" {sp} {value}"),
-                        None,
-                    )
-                    .into(),
+                    .add(&format!("{base}-additional-kv"), kv_body(key, value), None),
             )
         };
         if has_property_names {
@@ -2332,10 +2336,10 @@ impl Converter {
             values.push(self.child(ps, pcx)?);
         }
         // with additional members of any value, a pattern of any value constrains nothing
-        let open = additional.as_deref() == Some("value");
-        let mut kept: Vec<(String, Option<String>, Ctx)> = Vec::new();
+        let open = additional.as_ref().is_some_and(|v| is_named(v, "value"));
+        let mut kept: Vec<(String, Option<Expr>, Ctx)> = Vec::new();
         for ((p, _, pcx), v) in groups.into_iter().zip(values) {
-            if !(open && v.as_deref() == Some("value")) {
+            if !(open && v.as_ref().is_some_and(|v| is_named(v, "value"))) {
                 kept.push((p, v, pcx));
             }
         }
@@ -2387,10 +2391,9 @@ impl Converter {
                         return Ok(lenient_fallback(self));
                     }
                     match pattern_to_gbnf(p, &mut self.rules) {
-                        Ok(Some(k)) => self
-                            .rules
-                            .add(&format!("{}-name", pcx.hint), k, None)
-                            .into(),
+                        Ok(Some(k)) => {
+                            Expr::Rule(self.rules.add(&format!("{}-name", pcx.hint), k, None))
+                        }
                         Ok(None) => continue,
                         Err(m) => {
                             self.unsupported("patternProperties", pcx, m)?;
@@ -2400,13 +2403,9 @@ impl Converter {
                 }
             };
             if let Some(v) = v {
-                let body = format!("{key} \":\" {sp} {v}");
+                let body = kv_body(key, v.clone());
                 let comment = self.comment(pcx);
-                kvs.push(String::from(self.rules.add(
-                    &format!("{}-kv", pcx.hint),
-                    body,
-                    comment,
-                )));
+                kvs.push(self.rules.add(&format!("{}-kv", pcx.hint), body, comment));
             }
         }
         if let Some(av) = additional
@@ -2416,9 +2415,7 @@ impl Converter {
                 [] => Some(Some(any_key(self))),
                 [(p, _, _)] if names.is_empty() => {
                     match regex::complement_to_gbnf(p, &mut self.rules) {
-                        Ok(Some(regex::Complement::Grammar(g))) => {
-                            Some(g.map(|g| g.to_gbnf_item()))
-                        }
+                        Ok(Some(regex::Complement::Grammar(g))) => Some(g),
                         _ => None,
                     }
                 }
@@ -2426,12 +2423,11 @@ impl Converter {
             };
             match complement {
                 Some(Some(key)) => {
-                    let body = format!("{key} \":\" {sp} {av}");
+                    let body = kv_body(key, av);
                     let comment = self.comment(&add_cx);
                     kvs.push(
                         self.rules
-                            .add(&format!("{base}-additional-kv"), body, comment)
-                            .into(),
+                            .add(&format!("{base}-additional-kv"), body, comment),
                     );
                 }
                 Some(None) => {}
@@ -2448,11 +2444,8 @@ impl Converter {
         Ok(match kvs.len() {
             0 => None,
             1 => kvs.pop(),
-            _ => Some(
-                self.rules
-                    .add(&format!("{base}-member-kv"), kvs.join(" | "), None)
-                    .into(),
-            ),
+            _ => Expr::alt(kvs.into_iter().map(Expr::Rule))
+                .map(|body| self.rules.add(&format!("{base}-member-kv"), body, None)),
         })
     }
 
@@ -2477,15 +2470,15 @@ impl Converter {
         &mut self,
         cx: &Ctx,
         members: &[Member],
-        extra: Option<&str>,
-        sep: &str,
+        extra: Option<&Expr>,
+        sep: &Expr,
         at_least_one: bool,
-    ) -> String {
+    ) -> Expr {
         let n = members.len();
         let full = (1usize << n) - 1;
         let xs = extra
-            .map(|x| format!("( {sep} {x} )* "))
-            .unwrap_or_default();
+            .map(|x| Expr::repeat(Expr::seq([sep.clone(), x.clone()]), 0, None))
+            .unwrap_or(Expr::Empty);
         let hint = if cx.hint.is_empty() {
             "object"
         } else {
@@ -2494,24 +2487,14 @@ impl Converter {
         // the members of a set, in declared order
         let of = |set: usize| (0..n).filter(move |i| set & (1 << i) != 0);
         // choices(S): each member of S followed by rest(S - member)
-        let choices = |set: usize, rest: &[String]| -> Vec<String> {
+        let choices = |set: usize, rest: &[Expr]| -> Vec<Expr> {
             of(set)
-                .map(|i| {
-                    format!("{} {}", members[i].kv, rest[set & !(1 << i)])
-                        .trim_end()
-                        .to_string()
-                })
+                .map(|i| Expr::seq([Expr::rule(&members[i].kv), rest[set & !(1 << i)].clone()]))
                 .collect()
         };
-        let group = |alts: Vec<String>| -> String {
-            if alts.len() == 1 {
-                alts.concat()
-            } else {
-                format!("( {} )", alts.join(" | "))
-            }
-        };
+        let group = |alts: Vec<Expr>| -> Expr { Expr::alt(alts).unwrap_or(Expr::Empty) };
         // rest(S), built from the smallest sets up so that each one's successors exist
-        let mut rest: Vec<String> = vec![String::new(); full + 1];
+        let mut rest: Vec<Expr> = vec![Expr::Empty; full + 1];
         let mut sets: Vec<usize> = (0..full).collect();
         if extra.is_some() {
             sets.push(full);
@@ -2519,16 +2502,16 @@ impl Converter {
         sets.sort_by_key(|s| (s.count_ones(), *s));
         for set in sets {
             let more = if set == 0 {
-                String::new()
+                Expr::Empty
             } else {
-                let next = format!("{sep} {}", group(choices(set, &rest)));
+                let next = Expr::seq([sep.clone(), group(choices(set, &rest))]);
                 if of(set).any(|i| members[i].required) {
                     next
                 } else {
-                    format!("( {next} )?")
+                    Expr::repeat(next, 0, Some(1))
                 }
             };
-            let body = format!("{xs}{more}").trim_end().to_string();
+            let body = Expr::seq([xs.clone(), more]);
             rest[set] = if body.is_empty() || (extra.is_none() && set.count_ones() == 1) {
                 body
             } else {
@@ -2563,31 +2546,30 @@ impl Converter {
                 } else {
                     format!("{hint}-rest-{}", keys.join("-"))
                 };
-                self.rules.add(&name, body, Some(comment)).into()
+                Expr::Rule(self.rules.add(&name, body, Some(comment)))
             };
         }
         let mut heads = Vec::new();
         if let Some(x) = extra {
-            heads.push(format!("{x} {}", rest[full]));
+            heads.push(Expr::seq([x.clone(), rest[full].clone()]));
         }
         heads.extend(choices(full, &rest));
         if !members.iter().any(|m| m.required) && !at_least_one {
-            format!("( {} )?", heads.join(" | "))
+            Expr::repeat(group(heads), 0, Some(1))
         } else {
             group(heads)
         }
     }
 
-    fn kv_rule(&mut self, cx: &Ctx, key: &str, value: &str, sp: &str) -> String {
-        let key_lit = gbnf_literal(&Value::String(key.to_string()).to_string());
-        let body = format!("{key_lit} \":\" {sp} {value}");
-        self.rules
-            .add(&format!("{}-kv", cx.hint), body, None)
-            .into()
+    /// The rule `"key" ":" space value` of one declared member.
+    fn kv_rule(&mut self, cx: &Ctx, key: &str, value: Expr, sp: &Expr) -> RuleName {
+        let key_lit = Expr::literal(Value::String(key.to_string()).to_string());
+        let body = Expr::seq([key_lit, Expr::literal(":"), sp.clone(), value]);
+        self.rules.add(&format!("{}-kv", cx.hint), body, None)
     }
 
     /// A JSON string whose decoded value is none of `names` (trie over the names).
-    fn not_strings(&mut self, cx: &Ctx, names: &[String]) -> String {
+    fn not_strings(&mut self, cx: &Ctx, names: &[String]) -> RuleName {
         #[derive(Default)]
         struct Node {
             children: Vec<(char, Node)>,
@@ -2608,49 +2590,45 @@ impl Converter {
             }
             node.end = true;
         }
-        let ch = self.char_rule();
-        fn build(node: &Node, ch: &str, conv: &mut CharSetFn<'_>) -> String {
+        let ch = self.rules.primitive_rule("char");
+        fn build(node: &Node, ch: &Expr, conv: &mut CharSetFn<'_>) -> Expr {
             let mut alts = Vec::new();
             let mut excluded: Vec<(u32, u32)> = Vec::new();
             for (c, child) in &node.children {
                 let mut enc = String::new();
                 json_encode_char(*c, &mut enc);
-                alts.push(format!("{} {}", gbnf_literal(&enc), build(child, ch, conv)));
+                alts.push(Expr::seq([Expr::literal(enc), build(child, ch, conv)]));
                 excluded.push((*c as u32, *c as u32));
             }
             let others = super::strings::complement(&super::strings::normalize(excluded), 0x10FFFF);
             if let Some(o) = conv(&others) {
-                alts.push(format!("{o} {ch}* \"\\\"\""));
+                alts.push(Expr::seq([
+                    o,
+                    Expr::repeat(ch.clone(), 0, None),
+                    Expr::literal("\""),
+                ]));
             }
             if !node.end {
-                alts.push("\"\\\"\"".to_string());
+                alts.push(Expr::literal("\""));
             }
-            if alts.len() == 1 {
-                alts.pop().unwrap_or_default()
-            } else {
-                format!("( {} )", alts.join(" | "))
-            }
+            Expr::alt(alts).unwrap_or(Expr::Empty)
         }
         let mut rules = std::mem::replace(&mut self.rules, RuleTable::new(self.opts.whitespace));
         let body = {
-            let mut conv = |set: &[(u32, u32)]| {
-                encoded_char_set(set, &mut || rules.primitive_rule("char"))
-                    .map(|e| e.to_gbnf_item())
-            };
-            format!("\"\\\"\" {}", build(&root, &ch, &mut conv))
+            let mut conv =
+                |set: &[(u32, u32)]| encoded_char_set(set, &mut || rules.primitive_rule("char"));
+            Expr::seq([Expr::literal("\""), build(&root, &ch, &mut conv)])
         };
         self.rules = rules;
         let comment = self.comment(cx);
-        self.rules
-            .add(&format!("{}-key", cx.hint), body, comment)
-            .into()
+        self.rules.add(&format!("{}-key", cx.hint), body, comment)
     }
 }
 
 /// A declared object member: its name, its `key: value` rule, whether it is required.
 struct Member {
     name: String,
-    kv: String,
+    kv: RuleName,
     required: bool,
 }
 
@@ -2717,7 +2695,7 @@ fn negate(n: &Value) -> Option<Value> {
 }
 
 /// Renders a set of code points as an encoded-character expression.
-type CharSetFn<'a> = dyn FnMut(&[(u32, u32)]) -> Option<String> + 'a;
+type CharSetFn<'a> = dyn FnMut(&[(u32, u32)]) -> Option<Expr> + 'a;
 
 /// A rule body that matches nothing.
 /// Whether `e` says that no object satisfies a schema because a required name can never be
@@ -2892,8 +2870,12 @@ fn unsatisfiable(schema: &Value, cx: &Ctx) -> SchemaError {
     Converter::invalid(&keyword, cx, message)
 }
 
-pub(crate) fn never() -> String {
-    "[^\\x00-\\U0010FFFF]".to_string()
+/// An expression no text matches (GBNF cannot write "nothing": a class of no character).
+pub(crate) fn never() -> Expr {
+    Expr::Class {
+        ranges: vec![(0, 0x10FFFF)],
+        negated: true,
+    }
 }
 
 fn types_of(m: &Map<String, Value>) -> Vec<&'static str> {

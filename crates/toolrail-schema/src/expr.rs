@@ -11,9 +11,10 @@
 //! rewrites it (how many rules a `{m,n}` will generate is what keeps a grammar within
 //! llama.cpp's limits); and this crate depends on no other toolrail crate (ARCHITECTURE.md).
 //!
-//! [`Expr::Text`] is GBNF written as text by the parts of the converter not yet built on
-//! `Expr` (see ARCHITECTURE.md); it is printed as is (grouped when an operator needs it) and
-//! counted with [`crate::limits::generated_rules`].
+//! [`Expr::Text`] is GBNF written as text by the envelopes (`toolrail-tools`), which hand it in
+//! through [`crate::SchemaConverter::add_rule`] and [`crate::SchemaConverter::finish`]; the
+//! converter itself builds no text. It is printed as is (grouped when an operator needs it)
+//! and counted with [`crate::limits::generated_rules`].
 
 use std::fmt::Write as _;
 
@@ -54,9 +55,10 @@ pub enum Expr {
     Empty,
     /// Text matched exactly (printed as a GBNF string literal).
     Literal(String),
-    /// A character class over sorted, disjoint code point ranges (`[^...]` when negated).
+    /// A character class over disjoint code point ranges (`[^...]` when negated).
     Class {
-        /// Inclusive code point ranges.
+        /// Inclusive code point ranges, printed in this order: sorted where they come from a
+        /// set computation, in the order a reader expects (`[a-zA-Z0-9]`) in the format rules.
         ranges: Vec<(u32, u32)>,
         /// Matches every character outside the ranges instead.
         negated: bool,
@@ -76,20 +78,13 @@ pub enum Expr {
         /// Most copies, or unbounded.
         max: Option<u32>,
     },
-    /// GBNF text from a part of the converter not yet built on `Expr` (printed as is).
+    /// GBNF text handed in by the envelopes, which are not yet built on `Expr` (printed as is).
     Text(String),
 }
 
 impl From<RuleName> for Expr {
     fn from(name: RuleName) -> Self {
         Expr::Rule(name)
-    }
-}
-
-/// GBNF text from a part of the converter not yet built on `Expr`.
-impl From<String> for Expr {
-    fn from(text: String) -> Self {
-        Expr::Text(text)
     }
 }
 
@@ -183,7 +178,7 @@ impl Expr {
     /// The expression as GBNF text (a rule body: no outer parentheses).
     pub fn to_gbnf(&self) -> String {
         let mut out = String::new();
-        self.print(Place::Top, &mut out);
+        self.print(Place::Top, &mut out, usize::MAX);
         out
     }
 
@@ -191,8 +186,16 @@ impl Expr {
     /// alternation comes parenthesised).
     pub(crate) fn to_gbnf_item(&self) -> String {
         let mut out = String::new();
-        self.print(Place::SeqItem, &mut out);
+        self.print(Place::SeqItem, &mut out, usize::MAX);
         out
+    }
+
+    /// [`Expr::to_gbnf_item`] when it is at most `limit` bytes long, else `None` (printing
+    /// stops soon after the limit: deciding whether a fragment is short stays cheap).
+    pub(crate) fn to_gbnf_item_within(&self, limit: usize) -> Option<String> {
+        let mut out = String::new();
+        self.print(Place::SeqItem, &mut out, limit);
+        (out.len() <= limit).then_some(out)
     }
 
     fn needs_group(&self, place: Place) -> bool {
@@ -204,10 +207,14 @@ impl Expr {
         }
     }
 
-    fn print(&self, place: Place, out: &mut String) {
+    /// Prints into `out`, stopping early once `out` is longer than `limit`.
+    fn print(&self, place: Place, out: &mut String, limit: usize) {
+        if out.len() > limit {
+            return;
+        }
         if self.needs_group(place) {
             out.push_str("( ");
-            self.print(Place::Top, out);
+            self.print(Place::Top, out, limit);
             out.push_str(" )");
             return;
         }
@@ -222,7 +229,7 @@ impl Expr {
                     if i > 0 {
                         out.push(' ');
                     }
-                    item.print(Place::SeqItem, out);
+                    item.print(Place::SeqItem, out, limit);
                 }
             }
             Expr::Alt(alternatives) => {
@@ -230,11 +237,11 @@ impl Expr {
                     if i > 0 {
                         out.push_str(" | ");
                     }
-                    a.print(Place::Top, out);
+                    a.print(Place::Top, out, limit);
                 }
             }
             Expr::Repeat { item, min, max } => {
-                item.print(Place::Operand, out);
+                item.print(Place::Operand, out, limit);
                 // `write!` into a String cannot fail
                 let _ = match (min, max) {
                     (0, None) => write!(out, "*"),
@@ -328,6 +335,19 @@ mod tests {
         let text = Expr::Text("a | b".into());
         assert_eq!(Expr::seq([r("x"), text.clone()]).to_gbnf(), "x a | b");
         assert_eq!(Expr::repeat(text, 0, None).to_gbnf(), "( a | b )*");
+    }
+
+    #[test]
+    fn bounded_printing_stops_past_the_limit() {
+        let alt = Expr::alt([r("a"), r("b")]).unwrap();
+        assert_eq!(alt.to_gbnf_item_within(9).as_deref(), Some("( a | b )"));
+        assert_eq!(alt.to_gbnf_item_within(8), None);
+        let long = Expr::seq((0..100).map(|_| Expr::literal("xy")));
+        assert_eq!(long.to_gbnf_item_within(40), None);
+        assert_eq!(
+            long.to_gbnf_item_within(usize::MAX),
+            Some(long.to_gbnf_item())
+        );
     }
 
     #[test]

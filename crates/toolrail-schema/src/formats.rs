@@ -24,85 +24,31 @@
 
 use std::sync::OnceLock;
 
-/// Helper rules: (name, body, deps).
-const RULES: &[(&str, &str, &[&str])] = &[
-    (
-        "date",
-        r#"[0-9]{4} "-" ( ( "0" [13578] | "1" [02] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ) | ( "0" [469] | "11" ) "-" ( "0" [1-9] | [12] [0-9] | "30" ) | "02-" ( "0" [1-9] | "1" [0-9] | "2" [0-8] ) ) | leap-year "-02-29""#,
-        &["leap-year"],
-    ),
-    (
-        "leap-year",
-        r#"[0-9]{2} ( "0" [48] | [2468] [048] | [13579] [26] ) | ( "0" [048] | [2468] [048] | [13579] [26] ) "00""#,
-        &[],
-    ),
-    (
-        "time",
-        r#"( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] time-fraction? time-offset | time-leap"#,
-        &["time-fraction", "time-offset", "time-leap"],
-    ),
-    (
-        "time-leap-second",
-        r#"":60" time-fraction?"#,
-        &["time-fraction"],
-    ),
-    ("time-fraction", r#""." [0-9]+"#, &[]),
-    (
-        "time-offset",
-        r#"[zZ] | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9]"#,
-        &[],
-    ),
-    ("date-time", r#"date [tT] time"#, &["date", "time"]),
-    (
-        "duration",
-        r#""P" ( duration-date duration-time? | duration-time | [0-9]+ "W" )"#,
-        &["duration-date", "duration-time"],
-    ),
-    (
-        "duration-date",
-        r#"[0-9]+ "D" | [0-9]+ "M" ( [0-9]+ "D" )? | [0-9]+ "Y" ( [0-9]+ "M" ( [0-9]+ "D" )? )?"#,
-        &[],
-    ),
-    (
-        "duration-time",
-        r#""T" ( [0-9]+ "H" ( [0-9]+ "M" ( [0-9]+ "S" )? )? | [0-9]+ "M" ( [0-9]+ "S" )? | [0-9]+ "S" )"#,
-        &[],
-    ),
-    (
-        "uuid",
-        r#"[0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12}"#,
-        &[],
-    ),
-    (
-        "ipv4",
-        r#"dec-octet "." dec-octet "." dec-octet "." dec-octet"#,
-        &["dec-octet"],
-    ),
-    (
-        "dec-octet",
-        r#""25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9] [0-9] | [0-9]"#,
-        &[],
-    ),
-    (
-        "ipv6",
-        r#"( h16 ":" ){6} ls32 | "::" ( h16 ":" ){5} ls32 | h16? "::" ( h16 ":" ){4} ls32 | ( h16 ( ":" h16 )? )? "::" ( h16 ":" ){3} ls32 | ( h16 ( ":" h16 ){0,2} )? "::" ( h16 ":" ){2} ls32 | ( h16 ( ":" h16 ){0,3} )? "::" h16 ":" ls32 | ( h16 ( ":" h16 ){0,4} )? "::" ls32 | ( h16 ( ":" h16 ){0,5} )? "::" h16 | ( h16 ( ":" h16 ){0,6} )? "::""#,
-        &["h16", "ls32"],
-    ),
-    ("h16", "[0-9a-fA-F]{1,4}", &[]),
-    ("ls32", r#"h16 ":" h16 | ipv4"#, &["h16", "ipv4"]),
-    (
-        "email",
-        r#"( email-atom ( "." email-atom )* | "\\\"" ( [ !#-\x5B\x5D-~] | "\\\\" ( [ !#-\x5B\x5D-~] | "\\\"" | "\\\\" ) )* "\\\"" ) "@" ( hostname-label ( "." hostname-label )* | "[" ipv4 "]" | "[" [iI] [pP] [vV] "6:" ipv6 "]" )"#,
-        &["email-atom", "hostname-label", "ipv4", "ipv6"],
-    ),
-    (
-        "uri",
-        r##"uri-scheme ":" uri-hier-part ( "?" uri-query )? ( "#" uri-query )?"##,
-        &["uri-scheme", "uri-hier-part", "uri-query"],
-    ),
+use crate::expr::{Expr, RuleName};
+
+/// Helper rule names and the rules each uses, in the order their bodies are listed in
+/// [`helper_body`].
+const RULES: &[(&str, &[&str])] = &[
+    ("date", &["leap-year"]),
+    ("leap-year", &[]),
+    ("time", &["time-fraction", "time-offset", "time-leap"]),
+    ("time-leap-second", &["time-fraction"]),
+    ("time-fraction", &[]),
+    ("time-offset", &[]),
+    ("date-time", &["date", "time"]),
+    ("duration", &["duration-date", "duration-time"]),
+    ("duration-date", &[]),
+    ("duration-time", &[]),
+    ("uuid", &[]),
+    ("ipv4", &["dec-octet"]),
+    ("dec-octet", &[]),
+    ("ipv6", &["h16", "ls32"]),
+    ("h16", &[]),
+    ("ls32", &["h16", "ipv4"]),
+    ("email", &["email-atom", "hostname-label", "ipv4", "ipv6"]),
+    ("uri", &["uri-scheme", "uri-hier-part", "uri-query"]),
     (
         "uri-reference",
-        r##"uri | ( "//" uri-authority uri-path-abempty | "/" ( uri-pchar+ ( "/" uri-pchar* )* )? | ( [a-zA-Z0-9!$&'()*+,;=@._~\x2D] | uri-pct )+ ( "/" uri-pchar* )* | "" ) ( "?" uri-query )? ( "#" uri-query )?"##,
         &[
             "uri",
             "uri-authority",
@@ -112,32 +58,368 @@ const RULES: &[(&str, &str, &[&str])] = &[
             "uri-query",
         ],
     ),
-    ("uri-scheme", r#"[a-zA-Z] [a-zA-Z0-9+.\x2D]*"#, &[]),
+    ("uri-scheme", &[]),
     (
         "uri-hier-part",
-        r#""//" uri-authority uri-path-abempty | "/" ( uri-pchar+ ( "/" uri-pchar* )* )? | uri-pchar+ ( "/" uri-pchar* )* | """#,
         &["uri-authority", "uri-path-abempty", "uri-pchar"],
     ),
-    (
-        "uri-authority",
-        r#"( ( [a-zA-Z0-9!$&'()*+,;=:._~\x2D] | uri-pct )* "@" )? ( "[" ( ipv6 | "v" [0-9a-fA-F]+ "." [a-zA-Z0-9!$&'()*+,;=:._~\x2D]+ ) "]" | ( [a-zA-Z0-9!$&'()*+,;=._~\x2D] | uri-pct )* ) ( ":" [0-9]* )?"#,
-        &["uri-pct", "ipv6"],
-    ),
-    ("uri-path-abempty", r#"( "/" uri-pchar* )*"#, &["uri-pchar"]),
-    (
-        "uri-pchar",
-        r#"[a-zA-Z0-9!$&'()*+,;=:@._~\x2D] | uri-pct"#,
-        &["uri-pct"],
-    ),
-    ("uri-pct", r#""%" [0-9a-fA-F] [0-9a-fA-F]"#, &[]),
-    ("uri-query", r#"( uri-pchar | [/?] )*"#, &["uri-pchar"]),
-    ("email-atom", r#"[a-zA-Z0-9!#$%&'*+/=?^_`{|}~\x2D]+"#, &[]),
-    (
-        "hostname-label",
-        r#"[a-zA-Z0-9] ( [a-zA-Z0-9\x2D]{0,61} [a-zA-Z0-9] )?"#,
-        &[],
-    ),
+    ("uri-authority", &["uri-pct", "ipv6"]),
+    ("uri-path-abempty", &["uri-pchar"]),
+    ("uri-pchar", &["uri-pct"]),
+    ("uri-pct", &[]),
+    ("uri-query", &["uri-pchar"]),
+    ("email-atom", &[]),
+    ("hostname-label", &[]),
 ];
+
+/// Text matched exactly.
+fn lit(text: &str) -> Expr {
+    Expr::literal(text)
+}
+
+/// A reference to the format rule `name`.
+fn rule(name: &str) -> Expr {
+    Expr::Rule(RuleName::new(name))
+}
+
+/// A character class over `ranges`, printed in the order given (the order a reader expects,
+/// `[a-zA-Z0-9]`, rather than code point order).
+fn class(ranges: &[(char, char)]) -> Expr {
+    Expr::Class {
+        ranges: ranges.iter().map(|&(a, b)| (a as u32, b as u32)).collect(),
+        negated: false,
+    }
+}
+
+/// A class of the single characters of `chars`.
+fn one_of(chars: &str) -> Expr {
+    let ranges: Vec<(char, char)> = chars.chars().map(|c| (c, c)).collect();
+    class(&ranges)
+}
+
+/// A class of `ranges` followed by the single characters of `singles`.
+fn class_with(ranges: &[(char, char)], singles: &str) -> Expr {
+    let mut all = ranges.to_vec();
+    all.extend(singles.chars().map(|c| (c, c)));
+    class(&all)
+}
+
+fn digit() -> Expr {
+    class(&[('0', '9')])
+}
+
+fn hex() -> Expr {
+    class(&[('0', '9'), ('a', 'f'), ('A', 'F')])
+}
+
+fn seq<const N: usize>(items: [Expr; N]) -> Expr {
+    Expr::seq(items)
+}
+
+/// An alternation of at least one alternative.
+fn alt<const N: usize>(alternatives: [Expr; N]) -> Expr {
+    Expr::alt(alternatives).unwrap_or(Expr::Empty)
+}
+
+fn opt(e: Expr) -> Expr {
+    Expr::repeat(e, 0, Some(1))
+}
+
+fn star(e: Expr) -> Expr {
+    Expr::repeat(e, 0, None)
+}
+
+fn plus(e: Expr) -> Expr {
+    Expr::repeat(e, 1, None)
+}
+
+fn times(e: Expr, n: u32) -> Expr {
+    Expr::repeat(e, n, Some(n))
+}
+
+/// The body of helper rule `name` (one of [`RULES`]).
+fn helper_body(name: &str) -> Option<Expr> {
+    let two_digits = |first: Expr| seq([first, digit()]);
+    let hour = || {
+        alt([
+            two_digits(one_of("01")),
+            seq([lit("2"), class(&[('0', '3')])]),
+        ])
+    };
+    let minute = || two_digits(class(&[('0', '5')]));
+    let digits_then = |unit: &str| seq([plus(digit()), lit(unit)]);
+    let uri_unreserved = |extra: &str| {
+        class_with(
+            &[('a', 'z'), ('A', 'Z'), ('0', '9')],
+            &format!("!$&'()*+,;={extra}._~-"),
+        )
+    };
+    let body = match name {
+        "date" => {
+            let day = |last: Expr| {
+                alt([
+                    seq([lit("0"), class(&[('1', '9')])]),
+                    two_digits(one_of("12")),
+                    last,
+                ])
+            };
+            let month_day = alt([
+                seq([
+                    alt([
+                        seq([lit("0"), one_of("13578")]),
+                        seq([lit("1"), one_of("02")]),
+                    ]),
+                    lit("-"),
+                    day(seq([lit("3"), one_of("01")])),
+                ]),
+                seq([
+                    alt([seq([lit("0"), one_of("469")]), lit("11")]),
+                    lit("-"),
+                    day(lit("30")),
+                ]),
+                seq([
+                    lit("02-"),
+                    alt([
+                        seq([lit("0"), class(&[('1', '9')])]),
+                        seq([lit("1"), digit()]),
+                        seq([lit("2"), class(&[('0', '8')])]),
+                    ]),
+                ]),
+            ]);
+            alt([
+                seq([times(digit(), 4), lit("-"), month_day]),
+                seq([rule("leap-year"), lit("-02-29")]),
+            ])
+        }
+        "leap-year" => {
+            let multiple_of_four = |zero_first: &str| {
+                alt([
+                    seq([lit("0"), one_of(zero_first)]),
+                    seq([one_of("2468"), one_of("048")]),
+                    seq([one_of("13579"), one_of("26")]),
+                ])
+            };
+            alt([
+                seq([times(digit(), 2), multiple_of_four("48")]),
+                seq([multiple_of_four("048"), lit("00")]),
+            ])
+        }
+        "time" => alt([
+            seq([
+                hour(),
+                lit(":"),
+                minute(),
+                lit(":"),
+                minute(),
+                opt(rule("time-fraction")),
+                rule("time-offset"),
+            ]),
+            rule("time-leap"),
+        ]),
+        "time-leap-second" => seq([lit(":60"), opt(rule("time-fraction"))]),
+        "time-fraction" => seq([lit("."), plus(digit())]),
+        "time-offset" => alt([
+            one_of("zZ"),
+            seq([one_of("+-"), hour(), lit(":"), minute()]),
+        ]),
+        "date-time" => seq([rule("date"), one_of("tT"), rule("time")]),
+        "duration" => seq([
+            lit("P"),
+            alt([
+                seq([rule("duration-date"), opt(rule("duration-time"))]),
+                rule("duration-time"),
+                digits_then("W"),
+            ]),
+        ]),
+        "duration-date" => alt([
+            digits_then("D"),
+            seq([digits_then("M"), opt(digits_then("D"))]),
+            seq([
+                digits_then("Y"),
+                opt(seq([digits_then("M"), opt(digits_then("D"))])),
+            ]),
+        ]),
+        "duration-time" => seq([
+            lit("T"),
+            alt([
+                seq([
+                    digits_then("H"),
+                    opt(seq([digits_then("M"), opt(digits_then("S"))])),
+                ]),
+                seq([digits_then("M"), opt(digits_then("S"))]),
+                digits_then("S"),
+            ]),
+        ]),
+        "uuid" => seq([
+            times(hex(), 8),
+            lit("-"),
+            times(hex(), 4),
+            lit("-"),
+            times(hex(), 4),
+            lit("-"),
+            times(hex(), 4),
+            lit("-"),
+            times(hex(), 12),
+        ]),
+        "ipv4" => seq([
+            rule("dec-octet"),
+            lit("."),
+            rule("dec-octet"),
+            lit("."),
+            rule("dec-octet"),
+            lit("."),
+            rule("dec-octet"),
+        ]),
+        "dec-octet" => alt([
+            seq([lit("25"), class(&[('0', '5')])]),
+            seq([lit("2"), class(&[('0', '4')]), digit()]),
+            seq([lit("1"), digit(), digit()]),
+            seq([class(&[('1', '9')]), digit()]),
+            digit(),
+        ]),
+        "ipv6" => {
+            let h16_colon = |n: u32| times(seq([rule("h16"), lit(":")]), n);
+            // up to `more + 1` pieces before "::"
+            let before = |more: u32| {
+                opt(seq([
+                    rule("h16"),
+                    Expr::repeat(seq([lit(":"), rule("h16")]), 0, Some(more)),
+                ]))
+            };
+            alt([
+                seq([h16_colon(6), rule("ls32")]),
+                seq([lit("::"), h16_colon(5), rule("ls32")]),
+                seq([opt(rule("h16")), lit("::"), h16_colon(4), rule("ls32")]),
+                seq([before(1), lit("::"), h16_colon(3), rule("ls32")]),
+                seq([before(2), lit("::"), h16_colon(2), rule("ls32")]),
+                seq([before(3), lit("::"), rule("h16"), lit(":"), rule("ls32")]),
+                seq([before(4), lit("::"), rule("ls32")]),
+                seq([before(5), lit("::"), rule("h16")]),
+                seq([before(6), lit("::")]),
+            ])
+        }
+        "h16" => Expr::repeat(hex(), 1, Some(4)),
+        "ls32" => alt([seq([rule("h16"), lit(":"), rule("h16")]), rule("ipv4")]),
+        "email" => {
+            // printable ASCII but `"` and `\`, and the escapes JSON writes for those two
+            let quoted_text = || class(&[(' ', '!'), ('#', '['), (']', '~')]);
+            let quote = || lit("\\\"");
+            let backslash = || lit("\\\\");
+            let local = alt([
+                seq([
+                    rule("email-atom"),
+                    star(seq([lit("."), rule("email-atom")])),
+                ]),
+                seq([
+                    quote(),
+                    star(alt([
+                        quoted_text(),
+                        seq([backslash(), alt([quoted_text(), quote(), backslash()])]),
+                    ])),
+                    quote(),
+                ]),
+            ]);
+            let domain = alt([
+                seq([
+                    rule("hostname-label"),
+                    star(seq([lit("."), rule("hostname-label")])),
+                ]),
+                seq([lit("["), rule("ipv4"), lit("]")]),
+                seq([
+                    lit("["),
+                    one_of("iI"),
+                    one_of("pP"),
+                    one_of("vV"),
+                    lit("6:"),
+                    rule("ipv6"),
+                    lit("]"),
+                ]),
+            ]);
+            seq([local, lit("@"), domain])
+        }
+        "uri" => seq([
+            rule("uri-scheme"),
+            lit(":"),
+            rule("uri-hier-part"),
+            opt(seq([lit("?"), rule("uri-query")])),
+            opt(seq([lit("#"), rule("uri-query")])),
+        ]),
+        "uri-reference" => {
+            let segments = || star(seq([lit("/"), star(rule("uri-pchar"))]));
+            alt([
+                rule("uri"),
+                seq([
+                    alt([
+                        seq([lit("//"), rule("uri-authority"), rule("uri-path-abempty")]),
+                        seq([lit("/"), opt(seq([plus(rule("uri-pchar")), segments()]))]),
+                        seq([
+                            plus(alt([uri_unreserved("@"), rule("uri-pct")])),
+                            segments(),
+                        ]),
+                        Expr::Empty,
+                    ]),
+                    opt(seq([lit("?"), rule("uri-query")])),
+                    opt(seq([lit("#"), rule("uri-query")])),
+                ]),
+            ])
+        }
+        "uri-scheme" => seq([
+            class(&[('a', 'z'), ('A', 'Z')]),
+            star(class_with(&[('a', 'z'), ('A', 'Z'), ('0', '9')], "+.-")),
+        ]),
+        "uri-hier-part" => {
+            let segments = || star(seq([lit("/"), star(rule("uri-pchar"))]));
+            alt([
+                seq([lit("//"), rule("uri-authority"), rule("uri-path-abempty")]),
+                seq([lit("/"), opt(seq([plus(rule("uri-pchar")), segments()]))]),
+                seq([plus(rule("uri-pchar")), segments()]),
+                Expr::Empty,
+            ])
+        }
+        "uri-authority" => seq([
+            opt(seq([
+                star(alt([uri_unreserved(":"), rule("uri-pct")])),
+                lit("@"),
+            ])),
+            alt([
+                seq([
+                    lit("["),
+                    alt([
+                        rule("ipv6"),
+                        seq([lit("v"), plus(hex()), lit("."), plus(uri_unreserved(":"))]),
+                    ]),
+                    lit("]"),
+                ]),
+                star(alt([uri_unreserved(""), rule("uri-pct")])),
+            ]),
+            opt(seq([lit(":"), star(digit())])),
+        ]),
+        "uri-path-abempty" => star(seq([lit("/"), star(rule("uri-pchar"))])),
+        "uri-pchar" => alt([uri_unreserved(":@"), rule("uri-pct")]),
+        "uri-pct" => seq([lit("%"), hex(), hex()]),
+        "uri-query" => star(alt([rule("uri-pchar"), one_of("/?")])),
+        "email-atom" => plus(class_with(
+            &[('a', 'z'), ('A', 'Z'), ('0', '9')],
+            "!#$%&'*+/=?^_`{|}~-",
+        )),
+        "hostname-label" => {
+            let alnum = || class(&[('a', 'z'), ('A', 'Z'), ('0', '9')]);
+            seq([
+                alnum(),
+                opt(seq([
+                    Expr::repeat(
+                        class_with(&[('a', 'z'), ('A', 'Z'), ('0', '9')], "-"),
+                        0,
+                        Some(61),
+                    ),
+                    alnum(),
+                ])),
+            ])
+        }
+        _ => return None,
+    };
+    Some(body)
+}
 
 /// The formats this module knows.
 pub(crate) const FORMATS: &[&str] = &[
@@ -187,7 +469,7 @@ pub(crate) fn unsupported_reason(format: &str) -> &'static str {
 }
 
 /// A generated rule: name, body, the rules it uses.
-type Generated = (String, String, Vec<String>);
+type Generated = (String, Expr, Vec<String>);
 
 /// The leap-second rules (see the module docs), built once.
 fn leap_rules() -> &'static [Generated] {
@@ -195,33 +477,36 @@ fn leap_rules() -> &'static [Generated] {
     LEAP.get_or_init(|| {
         let hours: Vec<String> = (0..24).map(|h| format!("time-leap-{h:02}")).collect();
         let mut out = Vec::with_capacity(25);
-        let pick_hour: Vec<String> = hours
+        let pick_hour = hours
             .iter()
             .enumerate()
-            .map(|(h, rule)| format!("\"{h:02}:\" {rule}"))
-            .collect();
+            .map(|(h, name)| Expr::seq([lit(&format!("{h:02}:")), rule(name)]));
         let mut deps = hours.clone();
         deps.push("time-leap-second".to_string());
-        out.push(("time-leap".to_string(), pick_hour.join(" | "), deps));
-        for (h, rule) in hours.iter().enumerate() {
-            let minutes: Vec<String> = (0..60)
-                .map(|m| {
-                    let local = h * 60 + m;
-                    let plus = (local + 1) % 1440;
-                    let minus = 1439 - local;
-                    let utc = if plus == 0 { "[zZ] | " } else { "" };
-                    format!(
-                        "\"{m:02}\" time-leap-second ( {utc}\"+{:02}:{:02}\" | \"-{:02}:{:02}\" )",
-                        plus / 60,
-                        plus % 60,
-                        minus / 60,
-                        minus % 60
-                    )
-                })
-                .collect();
+        out.push((
+            "time-leap".to_string(),
+            Expr::alt(pick_hour).unwrap_or(Expr::Empty),
+            deps,
+        ));
+        for (h, name) in hours.iter().enumerate() {
+            let minutes = (0..60).map(|m| {
+                let local = h * 60 + m;
+                let plus = (local + 1) % 1440;
+                let minus = 1439 - local;
+                let utc = (plus == 0).then(|| one_of("zZ"));
+                let offsets = utc.into_iter().chain([
+                    lit(&format!("+{:02}:{:02}", plus / 60, plus % 60)),
+                    lit(&format!("-{:02}:{:02}", minus / 60, minus % 60)),
+                ]);
+                Expr::seq([
+                    lit(&format!("{m:02}")),
+                    rule("time-leap-second"),
+                    Expr::alt(offsets).unwrap_or(Expr::Empty),
+                ])
+            });
             out.push((
-                rule.clone(),
-                minutes.join(" | "),
+                name.clone(),
+                Expr::alt(minutes).unwrap_or(Expr::Empty),
                 vec!["time-leap-second".to_string()],
             ));
         }
@@ -231,7 +516,7 @@ fn leap_rules() -> &'static [Generated] {
 
 /// Whether `name` is a rule name this module may emit.
 pub(crate) fn is_format_rule(name: &str) -> bool {
-    RULES.iter().any(|(n, _, _)| *n == name)
+    RULES.iter().any(|(n, _)| *n == name)
         || leap_rules().iter().any(|(n, _, _)| n == name)
         || name
             .strip_suffix("-string")
@@ -314,40 +599,54 @@ fn is_quoted_content(s: &str) -> bool {
     true
 }
 
+/// Every format rule (the `<format>-string` rules, the helpers, the leap-second rules) as
+/// (name, body, the rules it uses), built once: a schema using a format borrows the bodies.
+fn all_rules() -> &'static [Generated] {
+    static ALL: OnceLock<Vec<Generated>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut out: Vec<Generated> = FORMATS
+            .iter()
+            .map(|f| {
+                (
+                    format!("{f}-string"),
+                    Expr::seq([lit("\""), rule(f), lit("\"")]),
+                    vec![f.to_string()],
+                )
+            })
+            .collect();
+        out.extend(RULES.iter().filter_map(|(name, deps)| {
+            let deps = deps.iter().map(|d| d.to_string()).collect();
+            Some((name.to_string(), helper_body(name)?, deps))
+        }));
+        out.extend(leap_rules().iter().cloned());
+        out
+    })
+}
+
 /// The rules that make a JSON string of format `format` (quotes included), as (name, body)
 /// pairs: the string rule first, then every helper rule it uses, each once, depth first. None
 /// for an unknown format.
-pub(crate) fn string_rules(format: &str) -> Option<Vec<(String, String)>> {
+pub(crate) fn string_rules(format: &str) -> Option<Vec<(&'static str, &'static Expr)>> {
     if !FORMATS.contains(&format) {
         return None;
     }
-    let mut out = vec![(
-        format!("{format}-string"),
-        format!("\"\\\"\" {format} \"\\\"\""),
-    )];
-    let mut todo = vec![format];
-    while let Some(name) = todo.pop() {
+    let all = all_rules();
+    let string_rule = format!("{format}-string");
+    let first = all.iter().find(|(n, _, _)| *n == string_rule)?;
+    let mut out: Vec<(&'static str, &'static Expr)> = Vec::new();
+    let mut todo: Vec<&'static Generated> = vec![first];
+    while let Some((name, body, deps)) = todo.pop() {
         if out.iter().any(|(n, _)| n == name) {
             continue;
         }
-        let Some((body, deps)) = helper_rule(name) else {
-            continue;
-        };
-        out.push((name.to_string(), body.to_string()));
-        todo.extend(deps.into_iter().rev());
+        out.push((name.as_str(), body));
+        todo.extend(
+            deps.iter()
+                .rev()
+                .filter_map(|d| all.iter().find(|(n, _, _)| n == d)),
+        );
     }
     Some(out)
-}
-
-/// A helper rule by name: its body and the rules it uses.
-fn helper_rule(name: &str) -> Option<(&'static str, Vec<&'static str>)> {
-    if let Some((_, body, deps)) = RULES.iter().find(|(n, _, _)| *n == name) {
-        return Some((body, deps.to_vec()));
-    }
-    leap_rules()
-        .iter()
-        .find(|(n, _, _)| n == name)
-        .map(|(_, body, deps)| (body.as_str(), deps.iter().map(String::as_str).collect()))
 }
 
 #[cfg(test)]
@@ -360,7 +659,7 @@ mod tests {
             leap_rules()
                 .iter()
                 .find(|(n, _, _)| n == name)
-                .map(|(_, body, _)| body.clone())
+                .map(|(_, body, _)| body.to_gbnf())
                 .unwrap()
         };
         // 15:59:60-08:00 and 15:59:60+16:00 are 23:59:60 UTC

@@ -211,14 +211,18 @@ impl SchemaConverter {
     /// `get-weather-args`.
     pub fn add_schema(&mut self, name_hint: &str, schema: &Value) -> Result<String, SchemaError> {
         let hint = rules::sanitize(name_hint);
-        self.inner.add_document(&hint, &hint, schema, true)
+        self.inner
+            .add_document(&hint, &hint, schema, true)
+            .map(|e| e.to_gbnf_item())
     }
 
     /// Adds a hand-written rule (for envelopes); returns the final (deduplicated) rule name.
+    /// The body is GBNF text: it enters the rule table as [`expr::Expr::Text`], the one place
+    /// text still does (the envelopes are not yet built on `Expr`).
     pub fn add_rule(&mut self, name_hint: &str, body: &str) -> String {
         self.inner
             .rules
-            .add(name_hint, body.to_string(), None)
+            .add(name_hint, expr::Expr::Text(body.to_string()), None)
             .into()
     }
 
@@ -253,8 +257,11 @@ impl SchemaConverter {
 
     /// The whole grammar text: `root ::= <root_body>` first, then every rule used, in a
     /// deterministic order.
+    /// `root_body` is envelope text (see [`SchemaConverter::add_rule`]).
     pub fn finish(self, root_body: &str) -> String {
-        self.inner.rules.render(&root_body.to_string().into())
+        self.inner
+            .rules
+            .render(&expr::Expr::Text(root_body.to_string()))
     }
 }
 
@@ -282,7 +289,7 @@ pub fn schema_to_gbnf(schema: &Value, options: &ConvertOptions) -> Result<Conver
     let rule_locations = locations::rule_locations(&c.rules);
     Ok(Conversion {
         rule_locations,
-        gbnf: c.rules.render(&expr.into()),
+        gbnf: c.rules.render(&expr),
         warnings,
         notes,
     })

@@ -22,8 +22,8 @@
 //!
 //! [`crate::expr::Expr::generated_rules`] counts, for an expression the converter built, the
 //! rules llama.cpp's parser generates for it, so the decisions above follow llama.cpp's own
-//! arithmetic; [`generated_rules`] does the same for GBNF text from the parts of the converter
-//! not yet built on `Expr` ([`crate::expr::Expr::Text`]).
+//! arithmetic; [`generated_rules`] does the same for GBNF text the envelopes hand in, not yet
+//! built on `Expr` ([`crate::expr::Expr::Text`]).
 
 /// llama.cpp's `MAX_REPETITION_THRESHOLD`: the largest count in one `{m,n}`, and the largest
 /// product of a repeated item's generated rules and its count.

@@ -3,7 +3,9 @@
 //! Integers: digit-range rules in the manner of llama.cpp's converter (split by digit count, then
 //! by the first differing digit). Numbers: exact for decimal bounds, over the canonical text form
 //! `-?int(.frac)?` (bounded numbers are written without exponent); integer part, then fraction
-//! digits compared digit by digit against the bound's fraction.
+//! digits compared digit by digit against the bound's fraction. Built as typed [`Expr`]s.
+
+use crate::expr::Expr;
 
 /// A decimal value split into sign, integer digits (no leading zeros, "0" for zero) and fraction
 /// digits (no trailing zeros).
@@ -110,37 +112,43 @@ pub(crate) fn cmp_decimal(a: &Decimal, b: &Decimal) -> std::cmp::Ordering {
     if a.neg { mag.reverse() } else { mag }
 }
 
-fn alts(parts: Vec<String>) -> Option<String> {
-    match parts.len() {
-        0 => None,
-        1 => parts.into_iter().next(),
-        _ => Some(format!("( {} )", parts.join(" | "))),
-    }
+fn alts(parts: Vec<Expr>) -> Option<Expr> {
+    Expr::alt(parts)
 }
 
-fn digit_class(lo: u8, hi: u8) -> String {
+/// The digits `lo..=hi` (a literal for one digit).
+pub(crate) fn digit_class(lo: u8, hi: u8) -> Expr {
     if lo == hi {
-        format!("\"{}\"", lo as char)
+        Expr::literal((lo as char).to_string())
     } else {
-        format!("[{}-{}]", lo as char, hi as char)
+        Expr::Class {
+            ranges: vec![(u32::from(lo), u32::from(hi))],
+            negated: false,
+        }
     }
 }
 
-fn any_digits(n: usize) -> String {
-    match n {
-        0 => String::new(),
-        1 => "[0-9]".to_string(),
-        n => format!("[0-9]{{{n}}}"),
-    }
+/// Any one digit, `[0-9]`.
+pub(crate) fn digit() -> Expr {
+    digit_class(b'0', b'9')
 }
 
-fn seq(parts: &[&str]) -> String {
-    parts
-        .iter()
-        .filter(|p| !p.is_empty())
-        .copied()
-        .collect::<Vec<_>>()
-        .join(" ")
+/// `[0-9]*`.
+fn digits_any() -> Expr {
+    Expr::repeat(digit(), 0, None)
+}
+
+/// Exactly `n` digits.
+fn any_digits(n: usize) -> Expr {
+    let n = u32::try_from(n).unwrap_or(u32::MAX);
+    Expr::repeat(digit(), n, Some(n))
+}
+
+/// `lo` to `hi` digits (`hi: None`: unbounded), after a non-zero digit.
+fn leading_nonzero(min: usize, max: Option<usize>) -> Expr {
+    let min = u32::try_from(min).unwrap_or(u32::MAX);
+    let max = max.map(|m| u32::try_from(m).unwrap_or(u32::MAX));
+    Expr::seq([digit_class(b'1', b'9'), Expr::repeat(digit(), min, max)])
 }
 
 /// In [`crate::ConvertOptions::llama_compat`] mode, integer parts have at most this many digits
@@ -148,13 +156,9 @@ fn seq(parts: &[&str]) -> String {
 pub(crate) const MAX_DIGITS: usize = 16;
 
 /// Digit strings of the same length between `a` and `b` inclusive (`a <= b`).
-fn same_len(a: &[u8], b: &[u8]) -> String {
+fn same_len(a: &[u8], b: &[u8]) -> Expr {
     let p = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    let prefix = if p > 0 {
-        format!("\"{}\"", String::from_utf8_lossy(&a[..p]))
-    } else {
-        String::new()
-    };
+    let prefix = Expr::literal(String::from_utf8_lossy(&a[..p]).into_owned());
     if p == a.len() {
         return prefix;
     }
@@ -171,23 +175,23 @@ fn same_len(a: &[u8], b: &[u8]) -> String {
         let end = if hi_full { db } else { db - 1 };
         if !lo_full {
             let nines = vec![b'9'; n];
-            parts.push(seq(&[&digit_class(da, da), &same_len(ra, &nines)]));
+            parts.push(Expr::seq([digit_class(da, da), same_len(ra, &nines)]));
         }
         if start <= end {
-            parts.push(seq(&[&digit_class(start, end), &any_digits(n)]));
+            parts.push(Expr::seq([digit_class(start, end), any_digits(n)]));
         }
         if !hi_full {
             let zeros = vec![b'0'; n];
-            parts.push(seq(&[&digit_class(db, db), &same_len(&zeros, rb)]));
+            parts.push(Expr::seq([digit_class(db, db), same_len(&zeros, rb)]));
         }
     }
-    let body = alts(parts).unwrap_or_default();
-    seq(&[&prefix, &body])
+    let body = alts(parts).unwrap_or(Expr::Empty);
+    Expr::seq([prefix, body])
 }
 
 /// Non-negative integers (no leading zeros) in `[lo, hi]`, `hi = None` for no upper bound
 /// (then at most [`MAX_DIGITS`] digits when `capped`, as llama.cpp, else any number).
-pub(crate) fn uint_range(lo: u128, hi: Option<u128>, capped: bool) -> Option<String> {
+pub(crate) fn uint_range(lo: u128, hi: Option<u128>, capped: bool) -> Option<Expr> {
     if hi.is_some_and(|h| h < lo) {
         return None;
     }
@@ -213,10 +217,10 @@ pub(crate) fn uint_range(lo: u128, hi: Option<u128>, capped: bool) -> Option<Str
         None => {
             parts.push(same_len(lo_s.as_bytes(), "9".repeat(lo_s.len()).as_bytes()));
             if !capped {
-                parts.push(format!("[1-9] [0-9]{{{},}}", lo_s.len()));
+                parts.push(leading_nonzero(lo_s.len(), None));
             } else if lo_s.len() < MAX_DIGITS {
                 // like llama.cpp, an open upper side stops at 16 digits
-                parts.push(format!("[1-9] [0-9]{{{},{}}}", lo_s.len(), MAX_DIGITS - 1));
+                parts.push(leading_nonzero(lo_s.len(), Some(MAX_DIGITS - 1)));
             }
         }
     }
@@ -225,7 +229,7 @@ pub(crate) fn uint_range(lo: u128, hi: Option<u128>, capped: bool) -> Option<Str
 
 /// Integers in `[lo, hi]` (either side open when None), canonical text (no `-0`, no leading
 /// zeros). `None` when the range is empty. `capped`: see [`uint_range`].
-pub(crate) fn int_range(lo: Option<i128>, hi: Option<i128>, capped: bool) -> Option<String> {
+pub(crate) fn int_range(lo: Option<i128>, hi: Option<i128>, capped: bool) -> Option<Expr> {
     if let (Some(l), Some(h)) = (lo, hi)
         && l > h
     {
@@ -240,7 +244,7 @@ pub(crate) fn int_range(lo: Option<i128>, hi: Option<i128>, capped: bool) -> Opt
         };
         let m_hi = lo.map(|l| l.unsigned_abs());
         if let Some(r) = uint_range(m_lo, m_hi, capped) {
-            parts.push(format!("\"-\" {r}"));
+            parts.push(Expr::seq([Expr::literal("-"), r]));
         }
     }
     if hi.is_none_or(|h| h >= 0) {
@@ -263,30 +267,36 @@ pub(crate) struct Bound {
 }
 
 /// (grammar for non-empty fraction digits, whether empty digits are allowed)
-type Frac = (Option<String>, bool);
+type Frac = (Option<Expr>, bool);
 
-fn prefix_digit(d: u8, rest: Frac) -> Option<String> {
+/// `d` followed by the fraction digits `rest`.
+fn prefix_digit(d: u8, rest: Frac) -> Option<Expr> {
     let d = digit_class(d, d);
     match rest {
-        (Some(r), true) => Some(format!("{d} ( {r} )?")),
-        (Some(r), false) => Some(format!("{d} {r}")),
+        (Some(r), true) => Some(Expr::seq([d, Expr::repeat(r, 0, Some(1))])),
+        (Some(r), false) => Some(Expr::seq([d, r])),
         (None, true) => Some(d),
         (None, false) => None,
     }
+}
+
+/// `[0-9]* [1-9] [0-9]*`: digits not all zero.
+fn nonzero_digits() -> Expr {
+    Expr::seq([digits_any(), digit_class(b'1', b'9'), digits_any()])
 }
 
 /// Digit strings D with 0.D >= 0.f (> when `x`).
 fn frac_ge(f: &[u8], x: bool) -> Frac {
     let Some((&d, rest)) = f.split_first() else {
         return if x {
-            (Some("[0-9]* [1-9] [0-9]*".into()), false)
+            (Some(nonzero_digits()), false)
         } else {
-            (Some("[0-9]+".into()), true)
+            (Some(Expr::repeat(digit(), 1, None)), true)
         };
     };
     let mut parts = Vec::new();
     if d < b'9' {
-        parts.push(format!("{} [0-9]*", digit_class(d + 1, b'9')));
+        parts.push(Expr::seq([digit_class(d + 1, b'9'), digits_any()]));
     }
     parts.extend(prefix_digit(d, frac_ge(rest, x)));
     (alts(parts), false)
@@ -298,12 +308,12 @@ fn frac_le(f: &[u8], x: bool) -> Frac {
         return if x {
             (None, false)
         } else {
-            (Some("\"0\"+".into()), true)
+            (Some(Expr::repeat(Expr::literal("0"), 1, None)), true)
         };
     };
     let mut parts = Vec::new();
     if d > b'0' {
-        parts.push(format!("{} [0-9]*", digit_class(b'0', d - 1)));
+        parts.push(Expr::seq([digit_class(b'0', d - 1), digits_any()]));
     }
     parts.extend(prefix_digit(d, frac_le(rest, x)));
     (alts(parts), true)
@@ -316,9 +326,9 @@ fn frac_pos_le(b: &[u8], bx: bool) -> Frac {
     };
     let mut parts = Vec::new();
     if d > b'0' {
-        parts.push("\"0\" [0-9]* [1-9] [0-9]*".to_string());
+        parts.push(Expr::seq([Expr::literal("0"), nonzero_digits()]));
         if d > b'1' {
-            parts.push(format!("{} [0-9]*", digit_class(b'1', d - 1)));
+            parts.push(Expr::seq([digit_class(b'1', d - 1), digits_any()]));
         }
         parts.extend(prefix_digit(d, frac_le(rest, bx)));
     } else {
@@ -340,7 +350,7 @@ fn frac_between(a: &[u8], ax: bool, b: &[u8], bx: bool) -> Frac {
                 let mut parts = Vec::new();
                 parts.extend(prefix_digit(a0, frac_ge(ar, ax)));
                 if a0 + 1 < b0 {
-                    parts.push(format!("{} [0-9]*", digit_class(a0 + 1, b0 - 1)));
+                    parts.push(Expr::seq([digit_class(a0 + 1, b0 - 1), digits_any()]));
                 }
                 parts.extend(prefix_digit(b0, frac_le(br, bx)));
                 (alts(parts), false)
@@ -349,19 +359,39 @@ fn frac_between(a: &[u8], ax: bool, b: &[u8], bx: bool) -> Frac {
     }
 }
 
-fn frac_text(f: Frac) -> Option<String> {
+/// The fraction part (dot included) for fraction digits `f`; `None` when nothing matches.
+fn frac_expr(f: Frac) -> Option<Expr> {
     match f {
-        (Some(r), true) => Some(format!("( \".\" {r} )?")),
-        (Some(r), false) => Some(format!("\".\" {r}")),
-        (None, true) => Some(String::new()),
+        (Some(r), true) => Some(Expr::repeat(Expr::seq([Expr::literal("."), r]), 0, Some(1))),
+        (Some(r), false) => Some(Expr::seq([Expr::literal("."), r])),
+        (None, true) => Some(Expr::Empty),
         (None, false) => None,
     }
 }
 
-const ANY_FRAC: &str = "( \".\" [0-9]+ )?";
+/// `( "." [0-9]+ )?`: any fraction.
+fn any_frac() -> Expr {
+    Expr::repeat(
+        Expr::seq([Expr::literal("."), Expr::repeat(digit(), 1, None)]),
+        0,
+        Some(1),
+    )
+}
+
+/// `( "." "0"+ )?`: an integer written with a zero fraction.
+pub(crate) fn zero_frac() -> Expr {
+    Expr::repeat(
+        Expr::seq([
+            Expr::literal("."),
+            Expr::repeat(Expr::literal("0"), 1, None),
+        ]),
+        0,
+        Some(1),
+    )
+}
 
 /// Magnitudes `int(.frac)?` between non-negative bounds.
-fn magnitude_range(lo: &Bound, hi: Option<&Bound>, capped: bool) -> Option<String> {
+fn magnitude_range(lo: &Bound, hi: Option<&Bound>, capped: bool) -> Option<Expr> {
     if let Some(h) = hi {
         let ord = cmp_decimal(&lo.value, &h.value);
         if ord.is_gt() || (ord.is_eq() && (lo.exclusive || h.exclusive)) {
@@ -378,12 +408,12 @@ fn magnitude_range(lo: &Bound, hi: Option<&Bound>, capped: bool) -> Option<Strin
                 h.value.frac.as_bytes(),
                 h.exclusive,
             );
-            let ft = frac_text(f)?;
-            parts.push(seq(&[&format!("\"{li}\""), &ft]));
+            let ft = frac_expr(f)?;
+            parts.push(Expr::seq([Expr::literal(li.to_string()), ft]));
         }
         _ => {
-            if let Some(ft) = frac_text(frac_ge(lo.value.frac.as_bytes(), lo.exclusive)) {
-                parts.push(seq(&[&format!("\"{li}\""), &ft]));
+            if let Some(ft) = frac_expr(frac_ge(lo.value.frac.as_bytes(), lo.exclusive)) {
+                parts.push(Expr::seq([Expr::literal(li.to_string()), ft]));
             }
             let hi_int: Option<u128> = match hi {
                 Some(h) => Some(h.value.int.parse().ok()?),
@@ -393,12 +423,12 @@ fn magnitude_range(lo: &Bound, hi: Option<&Bound>, capped: bool) -> Option<Strin
             if hi_int.is_none_or(|h| h >= li + 2)
                 && let Some(r) = uint_range(li + 1, mid_hi, capped)
             {
-                parts.push(format!("{r} {ANY_FRAC}"));
+                parts.push(Expr::seq([r, any_frac()]));
             }
             if let (Some(h), Some(hv)) = (hi, hi_int)
-                && let Some(ft) = frac_text(frac_le(h.value.frac.as_bytes(), h.exclusive))
+                && let Some(ft) = frac_expr(frac_le(h.value.frac.as_bytes(), h.exclusive))
             {
-                parts.push(seq(&[&format!("\"{hv}\""), &ft]));
+                parts.push(Expr::seq([Expr::literal(hv.to_string()), ft]));
             }
         }
     }
@@ -432,7 +462,7 @@ pub(crate) fn number_range(
     lo: Option<&Bound>,
     hi: Option<&Bound>,
     capped: bool,
-) -> Result<Option<String>, String> {
+) -> Result<Option<Expr>, String> {
     for b in [lo, hi].into_iter().flatten() {
         if b.value.int.len() > 36 {
             return Err("bound too large".into());
@@ -448,7 +478,7 @@ pub(crate) fn number_range(
         };
         let mag_hi = lo.map(negate);
         if let Some(r) = magnitude_range(&mag_lo, mag_hi.as_ref(), capped) {
-            parts.push(format!("\"-\" {r}"));
+            parts.push(Expr::seq([Expr::literal("-"), r]));
         }
     }
     let nonneg_possible = hi.is_none_or(|h| !h.value.neg);
@@ -563,7 +593,7 @@ mod tests {
             (Some(123), Some(4567)),
         ];
         for &(lo, hi) in cases {
-            let g = int_range(lo, hi, true).unwrap();
+            let g = int_range(lo, hi, true).unwrap().to_gbnf();
             let re = compile(&g);
             for v in -1200i128..1200 {
                 let want = lo.is_none_or(|l| v >= l) && hi.is_none_or(|h| v <= h);
@@ -596,7 +626,9 @@ mod tests {
                         value: dec(s),
                         exclusive: hx,
                     });
-                    let g = number_range(lb.as_ref(), hb.as_ref(), true).unwrap();
+                    let g = number_range(lb.as_ref(), hb.as_ref(), true)
+                        .unwrap()
+                        .map(|e| e.to_gbnf());
                     let re = g.as_deref().map(compile);
                     for v in &values {
                         let d = dec(v);

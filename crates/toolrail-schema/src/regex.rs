@@ -368,7 +368,7 @@ fn first_line(s: &str) -> String {
 }
 
 /// Whether GBNF text can take a postfix operator without parentheses (for [`Expr::Text`],
-/// text from the parts of the converter not yet built on [`Expr`]).
+/// the envelopes' text, not yet built on [`Expr`]).
 pub(crate) fn is_atom(s: &str) -> bool {
     let b = s.as_bytes();
     if s.is_empty() {

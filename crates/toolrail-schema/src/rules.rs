@@ -8,8 +8,7 @@
 //!
 //! Bodies are [`Expr`] values, printed once by [`RuleTable::render`]; names are [`RuleName`]s
 //! that only this table hands out, so two rules cannot share a name. Deduplication compares
-//! printed bodies (while part of the converter still hands in [`Expr::Text`], a typed body and
-//! the same text must count as one rule).
+//! typed bodies (hashed, then compared for equality), so no body is printed to be compared.
 
 use rustc_hash::FxHashMap;
 
@@ -147,6 +146,14 @@ fn repetition_hint(item: &Expr) -> String {
     }
 }
 
+/// The hash of a typed rule body (rules are deduplicated on the typed value, not on text).
+fn body_hash(body: &Expr) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = rustc_hash::FxHasher::default();
+    body.hash(&mut hasher);
+    hasher.finish()
+}
+
 /// One rule: its body (None while reserved) and the schema location it came from.
 struct Rule {
     /// None once unreserved (the entry stays so that indices hold, and renders nothing).
@@ -163,11 +170,11 @@ pub(crate) struct RuleTable {
     pub(crate) capped_digits: bool,
     rules: Vec<Rule>,
     by_name: FxHashMap<String, usize>,
-    /// Printed body -> rule index.
-    by_body: FxHashMap<String, usize>,
+    /// Hash of a typed body -> the rules with a body of that hash, in creation order.
+    by_body: FxHashMap<u64, Vec<usize>>,
     used_primitives: Vec<bool>,
     /// Format rules used (name -> body), emitted after the schema rules.
-    formats: Vec<(String, String)>,
+    formats: Vec<(&'static str, &'static Expr)>,
     /// Rules reused (same body) for a schema location other than the one in their comment:
     /// they stand for no single location ([`RuleTable::locations`]).
     shared: rustc_hash::FxHashSet<usize>,
@@ -210,7 +217,7 @@ impl RuleTable {
     /// matching the whole JSON string (quotes included), or None for an unknown format.
     pub(crate) fn format_string(&mut self, format: &str) -> Option<String> {
         let rules = super::formats::string_rules(format)?;
-        let name = rules.first().map(|(n, _)| n.clone());
+        let name = rules.first().map(|(n, _)| n.to_string());
         for (n, body) in rules {
             if !self.formats.iter().any(|(m, _)| *m == n) {
                 self.formats.push((n, body));
@@ -262,7 +269,7 @@ impl RuleTable {
     pub(crate) fn fill(&mut self, name: &RuleName, body: impl Into<Expr>) {
         let body = strip_group(body.into());
         if let Some(&i) = self.by_name.get(name.as_str()) {
-            self.by_body.entry(body.to_gbnf()).or_insert(i);
+            self.by_body.entry(body_hash(&body)).or_default().push(i);
             self.rules[i].body = Some(body);
         }
     }
@@ -286,8 +293,13 @@ impl RuleTable {
         comment: Option<String>,
     ) -> RuleName {
         let body = strip_group(body.into());
-        let printed = body.to_gbnf();
-        if let Some(&i) = self.by_body.get(&printed)
+        let hash = body_hash(&body);
+        let same = self.by_body.get(&hash).and_then(|rules| {
+            rules.iter().copied().find(|&i| {
+                self.rules[i].body.as_ref() == Some(&body) && self.rules[i].name.is_some()
+            })
+        });
+        if let Some(i) = same
             && let Some(name) = self.rules[i].name.clone()
         {
             if self.rules[i].comment != comment {
@@ -298,7 +310,7 @@ impl RuleTable {
         let name = self.unique_name(hint);
         let i = self.rules.len();
         self.by_name.insert(name.clone(), i);
-        self.by_body.insert(printed, i);
+        self.by_body.entry(hash).or_default().push(i);
         let name = RuleName::new(name);
         self.rules.push(Rule {
             name: Some(name.clone()),
@@ -409,7 +421,7 @@ impl RuleTable {
             push_rule(&mut out, name.as_str(), &body.to_gbnf());
         }
         for (name, body) in &self.formats {
-            push_rule(&mut out, name, body);
+            push_rule(&mut out, name, &body.to_gbnf());
         }
         for (i, p) in PRIMITIVES.iter().enumerate() {
             if !self.used_primitives[i] {
@@ -456,7 +468,7 @@ mod tests {
         let a = t.add("string", Expr::literal("a"), None);
         let b = t.add("x", Expr::literal("b"), None);
         let c = t.add("x", Expr::literal("c"), None);
-        let d = t.add("y", String::from("\"a\""), None);
+        let d = t.add("y", Expr::literal("a"), None);
         assert_eq!(
             (a.as_str(), b.as_str(), c.as_str(), d.as_str()),
             ("string-2", "x", "x-2", "string-2")
