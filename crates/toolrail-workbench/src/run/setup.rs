@@ -244,16 +244,19 @@ pub fn build_request(
 ) -> Result<RunRequest, RunError> {
     let grammar = match setup.engine {
         EngineKind::None => None,
-        EngineKind::Toolrail | EngineKind::Llama => match &inputs.grammar {
-            Some(text) if !text.trim().is_empty() => Some(text.clone()),
-            _ => return Err(RunError::NoGrammar(setup.engine.name())),
-        },
+        EngineKind::Toolrail | EngineKind::Llama | EngineKind::Llguidance => {
+            match &inputs.grammar {
+                Some(text) if !text.trim().is_empty() => Some(text.clone()),
+                _ => return Err(RunError::NoGrammar(setup.engine.name())),
+            }
+        }
     };
     Ok(RunRequest {
         // The controller gives the run its id when it queues it.
         id: 0,
         prompt,
         grammar,
+        schema: None,
         engine: setup.engine,
         sampling: setup.sampling.clone(),
         start_paused,
