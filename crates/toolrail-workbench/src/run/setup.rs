@@ -28,6 +28,9 @@ pub struct RunInputs {
     /// The GBNF grammar (generated from the tools or written by hand); `None` allows only
     /// unconstrained runs.
     pub grammar: Option<String>,
+    /// The plain JSON Schema `grammar` was generated from (not hand-edited): the llguidance
+    /// engine compiles it itself.
+    pub schema: Option<serde_json::Value>,
 }
 
 impl Default for RunInputs {
@@ -37,6 +40,7 @@ impl Default for RunInputs {
             format: Format::OpenAi,
             validate: ValidateOptions::default(),
             grammar: None,
+            schema: None,
         }
     }
 }
@@ -256,7 +260,7 @@ pub fn build_request(
         id: 0,
         prompt,
         grammar,
-        schema: None,
+        schema: inputs.schema.clone(),
         engine: setup.engine,
         sampling: setup.sampling.clone(),
         start_paused,
