@@ -358,8 +358,9 @@ fn mask_difference_section(
                 listed += 1;
                 ui.label(
                     RichText::new(format!(
-                        "{:?} (id {}): only {who} allows it",
-                        token.piece, token.id
+                        "{} (id {}): only {who} allows it",
+                        chip_text(&token.shown()),
+                        token.id
                     ))
                     .monospace(),
                 );

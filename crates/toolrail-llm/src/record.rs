@@ -189,7 +189,7 @@ impl MaskDifference {
                 .tokens
                 .iter()
                 .filter(|t| t.engine_allows == engine_allows)
-                .map(|t| format!("{:?} ({})", t.piece, t.id))
+                .map(|t| format!("{} ({})", t.shown(), t.id))
                 .collect();
             let more = (total as usize).saturating_sub(listed.len());
             Some(if more > 0 {
@@ -216,8 +216,21 @@ pub struct DifferingToken {
     pub id: u32,
     /// Its piece, as text (lossy for partial UTF-8).
     pub piece: String,
+    /// Its piece's bytes, hex, when the text is lossy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub piece_hex: Option<String>,
     /// True when the other engine allows it and toolrail forbids it; false for the reverse.
     pub engine_allows: bool,
+}
+
+impl DifferingToken {
+    /// The piece as a person reads it: quoted and escaped, or `bytes f5` when it is no UTF-8.
+    pub fn shown(&self) -> String {
+        match &self.piece_hex {
+            Some(hex) => format!("bytes {hex}"),
+            None => format!("{:?}", self.piece),
+        }
+    }
 }
 
 /// A candidate token on which a server's grammar and toolrail's disagree at one step.

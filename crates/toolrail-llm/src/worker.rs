@@ -760,9 +760,11 @@ pub fn compare_masks(
                 difference.only_toolrail
             };
             if listed as usize <= MaskDifference::LISTED {
+                let piece = model.piece(id);
                 difference.tokens.push(DifferingToken {
                     id,
-                    piece: String::from_utf8_lossy(&model.piece(id)).into_owned(),
+                    piece: String::from_utf8_lossy(&piece).into_owned(),
+                    piece_hex: std::str::from_utf8(&piece).is_err().then(|| hex(&piece)),
                     engine_allows,
                 });
             }
