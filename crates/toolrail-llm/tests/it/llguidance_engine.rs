@@ -163,3 +163,35 @@ fn a_deliberately_different_grammar_shows_the_differences_token_by_token() {
     assert!(first.describe().contains("only llguidance allows"));
     assert!(first.tokens.len() <= 2 * toolrail_llm::record::MaskDifference::LISTED);
 }
+
+#[test]
+fn bench_runs_the_three_engines_and_compares_their_masks_with_toolrails() {
+    let Some(model) = crate::common::model() else {
+        return;
+    };
+    let (prompt, grammar) = crate::common::weather_prompt_and_grammar();
+    let report = toolrail_llm::bench::bench(
+        model,
+        &grammar,
+        &prompt,
+        toolrail_llm::bench::BenchOptions {
+            tokens: 24,
+            threads: Some(1),
+        },
+    )
+    .unwrap();
+    assert_eq!(report.llguidance_skipped, None);
+    let names: Vec<&str> = report.engines.iter().map(|e| e.engine.name()).collect();
+    assert_eq!(names, ["toolrail", "llama", "llguidance", "none"]);
+    assert_eq!(report.mask_differences, 0);
+    assert!(report.llguidance_compared_steps > 0);
+    // the only known difference: toolrail (as llama.cpp) allows the 11 lead bytes 0xF5–0xFF
+    assert_eq!(report.llguidance_differences % 11, 0, "{report:?}");
+    for example in &report.llguidance_examples {
+        assert!(
+            example.contains("only toolrail allows bytes f5")
+                && !example.contains("only llguidance"),
+            "{example}"
+        );
+    }
+}
