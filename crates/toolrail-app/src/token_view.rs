@@ -323,6 +323,9 @@ pub fn token_details(
             force = chosen;
         }
     });
+    if let Some(difference) = &t.mask_difference {
+        mask_difference_section(ui, difference);
+    }
     if let Some(snapshot) = &t.stacks {
         egui::CollapsingHeader::new(format!(
             "Stacks after this token ({})",
@@ -357,6 +360,54 @@ pub fn token_details(
         });
     }
     force
+}
+
+/// Where the run's engine and toolrail's masks differ at this step, token by token: which
+/// engine allows each listed token, and how many more there are.
+fn mask_difference_section(
+    ui: &mut egui::Ui,
+    difference: &toolrail_workbench::transcript::MaskDifference,
+) {
+    let engine = difference.engine.as_str();
+    egui::CollapsingHeader::new(
+        RichText::new(format!(
+            "Masks differ: {} token(s) only {engine} allows, {} only toolrail allows",
+            difference.only_engine, difference.only_toolrail
+        ))
+        .color(ui.visuals().warn_fg_color),
+    )
+    .id_salt("token-mask-difference")
+    .default_open(true)
+    .show(ui, |ui| {
+        for (engine_allows, total) in [
+            (true, difference.only_engine),
+            (false, difference.only_toolrail),
+        ] {
+            let who = if engine_allows { engine } else { "toolrail" };
+            let mut listed = 0;
+            for token in difference
+                .tokens
+                .iter()
+                .filter(|t| t.engine_allows == engine_allows)
+            {
+                listed += 1;
+                ui.label(
+                    RichText::new(format!(
+                        "{} (id {}): only {who} allows it",
+                        chip_text(&token.shown()),
+                        token.id
+                    ))
+                    .monospace(),
+                );
+            }
+            if total as usize > listed {
+                ui.label(format!(
+                    "… {} more only {who} allows",
+                    total as usize - listed
+                ));
+            }
+        }
+    });
 }
 
 /// Candidate rows: the piece, a probability bar, masked ones struck through; with `force`, a

@@ -1,6 +1,8 @@
 //! `toolrail bench`'s measuring logic: the same prompt, greedily, under each engine
-//! (`toolrail`, `llama`, `none`) in one process, with toolrail's and llama.cpp's masks compared
-//! over the whole vocabulary at every step.
+//! (`toolrail`, `llama`, `llguidance`, `none`) in one process, with llama.cpp's and
+//! llguidance's masks compared with toolrail's over the whole vocabulary at every step.
+//! llguidance reads the same GBNF (as Lark, [`crate::llguidance::gbnf_to_lark`]); a grammar it
+//! cannot take leaves it out, with the reason in [`BenchReport::llguidance_skipped`].
 //!
 //! The three runs are interleaved one token at a time, each on its own context: every engine
 //! sees the same machine conditions (on a shared machine, load drifts over seconds), and the
@@ -15,6 +17,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::llguidance::{LlgMatcher, Llguidance};
 use super::sampling::{argmax, penalized};
 use super::worker::EngineKind;
 use super::{LlamaGrammarSampler, LlmError, Model, Session, SessionOptions};
@@ -43,6 +46,8 @@ pub struct GreedyRun<'m> {
     track: Option<(Engine, State)>,
     /// llama.cpp's sampler (the `llama` engine only).
     llama: Option<LlamaGrammarSampler>,
+    /// llguidance's matcher (the `llguidance` engine only).
+    guidance: Option<LlgMatcher>,
     max_tokens: u32,
     tokens: Vec<u32>,
     output: Vec<u8>,
@@ -71,7 +76,8 @@ impl std::fmt::Debug for GreedyRun<'_> {
 
 impl<'m> GreedyRun<'m> {
     /// A run of `kind` on a fresh context holding `prompt` (already tokenized). `grammar` is
-    /// required by the `toolrail` and `llama` engines and ignored by `none`.
+    /// required by the constrained engines and ignored by `none`. The `llguidance` engine sets
+    /// llguidance up for the model's vocabulary for this run.
     pub fn new(
         model: &'m Model,
         kind: EngineKind,
@@ -85,6 +91,7 @@ impl<'m> GreedyRun<'m> {
                 LlmError::Generation(format!("the {} engine needs a grammar", kind.name()))
             })
         };
+        let mut guidance = None;
         let (track, llama) = match kind {
             EngineKind::Toolrail => {
                 let compiled = Grammar::parse_with(
@@ -100,6 +107,19 @@ impl<'m> GreedyRun<'m> {
                 None,
                 Some(LlamaGrammarSampler::new(model, needs_grammar()?, "root")?),
             ),
+            EngineKind::Llguidance => {
+                let compiled = Grammar::parse_with(
+                    needs_grammar()?,
+                    "root",
+                    Some(model as &dyn TokenVocabulary),
+                )?;
+                let llg = Llguidance::new(&model.shared_token_table())
+                    .map_err(|e| LlmError::Generation(format!("llguidance: {e}")))?;
+                guidance = Some(llg.gbnf_matcher(&compiled).map_err(|e| {
+                    LlmError::Generation(format!("llguidance cannot take this grammar: {e}"))
+                })?);
+                (None, None)
+            }
             EngineKind::None => (None, None),
         };
         let mut session = model.session(options)?;
@@ -110,6 +130,7 @@ impl<'m> GreedyRun<'m> {
             session,
             track,
             llama,
+            guidance,
             max_tokens,
             tokens: Vec::new(),
             output: Vec::new(),
@@ -208,7 +229,14 @@ impl<'m> GreedyRun<'m> {
                     .map_err(|e| LlmError::Generation(e.to_string()))?,
             ),
             (None, Some(llama)) => Some(llama.token_mask()?),
-            (None, None) => None,
+            (None, None) => match &mut self.guidance {
+                Some(guidance) => Some(
+                    guidance
+                        .mask()
+                        .map_err(|e| LlmError::Generation(format!("llguidance: {e}")))?,
+                ),
+                None => None,
+            },
         };
         if mask.is_some() {
             self.mask_ms.push(ms(started));
@@ -252,6 +280,11 @@ impl<'m> GreedyRun<'m> {
         }
         if let Some(llama) = &mut self.llama {
             llama.accept(token)?;
+        }
+        if let Some(guidance) = &mut self.guidance {
+            guidance
+                .consume(token)
+                .map_err(|e| LlmError::Generation(format!("llguidance: {e}")))?;
         }
         self.output.extend_from_slice(&piece);
         self.session.feed(token)?;
@@ -336,7 +369,7 @@ pub struct BenchReport {
     pub trie_ms: f64,
     /// Trie nodes.
     pub trie_nodes: usize,
-    /// Per engine, in the order `toolrail`, `llama`, `none`.
+    /// Per engine, in the order `toolrail`, `llama`, `llguidance` (unless skipped), `none`.
     pub engines: Vec<EngineFigures>,
     /// Tokens allowed by one of toolrail and llama.cpp and not the other, summed over the
     /// compared steps.
@@ -347,6 +380,15 @@ pub struct BenchReport {
     pub same_tokens: bool,
     /// What the `toolrail` run generated (lossy UTF-8).
     pub toolrail_text: String,
+    /// Tokens allowed by one of toolrail and llguidance and not the other, summed over the
+    /// steps compared (both runs had taken the same tokens).
+    pub llguidance_differences: usize,
+    /// Steps at which toolrail's and llguidance's masks were compared.
+    pub llguidance_compared_steps: u32,
+    /// The first steps where they differ, described token by token.
+    pub llguidance_examples: Vec<String>,
+    /// Why llguidance was left out (it cannot take the grammar), if it was.
+    pub llguidance_skipped: Option<String>,
 }
 
 impl BenchReport {
@@ -405,13 +447,37 @@ pub fn bench(
         context: Some((prompt.len() as u32).saturating_add(options.tokens) + 8),
         threads: options.threads,
     };
-    let mut runs = [EngineKind::Toolrail, EngineKind::Llama, EngineKind::None]
+    let mut runs = [EngineKind::Toolrail, EngineKind::Llama]
         .into_iter()
         .map(|kind| GreedyRun::new(model, kind, Some(grammar), &prompt, options.tokens, session))
         .collect::<Result<Vec<_>, _>>()?;
+    let mut llguidance_skipped = None;
+    match GreedyRun::new(
+        model,
+        EngineKind::Llguidance,
+        Some(grammar),
+        &prompt,
+        options.tokens,
+        session,
+    ) {
+        Ok(run) => runs.push(run),
+        Err(e) => llguidance_skipped = Some(e.to_string()),
+    }
+    runs.push(GreedyRun::new(
+        model,
+        EngineKind::None,
+        Some(grammar),
+        &prompt,
+        options.tokens,
+        session,
+    )?);
+    let guidance_slot = runs.iter().position(|r| r.kind() == EngineKind::Llguidance);
 
     let mut mask_differences = 0;
     let mut compared_steps = 0;
+    let mut llguidance_differences = 0;
+    let mut llguidance_compared_steps = 0;
+    let mut llguidance_examples = Vec::new();
     while runs.iter().any(GreedyRun::running) {
         let before: Vec<(bool, usize)> = runs
             .iter()
@@ -432,6 +498,26 @@ pub fn bench(
             mask_differences += a.difference_count(b);
             compared_steps += 1;
         }
+        if let Some(slot) = guidance_slot {
+            let (ours, theirs) = (&runs[0], &runs[slot]);
+            let ((ours_ran, n), (theirs_ran, m)) = (before[0], before[slot]);
+            if ours_ran
+                && theirs_ran
+                && ours.tokens()[..n] == theirs.tokens()[..m]
+                && let (Some(a), Some(b)) = (ours.last_mask(), theirs.last_mask())
+            {
+                let differing = a.difference_count(b);
+                llguidance_differences += differing;
+                llguidance_compared_steps += 1;
+                if differing > 0
+                    && llguidance_examples.len() < 5
+                    && let Some(d) =
+                        super::worker::compare_masks(model, EngineKind::Llguidance, b, a)
+                {
+                    llguidance_examples.push(format!("step {n}: {}", d.describe()));
+                }
+            }
+        }
     }
     Ok(BenchReport {
         vocab: model.n_vocab(),
@@ -443,6 +529,10 @@ pub fn bench(
         engines: runs.iter().map(GreedyRun::figures).collect(),
         mask_differences,
         compared_steps,
+        llguidance_differences,
+        llguidance_compared_steps,
+        llguidance_examples,
+        llguidance_skipped,
     })
 }
 

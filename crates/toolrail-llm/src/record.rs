@@ -152,6 +152,85 @@ pub struct TokenRecord {
     /// other). Empty when they agree, and for in-process runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disagreements: Vec<Disagreement>,
+    /// In-process runs under another engine than toolrail's (`llama`, `llguidance`): where that
+    /// engine's mask at this step, over the whole vocabulary, differs from toolrail's mask for
+    /// the same grammar and the same tokens so far. Absent when they agree (and in older
+    /// transcripts, and once toolrail's recognizer has stopped following the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mask_difference: Option<MaskDifference>,
+}
+
+/// Where another engine's mask and toolrail's disagree at one step, over the whole vocabulary:
+/// how many tokens each allows that the other forbids, and the first of them by id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MaskDifference {
+    /// The engine compared with toolrail's (its name: `llama`, `llguidance`).
+    pub engine: String,
+    /// Tokens the engine allows and toolrail forbids.
+    pub only_engine: u32,
+    /// Tokens toolrail allows and the engine forbids.
+    pub only_toolrail: u32,
+    /// The first [`MaskDifference::LISTED`] tokens of each side, by id.
+    pub tokens: Vec<DifferingToken>,
+}
+
+impl MaskDifference {
+    /// How many tokens of each side are listed in [`MaskDifference::tokens`].
+    pub const LISTED: usize = 12;
+
+    /// The difference in words, token by token: `llguidance allows "x" (12), "y" (40); toolrail
+    /// allows "z" (7) and 3 more`.
+    pub fn describe(&self) -> String {
+        let side = |engine_allows: bool, total: u32, who: &str| -> Option<String> {
+            if total == 0 {
+                return None;
+            }
+            let listed: Vec<String> = self
+                .tokens
+                .iter()
+                .filter(|t| t.engine_allows == engine_allows)
+                .map(|t| format!("{} ({})", t.shown(), t.id))
+                .collect();
+            let more = (total as usize).saturating_sub(listed.len());
+            Some(if more > 0 {
+                format!("only {who} allows {} and {more} more", listed.join(", "))
+            } else {
+                format!("only {who} allows {}", listed.join(", "))
+            })
+        };
+        [
+            side(true, self.only_engine, &self.engine),
+            side(false, self.only_toolrail, "toolrail"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("; ")
+    }
+}
+
+/// One token on which two engines' masks disagree.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DifferingToken {
+    /// Token id.
+    pub id: u32,
+    /// Its piece, as text (lossy for partial UTF-8).
+    pub piece: String,
+    /// Its piece's bytes, hex, when the text is lossy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub piece_hex: Option<String>,
+    /// True when the other engine allows it and toolrail forbids it; false for the reverse.
+    pub engine_allows: bool,
+}
+
+impl DifferingToken {
+    /// The piece as a person reads it: quoted and escaped, or `bytes f5` when it is no UTF-8.
+    pub fn shown(&self) -> String {
+        match &self.piece_hex {
+            Some(hex) => format!("bytes {hex}"),
+            None => format!("{:?}", self.piece),
+        }
+    }
 }
 
 /// A candidate token on which a server's grammar and toolrail's disagree at one step.
@@ -201,4 +280,12 @@ pub struct Totals {
     pub mask_ms: f64,
     /// Tokens per second over the whole run.
     pub tokens_per_s: f64,
+    /// Steps at which the engine's mask was compared with toolrail's over the whole vocabulary
+    /// (in-process `llama` and `llguidance` runs; 0 otherwise and in older transcripts).
+    #[serde(default)]
+    pub compared_steps: u32,
+    /// Of those, the steps where the two masks differ (each has a
+    /// [`TokenRecord::mask_difference`]).
+    #[serde(default)]
+    pub differing_steps: u32,
 }

@@ -3,8 +3,12 @@
 //! the same way; the worker calls `notify` after each event so a UI can repaint.
 //!
 //! Engines: `toolrail` (toolrail's masks), `llama` (llama.cpp's own grammar sampler, made safe),
-//! `none` (unconstrained). Whatever the engine, toolrail's recognizer follows the grammar so that
-//! every token carries the stacks after it and a dead end can say what was expected.
+//! `llguidance` (llguidance on the same grammar written as Lark, or on the JSON Schema itself
+//! when the request carries one), `none` (unconstrained). Whatever the engine, toolrail's
+//! recognizer follows the grammar so that every token carries the stacks after it and a dead
+//! end can say what was expected. Under `llama` and `llguidance`, toolrail's mask is also
+//! computed at every step (after the engine's, untimed) and compared over the whole
+//! vocabulary; a step where they differ carries a [`MaskDifference`] naming the tokens.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -14,7 +18,11 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded};
 
 use super::sampling::{Scored, choose, penalized};
 use super::{LlamaGrammarSampler, LlmError, Model, Session, SessionOptions};
-use crate::record::{BudgetNote, Candidate, PENALTY_WINDOW, Sampling, Stop, TokenRecord, Totals};
+use crate::llguidance::{LlgMatcher, Llguidance};
+use crate::record::{
+    BudgetNote, Candidate, DifferingToken, MaskDifference, PENALTY_WINDOW, Sampling, Stop,
+    TokenRecord, Totals,
+};
 use toolrail_engine::sample::SplitMix64;
 use toolrail_engine::{BudgetGuard, Engine, MaskEngine, State, TokenMask};
 use toolrail_gbnf::{Grammar, TokenVocabulary};
@@ -27,6 +35,8 @@ pub enum EngineKind {
     Toolrail,
     /// llama.cpp's grammar sampler over the whole vocabulary.
     Llama,
+    /// llguidance over the whole vocabulary, on the same grammar (or the request's JSON Schema).
+    Llguidance,
     /// No grammar: the model's own choice.
     None,
 }
@@ -43,6 +53,7 @@ impl EngineKind {
         match self {
             EngineKind::Toolrail => "toolrail",
             EngineKind::Llama => "llama",
+            EngineKind::Llguidance => "llguidance",
             EngineKind::None => "none",
         }
     }
@@ -60,6 +71,10 @@ pub struct RunRequest {
     pub prompt: String,
     /// The GBNF grammar (ignored by the `none` engine, which runs unconstrained).
     pub grammar: Option<String>,
+    /// The JSON Schema `grammar` was converted from, when the source is a schema: the
+    /// `llguidance` engine compiles it with its own JSON Schema compiler instead of reading
+    /// the GBNF (other engines ignore it).
+    pub schema: Option<serde_json::Value>,
     /// The engine.
     pub engine: EngineKind,
     /// Sampling parameters.
@@ -274,11 +289,13 @@ impl WorkerState {
     fn serve(&self, model: &Model, mut masks: MaskEngine) {
         // The last run's context, for a branch to reuse.
         let mut kept: Option<KeptSession<'_>> = None;
+        // llguidance's view of the vocabulary, built by the first llguidance run.
+        let mut llg: Option<Llguidance> = None;
         while let Ok(command) = self.commands.recv() {
             match command {
                 Command::Shutdown => return,
                 Command::Start(request) => {
-                    if self.run(model, &mut masks, &mut kept, &request) {
+                    if self.run(model, &mut masks, &mut llg, &mut kept, &request) {
                         return;
                     }
                 }
@@ -296,22 +313,23 @@ impl WorkerState {
         &self,
         model: &'m Model,
         masks: &mut MaskEngine,
+        llg: &mut Option<Llguidance>,
         kept: &mut Option<KeptSession<'m>>,
         request: &RunRequest,
     ) -> bool {
         masks.clear_cache();
         let mut shutdown = false;
-        let (stop, totals, output) = match self.generate(model, masks, kept, request, &mut shutdown)
-        {
-            Ok(done) => done,
-            Err(e) => (
-                Stop::Error {
-                    message: e.to_string(),
-                },
-                Totals::default(),
-                Vec::new(),
-            ),
-        };
+        let (stop, totals, output) =
+            match self.generate(model, masks, llg, kept, request, &mut shutdown) {
+                Ok(done) => done,
+                Err(e) => (
+                    Stop::Error {
+                        message: e.to_string(),
+                    },
+                    Totals::default(),
+                    Vec::new(),
+                ),
+            };
         self.emit(
             request.id,
             Event::Done {
@@ -384,6 +402,7 @@ impl WorkerState {
         &self,
         model: &'m Model,
         masks: &mut MaskEngine,
+        llg: &mut Option<Llguidance>,
         kept: &mut Option<KeptSession<'m>>,
         request: &RunRequest,
         shutdown: &mut bool,
@@ -410,6 +429,31 @@ impl WorkerState {
             .map(|(engine, _)| BudgetGuard::new(engine.grammar(), masks.table().clone()));
         let mut llama = match (request.engine, grammar_text) {
             (EngineKind::Llama, Some(text)) => Some(LlamaGrammarSampler::new(model, text, "root")?),
+            _ => None,
+        };
+        let mut guidance: Option<LlgMatcher> = match (request.engine, &track) {
+            (EngineKind::Llguidance, Some((engine, _))) => {
+                if llg.is_none() {
+                    *llg = Some(
+                        Llguidance::new(masks.table())
+                            .map_err(|e| LlmError::Generation(format!("llguidance: {e}")))?,
+                    );
+                }
+                let factory = llg
+                    .as_ref()
+                    .ok_or_else(|| LlmError::Generation("llguidance: not set up".to_owned()))?;
+                let matcher = match &request.schema {
+                    Some(schema) => factory.schema_matcher(schema).map_err(|e| {
+                        LlmError::Generation(format!(
+                            "llguidance cannot take this JSON Schema: {e}"
+                        ))
+                    })?,
+                    None => factory.gbnf_matcher(engine.grammar()).map_err(|e| {
+                        LlmError::Generation(format!("llguidance cannot take this grammar: {e}"))
+                    })?,
+                };
+                Some(matcher)
+            }
             _ => None,
         };
         let options = SessionOptions {
@@ -469,6 +513,13 @@ impl WorkerState {
             if let Some(llama) = &mut llama {
                 llama.accept(token)?;
             }
+            if let Some(guidance) = &mut guidance {
+                guidance.consume(token).map_err(|e| {
+                    LlmError::Generation(format!(
+                        "token {index} of the branch's prefix ({token}): llguidance: {e}"
+                    ))
+                })?;
+            }
             output.extend_from_slice(&piece);
             generated.push(token);
             index += 1;
@@ -493,6 +544,15 @@ impl WorkerState {
             let mask_started = Instant::now();
             let mask: Option<TokenMask> = match (request.engine, &mut track, &mut llama) {
                 (EngineKind::Llama, _, Some(llama)) => Some(llama.token_mask()?),
+                (EngineKind::Llguidance, _, _) => match &mut guidance {
+                    Some(guidance) => Some(guidance.mask().map_err(|e| {
+                        LlmError::Generation(format!(
+                            "token {index} (output byte {}): llguidance: {e}",
+                            output.len()
+                        ))
+                    })?),
+                    None => None,
+                },
                 (EngineKind::Toolrail, Some((engine, state)), _) => {
                     Some(masks.mask(engine, *state).map_err(|e| {
                         LlmError::Generation(format!(
@@ -504,6 +564,25 @@ impl WorkerState {
                 _ => None,
             };
             let mask_ms = ms(mask_started);
+            // Another engine's mask against toolrail's, over the whole vocabulary (untimed):
+            // None when not compared, Some(None) when they agree. Counted in the totals with
+            // the step's record (a step that ends the run has none).
+            let compared = match (request.engine, &mask, &mut track) {
+                (
+                    EngineKind::Llama | EngineKind::Llguidance,
+                    Some(theirs),
+                    Some((engine, state)),
+                ) => {
+                    let ours = masks.mask(engine, *state).map_err(|e| {
+                        LlmError::Generation(format!(
+                            "token {index} (output byte {}): toolrail's mask for the comparison: {e}",
+                            output.len()
+                        ))
+                    })?;
+                    Some(compare_masks(model, request.engine, theirs, &ours))
+                }
+                _ => None,
+            };
             if let (Some(mask), Some((engine, state))) = (&mask, &track)
                 && mask.count() == 0
             {
@@ -589,6 +668,14 @@ impl WorkerState {
             if let Some(llama) = &mut llama {
                 llama.accept(token)?;
             }
+            if let Some(guidance) = &mut guidance {
+                guidance.consume(token).map_err(|e| {
+                    LlmError::Generation(format!(
+                        "token {index} (output byte {}): llguidance: {e}",
+                        output.len()
+                    ))
+                })?;
+            }
             let record = TokenRecord {
                 index,
                 id: token,
@@ -608,7 +695,12 @@ impl WorkerState {
                 flag: None,
                 sampled: Vec::new(),
                 disagreements: Vec::new(),
+                mask_difference: compared.clone().flatten(),
             };
+            if let Some(difference) = &compared {
+                totals.compared_steps += 1;
+                totals.differing_steps += u32::from(difference.is_some());
+            }
             totals.tokens += 1;
             totals.decode_ms += decode_ms;
             totals.mask_ms += mask_ms;
@@ -639,6 +731,46 @@ impl WorkerState {
 struct KeptSession<'m> {
     options: SessionOptions,
     session: Session<'m>,
+}
+
+/// Where `theirs` (the mask of `engine`) and toolrail's mask `ours` differ, token by token
+/// (None when they agree).
+pub fn compare_masks(
+    model: &Model,
+    engine: EngineKind,
+    theirs: &TokenMask,
+    ours: &TokenMask,
+) -> Option<MaskDifference> {
+    if theirs == ours {
+        return None;
+    }
+    let mut difference = MaskDifference {
+        engine: engine.name().to_owned(),
+        only_engine: 0,
+        only_toolrail: 0,
+        tokens: Vec::new(),
+    };
+    for (a, b, engine_allows) in [(theirs, ours, true), (ours, theirs, false)] {
+        for id in a.iter().filter(|&id| !b.contains(id)) {
+            let listed = if engine_allows {
+                difference.only_engine += 1;
+                difference.only_engine
+            } else {
+                difference.only_toolrail += 1;
+                difference.only_toolrail
+            };
+            if listed as usize <= MaskDifference::LISTED {
+                let piece = model.piece(id);
+                difference.tokens.push(DifferingToken {
+                    id,
+                    piece: String::from_utf8_lossy(&piece).into_owned(),
+                    piece_hex: std::str::from_utf8(&piece).is_err().then(|| hex(&piece)),
+                    engine_allows,
+                });
+            }
+        }
+    }
+    Some(difference)
 }
 
 /// Why a forced token cannot be taken, if it cannot.

@@ -350,7 +350,12 @@ fn sampling_section(ui: &mut egui::Ui, run: &mut RunState) {
         egui::ComboBox::from_id_salt("generation-engine")
             .selected_text(settings.engine.name())
             .show_ui(ui, |ui| {
-                for engine in [EngineKind::Toolrail, EngineKind::Llama, EngineKind::None] {
+                for engine in [
+                    EngineKind::Toolrail,
+                    EngineKind::Llama,
+                    EngineKind::Llguidance,
+                    EngineKind::None,
+                ] {
                     ui.selectable_value(&mut settings.engine, engine, engine.name());
                 }
             })

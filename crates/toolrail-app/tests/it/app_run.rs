@@ -350,3 +350,43 @@ fn f10_presses_are_not_lost_and_the_panes_say_where_the_run_is() {
     harness.get_by_label(&format!("Shown: Run {id} of this session"));
     harness.get_by_label(&format!("Export Run {id} (JSON + Markdown)…"));
 }
+
+/// A real `generate --engine llguidance` run on the weather sample (two steps where llama.cpp's
+/// lenient UTF-8 lead bytes 0xF5–0xFF make toolrail's mask differ from llguidance's): the token
+/// details say which engine allows which tokens.
+#[test]
+fn a_token_whose_masks_differ_shows_which_engine_allows_what() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = window(dir.path());
+    open_from(
+        &mut harness.state_mut().shared,
+        Path::new("tests/fixtures/weather_llguidance_run.json"),
+    );
+    harness.step();
+    harness
+        .state_mut()
+        .shared
+        .run
+        .controller
+        .replay_mut()
+        .unwrap()
+        .seek(24);
+    harness.run_steps(4);
+    harness.get_by_label_contains("Token 23: ");
+    harness.get_by_label_contains(
+        "Masks differ: 0 token(s) only llguidance allows, 11 only toolrail allows",
+    );
+    harness.get_by_label_contains("bytes·f5 (id 483): only toolrail allows it");
+    // a step where they agree has no such section
+    harness
+        .state_mut()
+        .shared
+        .run
+        .controller
+        .replay_mut()
+        .unwrap()
+        .seek(12);
+    harness.run_steps(4);
+    harness.get_by_label_contains("Token 11: ");
+    assert!(harness.query_by_label_contains("Masks differ").is_none());
+}

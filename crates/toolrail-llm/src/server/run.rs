@@ -849,6 +849,7 @@ impl ServerRunner {
             flag,
             sampled: Vec::new(),
             disagreements: Vec::new(),
+            mask_difference: None,
         };
         Ok((record, mask))
     }

@@ -9,6 +9,7 @@ mod common;
 mod generation;
 mod hostile_gguf;
 mod lazy_masks;
+mod llguidance_engine;
 mod llm_masks;
 mod llm_model;
 mod llm_sampler;

@@ -129,6 +129,7 @@ mod tests {
             flag: None,
             sampled: Vec::new(),
             disagreements: Vec::new(),
+            mask_difference: None,
         }
     }
 

@@ -28,6 +28,9 @@ pub struct RunInputs {
     /// The GBNF grammar (generated from the tools or written by hand); `None` allows only
     /// unconstrained runs.
     pub grammar: Option<String>,
+    /// The plain JSON Schema `grammar` was generated from (not hand-edited): the llguidance
+    /// engine compiles it itself.
+    pub schema: Option<serde_json::Value>,
 }
 
 impl Default for RunInputs {
@@ -37,6 +40,7 @@ impl Default for RunInputs {
             format: Format::OpenAi,
             validate: ValidateOptions::default(),
             grammar: None,
+            schema: None,
         }
     }
 }
@@ -244,16 +248,19 @@ pub fn build_request(
 ) -> Result<RunRequest, RunError> {
     let grammar = match setup.engine {
         EngineKind::None => None,
-        EngineKind::Toolrail | EngineKind::Llama => match &inputs.grammar {
-            Some(text) if !text.trim().is_empty() => Some(text.clone()),
-            _ => return Err(RunError::NoGrammar(setup.engine.name())),
-        },
+        EngineKind::Toolrail | EngineKind::Llama | EngineKind::Llguidance => {
+            match &inputs.grammar {
+                Some(text) if !text.trim().is_empty() => Some(text.clone()),
+                _ => return Err(RunError::NoGrammar(setup.engine.name())),
+            }
+        }
     };
     Ok(RunRequest {
         // The controller gives the run its id when it queues it.
         id: 0,
         prompt,
         grammar,
+        schema: inputs.schema.clone(),
         engine: setup.engine,
         sampling: setup.sampling.clone(),
         start_paused,

@@ -167,6 +167,12 @@ impl RunState {
                 .grammar
                 .as_ref()
                 .map(|_| analysis.grammar_text.clone()),
+            // a plain schema whose grammar is the generated one: llguidance reads the schema
+            schema: (schema.mode == crate::workspace::SchemaMode::PlainSchema
+                && analysis.grammar.is_some()
+                && analysis.grammar_text == analysis.generated)
+                .then(|| serde_json::from_str(&schema.text).ok())
+                .flatten(),
         }
     }
 

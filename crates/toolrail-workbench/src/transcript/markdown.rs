@@ -72,6 +72,12 @@ pub fn to_markdown(t: &Transcript) -> String {
         Stop::Error { message } => format!("error: {}", cell(message)),
     };
     out.push_str(&format!("| stopped | {stop} |\n"));
+    if t.totals.compared_steps > 0 {
+        out.push_str(&format!(
+            "| mask comparison | {}'s mask vs toolrail's over the whole vocabulary: {} of {} step(s) differ |\n",
+            t.engine, t.totals.differing_steps, t.totals.compared_steps
+        ));
+    }
     out.push_str(&format!(
         "| totals | {} tokens, {:.1} tokens/s, decode {:.1} ms, mask {:.1} ms |\n\n",
         t.totals.tokens, t.totals.tokens_per_s, t.totals.decode_ms, t.totals.mask_ms
@@ -119,6 +125,19 @@ pub fn to_markdown(t: &Transcript) -> String {
                 alts.join(", "),
                 r.mask_ms
             ));
+        }
+    }
+    let differing: Vec<_> = t
+        .tokens
+        .iter()
+        .filter_map(|r| r.mask_difference.as_ref().map(|d| (r.index, d)))
+        .collect();
+    if !differing.is_empty() {
+        out.push_str(
+            "\n## Mask differences\n\n| # | tokens allowed by one engine only |\n|---|---|\n",
+        );
+        for (index, d) in differing {
+            out.push_str(&format!("| {index} | {} |\n", cell(&d.describe())));
         }
     }
     if let Some(validation) = &t.validation {

@@ -124,7 +124,9 @@ pub struct ModelInfo {
     pub file_size: u64,
 }
 
-pub use toolrail_llm::record::{Candidate, PENALTY_WINDOW, Sampling, Stop, TokenRecord, Totals};
+pub use toolrail_llm::record::{
+    Candidate, DifferingToken, MaskDifference, PENALTY_WINDOW, Sampling, Stop, TokenRecord, Totals,
+};
 
 /// Why a transcript could not be read or written.
 #[derive(Debug, thiserror::Error)]

@@ -45,6 +45,7 @@ fn sample_transcript() -> Transcript {
             flag: None,
             sampled: Vec::new(),
             disagreements: Vec::new(),
+            mask_difference: None,
         });
     }
     Transcript {
@@ -75,6 +76,7 @@ fn sample_transcript() -> Transcript {
             decode_ms: 77.5,
             mask_ms: 1.0,
             tokens_per_s: 60.0,
+            ..Totals::default()
         },
     }
 }

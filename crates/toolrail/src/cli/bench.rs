@@ -1,7 +1,7 @@
 //! `toolrail bench --model M (--tools T [--format F] | --grammar G) [--prompt P] [--tokens N]
 //! [--json]`: the same prompt greedily under each engine in one process (see
 //! [`toolrail_llm::bench`]); prints mask times, tokens/s, the ratios, and the mask differences
-//! between toolrail and llama.cpp.
+//! of llama.cpp and llguidance against toolrail.
 
 use std::process::ExitCode;
 
@@ -412,6 +412,10 @@ fn to_json(model: &str, grammar: &str, report: &BenchReport) -> Value {
         "mask_differences": report.mask_differences,
         "compared_steps": report.compared_steps,
         "same_tokens": report.same_tokens,
+        "llguidance_mask_differences": report.llguidance_differences,
+        "llguidance_compared_steps": report.llguidance_compared_steps,
+        "llguidance_examples": report.llguidance_examples,
+        "llguidance_skipped": report.llguidance_skipped,
         "toolrail_vs_llama_speedup": report.speedup_vs_llama().map(|r| round(r, 1)),
         "setup_ms": round(report.setup_ms(), 1),
         "table_ms": round(report.table_ms, 1),
@@ -435,7 +439,7 @@ fn print_table(model: &str, grammar: &str, report: &BenchReport) -> std::io::Res
         report.trie_nodes
     )?;
     outln!(
-        "{:<9} {:>6} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8}",
+        "{:<10} {:>6} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8}",
         "engine",
         "tokens",
         "mask p50",
@@ -450,7 +454,7 @@ fn print_table(model: &str, grammar: &str, report: &BenchReport) -> std::io::Res
             .ratio_to_unconstrained(e.engine)
             .map_or("-".to_owned(), |r| format!("{:.0}%", r * 100.0));
         outln!(
-            "{:<9} {:>6} {:>7.3} ms {:>7.3} ms {:>7.3} ms {:>7.3} ms {:>9.1} {:>8}",
+            "{:<10} {:>6} {:>7.3} ms {:>7.3} ms {:>7.3} ms {:>7.3} ms {:>9.1} {:>8}",
             e.engine.name(),
             e.tokens,
             e.mask_ms_p50,
@@ -470,6 +474,19 @@ fn print_table(model: &str, grammar: &str, report: &BenchReport) -> std::io::Res
         report.compared_steps,
         if report.same_tokens { "yes" } else { "no" }
     )?;
+    match &report.llguidance_skipped {
+        Some(why) => outln!("llguidance left out: {why}")?,
+        None => {
+            outln!(
+                "mask differences toolrail vs llguidance: {} over {} compared steps",
+                report.llguidance_differences,
+                report.llguidance_compared_steps
+            )?;
+            for example in &report.llguidance_examples {
+                outln!("  {example}")?;
+            }
+        }
+    }
     if report.engine(EngineKind::Toolrail).is_some() {
         outln!("toolrail text: {:?}", report.toolrail_text)?;
     }

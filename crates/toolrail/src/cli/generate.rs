@@ -33,6 +33,9 @@ pub enum EngineArg {
     Toolrail,
     /// llama.cpp's grammar sampler over the whole vocabulary.
     Llama,
+    /// llguidance over the whole vocabulary: the same grammar (or the --schema itself, with its
+    /// own JSON Schema compiler); its masks are compared with toolrail's at every step.
+    Llguidance,
     /// No grammar: the model's own choice.
     None,
 }
@@ -42,6 +45,7 @@ impl From<EngineArg> for EngineKind {
         match e {
             EngineArg::Toolrail => EngineKind::Toolrail,
             EngineArg::Llama => EngineKind::Llama,
+            EngineArg::Llguidance => EngineKind::Llguidance,
             EngineArg::None => EngineKind::None,
         }
     }
@@ -334,9 +338,10 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     };
     let (worker, server, mut server_run) = match &args.server {
         Some(url) => {
-            if args.engine == EngineArg::Llama {
+            if matches!(args.engine, EngineArg::Llama | EngineArg::Llguidance) {
                 bail!(
-                    "--engine llama runs llama.cpp in-process; with --server the server's own llama.cpp masks the tokens"
+                    "--engine {} runs in-process; with --server the server's own llama.cpp masks the tokens",
+                    EngineKind::from(args.engine)
                 );
             }
             let (url, key_env) = if url.starts_with("http://") || url.contains("://") {
@@ -401,6 +406,10 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         id: 1,
         prompt: prompt.clone(),
         grammar: grammar.clone(),
+        // llguidance compiles a --schema itself; the tools' grammar it reads as GBNF
+        schema: schema
+            .clone()
+            .filter(|_| tools.is_none() && args.grammar.is_none()),
         engine,
         sampling: sampling.clone(),
         start_paused: false,
@@ -431,6 +440,16 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
                         record.index,
                         record.piece,
                         note.describe()
+                    );
+                }
+                if let Some(difference) = &record.mask_difference {
+                    eprintln!(
+                        "\nmask comparison: token {}: {} ({} token(s) only {} allows, {} only toolrail allows)",
+                        record.index,
+                        difference.describe(),
+                        difference.only_engine,
+                        difference.engine,
+                        difference.only_toolrail
                     );
                 }
                 out!("{}", record.piece)?;
@@ -473,6 +492,13 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         totals.mask_ms,
         first_token_ms.map_or("never".to_owned(), |ms| format!("{ms:.0} ms"))
     );
+    if totals.compared_steps > 0 {
+        eprintln!(
+            "mask comparison: {engine}'s mask and toolrail's, over the whole vocabulary: {} of {} \
+             step(s) differ",
+            totals.differing_steps, totals.compared_steps
+        );
+    }
     if server.is_some() {
         let flagged = tokens.iter().filter(|t| t.flag.is_some()).count();
         let differing: Vec<&toolrail_workbench::transcript::TokenRecord> = tokens

@@ -74,7 +74,7 @@ pub enum Command {
     Validate(validate::ValidateArgs),
     /// Run a GGUF model under a grammar or tool set, token by token; print the text and its validation.
     Generate(generate::GenerateArgs),
-    /// Measure the engines on one prompt: mask times, tokens/s, toolrail vs llama.cpp masks.
+    /// Measure the engines on one prompt: mask times, tokens/s, llama.cpp and llguidance masks vs toolrail's.
     #[command(args_conflicts_with_subcommands = true)]
     Bench(bench::BenchArgs),
     /// How often calls come out valid on BFCL questions: valid calls and first-tool match, with and without grammar.

@@ -74,6 +74,7 @@ pub fn run_request(
         id: 1,
         prompt: prompt.into(),
         grammar: grammar.map(str::to_string),
+        schema: None,
         engine,
         sampling: toolrail_llm::record::Sampling {
             max_tokens,
