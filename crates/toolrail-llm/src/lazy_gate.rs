@@ -68,6 +68,55 @@ pub enum GateStep {
     Active,
 }
 
+/// How a run's grammar is gated and stopped, as llama-server sets its sampler up for a chat
+/// template's tool-call grammar (see [`crate::template::TemplateResult::gate_setup`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GateSetup {
+    /// The grammar sleeps until a trigger fires (else it constrains from the first token).
+    pub lazy: bool,
+    /// The trigger regexes, searched in order in the generated text (words escaped, full
+    /// patterns anchored).
+    pub patterns: Vec<String>,
+    /// The trigger token ids.
+    pub tokens: Vec<u32>,
+    /// Tokens fed to the grammar before generation, not generated (the generation prompt of a
+    /// grammar that is not lazy, as llama-server prefills it).
+    pub prefill: Vec<u32>,
+    /// Stop strings: the run ends when the output reaches one, and the output ends before it.
+    pub stops: Vec<String>,
+}
+
+impl GateSetup {
+    /// What fired, in words for a transcript: the pattern, or `token N`.
+    pub fn describe(&self, by: &FiredBy) -> String {
+        match by {
+            FiredBy::Token(id) => format!("token {id}"),
+            FiredBy::Pattern { index, .. } => self
+                .patterns
+                .get(*index)
+                .cloned()
+                .unwrap_or_else(|| format!("pattern #{index}")),
+        }
+    }
+}
+
+/// The first of `stops` that occurs in `output` at or after byte `from` (a stop may begin in
+/// text seen before): its start and the stop. The earliest start wins, as in llama-server.
+pub fn find_stop<'s>(output: &[u8], from: usize, stops: &'s [String]) -> Option<(usize, &'s str)> {
+    stops
+        .iter()
+        .filter(|stop| !stop.is_empty())
+        .filter_map(|stop| {
+            let begin = from.saturating_sub(stop.len().saturating_sub(1));
+            output
+                .get(begin..)?
+                .windows(stop.len())
+                .position(|w| w == stop.as_bytes())
+                .map(|at| (begin + at, stop.as_str()))
+        })
+        .min_by_key(|(at, _)| *at)
+}
+
 struct Pattern {
     source: String,
     regex: Regex,
@@ -295,6 +344,18 @@ mod tests {
         assert!(matches!(gate.accept(1, b""), GateStep::Waiting));
         let mut gate = LazyGate::new(&["^a.b$".to_owned()], &[]).unwrap();
         assert!(matches!(gate.accept(1, b"axb"), GateStep::Fired(_)));
+    }
+
+    #[test]
+    fn stops_are_found_across_the_token_boundary_and_the_earliest_wins() {
+        let stops = vec!["<|im_end|>".to_owned(), "END".to_owned()];
+        assert_eq!(find_stop(b"abc<|im_", 5, &stops), None);
+        assert_eq!(
+            find_stop(b"abc<|im_end|>x", 8, &stops),
+            Some((3, "<|im_end|>"))
+        );
+        assert_eq!(find_stop(b"ENDx<|im_end|>", 0, &stops), Some((0, "END")));
+        assert_eq!(find_stop(b"xx", 0, &[String::new()]), None);
     }
 
     #[test]

@@ -849,6 +849,7 @@ impl ServerRunner {
             flag,
             sampled: Vec::new(),
             disagreements: Vec::new(),
+            lazy: None,
         };
         Ok((record, mask))
     }

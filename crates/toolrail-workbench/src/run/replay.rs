@@ -129,6 +129,7 @@ mod tests {
             flag: None,
             sampled: Vec::new(),
             disagreements: Vec::new(),
+            lazy: None,
         }
     }
 
@@ -152,6 +153,7 @@ mod tests {
             stop: Stop::EndOfGeneration,
             validation: None,
             totals: Totals::default(),
+            template: None,
         };
         let mut r = Replay::new(transcript, None);
         assert!(!r.back() && r.current().is_none() && r.text().is_empty());

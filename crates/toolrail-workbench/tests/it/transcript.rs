@@ -45,6 +45,7 @@ fn sample_transcript() -> Transcript {
             flag: None,
             sampled: Vec::new(),
             disagreements: Vec::new(),
+            lazy: None,
         });
     }
     Transcript {
@@ -76,6 +77,7 @@ fn sample_transcript() -> Transcript {
             mask_ms: 1.0,
             tokens_per_s: 60.0,
         },
+        template: None,
     }
 }
 
