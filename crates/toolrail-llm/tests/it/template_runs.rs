@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolrail_llm::lazy_gate::GateSetup;
+use toolrail_llm::lazy_gate::{GateSetup, nearest_miss};
 use toolrail_llm::record::{LazyNote, Stop, TokenRecord};
 use toolrail_llm::template::{ChatTemplates, TemplateResult};
 use toolrail_llm::worker::{Command, EngineKind, Event, RunRequest, Worker};
@@ -211,17 +211,26 @@ fn a_trigger_that_never_fires_leaves_the_run_free_and_stop_strings_end_it() {
     };
     let model = model().expect("model present");
     let n_vocab = model.n_vocab() as u32;
-    // Prose only: the grammar never wakes, every token is free.
-    let prose = model.tokenize("I cannot call anything today.", false, true);
+    // Prose that starts the trigger word but drifts off: the grammar never wakes, every token
+    // is free, and the nearest start of the word says why.
+    let prose = model.tokenize("I call <tool_c anything today.", false, true);
     let (records, _, output) = run(&result, EngineKind::Toolrail, &prose, prose.len() as u32);
     assert!(
-        output.starts_with("I cannot call anything today."),
+        output.starts_with("I call <tool_c anything today."),
         "{output:?}"
     );
     assert!(
         records
             .iter()
             .all(|r| r.allowed == n_vocab && matches!(r.lazy, Some(LazyNote::Dormant { .. })))
+    );
+    let patterns = &result.sampler.as_ref().unwrap().patterns;
+    let miss = nearest_miss(patterns, output.as_bytes()).expect("a start of the word");
+    assert_eq!(
+        (miss.matched, miss.at, miss.instead),
+        (7, 7, Some(b' ')),
+        "{}",
+        miss.describe()
     );
     // A stop string ends the run and the output before it, as llama-server returns it.
     let mut gated = result.clone();
@@ -241,7 +250,7 @@ fn a_trigger_that_never_fires_leaves_the_run_free_and_stop_strings_end_it() {
             stop: "anything".into()
         }
     );
-    assert_eq!(output, "I cannot call ");
+    assert_eq!(output, "I call <tool_c ");
 }
 
 #[test]

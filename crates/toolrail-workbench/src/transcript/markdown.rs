@@ -123,7 +123,7 @@ pub fn to_markdown(t: &Transcript) -> String {
         }
     }
     if let Some(run) = &t.template {
-        out.push_str(&template_section(run, &t.tokens));
+        out.push_str(&template_section(run, &t.tokens, &t.output));
     }
     if let Some(validation) = &t.validation {
         out.push_str("\n## Validation\n\n");
@@ -137,7 +137,11 @@ pub fn to_markdown(t: &Transcript) -> String {
 
 /// The chat template's part: source, lazy or not, triggers, the trigger timeline, llama.cpp's
 /// parse.
-fn template_section(run: &super::TemplateRun, tokens: &[super::TokenRecord]) -> String {
+fn template_section(
+    run: &super::TemplateRun,
+    tokens: &[super::TokenRecord],
+    output: &str,
+) -> String {
     use toolrail_llm::record::LazyNote;
     let r = &run.result;
     let mut out = String::from("\n## Chat template\n\n| | |\n|---|---|\n");
@@ -205,7 +209,7 @@ fn template_section(run: &super::TemplateRun, tokens: &[super::TokenRecord]) -> 
         });
         out.push_str(&format!(
             "| timeline | {dormant} token(s) free while the grammar slept; {}; trigger search {scan_ms:.3} ms in all |\n",
-            fired.unwrap_or_else(|| "no trigger fired".to_owned())
+            fired.unwrap_or_else(|| never_fired(run, output))
         ));
     }
     match (&run.parsed, &run.parse_error) {
@@ -231,4 +235,17 @@ fn template_section(run: &super::TemplateRun, tokens: &[super::TokenRecord]) -> 
         (None, None) => {}
     }
     out
+}
+
+/// Why no trigger fired: the nearest start of a trigger word in the output.
+fn never_fired(run: &super::TemplateRun, output: &str) -> String {
+    let patterns = run
+        .result
+        .sampler
+        .as_ref()
+        .map_or(&[][..], |s| &s.patterns[..]);
+    match toolrail_llm::lazy_gate::nearest_miss(patterns, output.as_bytes()) {
+        Some(miss) => format!("no trigger fired; nearest: {}", cell(&miss.describe())),
+        None => "no trigger fired; no trigger word starts in the output".to_owned(),
+    }
 }

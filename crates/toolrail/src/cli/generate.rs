@@ -561,6 +561,9 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     let mut valid = true;
     let validation = match (&tools, &server_calls) {
         (Some(tools), None) if template.is_some() => {
+            if let Some(t) = &template {
+                report_trigger(t, &tokens, &output);
+            }
             let run = template.as_mut().map(|t| t.parse(&output));
             let (checked, messages) = match run {
                 Some(run) => validate_parsed(tools, run, &args.tool_choice)?,
@@ -781,4 +784,48 @@ fn validate_parsed(
         }
     }
     Ok((serde_json::to_value(&parsed.tool_calls)?, messages))
+}
+
+/// The trigger timeline on stderr: where the lazy grammar woke, or why it never did.
+fn report_trigger(
+    run: &TemplateRun,
+    tokens: &[toolrail_workbench::transcript::TokenRecord],
+    output: &str,
+) {
+    use toolrail_llm::record::LazyNote;
+    if !run.result.grammar_lazy || run.result.grammar.is_empty() {
+        return;
+    }
+    let scan_ms: f64 = tokens
+        .iter()
+        .map(|t| match t.lazy {
+            Some(LazyNote::Dormant { scan_ms } | LazyNote::Fired { scan_ms, .. }) => scan_ms,
+            None => 0.0,
+        })
+        .sum();
+    let fired = tokens.iter().find_map(|t| match &t.lazy {
+        Some(LazyNote::Fired {
+            trigger,
+            grammar_start,
+            replayed,
+            ..
+        }) => Some(format!(
+            "trigger {trigger:?} fired at token {} ({:?}); the grammar starts at byte {grammar_start} with {replayed:?}",
+            t.index, t.piece
+        )),
+        _ => None,
+    });
+    let patterns = run
+        .result
+        .sampler
+        .as_ref()
+        .map_or(&[][..], |s| &s.patterns[..]);
+    let line = match fired {
+        Some(line) => line,
+        None => match toolrail_llm::lazy_gate::nearest_miss(patterns, output.as_bytes()) {
+            Some(miss) => format!("no trigger fired; nearest: {}", miss.describe()),
+            None => "no trigger fired; no trigger word starts in the output".to_owned(),
+        },
+    };
+    eprintln!("lazy grammar: {line}; trigger search {scan_ms:.3} ms in all");
 }
