@@ -25,6 +25,7 @@ pub fn stop_text(stop: &Stop) -> String {
                 expected.join(", ")
             )
         }
+        Stop::StopString { stop } => format!("stop string {stop:?}"),
         Stop::Error { message } => format!("error: {message}"),
     }
 }

@@ -68,6 +68,140 @@ pub enum GateStep {
     Active,
 }
 
+/// How a run's grammar is gated and stopped, as llama-server sets its sampler up for a chat
+/// template's tool-call grammar (see [`crate::template::TemplateResult::gate_setup`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GateSetup {
+    /// The grammar sleeps until a trigger fires (else it constrains from the first token).
+    pub lazy: bool,
+    /// The trigger regexes, searched in order in the generated text (words escaped, full
+    /// patterns anchored).
+    pub patterns: Vec<String>,
+    /// The trigger token ids.
+    pub tokens: Vec<u32>,
+    /// Tokens fed to the grammar before generation, not generated (the generation prompt of a
+    /// grammar that is not lazy, as llama-server prefills it).
+    pub prefill: Vec<u32>,
+    /// Stop strings: the run ends when the output reaches one, and the output ends before it.
+    pub stops: Vec<String>,
+}
+
+impl GateSetup {
+    /// What fired, in words for a transcript: the pattern, or `token N`.
+    pub fn describe(&self, by: &FiredBy) -> String {
+        match by {
+            FiredBy::Token(id) => format!("token {id}"),
+            FiredBy::Pattern { index, .. } => self
+                .patterns
+                .get(*index)
+                .cloned()
+                .unwrap_or_else(|| format!("pattern #{index}")),
+        }
+    }
+}
+
+/// The first of `stops` that occurs in `output` at or after byte `from` (a stop may begin in
+/// text seen before): its start and the stop. The earliest start wins, as in llama-server.
+pub fn find_stop<'s>(output: &[u8], from: usize, stops: &'s [String]) -> Option<(usize, &'s str)> {
+    stops
+        .iter()
+        .filter(|stop| !stop.is_empty())
+        .filter_map(|stop| {
+            let begin = from.saturating_sub(stop.len().saturating_sub(1));
+            output
+                .get(begin..)?
+                .windows(stop.len())
+                .position(|w| w == stop.as_bytes())
+                .map(|at| (begin + at, stop.as_str()))
+        })
+        .min_by_key(|(at, _)| *at)
+}
+
+/// How close a word trigger came to firing in a text where no trigger fired: the longest start
+/// of the word the text holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NearMiss {
+    /// The trigger word (the sampler's pattern unescaped).
+    pub word: String,
+    /// How many bytes of the word matched.
+    pub matched: usize,
+    /// Where the matched start of the word begins in the text.
+    pub at: usize,
+    /// The byte the text has where the word goes on (`None`: the text ended there).
+    pub instead: Option<u8>,
+}
+
+impl NearMiss {
+    /// In words: `"<tool_cal" (9 of 12 bytes of "<tool_call>\n") at byte 11, then ">" instead
+    /// of "l"`.
+    pub fn describe(&self) -> String {
+        let word = self.word.as_bytes();
+        let next = word.get(self.matched).map_or(String::new(), |b| {
+            format!("{:?}", String::from_utf8_lossy(std::slice::from_ref(b)))
+        });
+        let then = match self.instead {
+            Some(b) => format!(
+                "then {:?} instead of {next}",
+                String::from_utf8_lossy(std::slice::from_ref(&b))
+            ),
+            None => format!("then the output ended before {next}"),
+        };
+        format!(
+            "{:?} ({} of {} bytes of {:?}) at byte {}, {then}",
+            String::from_utf8_lossy(&word[..self.matched]),
+            self.matched,
+            word.len(),
+            self.word,
+            self.at
+        )
+    }
+}
+
+/// The literal word a sampler pattern stands for, when it is one (llama-server escapes a word
+/// trigger's `.^$|()*+?[]{}\` with a backslash); `None` for a real regex.
+pub fn pattern_word(pattern: &str) -> Option<String> {
+    const META: &str = ".^$|()*+?[]{}\\";
+    let mut word = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(next) if META.contains(next) => word.push(next),
+                _ => return None,
+            },
+            c if META.contains(c) => return None,
+            c => word.push(c),
+        }
+    }
+    (!word.is_empty()).then_some(word)
+}
+
+/// For a text in which no trigger fired: the word trigger whose start the text comes closest to
+/// (the longest start of a word it holds, the last place it occurs). Regex triggers are not
+/// word starts and are left out.
+pub fn nearest_miss(patterns: &[String], text: &[u8]) -> Option<NearMiss> {
+    let mut best: Option<NearMiss> = None;
+    for word in patterns.iter().filter_map(|p| pattern_word(p)) {
+        let bytes = word.as_bytes();
+        let longest = (1..bytes.len()).rev().find_map(|len| {
+            let start = &bytes[..len];
+            let at = text.windows(len).rposition(|w| w == start)?;
+            Some((len, at))
+        });
+        if let Some((matched, at)) = longest
+            && best.as_ref().is_none_or(|b| matched > b.matched)
+        {
+            best = Some(NearMiss {
+                instead: text.get(at + matched).copied(),
+                word: word.clone(),
+                matched,
+                at,
+            });
+        }
+    }
+    best
+}
+
 struct Pattern {
     source: String,
     regex: Regex,
@@ -295,6 +429,39 @@ mod tests {
         assert!(matches!(gate.accept(1, b""), GateStep::Waiting));
         let mut gate = LazyGate::new(&["^a.b$".to_owned()], &[]).unwrap();
         assert!(matches!(gate.accept(1, b"axb"), GateStep::Fired(_)));
+    }
+
+    #[test]
+    fn stops_are_found_across_the_token_boundary_and_the_earliest_wins() {
+        let stops = vec!["<|im_end|>".to_owned(), "END".to_owned()];
+        assert_eq!(find_stop(b"abc<|im_", 5, &stops), None);
+        assert_eq!(
+            find_stop(b"abc<|im_end|>x", 8, &stops),
+            Some((3, "<|im_end|>"))
+        );
+        assert_eq!(find_stop(b"ENDx<|im_end|>", 0, &stops), Some((0, "END")));
+        assert_eq!(find_stop(b"xx", 0, &[String::new()]), None);
+    }
+
+    #[test]
+    fn a_trigger_that_never_fired_names_the_nearest_start_of_its_word() {
+        assert_eq!(pattern_word(r"<tool_call>"), Some("<tool_call>".into()));
+        assert_eq!(pattern_word(r"\[TOOL_CALLS\]"), Some("[TOOL_CALLS]".into()));
+        assert_eq!(pattern_word(r"[\s\S]*?(<call>)"), None);
+        let patterns = vec![r"[\s\S]*?(<x>)".to_owned(), "<tool_call>\n".to_owned()];
+        let miss = nearest_miss(&patterns, b"ok <tool_c <tool_cal> done").unwrap();
+        assert_eq!((miss.matched, miss.at, miss.instead), (9, 11, Some(b'>')));
+        assert_eq!(
+            miss.describe(),
+            r#""<tool_cal" (9 of 12 bytes of "<tool_call>\n") at byte 11, then ">" instead of "l""#
+        );
+        let miss = nearest_miss(&patterns, b"so <tool").unwrap();
+        assert_eq!(miss.instead, None);
+        assert!(
+            miss.describe()
+                .ends_with(r#"then the output ended before "_""#)
+        );
+        assert_eq!(nearest_miss(&patterns, b"nothing here"), None);
     }
 
     #[test]

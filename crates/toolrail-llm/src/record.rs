@@ -158,6 +158,11 @@ pub struct TokenRecord {
     /// transcripts, and once toolrail's recognizer has stopped following the run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mask_difference: Option<MaskDifference>,
+    /// Under a lazy grammar (a chat template's tool-call grammar): whether the grammar was still
+    /// dormant at this token, or woke on it. Absent once the grammar constrains, for plain
+    /// grammars, and in older transcripts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lazy: Option<LazyNote>,
 }
 
 /// Where another engine's mask and toolrail's disagree at one step, over the whole vocabulary:
@@ -233,6 +238,33 @@ impl DifferingToken {
     }
 }
 
+/// Where a lazy grammar stood at one token: the trigger timeline of a run, token by token.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum LazyNote {
+    /// The grammar was asleep: nothing was masked, and no trigger matched after this token.
+    Dormant {
+        /// Milliseconds spent searching the triggers after this token (llama.cpp searches the
+        /// whole text generated so far, so this grows with it).
+        scan_ms: f64,
+    },
+    /// A trigger fired on this token: the grammar constrains from here on.
+    Fired {
+        /// What fired: the sampler's pattern, or `token N (piece)`.
+        trigger: String,
+        /// The whole match, bytes of the output (absent for a trigger token).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        matched: Option<(u64, u64)>,
+        /// Where the grammar starts, a byte of the output.
+        grammar_start: u64,
+        /// The text replayed into the grammar (lossy UTF-8): from `grammar_start` to the end of
+        /// this token.
+        replayed: String,
+        /// Milliseconds spent searching the triggers after this token.
+        scan_ms: f64,
+    },
+}
+
 /// A candidate token on which a server's grammar and toolrail's disagree at one step.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Disagreement {
@@ -261,6 +293,12 @@ pub enum Stop {
         offset: u64,
         /// What the grammar expected there.
         expected: Vec<String>,
+    },
+    /// The output reached one of the stop strings (a chat template's additional stops); the
+    /// output ends before it, as llama-server returns it.
+    StopString {
+        /// The stop string.
+        stop: String,
     },
     /// Something failed.
     Error {

@@ -18,6 +18,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use toolrail_tools::toolset::ToolSet;
 
+use crate::lazy_gate::GateSetup;
+
 mod ffi {
     use std::ffi::{c_char, c_int};
 
@@ -83,6 +85,12 @@ pub enum TemplateError {
     /// The shim answered with JSON toolrail does not understand (a shim/Rust mismatch).
     #[error("the chat shim's answer is not what toolrail expects: {0}")]
     Protocol(String),
+    /// Running the grammar needs llama-server's sampler setup, which only a model's vocabulary
+    /// gives (the template was loaded from text alone).
+    #[error(
+        "no vocabulary: the template's triggers cannot be turned into the sampler's without a model (load the template with a GGUF)"
+    )]
+    NoVocabulary,
     /// The model's vocabulary needs llama.cpp's backend, which could not be initialised.
     #[error(transparent)]
     Backend(#[from] crate::LlmError),
@@ -525,6 +533,38 @@ pub struct ParsedMessage {
 }
 
 impl TemplateResult {
+    /// How a run gates its grammar for this result, as llama-server sets up its sampler: lazy
+    /// or not, the trigger regexes and tokens, the prefill of a grammar that is not lazy, and
+    /// the additional stops. Needs the sampler setup a vocabulary gives; without a grammar the
+    /// stops alone apply.
+    pub fn gate_setup(&self) -> Result<GateSetup, TemplateError> {
+        let ids = |list: &[i32], what: &str| -> Result<Vec<u32>, TemplateError> {
+            list.iter()
+                .map(|&id| {
+                    u32::try_from(id).map_err(|_| {
+                        TemplateError::Protocol(format!("{what} holds the negative token id {id}"))
+                    })
+                })
+                .collect()
+        };
+        let mut setup = GateSetup {
+            stops: self.additional_stops.clone(),
+            ..GateSetup::default()
+        };
+        if self.grammar.is_empty() {
+            return Ok(setup);
+        }
+        let sampler = self.sampler.as_ref().ok_or(TemplateError::NoVocabulary)?;
+        setup.lazy = self.grammar_lazy;
+        if self.grammar_lazy {
+            setup.patterns = sampler.patterns.clone();
+            setup.tokens = ids(&sampler.tokens, "the trigger tokens")?;
+        } else {
+            setup.prefill = ids(&sampler.prefill_tokens, "the prefill tokens")?;
+        }
+        Ok(setup)
+    }
+
     /// Parses `text`, the model's output after the prompt, with llama.cpp's parser for this
     /// format (as llama-server does; `partial` while streaming).
     pub fn parse(&self, text: &str, partial: bool) -> Result<ParsedMessage, TemplateError> {

@@ -18,10 +18,11 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded};
 
 use super::sampling::{Scored, choose, penalized};
 use super::{LlamaGrammarSampler, LlmError, Model, Session, SessionOptions};
+use crate::lazy_gate::{FiredBy, GateSetup, GateStep, LazyGate, find_stop};
 use crate::llguidance::{LlgMatcher, Llguidance};
 use crate::record::{
-    BudgetNote, Candidate, DifferingToken, MaskDifference, PENALTY_WINDOW, Sampling, Stop,
-    TokenRecord, Totals,
+    BudgetNote, Candidate, DifferingToken, LazyNote, MaskDifference, PENALTY_WINDOW, Sampling,
+    Stop, TokenRecord, Totals,
 };
 use toolrail_engine::sample::SplitMix64;
 use toolrail_engine::{BudgetGuard, Engine, MaskEngine, State, TokenMask};
@@ -95,6 +96,10 @@ pub struct RunRequest {
     /// tokens after the common part are decoded). Off, the run decodes its prompt in a fresh
     /// context, so that a run's numbers never depend on the run before it.
     pub reuse_cache: bool,
+    /// A chat template's gating of the grammar (lazy triggers, prefill, stop strings), as
+    /// llama-server runs a `tools` request; `None` for a plain grammar, which constrains from
+    /// the first token.
+    pub gate: Option<GateSetup>,
 }
 
 /// What the worker is told.
@@ -427,11 +432,40 @@ impl WorkerState {
             .as_ref()
             .filter(|_| request.sampling.finish_in_budget)
             .map(|(engine, _)| BudgetGuard::new(engine.grammar(), masks.table().clone()));
-        let mut llama = match (request.engine, grammar_text) {
-            (EngineKind::Llama, Some(text)) => Some(LlamaGrammarSampler::new(model, text, "root")?),
+        // A lazy grammar sleeps behind llama.cpp's trigger gate; toolrail's recognizer follows
+        // it only once a trigger fires (the `llama` engine's sampler has its own gate).
+        let lazy = request
+            .gate
+            .as_ref()
+            .filter(|setup| setup.lazy && grammar_text.is_some());
+        let mut gate = match lazy {
+            Some(setup) => Some(
+                LazyGate::new(&setup.patterns, &setup.tokens)
+                    .map_err(|e| LlmError::Generation(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let mut llama = match (request.engine, grammar_text, lazy) {
+            (EngineKind::Llama, Some(text), Some(setup)) => Some(LlamaGrammarSampler::new_lazy(
+                model,
+                text,
+                "root",
+                &setup.patterns,
+                &setup.tokens,
+            )?),
+            (EngineKind::Llama, Some(text), None) => {
+                Some(LlamaGrammarSampler::new(model, text, "root")?)
+            }
             _ => None,
         };
         let mut guidance: Option<LlgMatcher> = match (request.engine, &track) {
+            (EngineKind::Llguidance, Some(_)) if request.gate.is_some() => {
+                return Err(LlmError::Generation(
+                    "llguidance does not run chat-template grammars (with their lazy triggers) \
+                     here yet: use the toolrail or llama engine for a template run"
+                        .to_owned(),
+                ));
+            }
             (EngineKind::Llguidance, Some((engine, _))) => {
                 if llg.is_none() {
                     *llg = Some(
@@ -456,6 +490,38 @@ impl WorkerState {
             }
             _ => None,
         };
+        // A grammar that is not lazy starts after the generation prompt, as llama-server feeds
+        // it (the tokens are in the prompt already, not generated).
+        let prefill = request
+            .gate
+            .as_ref()
+            .filter(|setup| !setup.lazy)
+            .map_or(&[][..], |setup| &setup.prefill[..]);
+        for &token in prefill {
+            let piece = model.piece(token);
+            if let Some((engine, state)) = &mut track {
+                *state = engine.accept_token(*state, token, &piece).ok_or_else(|| {
+                    LlmError::Generation(format!(
+                        "the generation prompt's token {token} ({:?}) is not allowed by the template's grammar",
+                        String::from_utf8_lossy(&piece)
+                    ))
+                })?;
+            }
+            if let Some(llama) = &mut llama {
+                llama.accept(token)?;
+            }
+            if let Some(guidance) = &mut guidance {
+                guidance.consume(token).map_err(|e| {
+                    LlmError::Generation(format!(
+                        "the generation prompt's token {token}: llguidance: {e}"
+                    ))
+                })?;
+            }
+        }
+        let stops = request
+            .gate
+            .as_ref()
+            .map_or(&[][..], |setup| &setup.stops[..]);
         let options = SessionOptions {
             context: request.context,
             threads: request.threads,
@@ -498,8 +564,9 @@ impl WorkerState {
         // The prefix: already decoded above; the grammar follows it as if it had been forced.
         for &token in &request.prefix {
             let piece = model.piece(token);
+            let (feed, _) = gated(gate.as_mut(), token, &piece, output.len());
             if let Some((engine, state)) = &mut track {
-                match engine.accept_token(*state, token, &piece) {
+                match feed_all(engine, *state, &feed) {
                     Some(next) => *state = next,
                     None if request.engine == EngineKind::Toolrail => {
                         return Err(LlmError::Generation(format!(
@@ -540,11 +607,13 @@ impl WorkerState {
                         break Stop::Cancelled;
                     }
                 };
+            // The grammar constrains unless a lazy one still sleeps.
+            let awake = gate.as_ref().is_none_or(|g| !g.awaiting());
             // The mask.
             let mask_started = Instant::now();
             let mask: Option<TokenMask> = match (request.engine, &mut track, &mut llama) {
                 (EngineKind::Llama, _, Some(llama)) => Some(llama.token_mask()?),
-                (EngineKind::Llguidance, _, _) => match &mut guidance {
+                (EngineKind::Llguidance, _, _) if awake => match &mut guidance {
                     Some(guidance) => Some(guidance.mask().map_err(|e| {
                         LlmError::Generation(format!(
                             "token {index} (output byte {}): llguidance: {e}",
@@ -553,7 +622,7 @@ impl WorkerState {
                     })?),
                     None => None,
                 },
-                (EngineKind::Toolrail, Some((engine, state)), _) => {
+                (EngineKind::Toolrail, Some((engine, state)), _) if awake => {
                     Some(masks.mask(engine, *state).map_err(|e| {
                         LlmError::Generation(format!(
                             "token {index} (output byte {}): {e}",
@@ -572,7 +641,7 @@ impl WorkerState {
                     EngineKind::Llama | EngineKind::Llguidance,
                     Some(theirs),
                     Some((engine, state)),
-                ) => {
+                ) if awake => {
                     let ours = masks.mask(engine, *state).map_err(|e| {
                         LlmError::Generation(format!(
                             "token {index} (output byte {}): toolrail's mask for the comparison: {e}",
@@ -583,7 +652,7 @@ impl WorkerState {
                 }
                 _ => None,
             };
-            if let (Some(mask), Some((engine, state))) = (&mask, &track)
+            if let (Some(mask), Some((engine, state)), true) = (&mask, &track, awake)
                 && mask.count() == 0
             {
                 break Stop::DeadEnd {
@@ -614,7 +683,7 @@ impl WorkerState {
                 }
                 None => match choice.token {
                     Some(token) => match (&guard, &mut track, &mask) {
-                        (Some(guard), Some((engine, state)), Some(mask)) => {
+                        (Some(guard), Some((engine, state)), Some(mask)) if awake => {
                             let remaining = request.sampling.max_tokens - index;
                             match guard.steer(engine, *state, mask, logits, token, remaining) {
                                 Some(instead) => {
@@ -650,8 +719,11 @@ impl WorkerState {
                 break Stop::EndOfGeneration;
             }
             let piece = model.piece(token);
+            let (feed, lazy_note) = gated(gate.as_mut(), token, &piece, output.len());
+            let lazy_note =
+                lazy_note.map(|note| describe_note(note, request.gate.as_ref(), &output, &piece));
             if let Some((engine, state)) = &mut track {
-                match engine.accept_token(*state, token, &piece) {
+                match feed_all(engine, *state, &feed) {
                     // A long run walks through ever new stack states: keep the memo bounded.
                     Some(next) => *state = masks.bound_memory(engine, next),
                     None if request.engine == EngineKind::Toolrail => {
@@ -689,6 +761,7 @@ impl WorkerState {
                 allowed: choice.allowed,
                 stacks: track
                     .as_ref()
+                    .filter(|_| gate.as_ref().is_none_or(|g| !g.awaiting()))
                     .map(|(engine, state)| engine.snapshot(*state)),
                 decode_ms,
                 mask_ms,
@@ -696,6 +769,7 @@ impl WorkerState {
                 sampled: Vec::new(),
                 disagreements: Vec::new(),
                 mask_difference: compared.clone().flatten(),
+                lazy: lazy_note,
             };
             if let Some(difference) = &compared {
                 totals.compared_steps += 1;
@@ -704,10 +778,17 @@ impl WorkerState {
             totals.tokens += 1;
             totals.decode_ms += decode_ms;
             totals.mask_ms += mask_ms;
+            let piece_start = output.len();
             output.extend_from_slice(&piece);
             generated.push(token);
             self.emit(request.id, Event::Token(Box::new(record)));
             index += 1;
+            if let Some((at, stop)) = find_stop(&output, piece_start, stops) {
+                output.truncate(at);
+                break Stop::StopString {
+                    stop: stop.to_owned(),
+                };
+            }
             let decode_started = Instant::now();
             session.feed(token)?;
             decode_ms = ms(decode_started);
@@ -725,6 +806,94 @@ impl WorkerState {
         };
         Ok((stop, totals, output))
     }
+}
+
+/// What a token gives the grammar behind a lazy gate: nothing while it sleeps, the replay when
+/// it wakes, the token's piece once awake (and always without a gate); with the gate's verdict
+/// for the record (`None` once awake and without a gate).
+fn gated(
+    gate: Option<&mut LazyGate>,
+    token: u32,
+    piece: &[u8],
+    output_len: usize,
+) -> (Vec<(u32, Vec<u8>)>, Option<GateNote>) {
+    let Some(gate) = gate else {
+        return (vec![(token, piece.to_vec())], None);
+    };
+    let before = gate.scan_cost().0;
+    let step = gate.accept(token, piece);
+    let scan_ms = (gate.scan_cost().0 - before).as_secs_f64() * 1000.0;
+    match step {
+        GateStep::Waiting => (Vec::new(), Some(GateNote::Dormant { scan_ms })),
+        GateStep::Active => (vec![(token, piece.to_vec())], None),
+        GateStep::Fired(fire) => {
+            let note = GateNote::Fired {
+                by: fire.by.clone(),
+                grammar_start: fire.grammar_start,
+                scan_ms,
+                output_len,
+            };
+            (fire.replay, Some(note))
+        }
+    }
+}
+
+/// The gate's verdict on one token, before it is put in words.
+enum GateNote {
+    Dormant {
+        scan_ms: f64,
+    },
+    Fired {
+        by: FiredBy,
+        grammar_start: usize,
+        scan_ms: f64,
+        /// The output's length before this token (a trigger token's grammar starts there).
+        output_len: usize,
+    },
+}
+
+/// The record's note for a gate verdict: `output` is the text before this token's `piece`.
+fn describe_note(
+    note: GateNote,
+    setup: Option<&GateSetup>,
+    output: &[u8],
+    piece: &[u8],
+) -> LazyNote {
+    match note {
+        GateNote::Dormant { scan_ms } => LazyNote::Dormant { scan_ms },
+        GateNote::Fired {
+            by,
+            grammar_start,
+            scan_ms,
+            output_len,
+        } => {
+            let (matched, start) = match &by {
+                FiredBy::Token(_) => (None, output_len),
+                FiredBy::Pattern { matched, .. } => (
+                    Some((matched.start as u64, matched.end as u64)),
+                    grammar_start,
+                ),
+            };
+            let mut text = output.to_vec();
+            text.extend_from_slice(piece);
+            let replayed = text.get(start..).unwrap_or_default();
+            LazyNote::Fired {
+                trigger: setup.map_or_else(String::new, |s| s.describe(&by)),
+                matched,
+                grammar_start: start as u64,
+                replayed: String::from_utf8_lossy(replayed).into_owned(),
+                scan_ms,
+            }
+        }
+    }
+}
+
+/// Feeds the pieces to the grammar in order; `None` when one is not accepted.
+fn feed_all(engine: &mut Engine, mut state: State, feed: &[(u32, Vec<u8>)]) -> Option<State> {
+    for (token, bytes) in feed {
+        state = engine.accept_token(state, *token, bytes)?;
+    }
+    Some(state)
 }
 
 /// A context kept from the last run with the options it was made with.

@@ -292,6 +292,7 @@ impl Run {
             stop,
             validation: self.outcome.as_ref().and_then(Outcome::to_json),
             totals,
+            template: None,
         }
     }
 }

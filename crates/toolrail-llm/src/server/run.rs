@@ -850,6 +850,7 @@ impl ServerRunner {
             sampled: Vec::new(),
             disagreements: Vec::new(),
             mask_difference: None,
+            lazy: None,
         };
         Ok((record, mask))
     }

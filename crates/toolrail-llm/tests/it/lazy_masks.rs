@@ -33,14 +33,14 @@ const TEMPLATES: &[&str] = &[
     "ibm-granite-granite-4.0",
 ];
 
-fn template_text(name: &str) -> Option<String> {
+pub(crate) fn template_text(name: &str) -> Option<String> {
     let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .join("../shared/corpus/llama-cpp-chat/templates")
         .join(format!("{name}.jinja"));
     std::fs::read_to_string(path).ok()
 }
 
-fn request() -> TemplateRequest {
+pub(crate) fn request() -> TemplateRequest {
     let mut request = TemplateRequest {
         messages: vec![json!({"role": "user", "content": "Call the special function with 1."})],
         tools: vec![json!({"type": "function", "function": {
@@ -61,7 +61,7 @@ fn request() -> TemplateRequest {
 }
 
 /// The template's own rendering of the call, without the end of turn (see chat_templates.rs).
-fn rendered_call(templates: &ChatTemplates, base: &TemplateResult) -> Option<String> {
+pub(crate) fn rendered_call(templates: &ChatTemplates, base: &TemplateResult) -> Option<String> {
     let turn = |message: Value| -> Option<String> {
         let mut history = request();
         history.messages.push(message);

@@ -16,3 +16,4 @@ mod llm_sampler;
 mod mask_agreement;
 mod maskbench_llama;
 mod server;
+mod template_runs;

@@ -130,6 +130,7 @@ mod tests {
             sampled: Vec::new(),
             disagreements: Vec::new(),
             mask_difference: None,
+            lazy: None,
         }
     }
 
@@ -153,6 +154,7 @@ mod tests {
             stop: Stop::EndOfGeneration,
             validation: None,
             totals: Totals::default(),
+            template: None,
         };
         let mut r = Replay::new(transcript, None);
         assert!(!r.back() && r.current().is_none() && r.text().is_empty());

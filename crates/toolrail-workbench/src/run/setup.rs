@@ -277,6 +277,7 @@ pub fn build_request(
         })),
         prefix: Vec::new(),
         reuse_cache: false,
+        gate: None,
     })
 }
 

@@ -69,6 +69,7 @@ pub fn to_markdown(t: &Transcript) -> String {
                 cell(&expected.join(", "))
             )
         }
+        Stop::StopString { stop } => format!("stop string {}", cell(&format!("{stop:?}"))),
         Stop::Error { message } => format!("error: {}", cell(message)),
     };
     out.push_str(&format!("| stopped | {stop} |\n"));
@@ -140,6 +141,9 @@ pub fn to_markdown(t: &Transcript) -> String {
             out.push_str(&format!("| {index} | {} |\n", cell(&d.describe())));
         }
     }
+    if let Some(run) = &t.template {
+        out.push_str(&template_section(run, &t.tokens, &t.output));
+    }
     if let Some(validation) = &t.validation {
         out.push_str("\n## Validation\n\n");
         out.push_str(&fence(
@@ -148,4 +152,119 @@ pub fn to_markdown(t: &Transcript) -> String {
         ));
     }
     out
+}
+
+/// The chat template's part: source, lazy or not, triggers, the trigger timeline, llama.cpp's
+/// parse.
+fn template_section(
+    run: &super::TemplateRun,
+    tokens: &[super::TokenRecord],
+    output: &str,
+) -> String {
+    use toolrail_llm::record::LazyNote;
+    let r = &run.result;
+    let mut out = String::from("\n## Chat template\n\n| | |\n|---|---|\n");
+    out.push_str(&format!("| template | {} |\n", cell(&run.source)));
+    out.push_str(&format!("| format | {} |\n", cell(&r.format)));
+    out.push_str(&format!(
+        "| grammar | {} |\n",
+        if r.grammar.is_empty() {
+            "none"
+        } else if r.grammar_lazy {
+            "lazy: dormant until a trigger fires"
+        } else {
+            "constrains from the first token"
+        }
+    ));
+    let triggers = r
+        .sampler
+        .as_ref()
+        .map_or(&r.grammar_triggers, |s| &s.triggers);
+    for trigger in triggers {
+        out.push_str(&format!(
+            "| trigger | {} `{}` |\n",
+            trigger.kind,
+            cell(&trigger.value)
+        ));
+    }
+    if !r.preserved_tokens.is_empty() {
+        out.push_str(&format!(
+            "| preserved tokens | {} |\n",
+            cell(&r.preserved_tokens.join(" "))
+        ));
+    }
+    if !r.additional_stops.is_empty() {
+        out.push_str(&format!(
+            "| stops | {} |\n",
+            cell(&format!("{:?}", r.additional_stops))
+        ));
+    }
+    let dormant = tokens
+        .iter()
+        .filter(|t| matches!(t.lazy, Some(LazyNote::Dormant { .. })))
+        .count();
+    let scan_ms: f64 = tokens
+        .iter()
+        .map(|t| match t.lazy {
+            Some(LazyNote::Dormant { scan_ms } | LazyNote::Fired { scan_ms, .. }) => scan_ms,
+            None => 0.0,
+        })
+        .sum();
+    if r.grammar_lazy {
+        let fired = tokens.iter().find_map(|t| match &t.lazy {
+            Some(LazyNote::Fired {
+                trigger,
+                grammar_start,
+                replayed,
+                ..
+            }) => Some(format!(
+                "token {} (`{}`): `{}` fired; the grammar starts at byte {grammar_start} with `{}`",
+                t.index,
+                cell(&t.piece),
+                cell(trigger),
+                cell(replayed)
+            )),
+            _ => None,
+        });
+        out.push_str(&format!(
+            "| timeline | {dormant} token(s) free while the grammar slept; {}; trigger search {scan_ms:.3} ms in all |\n",
+            fired.unwrap_or_else(|| never_fired(run, output))
+        ));
+    }
+    match (&run.parsed, &run.parse_error) {
+        (Some(parsed), _) => {
+            out.push_str(&format!(
+                "| llama.cpp's parse | content `{}`, reasoning `{}`, {} call(s) |\n",
+                cell(&parsed.content),
+                cell(&parsed.reasoning_content),
+                parsed.tool_calls.len()
+            ));
+            for call in &parsed.tool_calls {
+                out.push_str(&format!(
+                    "| call | `{}` `{}` |\n",
+                    cell(&call.name),
+                    cell(&call.arguments)
+                ));
+            }
+        }
+        (None, Some(error)) => out.push_str(&format!(
+            "| llama.cpp's parse | failed: {} |\n",
+            cell(error)
+        )),
+        (None, None) => {}
+    }
+    out
+}
+
+/// Why no trigger fired: the nearest start of a trigger word in the output.
+fn never_fired(run: &super::TemplateRun, output: &str) -> String {
+    let patterns = run
+        .result
+        .sampler
+        .as_ref()
+        .map_or(&[][..], |s| &s.patterns[..]);
+    match toolrail_llm::lazy_gate::nearest_miss(patterns, output.as_bytes()) {
+        Some(miss) => format!("no trigger fired; nearest: {}", cell(&miss.describe())),
+        None => "no trigger fired; no trigger word starts in the output".to_owned(),
+    }
 }

@@ -8,6 +8,7 @@ mod markdown;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use toolrail_llm::template::{ParsedMessage, TemplateResult};
 use toolrail_llm::worker::EngineKind;
 use toolrail_tools::envelope::Format;
 
@@ -71,6 +72,29 @@ pub struct Transcript {
     pub validation: Option<serde_json::Value>,
     /// Totals over the run.
     pub totals: Totals,
+    /// The chat template whose own tool calling the run followed (prompt, grammar, triggers,
+    /// llama.cpp's parse of the output); absent for other grammar sources and in older
+    /// transcripts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<TemplateRun>,
+}
+
+/// A run under a chat template's own tool calling, as recorded: what llama.cpp built from the
+/// template and what its parser read back from the output. The per-token trigger timeline is in
+/// the tokens' `lazy` notes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TemplateRun {
+    /// Where the template came from (`model.gguf (its chat template)`, a template file).
+    pub source: String,
+    /// What llama.cpp built: prompt, grammar, lazy flag, triggers, preserved tokens, stops,
+    /// format and parser (enough to parse the output again).
+    pub result: TemplateResult,
+    /// llama.cpp's parse of the output (content, reasoning, tool calls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parsed: Option<ParsedMessage>,
+    /// Why llama.cpp's parser refused the output, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parse_error: Option<String>,
 }
 
 /// A run on a llama-server, as recorded.
@@ -86,6 +110,24 @@ pub struct ServerRun {
     pub model: Option<String>,
     /// What was asked.
     pub request: ServerRequest,
+}
+
+impl TemplateRun {
+    /// Parses the run's `output` with llama.cpp's parser for the template's format (as
+    /// llama-server returns a response), keeping the message or the parser's refusal.
+    pub fn parse(&mut self, output: &str) -> &TemplateRun {
+        match self.result.parse(output, false) {
+            Ok(message) => {
+                self.parsed = Some(message);
+                self.parse_error = None;
+            }
+            Err(e) => {
+                self.parsed = None;
+                self.parse_error = Some(e.to_string());
+            }
+        }
+        self
+    }
 }
 
 /// What a server run asked for.

@@ -46,6 +46,7 @@ fn sample_transcript() -> Transcript {
             sampled: Vec::new(),
             disagreements: Vec::new(),
             mask_difference: None,
+            lazy: None,
         });
     }
     Transcript {
@@ -78,6 +79,7 @@ fn sample_transcript() -> Transcript {
             tokens_per_s: 60.0,
             ..Totals::default()
         },
+        template: None,
     }
 }
 

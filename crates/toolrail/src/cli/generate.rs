@@ -15,14 +15,17 @@ use serde_json::{Value, json};
 
 use super::grammar::FormatArg;
 use toolrail_llm::server::{Props, RequestKind, ServerClient, ServerOptions, ServerWorker};
+use toolrail_llm::template::{ChatTemplates, TemplateRequest, ToolChoice};
 use toolrail_llm::worker::{Command, EngineKind, Event, RunEvent, RunRequest, Worker};
 use toolrail_llm::{ChatFormat, Model, ModelSpec, Models, SamplingDefaults};
 use toolrail_tools::grammar::{GrammarOptions, schema_grammar, tool_call_grammar};
 use toolrail_tools::prompt::build_prompt;
+use toolrail_tools::toolset::ToolSet;
 use toolrail_tools::validate::{ValidateOptions, Validator};
 use toolrail_workbench::run::{family_for, sampling_with_defaults};
 use toolrail_workbench::transcript::{
-    ModelInfo, Sampling, ServerRequest, ServerRun, Stop, TRANSCRIPT_VERSION, Transcript,
+    ModelInfo, Sampling, ServerRequest, ServerRun, Stop, TRANSCRIPT_VERSION, TemplateRun,
+    Transcript,
 };
 
 /// Arguments of `toolrail generate`.
@@ -136,6 +139,31 @@ pub struct GenerateArgs {
     /// server's sampling chain (`post_sampling_probs`).
     #[arg(long, requires = "server")]
     pub no_post_sampling: bool,
+    /// Generate as llama-server does for a `tools` request: prompt, tool-call grammar and its
+    /// lazy triggers from a chat template (the model's own with `--template` alone, or this
+    /// Jinja file), the grammar dormant until a trigger fires, the output parsed by llama.cpp's
+    /// parser for the template's format. Needs --tools.
+    #[arg(
+        long,
+        value_name = "FILE",
+        num_args = 0..=1,
+        default_missing_value = "",
+        requires = "tools",
+        conflicts_with_all = ["grammar", "schema", "server", "raw"]
+    )]
+    pub template: Option<String>,
+    /// With --template: `auto`, `required`, `none`, or a tool name.
+    #[arg(long, default_value = "auto", requires = "template")]
+    pub tool_choice: String,
+    /// With --template: allow parallel tool calls (default: llama-server's).
+    #[arg(long, requires = "template")]
+    pub parallel: bool,
+    /// With --template: thinking on or off (default: llama-server's rule).
+    #[arg(long, requires = "template")]
+    pub thinking: Option<bool>,
+    /// With --template: the reasoning format (none, auto, deepseek, deepseek-legacy).
+    #[arg(long, requires = "template")]
+    pub reasoning_format: Option<String>,
     /// Write the transcript (JSON) here.
     #[arg(long)]
     pub transcript: Option<PathBuf>,
@@ -274,6 +302,11 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     let spec = args.model.resolve()?;
     eprintln!("loading {} ...", spec.path.display());
     let model = Model::load(&spec, |_| true)?;
+    if args.template.is_some() && args.format != FormatArg::Openai {
+        bail!(
+            "--format applies to toolrail's own envelopes; with --template the chat template decides the format"
+        );
+    }
     let tools = match &args.tools {
         Some(path) => {
             let text = super::read_text(path, "the tool set")?;
@@ -281,7 +314,15 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    let mut template = match (&args.template, &tools) {
+        (Some(file), Some(tools)) => Some(apply_template(args, file, &spec, tools)?),
+        _ => None,
+    };
     let grammar = match (&tools, &args.grammar) {
+        (Some(_), _) if template.is_some() => template
+            .as_ref()
+            .map(|t| t.result.grammar.clone())
+            .filter(|g| !g.is_empty()),
         // the server builds its own grammar from its chat template
         (Some(_), _) if args.request == RequestArg::Tools => None,
         (None, None) if schema.is_some() => {
@@ -309,7 +350,9 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         .flat_map(|t| t.tools())
         .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
         .collect();
-    let prompt = if args.raw {
+    let prompt = if let Some(template) = &template {
+        template.result.prompt.clone()
+    } else if args.raw {
         args.prompt.clone()
     } else {
         let family = match spec.chat_format {
@@ -418,6 +461,10 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         threads: None,
         prefix: Vec::new(),
         reuse_cache: false,
+        gate: match &template {
+            Some(t) => Some(t.result.gate_setup()?),
+            None => None,
+        },
     };
     let start = std::time::Instant::now();
     let mut first_token_ms: Option<f64> = None;
@@ -483,6 +530,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
                 expected.join(", ")
             )
         }
+        Stop::StopString { stop } => format!("stop string {stop:?} (the output ends before it)"),
         Stop::Error { message } => format!("error: {message}"),
     };
     eprintln!(
@@ -538,6 +586,23 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     }
     let mut valid = true;
     let validation = match (&tools, &server_calls) {
+        (Some(tools), None) if template.is_some() => {
+            if let Some(t) = &template {
+                report_trigger(t, &tokens, &output);
+            }
+            let run = template.as_mut().map(|t| t.parse(&output));
+            let (checked, messages) = match run {
+                Some(run) => validate_parsed(tools, run, &args.tool_choice)?,
+                None => (Value::Null, Vec::new()),
+            };
+            valid = messages.is_empty();
+            if valid {
+                eprintln!("validation: llama.cpp's parse is valid for the tool set");
+            } else {
+                eprintln!("validation: invalid: {}", messages.join("; "));
+            }
+            Some(json!({"valid": valid, "messages": messages, "calls": checked}))
+        }
         (Some(tools), Some(calls)) => {
             let validator = Validator::new(tools)?;
             let mut messages: Vec<String> = Vec::new();
@@ -618,6 +683,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         stop: stop.clone(),
         validation,
         totals,
+        template,
     };
     if let Some(path) = &args.transcript {
         transcript.save(path)?;
@@ -632,4 +698,160 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         _ if !valid => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// Builds what llama-server builds for `tools` from the chat template (`file`, or the model's own
+/// when empty) with the model's vocabulary, and says what it is on stderr.
+fn apply_template(
+    args: &GenerateArgs,
+    file: &str,
+    spec: &ModelSpec,
+    tools: &ToolSet,
+) -> anyhow::Result<TemplateRun> {
+    let text = if file.is_empty() {
+        None
+    } else {
+        Some(
+            String::from_utf8(super::read_input(file)?)
+                .with_context(|| format!("{file}: the template is not UTF-8"))?,
+        )
+    };
+    let source = if file.is_empty() {
+        format!("{} (its chat template)", spec.path.display())
+    } else {
+        file.to_owned()
+    };
+    let templates =
+        ChatTemplates::from_gguf(&spec.path, text.as_deref()).with_context(|| source.clone())?;
+    let mut request = TemplateRequest::for_tools(tools, &args.prompt);
+    request.tool_choice = ToolChoice::parse(&args.tool_choice);
+    if let ToolChoice::Named(name) = &request.tool_choice
+        && tools.get(name).is_none()
+    {
+        bail!(
+            "--tool-choice {name}: not auto, required, none, or a tool of the set ({})",
+            tools.names().join(", ")
+        );
+    }
+    if args.parallel {
+        request.parallel_tool_calls = Some(true);
+    }
+    request.enable_thinking = args.thinking;
+    request.reasoning_format = args.reasoning_format.clone();
+    let result = templates.apply(&request).with_context(|| source.clone())?;
+    eprintln!(
+        "template: {source}: format {}, grammar {}",
+        result.format,
+        if result.grammar.is_empty() {
+            "none (unconstrained)"
+        } else if result.grammar_lazy {
+            "lazy (dormant until a trigger fires)"
+        } else {
+            "not lazy (constrains from the first token)"
+        }
+    );
+    for warning in &result.warnings {
+        eprintln!("template: warning: {warning}");
+    }
+    if let Some(sampler) = &result.sampler
+        && result.grammar_lazy
+    {
+        for trigger in &sampler.triggers {
+            eprintln!("template: trigger {} {:?}", trigger.kind, trigger.value);
+        }
+    }
+    Ok(TemplateRun {
+        source,
+        result,
+        parsed: None,
+        parse_error: None,
+    })
+}
+
+/// llama.cpp's parse of a template run's output, each call checked against the tool set:
+/// the calls as JSON and what is wrong (empty when valid). A parse llama.cpp refuses, or no
+/// call under `tool_choice` `required`, is invalid.
+fn validate_parsed(
+    tools: &ToolSet,
+    run: &TemplateRun,
+    tool_choice: &str,
+) -> anyhow::Result<(Value, Vec<String>)> {
+    let mut messages = Vec::new();
+    let Some(parsed) = &run.parsed else {
+        let error = run.parse_error.clone().unwrap_or_default();
+        eprintln!("llama.cpp's parse: failed: {error}");
+        messages.push(format!("llama.cpp's parser refused the output: {error}"));
+        return Ok((Value::Null, messages));
+    };
+    eprintln!(
+        "llama.cpp's parse: content {:?}, reasoning {:?}, {} call(s)",
+        parsed.content,
+        parsed.reasoning_content,
+        parsed.tool_calls.len()
+    );
+    if parsed.tool_calls.is_empty() && tool_choice == "required" {
+        messages.push("tool_choice is required but llama.cpp parsed no tool call".into());
+    }
+    let validator = Validator::new(tools)?;
+    for (i, call) in parsed.tool_calls.iter().enumerate() {
+        eprintln!("call {i}: {}({})", call.name, call.arguments);
+        match serde_json::from_str::<Value>(&call.arguments) {
+            Ok(arguments) => {
+                let check = validator.check_call(&call.name, &arguments);
+                if !check.is_valid() {
+                    messages.push(format!(
+                        "call {i} ({}): {}",
+                        call.name,
+                        check.feedback.join("; ")
+                    ));
+                }
+            }
+            Err(e) => messages.push(format!("call {i} ({}): arguments not JSON: {e}", call.name)),
+        }
+    }
+    Ok((serde_json::to_value(&parsed.tool_calls)?, messages))
+}
+
+/// The trigger timeline on stderr: where the lazy grammar woke, or why it never did.
+fn report_trigger(
+    run: &TemplateRun,
+    tokens: &[toolrail_workbench::transcript::TokenRecord],
+    output: &str,
+) {
+    use toolrail_llm::record::LazyNote;
+    if !run.result.grammar_lazy || run.result.grammar.is_empty() {
+        return;
+    }
+    let scan_ms: f64 = tokens
+        .iter()
+        .map(|t| match t.lazy {
+            Some(LazyNote::Dormant { scan_ms } | LazyNote::Fired { scan_ms, .. }) => scan_ms,
+            None => 0.0,
+        })
+        .sum();
+    let fired = tokens.iter().find_map(|t| match &t.lazy {
+        Some(LazyNote::Fired {
+            trigger,
+            grammar_start,
+            replayed,
+            ..
+        }) => Some(format!(
+            "trigger {trigger:?} fired at token {} ({:?}); the grammar starts at byte {grammar_start} with {replayed:?}",
+            t.index, t.piece
+        )),
+        _ => None,
+    });
+    let patterns = run
+        .result
+        .sampler
+        .as_ref()
+        .map_or(&[][..], |s| &s.patterns[..]);
+    let line = match fired {
+        Some(line) => line,
+        None => match toolrail_llm::lazy_gate::nearest_miss(patterns, output.as_bytes()) {
+            Some(miss) => format!("no trigger fired; nearest: {}", miss.describe()),
+            None => "no trigger fired; no trigger word starts in the output".to_owned(),
+        },
+    };
+    eprintln!("lazy grammar: {line}; trigger search {scan_ms:.3} ms in all");
 }

@@ -125,3 +125,78 @@ fn a_template_llama_cpp_refuses_exits_2_with_its_message() {
     assert_eq!(code, 2, "{stdout}");
     assert!(stderr.contains("llama.cpp: "), "{stderr}");
 }
+
+/// `generate --template` on the test model: Hermes 2 Pro's template with `tool_choice`
+/// `required` gives a grammar that constrains from the first token; greedy under it (and the
+/// budget guard) writes a call, which llama.cpp's parser reads back and the validator accepts;
+/// the transcript records the template, its parse, and tokens without lazy notes.
+#[test]
+fn generate_with_a_template_grammar_parses_and_validates_the_call() {
+    let Some(path) = template("NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use") else {
+        return;
+    };
+    let Some(model) = toolrail_llm::test_model_for_suite().unwrap_or_else(|e| panic!("{e}")) else {
+        return;
+    };
+    let model = model.to_string_lossy().into_owned();
+    let transcript =
+        std::env::temp_dir().join(format!("toolrail-gen-template-{}.json", std::process::id()));
+    let transcript_arg = transcript.to_string_lossy().into_owned();
+    let (code, stdout, stderr) = run(&[
+        "generate",
+        "--model",
+        &model,
+        "--tools",
+        WEATHER,
+        "--template",
+        &path,
+        "--tool-choice",
+        "required",
+        "--prompt",
+        "What is the weather in Paris?",
+        "--max-tokens",
+        "40",
+        "--transcript",
+        &transcript_arg,
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stderr.contains("grammar not lazy"), "{stderr}");
+    assert!(stderr.contains("call 0: get_weather("), "{stderr}");
+    let text = std::fs::read_to_string(&transcript).unwrap();
+    let _ = std::fs::remove_file(&transcript);
+    let t: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(t["template"]["source"], path.as_str());
+    assert_eq!(t["template"]["result"]["grammar_lazy"], false);
+    assert_eq!(
+        t["template"]["parsed"]["tool_calls"][0]["name"],
+        "get_weather"
+    );
+    assert_eq!(t["validation"]["valid"], true);
+    assert_eq!(t["prompt"], t["template"]["result"]["prompt"]);
+    let tokens = t["tokens"].as_array().unwrap();
+    assert!(!tokens.is_empty());
+    assert!(tokens.iter().all(|r| r.get("lazy").is_none()));
+    assert!(tokens.iter().all(|r| r["allowed"].as_u64() < Some(262_144)));
+}
+
+/// `--template` is refused with a custom grammar (llama-server refuses `grammar` with `tools`).
+#[test]
+fn generate_template_refuses_what_llama_server_refuses() {
+    let (code, _, stderr) = run(&[
+        "generate",
+        "--model",
+        "m.gguf",
+        "--tools",
+        WEATHER,
+        "--template",
+        "--grammar",
+        "g.gbnf",
+        "--prompt",
+        "x",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--grammar") && stderr.contains("--template"),
+        "{stderr}"
+    );
+}

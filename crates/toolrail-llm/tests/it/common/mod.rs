@@ -86,5 +86,6 @@ pub fn run_request(
         threads: Some(1),
         prefix: Vec::new(),
         reuse_cache: false,
+        gate: None,
     }
 }
