@@ -322,6 +322,24 @@ pub fn tool_feedback_turn(family: PromptFamily, assistant: &str, tool_message: &
     }
 }
 
+/// Continues a prompt built by [`build_prompt`] after the model's answer `assistant` with a new
+/// user message: closes the assistant turn, adds the user turn and opens the next assistant turn
+/// (the same turn markers as [`build_prompt`]).
+pub fn user_turn(family: PromptFamily, assistant: &str, user: &str) -> String {
+    match family {
+        PromptFamily::Llama31 => format!(
+            "{assistant}<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n{user}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+        ),
+        PromptFamily::Hermes => format!(
+            "{assistant}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
+        ),
+        PromptFamily::Gemma => format!(
+            "{assistant}<end_of_turn>\n<start_of_turn>user\n{user}<end_of_turn>\n<start_of_turn>model\n"
+        ),
+        PromptFamily::Generic => format!("{assistant}\nUser: {user}\nAssistant:"),
+    }
+}
+
 /// `name(param: type, ...)` from the tool's parameters schema.
 pub fn signature(spec: &ToolSpec) -> String {
     let empty = Map::new();
