@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 pub mod actions;
 pub mod analysis;
+pub mod conversation;
 pub mod example;
 pub mod fsutil;
 pub mod jsonpos;
