@@ -17,6 +17,7 @@ use toolrail_workbench::analysis::{Analysis, AnalysisInput, Analyzer};
 use toolrail_workbench::run::{RunSettings, RunState};
 use toolrail_workbench::workspace::{self, Autosave, RecentKind, Theme, Workspace};
 
+pub mod conversation_view;
 pub mod dialogs;
 pub mod editor;
 pub mod highlight;
@@ -97,6 +98,8 @@ pub struct Shared {
     pub dialogs: FileDialogs,
     /// A workspace file to switch to or save as, handled by the app (which owns autosave).
     pub workspace_file: Option<(FileRequest, PathBuf)>,
+    /// Run ▸ Conversation… was chosen: the app opens the Conversation window.
+    pub open_conversation: bool,
     repaint: Repaint,
 }
 
@@ -375,6 +378,8 @@ pub struct ToolrailApp {
     screenshot: Option<screenshot::Screenshot>,
     applied_theme: Option<Theme>,
     autosave_checked: Instant,
+    /// The Conversation window (public for tests).
+    pub conversation: conversation_view::ConversationView,
 }
 
 /// How often autosave compares the workspace with what is on disk.
@@ -411,6 +416,7 @@ impl ToolrailApp {
             messages: Vec::new(),
             dialogs: FileDialogs::default(),
             workspace_file: None,
+            open_conversation: false,
             repaint: Arc::clone(&repaint),
         };
         shared.run.demo = options.demo_run;
@@ -439,6 +445,7 @@ impl ToolrailApp {
             screenshot,
             applied_theme: None,
             autosave_checked: Instant::now(),
+            conversation: Default::default(),
         }
     }
 
@@ -661,6 +668,8 @@ impl eframe::App for ToolrailApp {
         if let Some((request, path)) = self.shared.dialogs.prompt_ui(ui.ctx()) {
             self.shared.file_chosen(request, path);
         }
+        self.conversation.open |= std::mem::take(&mut self.shared.open_conversation);
+        self.conversation.show(ui.ctx(), &mut self.shared);
     }
 
     fn on_exit(&mut self) {
@@ -727,6 +736,16 @@ fn menu_bar(ui: &mut egui::Ui, shared: &mut Shared) {
                 egui::Button::new(action.label()).shortcut_text(shortcuts::text(ui.ctx(), action));
             if ui.add(button).clicked() {
                 shared.queue(action);
+            }
+            ui.separator();
+            if ui
+                .button("Conversation…")
+                .on_hover_text(
+                    "A multi-turn run: tool results and validator feedback go back to the model",
+                )
+                .clicked()
+            {
+                shared.open_conversation = true;
             }
         });
         ui.menu_button("View", |ui| {

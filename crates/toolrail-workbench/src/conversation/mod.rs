@@ -21,6 +21,7 @@
 //! ([`Conversation::replay`]) and exports as Markdown that reads as a conversation.
 
 mod markdown;
+mod session;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -40,6 +41,7 @@ use toolrail_tools::toolset::{Tool, ToolSet};
 use toolrail_tools::validate::{CallCheck, Report, ValidateOptions, Validator};
 
 pub use markdown::to_markdown;
+pub use session::ConversationSession;
 
 /// The conversation file format version this build writes and reads.
 pub const CONVERSATION_VERSION: u32 = 1;
