@@ -17,6 +17,7 @@ use toolrail_workbench::analysis::{Analysis, AnalysisInput, Analyzer};
 use toolrail_workbench::run::{RunSettings, RunState};
 use toolrail_workbench::workspace::{self, Autosave, LiveRefresh, RecentKind, Theme, Workspace};
 
+pub mod conversation_view;
 pub mod dialogs;
 pub mod editor;
 pub mod highlight;
@@ -100,6 +101,8 @@ pub struct Shared {
     pub workspace_file: Option<(FileRequest, PathBuf)>,
     /// What draws the window's frames (decides the live refresh's pace under Auto).
     pub renderer: renderer::Renderer,
+    /// Run ▸ Conversation… was chosen: the app opens the Conversation window.
+    pub open_conversation: bool,
     repaint: Repaint,
 }
 
@@ -378,6 +381,8 @@ pub struct ToolrailApp {
     screenshot: Option<screenshot::Screenshot>,
     applied_theme: Option<Theme>,
     autosave_checked: Instant,
+    /// The Conversation window (public for tests).
+    pub conversation: conversation_view::ConversationView,
 }
 
 /// How often autosave compares the workspace with what is on disk.
@@ -415,6 +420,7 @@ impl ToolrailApp {
             dialogs: FileDialogs::default(),
             workspace_file: None,
             renderer: renderer::Renderer::Unknown,
+            open_conversation: false,
             repaint: Arc::clone(&repaint),
         };
         shared.run.demo = options.demo_run;
@@ -443,6 +449,7 @@ impl ToolrailApp {
             screenshot,
             applied_theme: None,
             autosave_checked: Instant::now(),
+            conversation: Default::default(),
         }
     }
 
@@ -679,6 +686,8 @@ impl eframe::App for ToolrailApp {
         if let Some((request, path)) = self.shared.dialogs.prompt_ui(ui.ctx()) {
             self.shared.file_chosen(request, path);
         }
+        self.conversation.open |= std::mem::take(&mut self.shared.open_conversation);
+        self.conversation.show(ui.ctx(), &mut self.shared);
     }
 
     fn on_exit(&mut self) {
@@ -750,6 +759,16 @@ fn menu_bar(ui: &mut egui::Ui, shared: &mut Shared) {
                 egui::Button::new(action.label()).shortcut_text(shortcuts::text(ui.ctx(), action));
             if ui.add(button).clicked() {
                 shared.queue(action);
+            }
+            ui.separator();
+            if ui
+                .button("Conversation…")
+                .on_hover_text(
+                    "A multi-turn run: tool results and validator feedback go back to the model",
+                )
+                .clicked()
+            {
+                shared.open_conversation = true;
             }
         });
         ui.menu_button("View", |ui| {

@@ -1,11 +1,16 @@
-//! `toolrail bench-calls`'s logic, seed 001's convergence bench on BFCL questions: for each
-//! question, the model answers greedily twice — under the tool set's grammar (`toolrail`
-//! engine) and free (`none`) — and each answer is scored:
+//! `toolrail bench-calls`'s logic, a convergence bench on BFCL questions: grammar versus prompt
+//! plus retries ([`BenchMode`]). For each question the model answers greedily
 //!
-//! - *valid call*: with the grammar, the whole output validates as one call in the envelope;
-//!   without, the first call [`extract_calls`] finds in the free text validates against the
-//!   tool set (name known, arguments satisfy the schema);
-//! - *first-tool match*: that call names the tool of BFCL's first ground-truth call.
+//! - under the tool set's grammar (`toolrail` engine): one answer;
+//! - free (`none` engine), prompt only (optionally with a few-shot example call): the first
+//!   call [`extract_calls`] finds in the text is checked by the validator; a blocked call (none
+//!   found, unknown tool, arguments against the schema) is not run, the validator's feedback
+//!   line with its JSON pointers goes back as a `role=tool` turn ([`tool_feedback_turn`]) and
+//!   the model answers again, until a valid call or `max_blocked` consecutive blocked calls.
+//!
+//! Each is scored: *valid call* (with the grammar, the whole output validates as one call in the
+//! envelope; without, the extracted call validates against the tool set), *first-tool match*
+//! (that call names the tool of BFCL's first ground-truth call), attempts, tokens and wall time.
 //!
 //! Cases come from BFCL v4 files (`X.json`: one `{id, question, function}` a line; the ground
 //! truth in `X.answers.json` beside it: `{id, ground_truth: [{tool: {...}}]}`).
@@ -17,13 +22,14 @@ use serde_json::{Value, json};
 use super::bench::{GreedyRun, RunEnd};
 use super::worker::EngineKind;
 use super::{LlmError, Model, SessionOptions};
+use std::time::Instant;
 use toolrail_engine::MaskEngine;
-use toolrail_tools::envelope::Format;
+use toolrail_tools::envelope::{Format, Spacing, render_call};
 use toolrail_tools::extract::extract_calls;
 use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
-use toolrail_tools::prompt::{PromptFamily, build_prompt};
+use toolrail_tools::prompt::{PromptFamily, build_prompt, tool_feedback_turn};
 use toolrail_tools::toolset::ToolSet;
-use toolrail_tools::validate::{ValidateOptions, Validator};
+use toolrail_tools::validate::{CallCheck, ValidateOptions, Validator};
 
 /// Why the bench could not run.
 #[derive(Debug, thiserror::Error)]
@@ -159,6 +165,31 @@ pub fn load_cases(path: &Path, skip: usize, n: usize) -> Result<Vec<BfclCase>, B
     Ok(cases)
 }
 
+/// Which ways of getting a call `bench-calls` measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BenchMode {
+    /// The tool set's grammar: one answer, valid by construction unless cut off.
+    Grammar,
+    /// Prompt only: the call extracted from free text, the validator's error sent back as a
+    /// `role=tool` message and the model asked again, up to the blocked-call limit.
+    Retry,
+    /// Both, side by side.
+    Both,
+}
+
+impl BenchMode {
+    /// Whether the grammar is measured.
+    pub fn grammar(self) -> bool {
+        matches!(self, BenchMode::Grammar | BenchMode::Both)
+    }
+
+    /// Whether prompt + retries is measured.
+    pub fn retry(self) -> bool {
+        matches!(self, BenchMode::Retry | BenchMode::Both)
+    }
+}
+
 /// How one answer scored.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Attempt {
@@ -176,19 +207,53 @@ pub struct Attempt {
     pub budget_replaced: u32,
     /// The text generated.
     pub output: String,
+    /// The validator's feedback sent back to the model after this answer (retry mode, when the
+    /// call was blocked and another attempt followed or the limit was reached).
+    pub feedback: Option<String>,
 }
 
-/// One question's two answers.
+/// One way of answering one question: its attempts and what they came to.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ModeResult {
+    /// The last attempt is a valid call.
+    pub valid: bool,
+    /// The tool of the last attempt's call, if any.
+    pub tool: Option<String>,
+    /// That tool is the ground truth's first tool.
+    pub tool_match: bool,
+    /// Every attempt, in order (one under the grammar).
+    pub attempts: Vec<Attempt>,
+    /// Tokens generated over all attempts.
+    pub tokens: u32,
+    /// Wall time over all attempts (prompt processing included), in milliseconds.
+    pub wall_ms: f64,
+}
+
+impl ModeResult {
+    fn of(attempts: Vec<Attempt>, wall_ms: f64) -> ModeResult {
+        let last = attempts.last();
+        ModeResult {
+            valid: last.is_some_and(|a| a.valid),
+            tool: last.and_then(|a| a.tool.clone()),
+            tool_match: last.is_some_and(|a| a.tool_match),
+            tokens: attempts.iter().map(|a| a.tokens).sum(),
+            attempts,
+            wall_ms,
+        }
+    }
+}
+
+/// One question's answers.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct CaseResult {
     /// BFCL's id.
     pub id: String,
     /// The ground truth's first tool.
     pub expected_tool: Option<String>,
-    /// Under the grammar.
-    pub with_grammar: Attempt,
-    /// Free, scored by extraction.
-    pub without_grammar: Attempt,
+    /// Under the grammar (modes `grammar` and `both`).
+    pub grammar: Option<ModeResult>,
+    /// Prompt only, extraction and validator-feedback retries (modes `retry` and `both`).
+    pub retry: Option<ModeResult>,
 }
 
 /// Options of [`run_case`].
@@ -202,11 +267,33 @@ pub struct CallsOptions {
     pub max_tokens: u32,
     /// Decoding threads.
     pub threads: Option<u32>,
-    /// Repetition penalty for both runs (1.0: off; see [`GreedyRun::with_repeat_penalty`]).
+    /// Repetition penalty for every run (1.0: off; see [`GreedyRun::with_repeat_penalty`]).
     pub repeat_penalty: f32,
     /// Keep the run under the grammar able to finish within `max_tokens`
     /// (see [`GreedyRun::with_budget_guard`]).
     pub budget_guard: bool,
+    /// What to measure.
+    pub mode: BenchMode,
+    /// Retry mode: stop after this many consecutive blocked calls (at least 1).
+    pub max_blocked: u32,
+    /// Retry mode: add an example call of the question's first tool to the prompt.
+    pub few_shot: bool,
+}
+
+impl Default for CallsOptions {
+    fn default() -> Self {
+        CallsOptions {
+            format: Format::OpenAi,
+            family: PromptFamily::Generic,
+            max_tokens: 128,
+            threads: None,
+            repeat_penalty: 1.0,
+            budget_guard: true,
+            mode: BenchMode::Both,
+            max_blocked: 3,
+            few_shot: false,
+        }
+    }
 }
 
 /// Produces one answer from (prompt text, grammar): in-process or on a llama-server.
@@ -225,7 +312,56 @@ pub struct Answer {
     pub budget_replaced: u32,
 }
 
-/// Runs one question with and without the grammar, in-process.
+impl Answer {
+    /// This answer as an attempt not scored yet (`valid` false, no tool, no feedback).
+    fn unscored(self) -> Attempt {
+        Attempt {
+            valid: false,
+            tool: None,
+            tool_match: false,
+            tokens: self.tokens,
+            end: self.end,
+            budget_replaced: self.budget_replaced,
+            output: self.output,
+            feedback: None,
+        }
+    }
+}
+
+/// One greedy answer in-process: `grammar` under toolrail's engine (with the budget guard when
+/// `options.budget_guard`), none free.
+pub fn local_answer(
+    model: &Model,
+    masks: &mut MaskEngine,
+    prompt: &str,
+    grammar: Option<&str>,
+    options: &CallsOptions,
+) -> Result<Answer, BenchCallsError> {
+    let prompt = model.tokenize(prompt, true, true);
+    let session = SessionOptions {
+        context: Some((prompt.len() as u32).saturating_add(options.max_tokens) + 8),
+        threads: options.threads,
+    };
+    let kind = if grammar.is_some() {
+        EngineKind::Toolrail
+    } else {
+        EngineKind::None
+    };
+    let mut run = GreedyRun::new(model, kind, grammar, &prompt, options.max_tokens, session)?
+        .with_repeat_penalty(options.repeat_penalty);
+    if options.budget_guard && grammar.is_some() {
+        run = run.with_budget_guard();
+    }
+    let end = run.run_to_end(masks)?;
+    Ok(Answer {
+        output: String::from_utf8_lossy(run.output()).into_owned(),
+        tokens: run.tokens().len() as u32,
+        end: Some(end),
+        budget_replaced: run.budget_replaced(),
+    })
+}
+
+/// Runs one question in the modes `options.mode` names, in-process.
 pub fn run_case(
     model: &Model,
     masks: &mut MaskEngine,
@@ -234,34 +370,13 @@ pub fn run_case(
 ) -> Result<CaseResult, BenchCallsError> {
     masks.clear_cache();
     run_case_with(case, options, &mut |prompt, grammar| {
-        let prompt = model.tokenize(prompt, true, true);
-        let session = SessionOptions {
-            context: Some((prompt.len() as u32).saturating_add(options.max_tokens) + 8),
-            threads: options.threads,
-        };
-        let kind = if grammar.is_some() {
-            EngineKind::Toolrail
-        } else {
-            EngineKind::None
-        };
-        let mut run = GreedyRun::new(model, kind, grammar, &prompt, options.max_tokens, session)
-            .map_err(BenchCallsError::Model)?
-            .with_repeat_penalty(options.repeat_penalty);
-        if options.budget_guard {
-            run = run.with_budget_guard();
-        }
-        let end = run.run_to_end(masks).map_err(BenchCallsError::Model)?;
-        Ok(Answer {
-            output: String::from_utf8_lossy(run.output()).into_owned(),
-            tokens: run.tokens().len() as u32,
-            end: Some(end),
-            budget_replaced: run.budget_replaced(),
-        })
+        local_answer(model, masks, prompt, grammar, &options)
     })
 }
 
-/// Runs one question with and without the grammar, each answer from `answer(prompt text,
-/// grammar)` (e.g. a llama-server's): the same prompt, grammar and scoring as [`run_case`].
+/// Runs one question in the modes `options.mode` names, each answer from `answer(prompt text,
+/// grammar)` (e.g. a llama-server's): the same prompts, grammar, retries and scoring as
+/// [`run_case`].
 pub fn run_case_with(
     case: &BfclCase,
     options: CallsOptions,
@@ -272,58 +387,97 @@ pub fn run_case_with(
         message,
     };
     let tools = ToolSet::from_value(&case.functions).map_err(|e| tools_error(e.to_string()))?;
-    let grammar = tool_call_grammar(
-        &tools,
-        &GrammarOptions {
-            format: options.format,
-            ..GrammarOptions::default()
-        },
-    )
-    .map_err(|e| tools_error(e.to_string()))?;
     let validator = Validator::new(&tools).map_err(|e| tools_error(e.to_string()))?;
     let tool_values: Vec<Value> = tools
         .tools()
         .iter()
         .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
         .collect();
-    let prompt = build_prompt(options.family, &tool_values, &case.question, None)
+    let base_prompt = build_prompt(options.family, &tool_values, &case.question, None)
         .map_err(|e| tools_error(e.to_string()))?;
+    let matches = |tool: &Option<String>| tool.is_some() && *tool == case.expected_tool;
 
-    // One greedy answer, scored by `score` (valid, and the tool of the first call found).
-    let mut attempt = |grammar: Option<&str>, score: &dyn Fn(&str) -> (bool, Option<String>)| {
-        let a = answer(&prompt, grammar)?;
-        let (valid, tool) = score(&a.output);
-        Ok::<_, BenchCallsError>(Attempt {
-            valid,
-            tool_match: tool.is_some() && tool == case.expected_tool,
-            tool,
-            tokens: a.tokens,
-            end: a.end,
-            budget_replaced: a.budget_replaced,
-            output: a.output,
-        })
-    };
-    let with_grammar = attempt(Some(&grammar.text), &|output| {
-        let report = validator.validate_output(options.format, output, ValidateOptions::default());
-        (
-            report.is_valid_call(),
-            report.calls.first().map(|c| c.name.clone()),
+    let grammar = if options.mode.grammar() {
+        let grammar = tool_call_grammar(
+            &tools,
+            &GrammarOptions {
+                format: options.format,
+                ..GrammarOptions::default()
+            },
         )
-    })?;
-    let without_grammar = attempt(None, &|output| {
-        let first = extract_calls(output).calls.into_iter().next();
-        let valid = first.as_ref().is_some_and(|c| {
-            validator
-                .check_call(&c.call.name, &Value::Object(c.call.arguments.clone()))
-                .is_valid()
-        });
-        (valid, first.map(|c| c.call.name))
-    })?;
+        .map_err(|e| tools_error(e.to_string()))?;
+        let started = Instant::now();
+        let run = answer(&base_prompt, Some(&grammar.text))?;
+        let report =
+            validator.validate_output(options.format, &run.output, ValidateOptions::default());
+        let tool = report.calls.first().map(|c| c.name.clone());
+        let attempt = Attempt {
+            valid: report.is_valid_call(),
+            tool_match: matches(&tool),
+            tool,
+            ..run.unscored()
+        };
+        Some(ModeResult::of(
+            vec![attempt],
+            started.elapsed().as_secs_f64() * 1000.0,
+        ))
+    } else {
+        None
+    };
+
+    let retry = if options.mode.retry() {
+        let system = options
+            .few_shot
+            .then(|| few_shot_text(&tools, options.format));
+        let mut prompt = build_prompt(
+            options.family,
+            &tool_values,
+            &case.question,
+            system.as_deref(),
+        )
+        .map_err(|e| tools_error(e.to_string()))?;
+        let started = Instant::now();
+        let mut attempts = Vec::new();
+        let limit = options.max_blocked.max(1);
+        for blocked in 1..=limit {
+            let mut run = answer(&prompt, None)?.unscored();
+            let first = extract_calls(&run.output).calls.into_iter().next();
+            let (check, tool) = match &first {
+                Some(found) => (
+                    Some(validator.check_call(
+                        &found.call.name,
+                        &Value::Object(found.call.arguments.clone()),
+                    )),
+                    Some(found.call.name.clone()),
+                ),
+                None => (None, None),
+            };
+            run.valid = check.as_ref().is_some_and(|c| c.is_valid());
+            run.tool_match = matches(&tool);
+            run.tool = tool;
+            if run.valid {
+                attempts.push(run);
+                break;
+            }
+            let feedback = feedback_line(check.as_ref(), options.format);
+            if blocked < limit {
+                prompt.push_str(&tool_feedback_turn(options.family, &run.output, &feedback));
+            }
+            run.feedback = Some(feedback);
+            attempts.push(run);
+        }
+        Some(ModeResult::of(
+            attempts,
+            started.elapsed().as_secs_f64() * 1000.0,
+        ))
+    } else {
+        None
+    };
     Ok(CaseResult {
         id: case.id.clone(),
         expected_tool: case.expected_tool.clone(),
-        with_grammar,
-        without_grammar,
+        grammar,
+        retry,
     })
 }
 
@@ -380,35 +534,119 @@ pub fn server_answer(
     })
 }
 
-/// Rates over a set of results.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
-pub struct CallsSummary {
-    /// Questions run.
-    pub cases: usize,
-    /// Valid calls under the grammar.
-    pub valid_with_grammar: usize,
-    /// Valid calls without the grammar (by extraction).
-    pub valid_without_grammar: usize,
-    /// First-tool matches under the grammar.
-    pub match_with_grammar: usize,
-    /// First-tool matches without the grammar.
-    pub match_without_grammar: usize,
+/// The message sent back for a blocked call: the validator's feedback with the JSON pointers of
+/// its issues, or that no call was found and how one is written.
+pub fn feedback_line(check: Option<&CallCheck>, format: Format) -> String {
+    match check {
+        Some(check) => {
+            let pointers: Vec<String> = check
+                .issues
+                .iter()
+                .map(|i| {
+                    if i.pointer.is_empty() {
+                        "/".to_owned()
+                    } else {
+                        i.pointer.clone()
+                    }
+                })
+                .collect();
+            format!(
+                "error: the call was not run: {} (at {}). Reply with the corrected call only.",
+                check.feedback.join("; "),
+                pointers.join(", ")
+            )
+        }
+        None => format!(
+            "error: no tool call found in the answer. Reply with only the call, written like {}.",
+            render_call(
+                format,
+                "tool_name",
+                &json!({"argument": "value"}),
+                Spacing::Spaced
+            )
+        ),
+    }
 }
 
-impl CallsSummary {
-    /// Counts `results`.
-    pub fn of(results: &[CaseResult]) -> CallsSummary {
-        let count = |f: &dyn Fn(&CaseResult) -> bool| results.iter().filter(|r| f(r)).count();
-        CallsSummary {
-            cases: results.len(),
-            valid_with_grammar: count(&|r| r.with_grammar.valid),
-            valid_without_grammar: count(&|r| r.without_grammar.valid),
-            match_with_grammar: count(&|r| r.with_grammar.tool_match),
-            match_without_grammar: count(&|r| r.without_grammar.tool_match),
+/// The few-shot text: an example call of the set's first tool, its required arguments filled
+/// with placeholder values of their types, in the envelope's syntax.
+pub fn few_shot_text(tools: &ToolSet, format: Format) -> String {
+    let Some(tool) = tools.tools().first() else {
+        return String::new();
+    };
+    let mut arguments = serde_json::Map::new();
+    for name in tool.required_names() {
+        let schema = &tool.parameters["properties"][&name];
+        arguments.insert(name, example_value(schema));
+    }
+    format!(
+        "Answer with one tool call and nothing else. For example, a call of {} looks like:\n{}",
+        tool.name,
+        render_call(
+            format,
+            &tool.name,
+            &Value::Object(arguments),
+            Spacing::Spaced
+        )
+    )
+}
+
+/// A placeholder value of a schema's type (its first enum value when it has one).
+fn example_value(schema: &Value) -> Value {
+    if let Some(first) = schema.get("enum").and_then(|e| e.get(0)) {
+        return first.clone();
+    }
+    let ty = match schema.get("type") {
+        Some(Value::Array(types)) => types.first().and_then(Value::as_str),
+        Some(t) => t.as_str(),
+        None => None,
+    };
+    match ty {
+        Some("integer") => json!(1),
+        Some("number") => json!(1.5),
+        Some("boolean") => json!(true),
+        Some("array") => json!([]),
+        Some("object") => json!({}),
+        Some("null") => Value::Null,
+        _ => json!("example"),
+    }
+}
+
+/// Rates of one mode over a set of results.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ModeSummary {
+    /// Questions answered in this mode.
+    pub cases: usize,
+    /// Valid calls (at the last attempt).
+    pub valid: usize,
+    /// First-tool matches.
+    pub matched: usize,
+    /// Valid at the first attempt.
+    pub valid_first: usize,
+    /// Attempts over all questions.
+    pub attempts: usize,
+    /// Tokens generated over all questions.
+    pub tokens: u64,
+    /// Wall time over all questions, in milliseconds.
+    pub wall_ms: f64,
+}
+
+impl ModeSummary {
+    fn of<'r>(results: impl Iterator<Item = &'r ModeResult>) -> ModeSummary {
+        let mut s = ModeSummary::default();
+        for r in results {
+            s.cases += 1;
+            s.valid += usize::from(r.valid);
+            s.matched += usize::from(r.tool_match);
+            s.valid_first += usize::from(r.attempts.first().is_some_and(|a| a.valid));
+            s.attempts += r.attempts.len();
+            s.tokens += u64::from(r.tokens);
+            s.wall_ms += r.wall_ms;
         }
+        s
     }
 
-    /// `count` as a percentage of the cases.
+    /// `count` as a percentage of the questions.
     pub fn percent(&self, count: usize) -> f64 {
         if self.cases == 0 {
             0.0
@@ -416,11 +654,65 @@ impl CallsSummary {
             count as f64 * 100.0 / self.cases as f64
         }
     }
+
+    /// `total` per question.
+    pub fn mean(&self, total: f64) -> f64 {
+        if self.cases == 0 {
+            0.0
+        } else {
+            total / self.cases as f64
+        }
+    }
+}
+
+/// Rates over a set of results, per mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct CallsSummary {
+    /// Questions run.
+    pub cases: usize,
+    /// Under the grammar (`None` when not measured).
+    pub grammar: Option<ModeSummary>,
+    /// Prompt only with retries (`None` when not measured).
+    pub retry: Option<ModeSummary>,
+}
+
+impl CallsSummary {
+    /// Counts `results`.
+    pub fn of(results: &[CaseResult]) -> CallsSummary {
+        let summary = |results: Vec<&ModeResult>| {
+            (!results.is_empty()).then(|| ModeSummary::of(results.into_iter()))
+        };
+        CallsSummary {
+            cases: results.len(),
+            grammar: summary(results.iter().filter_map(|r| r.grammar.as_ref()).collect()),
+            retry: summary(results.iter().filter_map(|r| r.retry.as_ref()).collect()),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn feedback_names_the_problem_and_its_pointer() {
+        let tools = ToolSet::from_value(&json!([{"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string"},
+            "unit": {"enum": ["c", "f"]}}, "required": ["city"]}}]))
+        .unwrap();
+        let validator = Validator::new(&tools).unwrap();
+        let check = validator.check_call("get_weather", &json!({"city": "Oslo", "unit": "k"}));
+        let line = feedback_line(Some(&check), Format::Gemma);
+        assert!(line.starts_with("error: the call was not run: "), "{line}");
+        assert!(line.contains("(at /unit)"), "{line}");
+        let none = feedback_line(None, Format::Gemma);
+        assert!(none.contains("call:tool_name{"), "{none}");
+        let example = few_shot_text(&tools, Format::Gemma);
+        assert!(
+            example.ends_with("call:get_weather{\"city\": \"example\"}"),
+            "{example}"
+        );
+    }
 
     #[test]
     fn answers_file_is_beside_the_cases() {

@@ -301,6 +301,45 @@ pub fn generic_prompt(
     Ok(out)
 }
 
+/// Continues a prompt built by [`build_prompt`] after the model's answer `assistant`: closes the
+/// assistant turn, adds a `role=tool` turn holding `tool_message` (a tool's result, or the
+/// validator's feedback on a blocked call) in the family's own way, and opens the next assistant
+/// turn. Llama 3.1 has an `ipython` role; Hermes/Qwen wrap it in `<tool_response>` inside a user
+/// turn (as Qwen's template renders tool messages); Gemma has no tool role, so it is a user turn;
+/// the generic prompt writes `Tool:`.
+pub fn tool_feedback_turn(family: PromptFamily, assistant: &str, tool_message: &str) -> String {
+    match family {
+        PromptFamily::Llama31 => format!(
+            "{assistant}<|eot_id|><|start_header_id|>ipython<|end_header_id|>\n\n{tool_message}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+        ),
+        PromptFamily::Hermes => format!(
+            "{assistant}<|im_end|>\n<|im_start|>user\n<tool_response>\n{tool_message}\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+        ),
+        PromptFamily::Gemma => format!(
+            "{assistant}<end_of_turn>\n<start_of_turn>user\n{tool_message}<end_of_turn>\n<start_of_turn>model\n"
+        ),
+        PromptFamily::Generic => format!("{assistant}\nTool: {tool_message}\nAssistant:"),
+    }
+}
+
+/// Continues a prompt built by [`build_prompt`] after the model's answer `assistant` with a new
+/// user message: closes the assistant turn, adds the user turn and opens the next assistant turn
+/// (the same turn markers as [`build_prompt`]).
+pub fn user_turn(family: PromptFamily, assistant: &str, user: &str) -> String {
+    match family {
+        PromptFamily::Llama31 => format!(
+            "{assistant}<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n{user}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+        ),
+        PromptFamily::Hermes => format!(
+            "{assistant}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
+        ),
+        PromptFamily::Gemma => format!(
+            "{assistant}<end_of_turn>\n<start_of_turn>user\n{user}<end_of_turn>\n<start_of_turn>model\n"
+        ),
+        PromptFamily::Generic => format!("{assistant}\nUser: {user}\nAssistant:"),
+    }
+}
+
 /// `name(param: type, ...)` from the tool's parameters schema.
 pub fn signature(spec: &ToolSpec) -> String {
     let empty = Map::new();

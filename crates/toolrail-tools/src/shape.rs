@@ -310,6 +310,10 @@ pub(crate) const MCP_KNOWN: &[(&str, &str)] = &[
     ("_meta", "MCP metadata"),
     ("execution", "how the server runs the tool"),
     ("icons", "icons for clients"),
+    (
+        "x-toolrail-result",
+        "by the grammar; conversations offer it as the tool's canned result",
+    ),
 ];
 
 /// Keys of an Anthropic tool that are known and not needed.
@@ -330,13 +334,23 @@ pub(crate) const ANTHROPIC_KNOWN: &[(&str, &str)] = &[
         "input_examples",
         "examples for the model; they do not change the schema",
     ),
+    (
+        "x-toolrail-result",
+        "by the grammar; conversations offer it as the tool's canned result",
+    ),
 ];
 
 /// Keys of an OpenAI function that are known and not needed.
-pub(crate) const OPENAI_KNOWN: &[(&str, &str)] = &[(
-    "strict",
-    "toolrail's grammar always holds the arguments to the schema",
-)];
+pub(crate) const OPENAI_KNOWN: &[(&str, &str)] = &[
+    (
+        "strict",
+        "toolrail's grammar always holds the arguments to the schema",
+    ),
+    (
+        "x-toolrail-result",
+        "by the grammar; conversations offer it as the tool's canned result",
+    ),
+];
 
 /// Keys of a Gemini function declaration that are known and not needed.
 pub(crate) const GEMINI_KNOWN: &[(&str, &str)] = &[
@@ -351,6 +365,10 @@ pub(crate) const GEMINI_KNOWN: &[(&str, &str)] = &[
     (
         "behavior",
         "Live API scheduling (blocking or not); no effect on the arguments",
+    ),
+    (
+        "x-toolrail-result",
+        "by the grammar; conversations offer it as the tool's canned result",
     ),
 ];
 

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 pub mod actions;
 pub mod analysis;
+pub mod conversation;
 pub mod example;
 pub mod fsutil;
 pub mod jsonpos;

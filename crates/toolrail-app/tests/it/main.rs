@@ -2,6 +2,7 @@
 //!
 //! One test binary per crate: each module is one former test file.
 
+mod app_conversation;
 mod app_editors;
 mod app_run;
 mod app_shell;

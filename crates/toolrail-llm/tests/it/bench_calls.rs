@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use toolrail_engine::MaskEngine;
-use toolrail_llm::bench_calls::{CallsOptions, CallsSummary, load_cases, run_case};
+use toolrail_llm::bench_calls::{BenchMode, CallsOptions, CallsSummary, load_cases, run_case};
 use toolrail_tools::envelope::Format;
 use toolrail_tools::prompt::PromptFamily;
 
@@ -28,6 +28,9 @@ const DEFAULTS: CallsOptions = CallsOptions {
     threads: Some(1),
     repeat_penalty: 1.0,
     budget_guard: true,
+    mode: BenchMode::Both,
+    max_blocked: 3,
+    few_shot: false,
 };
 
 #[test]
@@ -44,45 +47,100 @@ fn every_answer_under_the_grammar_is_a_valid_call() {
     let mut results = Vec::new();
     for case in &cases {
         let result = run_case(model, &mut masks, case, DEFAULTS).unwrap();
+        let grammar = result.grammar.as_ref().expect("both modes ran");
+        let retry = result.retry.as_ref().expect("both modes ran");
+        let first = &grammar.attempts[0];
         println!(
-            "{}: with grammar {:?} ({} tokens, guard replaced {}) {:?} | without {:?} ({} tokens)",
+            "{}: with grammar {:?} ({} tokens, guard replaced {}) {:?} | retries {:?} ({} attempts, {} tokens)",
             result.id,
-            result.with_grammar.tool,
-            result.with_grammar.tokens,
-            result.with_grammar.budget_replaced,
-            result.with_grammar.output,
-            result.without_grammar.tool,
-            result.without_grammar.tokens
+            grammar.tool,
+            grammar.tokens,
+            first.budget_replaced,
+            first.output,
+            retry.tool,
+            retry.attempts.len(),
+            retry.tokens
         );
         assert!(
-            result.with_grammar.valid,
+            grammar.valid,
             "{}: not a valid call under the grammar ({:?}): {:?}",
-            result.id, result.with_grammar.end, result.with_grammar.output
+            result.id, first.end, first.output
         );
-        assert!(result.with_grammar.tool.is_some(), "{}", result.id);
+        assert_eq!(grammar.attempts.len(), 1, "{}", result.id);
+        assert!(grammar.tool.is_some(), "{}", result.id);
+        assert!(grammar.tokens <= DEFAULTS.max_tokens, "{}", result.id);
+        assert!(grammar.wall_ms > 0.0, "{}", result.id);
+        // The free runs happened and were scored by extraction; a blocked call was answered
+        // with the validator's feedback, up to the limit.
+        assert!(retry.tokens > 0, "{}", result.id);
         assert!(
-            result.with_grammar.tokens <= DEFAULTS.max_tokens,
+            (1..=DEFAULTS.max_blocked as usize).contains(&retry.attempts.len()),
             "{}",
             result.id
         );
-        // The free run happened and was scored by extraction.
-        assert!(result.without_grammar.tokens > 0, "{}", result.id);
-        assert!(result.without_grammar.end.is_some(), "{}", result.id);
+        for (i, attempt) in retry.attempts.iter().enumerate() {
+            assert!(attempt.end.is_some(), "{}", result.id);
+            let last = i + 1 == retry.attempts.len();
+            assert_eq!(attempt.feedback.is_some(), !attempt.valid, "{}", result.id);
+            assert!(
+                !attempt.valid || last,
+                "{}: retried after a valid call",
+                result.id
+            );
+        }
+        if !retry.valid {
+            assert_eq!(
+                retry.attempts.len(),
+                DEFAULTS.max_blocked as usize,
+                "{}: stopped before the blocked-call limit",
+                result.id
+            );
+        }
         assert!(
-            !result.without_grammar.valid || result.without_grammar.tool.is_some(),
+            !retry.valid || retry.tool.is_some(),
             "{}: a valid free call names its tool",
             result.id
         );
         results.push(result);
     }
+    let first = &results[0].grammar.as_ref().unwrap().attempts[0];
     assert!(
-        results[0].with_grammar.budget_replaced > 0,
+        first.budget_replaced > 0,
         "multiple_10's call fits in 128 tokens without the guard's help: pick another long one"
     );
     let summary = CallsSummary::of(&results);
     assert_eq!(summary.cases, 4);
-    assert_eq!(summary.valid_with_grammar, 4);
-    assert!(summary.valid_without_grammar <= summary.cases);
+    let grammar = summary.grammar.unwrap();
+    assert_eq!(grammar.valid, 4);
+    assert_eq!(grammar.attempts, 4);
+    let retry = summary.retry.unwrap();
+    assert!(retry.valid <= retry.cases && retry.attempts >= retry.cases);
+}
+
+#[test]
+fn retry_mode_sends_the_feedback_back_and_stops_at_the_limit() {
+    let Some(model) = model() else { return };
+    let cases = load_cases(&bfcl("BFCL_v4_multiple.json"), 0, 2).unwrap();
+    let mut masks = MaskEngine::new(model.shared_token_table());
+    let options = CallsOptions {
+        mode: BenchMode::Retry,
+        max_blocked: 2,
+        few_shot: true,
+        max_tokens: 48,
+        ..DEFAULTS
+    };
+    for case in &cases {
+        let result = run_case(model, &mut masks, case, options).unwrap();
+        assert!(result.grammar.is_none(), "retry mode runs no grammar");
+        let retry = result.retry.unwrap();
+        println!("{}: {:?}", result.id, retry.attempts);
+        assert!((1..=2).contains(&retry.attempts.len()));
+        if !retry.valid {
+            assert_eq!(retry.attempts.len(), 2, "{}: the limit is 2", result.id);
+            let feedback = retry.attempts[0].feedback.as_deref().unwrap();
+            assert!(feedback.starts_with("error: "), "{feedback}");
+        }
+    }
 }
 
 #[test]
@@ -92,14 +150,16 @@ fn without_the_budget_guard_a_long_call_is_cut_off_unfinished() {
     let mut masks = MaskEngine::new(model.shared_token_table());
     let options = CallsOptions {
         budget_guard: false,
+        mode: BenchMode::Grammar,
         ..DEFAULTS
     };
     let result = run_case(model, &mut masks, &cases[0], options).unwrap();
-    assert_eq!(result.with_grammar.budget_replaced, 0);
-    assert_eq!(result.with_grammar.tokens, DEFAULTS.max_tokens);
+    let grammar = result.grammar.unwrap();
+    assert_eq!(grammar.attempts[0].budget_replaced, 0);
+    assert_eq!(grammar.tokens, DEFAULTS.max_tokens);
     assert!(
-        !result.with_grammar.valid,
+        !grammar.valid,
         "multiple_10 now finishes within 128 tokens unaided: {:?}",
-        result.with_grammar.output
+        grammar.attempts[0].output
     );
 }

@@ -353,3 +353,46 @@ fn prompts_round_trip_through_the_extractor() {
         assert_eq!(calls[0].arguments.get("city"), Some(&json!("Oslo")));
     }
 }
+
+#[test]
+fn a_tool_turn_continues_each_family_and_reopens_the_assistant_turn() {
+    use toolrail_tools::prompt::tool_feedback_turn;
+    let gemma = tool_feedback_turn(PromptFamily::Gemma, "call:f{}", "error: x");
+    assert_eq!(
+        gemma,
+        "call:f{}<end_of_turn>\n<start_of_turn>user\nerror: x<end_of_turn>\n<start_of_turn>model\n"
+    );
+    let hermes = tool_feedback_turn(PromptFamily::Hermes, "a", "r");
+    assert!(
+        hermes.contains("<tool_response>\nr\n</tool_response>"),
+        "{hermes}"
+    );
+    assert!(hermes.ends_with("<|im_start|>assistant\n"), "{hermes}");
+    let llama = tool_feedback_turn(PromptFamily::Llama31, "a", "r");
+    assert!(
+        llama.contains("ipython<|end_header_id|>\n\nr<|eot_id|>"),
+        "{llama}"
+    );
+    assert!(tool_feedback_turn(PromptFamily::Generic, "a", "r").ends_with("Tool: r\nAssistant:"));
+}
+
+#[test]
+fn a_user_turn_continues_each_family_and_reopens_the_assistant_turn() {
+    use toolrail_tools::prompt::user_turn;
+    assert_eq!(
+        user_turn(PromptFamily::Gemma, "call:f{}", "and Rome?"),
+        "call:f{}<end_of_turn>\n<start_of_turn>user\nand Rome?<end_of_turn>\n<start_of_turn>model\n"
+    );
+    let hermes = user_turn(PromptFamily::Hermes, "a", "u");
+    assert!(
+        hermes.starts_with("a<|im_end|>\n<|im_start|>user\nu<|im_end|>"),
+        "{hermes}"
+    );
+    assert!(hermes.ends_with("<|im_start|>assistant\n"), "{hermes}");
+    let llama = user_turn(PromptFamily::Llama31, "a", "u");
+    assert!(
+        llama.contains("user<|end_header_id|>\n\nu<|eot_id|>"),
+        "{llama}"
+    );
+    assert!(user_turn(PromptFamily::Generic, "a", "u").ends_with("User: u\nAssistant:"));
+}

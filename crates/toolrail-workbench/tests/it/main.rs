@@ -3,6 +3,7 @@
 //! One test binary per crate: each module is one former test file.
 
 mod common;
+mod conversation;
 mod prompt_preview;
 mod reliability;
 mod transcript;

@@ -1,6 +1,7 @@
-//! `toolrail bench-calls --model M [--cases FILE] [-n N] [--server URL]`: how often calls come out
-//! valid on BFCL questions — valid-call rate and first-tool match, with the grammar and without
-//! (see [`toolrail_llm::bench_calls`]), in-process or on a llama-server.
+//! `toolrail bench-calls --model M [--cases FILE] [-n N] [--mode grammar|retry|both] [--server URL]`:
+//! how often calls come out valid on BFCL questions — valid-call rate, first-tool match,
+//! attempts, tokens and wall time, under the grammar and/or prompt only with validator-feedback
+//! retries, side by side (see [`toolrail_llm::bench_calls`]), in-process or on a llama-server.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,7 +12,8 @@ use super::generate::ModelArgs;
 use super::grammar::FormatArg;
 use toolrail_engine::MaskEngine;
 use toolrail_llm::bench_calls::{
-    CallsOptions, CallsSummary, load_cases, run_case, run_case_with, server_answer,
+    BenchMode, CallsOptions, CallsSummary, ModeResult, ModeSummary, load_cases, run_case,
+    run_case_with, server_answer,
 };
 use toolrail_llm::server::ServerClient;
 use toolrail_llm::{ChatFormat, Model};
@@ -61,10 +63,41 @@ pub struct BenchCallsArgs {
     /// The environment variable holding the server's API key (with --server).
     #[arg(long, value_name = "NAME", requires = "server")]
     pub api_key_env: Option<String>,
+    /// What to measure: the grammar, prompt only with validator-feedback retries, or both side
+    /// by side.
+    #[arg(long, value_enum, default_value_t = ModeArg::Both)]
+    pub mode: ModeArg,
+    /// Retry mode: stop after this many consecutive blocked calls (invalid or none found).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub max_blocked: u32,
+    /// Retry mode: put an example call (the question's first tool) in the prompt.
+    #[arg(long)]
+    pub few_shot: bool,
 }
 
-/// Runs `toolrail bench-calls`: exit 0 when every answer under the grammar is a valid call, 1
-/// otherwise.
+/// The `--mode` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModeArg {
+    /// Under the tool set's grammar.
+    Grammar,
+    /// Prompt only: extraction from free text, validator feedback as a tool message, retries.
+    Retry,
+    /// Both, side by side.
+    Both,
+}
+
+impl From<ModeArg> for BenchMode {
+    fn from(m: ModeArg) -> Self {
+        match m {
+            ModeArg::Grammar => BenchMode::Grammar,
+            ModeArg::Retry => BenchMode::Retry,
+            ModeArg::Both => BenchMode::Both,
+        }
+    }
+}
+
+/// Runs `toolrail bench-calls`: exit 0 when every answer under the grammar is a valid call (in
+/// `retry` mode: every question ended with a valid call), 1 otherwise.
 pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
     let spec = args.model.resolve()?;
     let format = args.format.unwrap_or(match spec.chat_format {
@@ -119,26 +152,37 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
         threads: Some(args.threads),
         repeat_penalty: args.repeat_penalty,
         budget_guard: !args.no_budget_guard && server.is_none(),
+        mode: args.mode.into(),
+        max_blocked: args.max_blocked,
+        few_shot: args.few_shot,
     };
     let mut results = Vec::with_capacity(cases.len());
+    let mode = BenchMode::from(args.mode);
     if !args.json {
         outln!(
-            "{} questions of {} (after the first {}), {} envelope and prompt, {} tokens at most, repetition penalty {}, budget guard {}",
+            "{} questions of {} (after the first {}), {} envelope and prompt, {} tokens at most, repetition penalty {}, budget guard {}, retries: at most {} blocked calls{}",
             cases.len(),
             args.cases.display(),
             args.skip,
             format!("{format:?}").to_lowercase(),
             args.max_tokens,
             args.repeat_penalty,
-            if options.budget_guard { "on" } else { "off" }
+            if options.budget_guard { "on" } else { "off" },
+            args.max_blocked,
+            if args.few_shot {
+                ", few-shot prompt"
+            } else {
+                ""
+            }
         )?;
-        outln!(
-            "{:<18} {:<28} {:<34} {:<34}",
-            "case",
-            "expected tool",
-            "with grammar",
-            "without grammar"
-        )?;
+        let mut header = format!("{:<18} {:<28}", "case", "expected tool");
+        if mode.grammar() {
+            header.push_str(&format!(" {:<40}", "grammar"));
+        }
+        if mode.retry() {
+            header.push_str(&format!(" {:<40}", "prompt + retries"));
+        }
+        outln!("{}", header.trim_end())?;
     }
     for case in &cases {
         let result = match &server {
@@ -155,25 +199,27 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
             None => run_case(&model, &mut masks, case, options)?,
         };
         if !args.json {
-            let show = |a: &toolrail_llm::bench_calls::Attempt| {
+            let show = |r: &ModeResult| {
+                let guard = r.attempts.iter().any(|a| a.budget_replaced > 0);
                 format!(
-                    "{} {}{}",
-                    if a.valid { "valid  " } else { "INVALID" },
-                    a.tool.as_deref().unwrap_or("-"),
-                    if a.budget_replaced > 0 {
-                        " (guard)"
-                    } else {
-                        ""
-                    }
+                    "{} {} ({}x, {} tok, {:.1} s){}",
+                    if r.valid { "valid  " } else { "INVALID" },
+                    r.tool.as_deref().unwrap_or("-"),
+                    r.attempts.len(),
+                    r.tokens,
+                    r.wall_ms / 1000.0,
+                    if guard { " (guard)" } else { "" }
                 )
             };
-            outln!(
-                "{:<18} {:<28} {:<34} {:<34}",
+            let mut line = format!(
+                "{:<18} {:<28}",
                 result.id,
-                result.expected_tool.as_deref().unwrap_or("?"),
-                show(&result.with_grammar),
-                show(&result.without_grammar)
-            )?;
+                result.expected_tool.as_deref().unwrap_or("?")
+            );
+            for r in [&result.grammar, &result.retry].into_iter().flatten() {
+                line.push_str(&format!(" {:<40}", show(r)));
+            }
+            outln!("{}", line.trim_end())?;
         }
         results.push(result);
     }
@@ -190,34 +236,72 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
                 "repeat_penalty": args.repeat_penalty,
                 "budget_guard": options.budget_guard,
                 "server": args.server,
+                "mode": mode,
+                "max_blocked": args.max_blocked,
+                "few_shot": args.few_shot,
                 "summary": summary,
                 "results": results,
             })
         )?;
     } else {
-        let rate =
-            |count: usize| format!("{count}/{} ({:.0}%)", summary.cases, summary.percent(count));
+        let columns: Vec<(&str, &ModeSummary)> = [
+            ("grammar", summary.grammar.as_ref()),
+            ("prompt + retries", summary.retry.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(name, s)| s.map(|s| (name, s)))
+        .collect();
+        let row = |label: &str, cell: &dyn Fn(&ModeSummary) -> String| {
+            let mut line = format!("{label:<22}");
+            for (_, s) in &columns {
+                line.push_str(&format!(" {:<20}", cell(s)));
+            }
+            line.trim_end().to_owned()
+        };
+        let rate = |count: usize, s: &ModeSummary| {
+            format!("{count}/{} ({:.0}%)", s.cases, s.percent(count))
+        };
         outln!()?;
+        let mut head = format!("{:<22}", "");
+        for (name, _) in &columns {
+            head.push_str(&format!(" {name:<20}"));
+        }
+        outln!("{}", head.trim_end())?;
+        outln!("{}", row("valid call", &|s| rate(s.valid, s)))?;
         outln!(
-            "{:<16} {:<16} {:<16}",
-            "",
-            "with grammar",
-            "without grammar"
+            "{}",
+            row("valid at first attempt", &|s| rate(s.valid_first, s))
+        )?;
+        outln!("{}", row("first-tool match", &|s| rate(s.matched, s)))?;
+        outln!(
+            "{}",
+            row("attempts per question", &|s| format!(
+                "{:.2}",
+                s.mean(s.attempts as f64)
+            ))
         )?;
         outln!(
-            "{:<16} {:<16} {:<16}",
-            "valid call",
-            rate(summary.valid_with_grammar),
-            rate(summary.valid_without_grammar)
+            "{}",
+            row("tokens per question", &|s| format!(
+                "{:.1}",
+                s.mean(s.tokens as f64)
+            ))
         )?;
         outln!(
-            "{:<16} {:<16} {:<16}",
-            "first-tool match",
-            rate(summary.match_with_grammar),
-            rate(summary.match_without_grammar)
+            "{}",
+            row("wall time per question", &|s| format!(
+                "{:.2} s",
+                s.mean(s.wall_ms) / 1000.0
+            ))
         )?;
     }
-    Ok(if summary.valid_with_grammar == summary.cases {
+    let all_valid = |s: Option<ModeSummary>| s.is_none_or(|s| s.valid == s.cases);
+    let ok = if mode.grammar() {
+        all_valid(summary.grammar)
+    } else {
+        all_valid(summary.retry)
+    };
+    Ok(if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -180,11 +180,18 @@ fn bench_calls_answers_on_the_server() {
     assert_eq!(v["budget_guard"], false);
     let results = v["results"].as_array().unwrap();
     assert_eq!(results.len(), 2);
+    assert_eq!(v["mode"], "both");
     for r in results {
-        assert!(r["with_grammar"]["tokens"].as_u64().unwrap() > 0, "{r}");
-        assert!(
-            !r["with_grammar"]["output"].as_str().unwrap().is_empty(),
-            "{r}"
-        );
+        let grammar = &r["grammar"]["attempts"][0];
+        assert!(grammar["tokens"].as_u64().unwrap() > 0, "{r}");
+        assert!(!grammar["output"].as_str().unwrap().is_empty(), "{r}");
+        // Prompt + retries ran on the server too: every blocked attempt carries the feedback
+        // sent back, and the attempts stop at the default limit of 3.
+        let attempts = r["retry"]["attempts"].as_array().unwrap();
+        assert!((1..=3).contains(&attempts.len()), "{r}");
+        for a in attempts {
+            assert!(a["tokens"].as_u64().unwrap() > 0, "{r}");
+            assert_eq!(a["feedback"].is_string(), a["valid"] == false, "{r}");
+        }
     }
 }

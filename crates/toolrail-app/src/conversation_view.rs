@@ -1,0 +1,241 @@
+//! The Conversation window (Run ▸ Conversation…): a multi-turn run over the workspace's tool
+//! set. Type a user message and send it; after the model's call, type the tool's result (or pick
+//! one of the tool's canned `x-toolrail-result` results) and continue. Every attempt shows, with
+//! the validator's feedback sent back on a blocked call; each answer is a generation run (its
+//! tokens in the Generation pane). The logic is `toolrail_workbench::conversation`.
+
+use egui::RichText;
+use toolrail_workbench::conversation::{
+    CallMode, Conversation, ConversationSession, ConversationSettings, Next, Turn,
+};
+use toolrail_workbench::run::family_for;
+
+use crate::Shared;
+
+/// The window's state.
+#[derive(Default)]
+pub struct ConversationView {
+    /// The window is open.
+    pub open: bool,
+    /// The conversation under way (public for tests).
+    pub session: Option<ConversationSession>,
+    /// The text being typed (public for tests).
+    pub input: String,
+    prompt_only: bool,
+    few_shot: bool,
+    max_blocked: Option<u32>,
+}
+
+impl ConversationView {
+    /// Draws the window when open, and moves the conversation on when its run has ended.
+    pub fn show(&mut self, ctx: &egui::Context, shared: &mut Shared) {
+        if let Some(session) = &mut self.session {
+            let analysis = std::sync::Arc::clone(&shared.analysis);
+            if let Some(error) = session.poll(&mut shared.run, &analysis) {
+                shared.error(error);
+            }
+        }
+        if !self.open {
+            return;
+        }
+        let mut open = self.open;
+        egui::Window::new("Conversation")
+            .open(&mut open)
+            .default_size([520.0, 560.0])
+            .show(ctx, |ui| self.ui(ui, shared));
+        self.open = open;
+    }
+
+    fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        ui.horizontal_wrapped(|ui| {
+            ui.checkbox(&mut self.prompt_only, "Prompt only (no grammar)")
+                .on_hover_text("Read the call from the free text instead of constraining it");
+            ui.checkbox(&mut self.few_shot, "Few-shot example");
+            let mut limit = self.max_blocked.unwrap_or(3);
+            ui.label("Blocked calls before stopping:");
+            ui.add(egui::DragValue::new(&mut limit).range(1..=20));
+            self.max_blocked = Some(limit);
+            if ui.button("New conversation").clicked() {
+                self.start(shared);
+            }
+        });
+        let Some(session) = &mut self.session else {
+            ui.label(
+                RichText::new("New conversation starts one over the tool set of the Tools pane.")
+                    .weak(),
+            );
+            return;
+        };
+        ui.separator();
+        let c = &session.conversation;
+        egui::ScrollArea::vertical()
+            .max_height(360.0)
+            .stick_to_bottom(true)
+            .show(ui, |ui| turns_ui(ui, c));
+        ui.separator();
+        let next = c.next();
+        let waiting = session.is_waiting();
+        let label = match (&next, waiting) {
+            (_, true) => "The model is answering…".to_owned(),
+            (Next::ToolResult { tool }, _) => format!("Result of {tool}:"),
+            (Next::User, _) if c.stopped_at_limit() => {
+                "Stopped at the blocked-call limit. Your message:".to_owned()
+            }
+            _ => "Your message:".to_owned(),
+        };
+        ui.label(label);
+        if let Next::ToolResult { tool } = &next {
+            let canned = c.canned_results(tool);
+            if !canned.is_empty() {
+                ui.horizontal_wrapped(|ui| {
+                    ui.label("Canned:");
+                    for result in canned {
+                        if ui
+                            .button(drawable(ui, &result, egui::TextStyle::Button))
+                            .clicked()
+                        {
+                            self.input = result;
+                        }
+                    }
+                });
+            }
+        }
+        ui.add_enabled(
+            !waiting,
+            egui::TextEdit::multiline(&mut self.input)
+                .desired_rows(2)
+                .desired_width(f32::INFINITY),
+        );
+        let can_send = !waiting && next != Next::Model && !self.input.trim().is_empty();
+        if next == Next::Model
+            && !waiting
+            && ui
+                .button("Ask the model")
+                .on_hover_text("The model's answer did not start (see the status bar): try again")
+                .clicked()
+        {
+            let analysis = std::sync::Arc::clone(&shared.analysis);
+            if let Err(e) = session.ask_model(&mut shared.run, &analysis) {
+                shared.error(e);
+            }
+        }
+        if ui
+            .add_enabled(can_send, egui::Button::new("Send"))
+            .clicked()
+        {
+            let analysis = std::sync::Arc::clone(&shared.analysis);
+            match session.send(self.input.trim(), &mut shared.run, &analysis) {
+                Ok(()) => self.input.clear(),
+                Err(e) => shared.error(e),
+            }
+        }
+    }
+
+    fn start(&mut self, shared: &mut Shared) {
+        let Some(tools) = shared.analysis.tool_set.clone() else {
+            shared.error("the Tools pane holds no tool set: a conversation needs tools");
+            return;
+        };
+        let format = shared.analysis.input.schema.envelope;
+        let document =
+            serde_json::from_str::<serde_json::Value>(&shared.workspace.schema.source).ok();
+        let settings = ConversationSettings {
+            family: family_for(format),
+            format,
+            mode: if self.prompt_only {
+                CallMode::PromptOnly
+            } else {
+                CallMode::Grammar
+            },
+            few_shot: self.few_shot,
+            max_blocked: self.max_blocked.unwrap_or(3),
+            pool_filter: shared.workspace.schema.pool_filter,
+            system: String::new(),
+        };
+        self.session = Some(ConversationSession::new(Conversation::new(
+            tools,
+            document.as_ref(),
+            settings,
+        )));
+        self.input.clear();
+    }
+}
+
+/// `text` with every character the fonts of `style` cannot draw (emoji, rare scripts, controls
+/// other than newline and tab) written as `\u{…}`, so any model output can be shown.
+fn drawable(ui: &egui::Ui, text: &str, style: egui::TextStyle) -> String {
+    let font = style.resolve(ui.style());
+    ui.fonts_mut(|fonts| {
+        let mut out = String::with_capacity(text.len());
+        for c in text.chars() {
+            let control = c.is_control() && c != '\n' && c != '\t';
+            if !control && (c == '\n' || c == '\t' || fonts.has_glyph(&font, c)) {
+                out.push(c);
+            } else {
+                out.push_str(&format!("\\u{{{:04x}}}", c as u32));
+            }
+        }
+        out
+    })
+}
+
+/// The messages, one block each.
+fn turns_ui(ui: &mut egui::Ui, c: &Conversation) {
+    let mut attempt = 0;
+    for (index, turn) in c.turns().iter().enumerate() {
+        match turn {
+            Turn::User { content } => {
+                attempt = 0;
+                ui.label(RichText::new("User").strong());
+                ui.label(drawable(ui, content, egui::TextStyle::Body));
+            }
+            Turn::Assistant(a) => {
+                attempt += 1;
+                ui.label(RichText::new(format!("Assistant, attempt {attempt}")).strong());
+                ui.label(
+                    RichText::new(drawable(ui, &a.output, egui::TextStyle::Monospace)).monospace(),
+                );
+                let verdict = match (&a.call, a.valid) {
+                    (Some(call), true) => format!("valid call of {}", call.name),
+                    (Some(call), false) => format!("blocked call of {} (not run)", call.name),
+                    (None, _) => "no call found (blocked)".to_owned(),
+                };
+                let color = if a.valid {
+                    ui.visuals().text_color()
+                } else {
+                    ui.visuals().warn_fg_color
+                };
+                ui.label(
+                    RichText::new(format!(
+                        "{verdict} · {} tokens · pool: {}",
+                        a.tokens,
+                        drawable(ui, &a.pool.join(", "), egui::TextStyle::Small)
+                    ))
+                    .color(color)
+                    .small(),
+                );
+                if let Some(grammar) = &a.grammar {
+                    egui::CollapsingHeader::new("this turn's grammar")
+                        .id_salt(("conversation-grammar", index))
+                        .show(ui, |ui| {
+                            ui.label(RichText::new(grammar).monospace().small())
+                        });
+                }
+            }
+            Turn::Tool { content, tool } => {
+                let who = match tool {
+                    Some(tool) => {
+                        attempt = 0;
+                        format!("Tool {tool} (result)")
+                    }
+                    None => "Tool (validator feedback)".to_owned(),
+                };
+                ui.label(RichText::new(who).strong());
+                ui.label(
+                    RichText::new(drawable(ui, content, egui::TextStyle::Monospace)).monospace(),
+                );
+            }
+        }
+        ui.add_space(4.0);
+    }
+}

@@ -1,0 +1,122 @@
+//! The Conversation window on the real test model: Run ▸ Conversation…, a user message, the
+//! model's call under the turn's grammar, a typed tool result, the model's next call; every
+//! attempt listed. Fails under CI=true without the model.
+
+use std::time::{Duration, Instant};
+
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use toolrail_app::{AppOptions, ToolrailApp};
+use toolrail_workbench::conversation::{Next, Turn};
+use toolrail_workbench::run::LoadState;
+
+fn step_until(
+    harness: &mut Harness<'_, ToolrailApp>,
+    what: &str,
+    done: impl Fn(&ToolrailApp) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !done(harness.state()) {
+        assert!(
+            Instant::now() < deadline,
+            "gave up waiting for {what}: {:?}",
+            harness.state().shared.messages
+        );
+        harness.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    harness.step();
+}
+
+fn waiting_for_tool_result(app: &ToolrailApp) -> bool {
+    app.conversation.session.as_ref().is_some_and(|s| {
+        !s.is_waiting()
+            && (matches!(s.conversation.next(), Next::ToolResult { .. })
+                || s.conversation.stopped_at_limit())
+    })
+}
+
+#[test]
+fn a_conversation_with_a_typed_tool_result_runs_in_the_window() {
+    if crate::common::model().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let options = AppOptions {
+        workspace_path: dir.path().join("workspace.json"),
+        autosave: false,
+        screenshot: None,
+        settle: true,
+        demo_run: false,
+    };
+    let mut harness = Harness::builder()
+        .with_size([1440.0, 1000.0])
+        .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
+    harness.step();
+    {
+        let settings = &mut harness.state_mut().shared.run.settings;
+        settings.threads = Some(1);
+        settings.sampling.max_tokens = 96;
+    }
+    harness.get_by_label("Load model").click();
+    step_until(&mut harness, "the model to load", |app| {
+        matches!(
+            app.shared.run.controller.load_state(),
+            LoadState::Ready { .. } | LoadState::Failed { .. }
+        )
+    });
+    step_until(&mut harness, "the analysis", |app| {
+        app.shared.analysis.tool_set.is_some()
+    });
+
+    harness.get_by_label("Run").click();
+    for _ in 0..3 {
+        harness.step();
+    }
+    harness.get_by_label("Conversation…").click();
+    for _ in 0..3 {
+        harness.step();
+    }
+    harness.get_by_label("New conversation").click();
+    harness.step();
+    harness.state_mut().conversation.input = "What is the weather in Paris?".into();
+    harness.step();
+    harness.get_by_label("Send").click();
+    step_until(&mut harness, "the first call", waiting_for_tool_result);
+    let session = harness.state().conversation.session.as_ref().unwrap();
+    let Next::ToolResult { tool } = session.conversation.next() else {
+        panic!("no valid first call: {:#?}", session.conversation.turns())
+    };
+    harness.get_by_label("Assistant, attempt 1");
+    harness.get_by_label(&format!("Result of {tool}:"));
+    harness
+        .get_all_by_label_contains(&format!("valid call of {tool}"))
+        .next()
+        .unwrap();
+
+    harness.state_mut().conversation.input = "18 degrees and cloudy.".into();
+    harness.step();
+    harness.get_by_label("Send").click();
+    harness.step();
+    step_until(&mut harness, "the second call", waiting_for_tool_result);
+    let turns = harness
+        .state()
+        .conversation
+        .session
+        .as_ref()
+        .unwrap()
+        .conversation
+        .turns()
+        .to_vec();
+    assert!(
+        matches!(&turns[2], Turn::Tool { tool: Some(t), content } if *t == tool && content == "18 degrees and cloudy.")
+    );
+    let answers = turns
+        .iter()
+        .filter(|t| matches!(t, Turn::Assistant(a) if a.tokens > 0))
+        .count();
+    assert!(answers >= 2, "{turns:#?}");
+    harness.get_by_label(&format!("Tool {tool} (result)"));
+    // Each answer was a generation run of the session.
+    assert!(harness.state().shared.run.controller.runs().len() >= answers);
+}
