@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use api::{ChatChunk, ChatMessage, ChatRequest, Chunk, CompletionRequest, Prompt, Props};
+pub use api::{
+    ChatBuild, ChatChunk, ChatMessage, ChatRequest, Chunk, CompletionRequest, Prompt, Props,
+};
 pub use run::{RequestKind, ServerOptions, ServerWorker};
 use sse::{SseEvent, SseReader};
 
@@ -232,6 +234,54 @@ impl ServerClient {
         Ok(SseReader::new(BufReader::new(
             reply.into_body().into_reader(),
         )))
+    }
+
+    /// What the server builds for `request` (prompt, tool-call grammar, triggers, chat
+    /// format): the same request, not streamed, one token long, with `verbose` (llama-server
+    /// reports what it built only in a non-streamed reply's `__verbose` block).
+    pub fn chat_build(&self, request: &ChatRequest) -> Result<ChatBuild, ServerError> {
+        let url = self.endpoint("/v1/chat/completions");
+        let mut probe = request.clone();
+        probe.stream = false;
+        probe.verbose = true;
+        probe.max_tokens = 1;
+        let body = serde_json::to_vec(&probe).map_err(|e| ServerError::Stream {
+            url: url.clone(),
+            detail: format!("cannot write the request: {e}"),
+        })?;
+        let mut post = self
+            .agent
+            .post(&url)
+            .header("Content-Type", "application/json");
+        if let Some(key) = &self.api_key {
+            post = post.header("Authorization", format!("Bearer {key}"));
+        }
+        let mut reply = post.send(&body[..]).map_err(|e| self.unreachable(&e))?;
+        let status = reply.status().as_u16();
+        let text = reply
+            .body_mut()
+            .with_config()
+            .limit(MAX_REPLY_BYTES)
+            .read_to_string()
+            .map_err(|e| ServerError::Stream {
+                url: url.clone(),
+                detail: format!("reading the reply failed: {e}"),
+            })?;
+        if status != 200 {
+            return Err(Self::http_error(url, status, &text));
+        }
+        let value: Value =
+            serde_json::from_str(&text).map_err(|_| ServerError::NotLlamaServer {
+                url: url.clone(),
+                detail: format!(
+                    "the reply is not JSON: {}",
+                    text.chars().take(120).collect::<String>()
+                ),
+            })?;
+        ChatBuild::from_reply(&value).ok_or_else(|| ServerError::NotLlamaServer {
+            url,
+            detail: "the reply has no __verbose block (llama-server reports the prompt and grammar it built there)".into(),
+        })
     }
 
     /// Streams `POST /completion`, calling `on_chunk` for every chunk before the final one;

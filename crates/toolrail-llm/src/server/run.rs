@@ -629,6 +629,7 @@ impl ServerRunner {
             cache_prompt: false,
             timings_per_token: true,
             sse_ping_interval: 1,
+            verbose: false,
         };
         // (name, arguments text) per call index
         let mut calls: Vec<(String, String)> = Vec::new();
@@ -677,6 +678,9 @@ impl ServerRunner {
             .into_iter()
             .map(|(name, arguments)| json!({"name": name, "arguments": arguments}))
             .collect();
+        if parsed.is_empty() {
+            self.explain_no_call(progress.run, &client, &body, tools);
+        }
         self.emit(progress.run, Event::ServerCalls(parsed));
         match reason.as_str() {
             "stop" | "tool_calls" => Stop::EndOfGeneration,
@@ -685,6 +689,35 @@ impl ServerRunner {
                 "the server stopped for an unknown reason ({other})"
             )),
         }
+    }
+
+    /// No call was parsed: asks the server what it built for the request and, when that
+    /// explains it (the tools not in its prompt, no tool-call grammar), says so as an error event
+    /// on the run; otherwise says that the server built both and the model wrote no call.
+    fn explain_no_call(
+        &self,
+        run: RunId,
+        client: &ServerClient,
+        body: &ChatRequest,
+        tools: &[Value],
+    ) {
+        let names: Vec<&str> = tools
+            .iter()
+            .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str))
+            .collect();
+        let message = match client.chat_build(body) {
+            Ok(build) => match build.explain_no_call(&names) {
+                Some(reason) => format!("no tool call parsed: {reason}"),
+                None => format!(
+                    "no tool call parsed: the server put the tools in the prompt and built a \
+                     tool-call grammar ({}{}), but its parser found no call in the output",
+                    if build.grammar_lazy { "lazy, " } else { "" },
+                    build.chat_format.as_deref().unwrap_or("unknown format")
+                ),
+            },
+            Err(e) => format!("no tool call parsed; asking the server what it built failed: {e}"),
+        };
+        self.emit(run, Event::Error(message));
     }
 
     /// One streamed token: the run's start, end of generation, or a record sent on.
