@@ -4,6 +4,7 @@
 
 mod app_editors;
 mod app_run;
+mod app_server;
 mod app_shell;
 mod app_usability;
 mod common;

@@ -26,6 +26,9 @@ use sse::{SseEvent, SseReader};
 /// The largest non-streamed reply toolrail reads (`/props` carries the chat template).
 const MAX_REPLY_BYTES: u64 = 16 << 20;
 
+/// The longest a `/health` or `/props` request may take, from connecting to the last byte.
+const GET_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Everything that can go wrong talking to a server; each a sentence naming the server.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -85,11 +88,21 @@ pub enum StreamEnd {
 }
 
 /// A llama-server at a base URL.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ServerClient {
     base: String,
     api_key: Option<String>,
     agent: ureq::Agent,
+}
+
+/// The URL and whether a key is sent; never the key itself (debug output ends up in logs).
+impl std::fmt::Debug for ServerClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerClient")
+            .field("base", &self.base)
+            .field("api_key", &self.api_key.as_ref().map(|_| "(set)"))
+            .finish_non_exhaustive()
+    }
 }
 
 impl ServerClient {
@@ -150,7 +163,13 @@ impl ServerClient {
 
     fn get_json(&self, path: &str) -> Result<Value, ServerError> {
         let url = self.endpoint(path);
-        let mut request = self.agent.get(&url);
+        // A server that accepts the connection but never answers is cut after this long.
+        let mut request = self
+            .agent
+            .get(&url)
+            .config()
+            .timeout_global(Some(GET_TIMEOUT))
+            .build();
         if let Some(key) = &self.api_key {
             request = request.header("Authorization", format!("Bearer {key}"));
         }

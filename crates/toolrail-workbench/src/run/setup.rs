@@ -28,6 +28,9 @@ pub struct RunInputs {
     /// The GBNF grammar (generated from the tools or written by hand); `None` allows only
     /// unconstrained runs.
     pub grammar: Option<String>,
+    /// The plain JSON Schema the grammar came from (the Tools pane in plain-schema mode), sent
+    /// as `json_schema` to a llama-server.
+    pub schema: Option<Value>,
 }
 
 impl Default for RunInputs {
@@ -37,6 +40,7 @@ impl Default for RunInputs {
             format: Format::OpenAi,
             validate: ValidateOptions::default(),
             grammar: None,
+            schema: None,
         }
     }
 }

@@ -55,6 +55,8 @@ pub struct RunSettings {
     pub last_transcript: Option<PathBuf>,
     /// The user closed the recorded demo run: do not reopen it.
     pub demo_closed: bool,
+    /// What runs on a connected llama-server ask it for.
+    pub server_request: super::ServerRequestChoice,
 }
 
 impl Default for RunSettings {
@@ -71,6 +73,7 @@ impl Default for RunSettings {
             show: 8,
             last_transcript: None,
             demo_closed: false,
+            server_request: super::ServerRequestChoice::Grammar,
         }
     }
 }
@@ -164,6 +167,9 @@ impl RunState {
                 .grammar
                 .as_ref()
                 .map(|_| analysis.grammar_text.clone()),
+            schema: (schema.mode == crate::workspace::SchemaMode::PlainSchema)
+                .then(|| serde_json::from_str(&schema.text).ok())
+                .flatten(),
         }
     }
 
@@ -198,6 +204,8 @@ impl RunState {
             self.controller.set_notify(std::sync::Arc::clone(repaint));
             self.notify_set = true;
         }
+        self.controller
+            .set_server_request(self.settings.server_request);
         let mut rest = Vec::with_capacity(actions.len());
         for action in actions.drain(..) {
             let result = match action {
