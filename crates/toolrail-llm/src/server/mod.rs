@@ -259,11 +259,22 @@ impl ServerClient {
     /// format): the same request, not streamed, one token long, with `verbose` (llama-server
     /// reports what it built only in a non-streamed reply's `__verbose` block).
     pub fn chat_build(&self, request: &ChatRequest) -> Result<ChatBuild, ServerError> {
+        let body = serde_json::to_value(request).map_err(|e| ServerError::Stream {
+            url: self.endpoint("/v1/chat/completions"),
+            detail: format!("cannot write the request: {e}"),
+        })?;
+        self.chat_build_json(body)
+    }
+
+    /// Like [`ServerClient::chat_build`] for a request given as JSON (any OpenAI chat body);
+    /// `stream`, `verbose` and `max_tokens` are set here.
+    pub fn chat_build_json(&self, mut probe: Value) -> Result<ChatBuild, ServerError> {
         let url = self.endpoint("/v1/chat/completions");
-        let mut probe = request.clone();
-        probe.stream = false;
-        probe.verbose = true;
-        probe.max_tokens = 1;
+        if let Some(map) = probe.as_object_mut() {
+            map.insert("stream".into(), Value::Bool(false));
+            map.insert("verbose".into(), Value::Bool(true));
+            map.insert("max_tokens".into(), Value::from(1));
+        }
         let body = serde_json::to_vec(&probe).map_err(|e| ServerError::Stream {
             url: url.clone(),
             detail: format!("cannot write the request: {e}"),
