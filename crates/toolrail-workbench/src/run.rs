@@ -20,6 +20,7 @@
 
 mod outcome;
 mod replay;
+mod server;
 mod setup;
 mod state;
 
@@ -34,13 +35,16 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError, bounded};
 use serde_json::Value;
 
 use crate::transcript::{
-    self, Stop, TRANSCRIPT_VERSION, TokenRecord, Totals, Transcript, TranscriptError,
+    self, ServerRequest, ServerRun, Stop, TRANSCRIPT_VERSION, TokenRecord, Totals, Transcript,
+    TranscriptError,
 };
+use toolrail_llm::server::{RequestKind, ServerOptions, ServerWorker};
 use toolrail_llm::worker::{Command, EngineKind, Event, Notify, RunEvent, RunRequest, Worker};
 use toolrail_llm::{Model, ModelSpec, PromptSource};
 
-pub use outcome::Outcome;
+pub use outcome::{Outcome, ServerCallCheck};
 pub use replay::Replay;
+pub use server::{ServerConnection, ServerRequestChoice, ServerState, in_words};
 pub use setup::{
     PromptPreview, PromptStyle, RunInputs, RunSetup, build_prompt_preview, build_request,
     family_for, sampling_with_defaults,
@@ -83,6 +87,9 @@ pub enum RunError {
     /// The prompt could not be built.
     #[error("prompt: {0}")]
     Prompt(String),
+    /// A run on the connected server cannot be made from these inputs.
+    #[error("on the server: {0}")]
+    Server(String),
     /// No run has this id.
     #[error("there is no run {0}")]
     UnknownRun(RunId),
@@ -245,6 +252,10 @@ pub struct Run {
     pub errors: Vec<String>,
     /// The tool calls a llama-server parsed from the output (`tools` requests only).
     pub server_calls: Option<Vec<Value>>,
+    /// The server it ran on and what was asked (None: in-process).
+    pub server_run: Option<ServerRun>,
+    /// The server as a sentence (`llama-server b11434 at URL, model M`).
+    pub server: Option<String>,
     /// How it ended.
     pub finish: Option<Finish>,
     /// The verdict on its output, once ended.
@@ -284,8 +295,15 @@ impl Run {
             format: with_tools.then_some(self.inputs.format),
             grammar: self.request.grammar.clone(),
             engine: self.request.engine,
-            server: None,
-            server_run: None,
+            server: self.server.clone(),
+            server_run: self.server_run.clone().map(|mut r| {
+                if let (ServerRequest::Tools { calls, .. }, Some(parsed)) =
+                    (&mut r.request, &self.server_calls)
+                {
+                    calls.clone_from(parsed);
+                }
+                r
+            }),
             sampling: self.request.sampling.clone(),
             tokens: self.tokens.clone(),
             output,
@@ -339,6 +357,11 @@ pub struct RunController {
     replay: Option<Replay>,
     messages: Vec<String>,
     next_id: RunId,
+    server: ServerState,
+    connecting: Option<server::ConnectJob>,
+    /// The server worker and the GGUF whose vocabulary it follows the tokens with.
+    server_worker: Option<(ServerWorker, PathBuf)>,
+    server_request: ServerRequestChoice,
 }
 
 impl std::fmt::Debug for RunController {
@@ -377,6 +400,10 @@ impl RunController {
             replay: None,
             messages: Vec::new(),
             next_id: 1,
+            server: ServerState::Disconnected,
+            connecting: None,
+            server_worker: None,
+            server_request: ServerRequestChoice::Grammar,
         }
     }
 
@@ -499,12 +526,18 @@ impl RunController {
     /// when the worker is free. Call once per frame.
     pub fn poll(&mut self) {
         self.poll_load();
-        let events: Vec<RunEvent> = match &self.worker {
+        self.poll_connect();
+        let mut events: Vec<RunEvent> = match &self.worker {
             Some(worker) => std::iter::from_fn(|| worker.events().try_recv().ok())
                 .take(EVENTS_PER_POLL)
                 .collect(),
             None => Vec::new(),
         };
+        if let Some((worker, _)) = &self.server_worker {
+            events.extend(
+                std::iter::from_fn(|| worker.events().try_recv().ok()).take(EVENTS_PER_POLL),
+            );
+        }
         for event in events {
             self.handle(event);
         }
@@ -526,7 +559,9 @@ impl RunController {
             let since = last.elapsed();
             if since < pace / 2 {
                 self.poll_load();
-                let waiting = self.worker.as_ref().is_some_and(|w| !w.events().is_empty());
+                self.poll_connect();
+                let waiting = self.worker.as_ref().is_some_and(|w| !w.events().is_empty())
+                    || (self.server_worker.as_ref()).is_some_and(|(w, _)| !w.events().is_empty());
                 return waiting.then(|| pace.saturating_sub(since));
             }
         }
@@ -542,6 +577,16 @@ impl RunController {
             match job.messages.recv_timeout(timeout) {
                 Ok(message) => self.on_load_message(message),
                 Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+            }
+        } else if let Some(job) = &self.connecting {
+            if let Ok(answer) = job.answer.recv_timeout(timeout) {
+                self.on_connected(answer);
+            }
+        } else if let Some((worker, _)) = &self.server_worker
+            && self.active_on_server()
+        {
+            if let Ok(event) = worker.events().recv_timeout(timeout) {
+                self.handle(event);
             }
         } else if let Some(worker) = &self.worker
             && self.active.is_some()
@@ -597,7 +642,13 @@ impl RunController {
     }
 
     fn send(&mut self, command: Command) -> bool {
-        let sent = self.worker.as_ref().is_some_and(|w| w.send(command));
+        let sent = if self.active_on_server() {
+            self.server_worker
+                .as_ref()
+                .is_some_and(|(w, _)| w.send(command))
+        } else {
+            self.worker.as_ref().is_some_and(|w| w.send(command))
+        };
         if !sent {
             self.messages.push(RunError::WorkerGone.to_string());
         }
@@ -669,7 +720,10 @@ impl RunController {
                 totals,
                 output,
             } => {
-                run.outcome = Some(Outcome::judge(&output, run.is_constrained(), &run.inputs));
+                run.outcome = Some(match &run.server_calls {
+                    Some(calls) => Outcome::judge_server_calls(calls, &run.inputs),
+                    None => Outcome::judge(&output, run.is_constrained(), &run.inputs),
+                });
                 run.finish = Some(Finish {
                     stop,
                     totals,
@@ -700,7 +754,16 @@ impl RunController {
             };
             let request = self.runs[index].request.clone();
             let start = self.runs[index].start;
-            if !self.send(Command::Start(Box::new(request))) {
+            let sent = match self.runs[index].server_run.clone() {
+                Some(server_run) => {
+                    self.send_to_server(&self.runs[index].inputs.clone(), &server_run, request)
+                }
+                None => self
+                    .worker
+                    .as_ref()
+                    .is_some_and(|w| w.send(Command::Start(Box::new(request)))),
+            };
+            if !sent {
                 let run = &mut self.runs[index];
                 run.phase = RunPhase::Finished;
                 run.finish = Some(Finish {
@@ -718,6 +781,151 @@ impl RunController {
             self.active = Some(id);
             return;
         }
+    }
+
+    // ----- server -----
+
+    /// Starts connecting to the llama-server at `url` (`/health`, then `/props`, on a thread);
+    /// once connected, runs go to it. `name` is its `models.toml` entry, if any. Refused while
+    /// a run is in progress.
+    pub fn connect_server(
+        &mut self,
+        url: &str,
+        api_key: Option<String>,
+        name: Option<String>,
+    ) -> Result<(), RunError> {
+        if self.is_busy() {
+            return Err(RunError::Busy);
+        }
+        match server::start_connect(url, api_key, name, Arc::clone(&self.notify)) {
+            Ok(job) => {
+                self.server = ServerState::Connecting {
+                    url: job.url.clone(),
+                };
+                self.connecting = Some(job);
+            }
+            Err(message) => {
+                self.connecting = None;
+                self.server = ServerState::Failed {
+                    url: url.to_owned(),
+                    message,
+                };
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs in-process again (refused while a run is in progress).
+    pub fn disconnect_server(&mut self) -> Result<(), RunError> {
+        if self.is_busy() {
+            return Err(RunError::Busy);
+        }
+        self.connecting = None;
+        self.server_worker = None;
+        self.server = ServerState::Disconnected;
+        Ok(())
+    }
+
+    /// Where the connection to a server stands.
+    pub fn server_state(&self) -> &ServerState {
+        &self.server
+    }
+
+    /// The connected server, if any.
+    pub fn server(&self) -> Option<&ServerConnection> {
+        match &self.server {
+            ServerState::Connected(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// What runs on the server ask it for (from the next run on).
+    pub fn set_server_request(&mut self, choice: ServerRequestChoice) {
+        self.server_request = choice;
+    }
+
+    /// What runs on the server ask it for.
+    pub fn server_request(&self) -> ServerRequestChoice {
+        self.server_request
+    }
+
+    fn poll_connect(&mut self) {
+        let answer = match &self.connecting {
+            Some(job) => match job.answer.try_recv() {
+                Ok(answer) => answer,
+                Err(TryRecvError::Empty) => return,
+                Err(TryRecvError::Disconnected) => {
+                    Err("the connection thread stopped without an answer".into())
+                }
+            },
+            None => return,
+        };
+        self.on_connected(answer);
+    }
+
+    fn on_connected(&mut self, answer: Result<ServerConnection, String>) {
+        let Some(job) = self.connecting.take() else {
+            return;
+        };
+        self.server_worker = None;
+        self.server = match answer {
+            Ok(connection) => ServerState::Connected(Box::new(connection)),
+            Err(message) => ServerState::Failed {
+                url: job.url,
+                message,
+            },
+        };
+    }
+
+    /// True when the active run runs on the server.
+    fn active_on_server(&self) -> bool {
+        self.active().is_some_and(|run| run.server_run.is_some())
+    }
+
+    /// Starts `request` on the server worker (spawned, or respawned for another vocabulary,
+    /// here), asking what `server_run` says.
+    fn send_to_server(
+        &mut self,
+        inputs: &RunInputs,
+        server_run: &ServerRun,
+        request: RunRequest,
+    ) -> bool {
+        let (Some(connection), Some(model)) = (self.server(), &self.model) else {
+            return false;
+        };
+        let vocab_path = model.info().path.clone();
+        if self
+            .server_worker
+            .as_ref()
+            .is_none_or(|(_, path)| *path != vocab_path)
+        {
+            let worker = ServerWorker::spawn(
+                connection.client.clone(),
+                Some(model.clone()),
+                crate::relayed(Arc::clone(&self.notify), self.pace.clone()),
+            );
+            self.server_worker = Some((worker, vocab_path));
+        }
+        let kind = match &server_run.request {
+            ServerRequest::Grammar => RequestKind::Grammar,
+            ServerRequest::JsonSchema { schema } => RequestKind::JsonSchema(schema.clone()),
+            ServerRequest::Tools { user, .. } => RequestKind::Tools {
+                tools: inputs
+                    .tool_values()
+                    .into_iter()
+                    .map(|t| serde_json::json!({"type": "function", "function": t}))
+                    .collect(),
+                user: user.clone(),
+            },
+        };
+        let Some((worker, _)) = &self.server_worker else {
+            return false;
+        };
+        worker.set_options(ServerOptions {
+            request: kind,
+            ..ServerOptions::default()
+        });
+        worker.send(Command::Start(Box::new(request)))
     }
 
     // ----- runs -----
@@ -743,6 +951,7 @@ impl RunController {
         mut request: RunRequest,
         prompt_source: PromptSource,
         start: StartMode,
+        user: &str,
     ) -> Result<RunId, RunError> {
         let Some(model) = &self.model else {
             return Err(if self.loading.is_some() {
@@ -755,6 +964,26 @@ impl RunController {
         let id = self.next_id;
         self.next_id += 1;
         request.id = id;
+        let (server_run, server) = match &self.server {
+            ServerState::Connected(connection) => {
+                let (server_request, engine) =
+                    server_request_for(self.server_request, &inputs, &request, user)?;
+                request.engine = engine;
+                if matches!(server_request, ServerRequest::Tools { .. }) {
+                    request.grammar = None;
+                }
+                (
+                    Some(ServerRun {
+                        url: connection.url().to_owned(),
+                        build: connection.props.build_info.clone(),
+                        model: Some(connection.model_name()),
+                        request: server_request,
+                    }),
+                    Some(connection.described()),
+                )
+            }
+            _ => (None, None),
+        };
         self.runs.push(Run {
             id,
             kind,
@@ -778,6 +1007,8 @@ impl RunController {
             text: String::new(),
             refusals: Vec::new(),
             server_calls: None,
+            server_run,
+            server,
             errors: Vec::new(),
             finish: None,
             outcome: None,
@@ -825,7 +1056,14 @@ impl RunController {
             return Err(RunError::Busy);
         }
         let (request, source) = self.prepared(setup, inputs, mode)?;
-        let id = self.new_run(RunKind::Single, inputs.clone(), request, source, mode)?;
+        let id = self.new_run(
+            RunKind::Single,
+            inputs.clone(),
+            request,
+            source,
+            mode,
+            &setup.user,
+        )?;
         self.pump();
         Ok(id)
     }
@@ -850,6 +1088,7 @@ impl RunController {
             request_c,
             source,
             StartMode::Run,
+            &setup.user,
         )?;
         let u = self.new_run(
             RunKind::Unconstrained,
@@ -857,6 +1096,7 @@ impl RunController {
             request_u,
             source,
             StartMode::Run,
+            &setup.user,
         )?;
         let pair = Pair {
             constrained: c,
@@ -917,6 +1157,7 @@ impl RunController {
             request,
             prompt_source,
             StartMode::Paused,
+            "",
         )?;
         if let Some(run) = self.runs.iter_mut().find(|r| r.id == id) {
             run.text = taken.iter().map(|t| t.piece.as_str()).collect();
@@ -1090,5 +1331,53 @@ impl RunController {
     /// The file a replay came from, if any.
     pub fn replay_path(&self) -> Option<PathBuf> {
         self.replay.as_ref().and_then(|r| r.path.clone())
+    }
+}
+
+/// What a run on the server asks for, and the engine its record carries, from the pane's
+/// choice and the workspace's inputs; an error says what is missing.
+fn server_request_for(
+    choice: ServerRequestChoice,
+    inputs: &RunInputs,
+    request: &RunRequest,
+    user: &str,
+) -> Result<(ServerRequest, EngineKind), RunError> {
+    match choice {
+        ServerRequestChoice::Grammar => match request.engine {
+            EngineKind::Llama => Err(RunError::Server(
+                "the engine 'llama' runs llama.cpp in-process; on a server its own llama.cpp \
+                 masks the tokens: choose the engine 'toolrail' (toolrail follows every token) \
+                 or 'none'"
+                    .into(),
+            )),
+            engine => Ok((ServerRequest::Grammar, engine)),
+        },
+        ServerRequestChoice::JsonSchema => match &inputs.schema {
+            Some(schema) if request.grammar.is_some() => Ok((
+                ServerRequest::JsonSchema {
+                    schema: schema.clone(),
+                },
+                EngineKind::Toolrail,
+            )),
+            _ => Err(RunError::Server(
+                "json_schema sends the workspace's plain JSON Schema: switch the Tools pane to \
+                 a plain schema that converts to a grammar, or ask for 'grammar' or 'tools'"
+                    .into(),
+            )),
+        },
+        ServerRequestChoice::Tools => match &inputs.tools {
+            Some(tools) if !tools.tools().is_empty() => Ok((
+                ServerRequest::Tools {
+                    user: user.to_owned(),
+                    calls: Vec::new(),
+                },
+                EngineKind::None,
+            )),
+            _ => Err(RunError::Server(
+                "tools sends the workspace's tool set to the chat endpoint: the Tools pane has \
+                 no tools"
+                    .into(),
+            )),
+        },
     }
 }

@@ -18,8 +18,10 @@ use crate::token_view::{TokenStrip, mask_plot, phase_text, token_details};
 use toolrail_llm::worker::EngineKind;
 use toolrail_llm::{ModelSpec, Models};
 use toolrail_workbench::run::PromptStyle;
-use toolrail_workbench::run::{LoadState, Run, RunPhase, RunSettings, RunState};
-use toolrail_workbench::transcript::TokenRecord;
+use toolrail_workbench::run::{
+    LoadState, Run, RunPhase, RunSettings, RunState, ServerRequestChoice, ServerState,
+};
+use toolrail_workbench::transcript::{ServerRequest, Stop, TokenRecord};
 use toolrail_workbench::workspace::LiveRefresh;
 
 /// The generation pane's own UI state.
@@ -29,6 +31,12 @@ pub struct GenerationPane {
     selected: Option<usize>,
     models: Option<Result<Models, String>>,
     saved_settings: Option<RunSettings>,
+    /// The "Connect to server…" form is open.
+    connect_open: bool,
+    /// The URL typed into it.
+    server_url: String,
+    /// The environment variable holding the server's API key (empty: none).
+    server_key_env: String,
 }
 
 impl GenerationPane {
@@ -52,6 +60,8 @@ impl GenerationPane {
 
     fn model_row(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
         let mut open_gguf = false;
+        let mut open_connect = false;
+        let mut connect_to: Option<(String, Option<String>, Option<String>)> = None;
         let run = &mut shared.run;
         let models = self.models.get_or_insert_with(|| {
             Models::load(run.settings.models_file.as_deref()).map_err(|e| e.to_string())
@@ -81,6 +91,32 @@ impl GenerationPane {
                                 run.settings.gguf = None;
                             }
                         }
+                        if !models.servers.is_empty() {
+                            ui.separator();
+                        }
+                        for server in &models.servers {
+                            let connected = run
+                                .controller
+                                .server()
+                                .is_some_and(|c| c.name.as_deref() == Some(&server.name));
+                            if ui
+                                .selectable_label(
+                                    connected,
+                                    format!("server: {} ({})", server.name, server.url),
+                                )
+                                .clicked()
+                            {
+                                connect_to = Some((
+                                    server.url.clone(),
+                                    server.api_key_env.clone(),
+                                    Some(server.name.clone()),
+                                ));
+                            }
+                        }
+                    }
+                    ui.separator();
+                    if ui.selectable_label(false, "Connect to server…").clicked() {
+                        open_connect = true;
                     }
                 })
                 .response
@@ -150,12 +186,76 @@ impl GenerationPane {
                 );
             }
         }
+        if open_connect {
+            self.connect_open = true;
+        }
+        if self.connect_open {
+            self.connect_form(ui, &mut connect_to);
+        }
+        if let Some((url, key_env, name)) = connect_to {
+            let run = &mut shared.run;
+            let key = match key_env.as_deref().map(str::trim).filter(|k| !k.is_empty()) {
+                Some(var) => match std::env::var(var) {
+                    Ok(key) => Some(key),
+                    Err(_) => {
+                        run.messages.push(format!(
+                            "the API key variable {var} is not set: connecting without a key"
+                        ));
+                        None
+                    }
+                },
+                None => None,
+            };
+            if let Err(e) = run.controller.connect_server(&url, key, name) {
+                run.messages.push(e.to_string());
+            } else {
+                self.connect_open = false;
+            }
+        }
+        server_section(ui, &mut shared.run);
         if open_gguf {
             shared.pick_file(
                 FileRequest::OpenGguf,
                 rfd::AsyncFileDialog::new().add_filter("GGUF model", &["gguf"]),
             );
         }
+    }
+
+    /// The "Connect to server…" form: URL, the API key's variable, Connect and Close.
+    fn connect_form(
+        &mut self,
+        ui: &mut egui::Ui,
+        connect_to: &mut Option<(String, Option<String>, Option<String>)>,
+    ) {
+        ui.horizontal_wrapped(|ui| {
+            let label = ui.label("Server URL");
+            let url = ui
+                .add(
+                    egui::TextEdit::singleline(&mut self.server_url)
+                        .hint_text("http://127.0.0.1:8080")
+                        .desired_width(200.0),
+                )
+                .labelled_by(label.id);
+            let label = ui.label("API key variable");
+            ui.add(
+                egui::TextEdit::singleline(&mut self.server_key_env)
+                    .hint_text("none")
+                    .desired_width(110.0),
+            )
+            .labelled_by(label.id)
+            .on_hover_text("The name of an environment variable holding the server's API key");
+            let enter = url.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+            if ui.button("Connect").clicked() || enter {
+                *connect_to = Some((
+                    self.server_url.trim().to_owned(),
+                    Some(self.server_key_env.clone()),
+                    None,
+                ));
+            }
+            if ui.button("Close").clicked() {
+                self.connect_open = false;
+            }
+        });
     }
 
     fn tokens_section(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
@@ -497,6 +597,17 @@ fn run_status(ui: &mut egui::Ui, run: &Run) {
     ui.horizontal_wrapped(|ui| {
         ui.label(RichText::new(format!("Run {}", run.id)).strong());
         ui.label(format!("{} · {}", run.request.engine.name(), phase));
+        if let Some(server) = &run.server_run {
+            ui.label(format!(
+                "on {} ({})",
+                server.url,
+                match server.request {
+                    ServerRequest::Grammar => "grammar",
+                    ServerRequest::JsonSchema { .. } => "json_schema",
+                    ServerRequest::Tools { .. } => "tools",
+                }
+            ));
+        }
         if let Some((n, ms)) = run.prompt_decode {
             ui.label(match run.prompt_reused {
                 0 => format!("prompt {n} tokens in {ms:.0} ms"),
@@ -519,8 +630,128 @@ fn run_status(ui: &mut egui::Ui, run: &Run) {
             .color(error_color(ui)),
         );
     }
+    if let Some(f) = &run.finish
+        && run.server_run.is_some()
+        && matches!(f.stop, Stop::Error { .. })
+        && !run.tokens.is_empty()
+    {
+        ui.label(
+            RichText::new(format!(
+                "partial run: the stream was cut after {} tokens; they are kept (and in its \
+                 transcript, which records the stop)",
+                run.tokens.len()
+            ))
+            .color(ui.visuals().warn_fg_color),
+        );
+    }
     for e in &run.errors {
-        ui.label(RichText::new(e).color(error_color(ui)));
+        ui.add(egui::Label::new(RichText::new(e).color(error_color(ui))).wrap());
+    }
+}
+
+/// The connected llama-server (or the attempt): `/health`, `/props` (model, context, chat
+/// template, build), what runs ask it for, and Disconnect; a failed attempt in words.
+fn server_section(ui: &mut egui::Ui, run: &mut RunState) {
+    let mut disconnect = false;
+    match run.controller.server_state() {
+        ServerState::Disconnected => return,
+        ServerState::Connecting { url } => {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label(format!("connecting to {url}…"));
+            });
+        }
+        ServerState::Failed { url, message } => {
+            ui.add(
+                egui::Label::new(
+                    RichText::new(format!("server {url}: {message}")).color(error_color(ui)),
+                )
+                .wrap(),
+            );
+        }
+        ServerState::Connected(connection) => {
+            let props = &connection.props;
+            ui.horizontal_wrapped(|ui| {
+                ui.label(RichText::new("Server").strong());
+                ui.label(match &connection.name {
+                    Some(name) => format!("{name} ({})", connection.url()),
+                    None => connection.url().to_owned(),
+                });
+                ui.label(format!("health: {}", connection.health));
+                disconnect = ui
+                    .add_enabled(!run.controller.is_busy(), egui::Button::new("Disconnect"))
+                    .on_hover_text("Run in-process again")
+                    .clicked();
+            });
+            egui::Grid::new("generation-server-props")
+                .num_columns(2)
+                .show(ui, |ui| {
+                    ui.label("model");
+                    ui.label(connection.model_name());
+                    ui.end_row();
+                    ui.label("context");
+                    ui.label(match (props.n_ctx, props.total_slots) {
+                        (Some(n), Some(slots)) => format!("{n} tokens per slot, {slots} slot(s)"),
+                        (Some(n), None) => format!("{n} tokens per slot"),
+                        _ => "not reported".to_owned(),
+                    });
+                    ui.end_row();
+                    ui.label("build");
+                    ui.label(props.build_info.as_deref().unwrap_or("not reported"));
+                    ui.end_row();
+                    ui.label("tools");
+                    ui.label(match props.supports_tools {
+                        Some(true) => "its chat template takes tools",
+                        Some(false) => "its chat template does not take tools",
+                        None => "not reported",
+                    });
+                    ui.end_row();
+                });
+            egui::CollapsingHeader::new("Chat template")
+                .id_salt("generation-server-template")
+                .show(ui, |ui| {
+                    let mut text = props.chat_template.as_deref().unwrap_or("(none reported)");
+                    ui.add(
+                        egui::TextEdit::multiline(&mut text)
+                            .code_editor()
+                            .desired_rows(4)
+                            .desired_width(f32::INFINITY),
+                    );
+                });
+            ui.horizontal(|ui| {
+                let label = ui.label("Ask the server for");
+                let choice = &mut run.settings.server_request;
+                egui::ComboBox::from_id_salt("generation-server-request")
+                    .selected_text(choice.name())
+                    .show_ui(ui, |ui| {
+                        for c in ServerRequestChoice::all() {
+                            ui.selectable_value(choice, c, c.name())
+                                .on_hover_text(c.describe());
+                        }
+                    })
+                    .response
+                    .labelled_by(label.id)
+                    .on_hover_text(choice.describe());
+            });
+            let vocab = match run.controller.model() {
+                Some(model) => format!("the loaded model ({})", model.spec().name),
+                None => "the selected model (loaded at Start run)".to_owned(),
+            };
+            ui.add(
+                egui::Label::new(
+                    RichText::new(format!(
+                        "Runs go to this server. toolrail builds the prompt and follows every \
+                         token with the vocabulary of {vocab}: it must be the server's model's \
+                         GGUF (or one with the same tokenizer)."
+                    ))
+                    .weak(),
+                )
+                .wrap(),
+            );
+        }
+    }
+    if disconnect && let Err(e) = run.controller.disconnect_server() {
+        run.messages.push(e.to_string());
     }
 }
 

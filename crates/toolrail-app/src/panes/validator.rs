@@ -9,7 +9,7 @@ use crate::Shared;
 use crate::token_view::{long_text, phase_text};
 use toolrail_tools::validate::{CallCheck, Report};
 use toolrail_workbench::pasted::{PastedCheck, check_pasted};
-use toolrail_workbench::run::{Outcome, Run, RunSettings, RunState};
+use toolrail_workbench::run::{Outcome, Run, RunSettings, RunState, ServerCallCheck};
 
 /// The validator pane's own UI state.
 #[derive(Default)]
@@ -171,6 +171,9 @@ fn outcome_view(ui: &mut egui::Ui, outcome: &Outcome) {
     if let Some(report) = &outcome.report {
         report_view(ui, report);
     }
+    if let Some(calls) = &outcome.server_calls {
+        server_calls_view(ui, calls);
+    }
     if let Some(extraction) = &outcome.extraction {
         ui.label(RichText::new(format!("Extracted calls: {}", extraction.calls.len())).strong());
         for (i, call) in extraction.calls.iter().enumerate() {
@@ -242,6 +245,29 @@ fn report_view(ui: &mut egui::Ui, report: &Report) {
     if let Some(feedback) = report.feedback() {
         ui.label(RichText::new("Feedback for the model").strong());
         ui.label(RichText::new(feedback).monospace());
+    }
+}
+
+/// The calls a llama-server parsed from a `tools` run's output, each checked against its tool.
+fn server_calls_view(ui: &mut egui::Ui, calls: &[ServerCallCheck]) {
+    ui.label(RichText::new(format!("Calls the server parsed: {}", calls.len())).strong());
+    if calls.is_empty() {
+        ui.label(
+            RichText::new(
+                "The server parsed no tool call from the output (the run says why, in the \
+                 Generation pane).",
+            )
+            .color(ui.visuals().error_fg_color),
+        );
+    }
+    for (i, call) in calls.iter().enumerate() {
+        ui.label(RichText::new(format!("{i}: {}({})", call.name, call.arguments)).monospace());
+        match &call.check {
+            Ok(check) => check_issues(ui, check),
+            Err(e) => {
+                ui.label(RichText::new(e).color(ui.visuals().error_fg_color));
+            }
+        }
     }
 }
 

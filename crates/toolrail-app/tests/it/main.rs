@@ -5,6 +5,7 @@
 mod app_conversation;
 mod app_editors;
 mod app_run;
+mod app_server;
 mod app_shell;
 mod app_usability;
 mod common;

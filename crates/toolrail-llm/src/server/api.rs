@@ -21,6 +21,8 @@ pub struct Props {
     pub n_ctx: Option<u64>,
     /// Parallel slots.
     pub total_slots: Option<u64>,
+    /// Whether the chat template renders tools (`chat_template_caps.supports_tools`).
+    pub supports_tools: Option<bool>,
 }
 
 impl Props {
@@ -36,6 +38,9 @@ impl Props {
                 .pointer("/default_generation_settings/n_ctx")
                 .and_then(Value::as_u64),
             total_slots: v.get("total_slots").and_then(Value::as_u64),
+            supports_tools: v
+                .pointer("/chat_template_caps/supports_tools")
+                .and_then(Value::as_bool),
         }
     }
 
@@ -283,6 +288,92 @@ pub struct ChatRequest {
     pub timings_per_token: bool,
     /// Seconds of silence before a keep-alive line.
     pub sse_ping_interval: u32,
+    /// Ask for llama-server's `__verbose` block (the prompt and the settings it built: grammar,
+    /// lazy triggers, chat format); only non-streamed replies carry it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub verbose: bool,
+}
+
+/// What llama-server built for a chat request, read from the `__verbose` block of a
+/// non-streamed reply: the rendered prompt, the tool-call grammar and its lazy triggers, the
+/// preserved tokens and the chat format its parser reads the output with.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChatBuild {
+    /// The prompt as the server rendered it (with the BOS text it adds, if any).
+    pub prompt: String,
+    /// The grammar the sampler enforces (empty: none).
+    pub grammar: String,
+    /// True when the grammar waits for a trigger.
+    pub grammar_lazy: bool,
+    /// The lazy grammar's triggers, as the server lists them (`{"type": …, "value": …}`).
+    pub grammar_triggers: Vec<Value>,
+    /// Tokens kept whole in the output (the tool-call markers).
+    pub preserved_tokens: Vec<String>,
+    /// The chat format the server's parser reads the output with (e.g. `peg-native`).
+    pub chat_format: Option<String>,
+}
+
+impl ChatBuild {
+    /// Reads a non-streamed chat reply's `__verbose` block; None when it has none (a server
+    /// that ignores `verbose`, or not llama-server).
+    pub fn from_reply(reply: &Value) -> Option<ChatBuild> {
+        let verbose = reply.get("__verbose")?;
+        let settings = verbose.get("generation_settings")?;
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_owned();
+        Some(ChatBuild {
+            prompt: text(verbose.get("prompt")),
+            grammar: text(settings.get("grammar")),
+            grammar_lazy: settings
+                .get("grammar_lazy")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            grammar_triggers: settings
+                .get("grammar_triggers")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+            preserved_tokens: settings
+                .get("preserved_tokens")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            chat_format: settings
+                .get("chat_format")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        })
+    }
+
+    /// Why a `tools` request with `tool_choice: required` could give no parsed call, when
+    /// what the server built says so: the tools absent from the prompt, no tool-call grammar.
+    /// None when the server built both (the model then simply wrote no call).
+    pub fn explain_no_call(&self, tool_names: &[&str]) -> Option<String> {
+        let in_prompt = tool_names.iter().any(|n| self.prompt.contains(n));
+        let format = self.chat_format.as_deref().unwrap_or("unknown");
+        match (in_prompt, self.grammar.is_empty()) {
+            (false, true) => Some(format!(
+                "the server's chat template does not take tools: none of the tools is in the \
+                 prompt it rendered, and it built no tool-call grammar (chat format {format}), \
+                 so tool_choice \"required\" constrains nothing and its parser finds no call; \
+                 use a model whose chat template supports tools, or start llama-server with \
+                 --chat-template-file and one that does"
+            )),
+            (true, true) => Some(format!(
+                "the server built no tool-call grammar (chat format {format}): the tools are in \
+                 the prompt, but nothing constrains the output to a call its parser reads"
+            )),
+            (false, false) => Some(format!(
+                "none of the tools is in the prompt the server rendered (chat format {format}): \
+                 the model is constrained to a call without being told the tools"
+            )),
+            (true, false) => None,
+        }
+    }
 }
 
 /// One piece of a streamed tool call (`choices[0].delta.tool_calls[i]`).

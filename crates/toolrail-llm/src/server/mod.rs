@@ -17,12 +17,17 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use api::{ChatChunk, ChatMessage, ChatRequest, Chunk, CompletionRequest, Prompt, Props};
+pub use api::{
+    ChatBuild, ChatChunk, ChatMessage, ChatRequest, Chunk, CompletionRequest, Prompt, Props,
+};
 pub use run::{RequestKind, ServerOptions, ServerWorker};
 use sse::{SseEvent, SseReader};
 
 /// The largest non-streamed reply toolrail reads (`/props` carries the chat template).
 const MAX_REPLY_BYTES: u64 = 16 << 20;
+
+/// The longest a `/health` or `/props` request may take, from connecting to the last byte.
+const GET_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Everything that can go wrong talking to a server; each a sentence naming the server.
 #[derive(Debug, thiserror::Error)]
@@ -83,11 +88,21 @@ pub enum StreamEnd {
 }
 
 /// A llama-server at a base URL.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ServerClient {
     base: String,
     api_key: Option<String>,
     agent: ureq::Agent,
+}
+
+/// The URL and whether a key is sent; never the key itself (debug output ends up in logs).
+impl std::fmt::Debug for ServerClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerClient")
+            .field("base", &self.base)
+            .field("api_key", &self.api_key.as_ref().map(|_| "(set)"))
+            .finish_non_exhaustive()
+    }
 }
 
 impl ServerClient {
@@ -148,7 +163,13 @@ impl ServerClient {
 
     fn get_json(&self, path: &str) -> Result<Value, ServerError> {
         let url = self.endpoint(path);
-        let mut request = self.agent.get(&url);
+        // A server that accepts the connection but never answers is cut after this long.
+        let mut request = self
+            .agent
+            .get(&url)
+            .config()
+            .timeout_global(Some(GET_TIMEOUT))
+            .build();
         if let Some(key) = &self.api_key {
             request = request.header("Authorization", format!("Bearer {key}"));
         }
@@ -232,6 +253,65 @@ impl ServerClient {
         Ok(SseReader::new(BufReader::new(
             reply.into_body().into_reader(),
         )))
+    }
+
+    /// What the server builds for `request` (prompt, tool-call grammar, triggers, chat
+    /// format): the same request, not streamed, one token long, with `verbose` (llama-server
+    /// reports what it built only in a non-streamed reply's `__verbose` block).
+    pub fn chat_build(&self, request: &ChatRequest) -> Result<ChatBuild, ServerError> {
+        let body = serde_json::to_value(request).map_err(|e| ServerError::Stream {
+            url: self.endpoint("/v1/chat/completions"),
+            detail: format!("cannot write the request: {e}"),
+        })?;
+        self.chat_build_json(body)
+    }
+
+    /// Like [`ServerClient::chat_build`] for a request given as JSON (any OpenAI chat body);
+    /// `stream`, `verbose` and `max_tokens` are set here.
+    pub fn chat_build_json(&self, mut probe: Value) -> Result<ChatBuild, ServerError> {
+        let url = self.endpoint("/v1/chat/completions");
+        if let Some(map) = probe.as_object_mut() {
+            map.insert("stream".into(), Value::Bool(false));
+            map.insert("verbose".into(), Value::Bool(true));
+            map.insert("max_tokens".into(), Value::from(1));
+        }
+        let body = serde_json::to_vec(&probe).map_err(|e| ServerError::Stream {
+            url: url.clone(),
+            detail: format!("cannot write the request: {e}"),
+        })?;
+        let mut post = self
+            .agent
+            .post(&url)
+            .header("Content-Type", "application/json");
+        if let Some(key) = &self.api_key {
+            post = post.header("Authorization", format!("Bearer {key}"));
+        }
+        let mut reply = post.send(&body[..]).map_err(|e| self.unreachable(&e))?;
+        let status = reply.status().as_u16();
+        let text = reply
+            .body_mut()
+            .with_config()
+            .limit(MAX_REPLY_BYTES)
+            .read_to_string()
+            .map_err(|e| ServerError::Stream {
+                url: url.clone(),
+                detail: format!("reading the reply failed: {e}"),
+            })?;
+        if status != 200 {
+            return Err(Self::http_error(url, status, &text));
+        }
+        let value: Value =
+            serde_json::from_str(&text).map_err(|_| ServerError::NotLlamaServer {
+                url: url.clone(),
+                detail: format!(
+                    "the reply is not JSON: {}",
+                    text.chars().take(120).collect::<String>()
+                ),
+            })?;
+        ChatBuild::from_reply(&value).ok_or_else(|| ServerError::NotLlamaServer {
+            url,
+            detail: "the reply has no __verbose block (llama-server reports the prompt and grammar it built there)".into(),
+        })
     }
 
     /// Streams `POST /completion`, calling `on_chunk` for every chunk before the final one;

@@ -30,7 +30,7 @@
 //! Force; they are answered with an error event. Cancel closes the connection.
 
 use std::ops::ControlFlow;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
@@ -92,6 +92,8 @@ impl Default for ServerOptions {
 /// A handle on a thread that runs requests on a llama-server.
 pub struct ServerWorker {
     handle: Handle,
+    /// Options for the next run, taken by the thread when that run starts.
+    next_options: Arc<Mutex<Option<ServerOptions>>>,
 }
 
 impl std::fmt::Debug for ServerWorker {
@@ -131,6 +133,8 @@ impl ServerWorker {
         notify: Notify,
         options: ServerOptions,
     ) -> ServerWorker {
+        let next_options: Arc<Mutex<Option<ServerOptions>>> = Arc::new(Mutex::new(None));
+        let pending = Arc::clone(&next_options);
         let handle = Handle::spawn("toolrail-server", move |commands, events| {
             let masks = vocab
                 .as_ref()
@@ -143,10 +147,22 @@ impl ServerWorker {
                 commands,
                 events,
                 notify,
+                pending,
             };
             state.serve();
         });
-        ServerWorker { handle }
+        ServerWorker {
+            handle,
+            next_options,
+        }
+    }
+
+    /// Sets the options the runs started from now on use (what is asked of the server: the
+    /// app picks `grammar`, `json_schema` or `tools` per run).
+    pub fn set_options(&self, options: ServerOptions) {
+        if let Ok(mut next) = self.next_options.lock() {
+            *next = Some(options);
+        }
     }
 
     /// Sends a command (blocks only if 64 commands are already queued).
@@ -168,6 +184,7 @@ struct ServerRunner {
     commands: Receiver<Command>,
     events: Sender<RunEvent>,
     notify: Notify,
+    pending: Arc<Mutex<Option<ServerOptions>>>,
 }
 
 /// What a command seen mid-stream means for the stream.
@@ -276,6 +293,9 @@ impl ServerRunner {
 
     /// Runs one request; returns true if the worker must shut down.
     fn run(&mut self, request: &RunRequest) -> bool {
+        if let Some(options) = self.pending.lock().ok().and_then(|mut next| next.take()) {
+            self.options = options;
+        }
         if !request.prefix.is_empty() {
             self.done(
                 request.id,
@@ -629,6 +649,7 @@ impl ServerRunner {
             cache_prompt: false,
             timings_per_token: true,
             sse_ping_interval: 1,
+            verbose: false,
         };
         // (name, arguments text) per call index
         let mut calls: Vec<(String, String)> = Vec::new();
@@ -677,6 +698,9 @@ impl ServerRunner {
             .into_iter()
             .map(|(name, arguments)| json!({"name": name, "arguments": arguments}))
             .collect();
+        if parsed.is_empty() {
+            self.explain_no_call(progress.run, &client, &body, tools);
+        }
         self.emit(progress.run, Event::ServerCalls(parsed));
         match reason.as_str() {
             "stop" | "tool_calls" => Stop::EndOfGeneration,
@@ -685,6 +709,35 @@ impl ServerRunner {
                 "the server stopped for an unknown reason ({other})"
             )),
         }
+    }
+
+    /// No call was parsed: asks the server what it built for the request and, when that
+    /// explains it (the tools not in its prompt, no tool-call grammar), says so as an error event
+    /// on the run; otherwise says that the server built both and the model wrote no call.
+    fn explain_no_call(
+        &self,
+        run: RunId,
+        client: &ServerClient,
+        body: &ChatRequest,
+        tools: &[Value],
+    ) {
+        let names: Vec<&str> = tools
+            .iter()
+            .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str))
+            .collect();
+        let message = match client.chat_build(body) {
+            Ok(build) => match build.explain_no_call(&names) {
+                Some(reason) => format!("no tool call parsed: {reason}"),
+                None => format!(
+                    "no tool call parsed: the server put the tools in the prompt and built a \
+                     tool-call grammar ({}{}), but its parser found no call in the output",
+                    if build.grammar_lazy { "lazy, " } else { "" },
+                    build.chat_format.as_deref().unwrap_or("unknown format")
+                ),
+            },
+            Err(e) => format!("no tool call parsed; asking the server what it built failed: {e}"),
+        };
+        self.emit(run, Event::Error(message));
     }
 
     /// One streamed token: the run's start, end of generation, or a record sent on.

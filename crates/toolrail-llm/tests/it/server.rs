@@ -328,14 +328,16 @@ fn a_tools_request_streams_the_servers_template_run_and_its_parsed_calls() {
     assert!(!tokens.is_empty() && tokens.iter().all(|t| !t.before.is_empty()));
     let joined: String = tokens.iter().map(|t| t.piece.as_str()).collect();
     assert_eq!(joined, output);
-    // the server parsed its output for calls (the test model is a base model: often none)
+    // the server parsed its output for calls: none, because the test model's chat template
+    // does not take tools (see below); the run says why instead of leaving an empty list
     let calls = calls.expect("the server's parsed calls are reported before Done");
-    for call in &calls {
-        assert!(
-            call["name"].is_string() && call["arguments"].is_string(),
-            "{call}"
-        );
-    }
+    assert!(calls.is_empty(), "{calls:?}");
+    assert!(
+        errors.iter().any(|e| e
+            .starts_with("no tool call parsed: the server's chat template does not take tools")
+            && e.contains("chat format peg-native")),
+        "{errors:?}"
+    );
     // a grammar together with tools: the server's own 400, word for word
     let refusing = ServerWorker::spawn_with(
         server.client(),
@@ -356,6 +358,68 @@ fn a_tools_request_streams_the_servers_template_run_and_its_parsed_calls() {
         ),
         other => panic!("expected the server's refusal, got {other:?}"),
     }
+}
+
+/// Why the test model under `tools` + `tool_choice: required` yields no parsed call on b11434:
+/// its GGUF's chat template is a plain ChatML one that never renders `tools`, so llama.cpp's
+/// chat code finds no tool-call format in it (`peg-native`), builds no grammar and no trigger,
+/// and the prompt the server decodes holds no tool; not the lazy grammar, not the parser.
+#[test]
+fn the_test_models_template_takes_no_tools_so_the_server_builds_no_tool_grammar() {
+    let Some(server) = server() else { return };
+    let client = server.client();
+    let props = client.props().unwrap();
+    assert_eq!(props.supports_tools, Some(false), "{props:?}");
+    let template = props.chat_template.clone().unwrap_or_default();
+    assert!(
+        template.contains("<|im_start|>") && !template.contains("tools"),
+        "{template}"
+    );
+    let request = toolrail_llm::server::ChatRequest {
+        messages: vec![toolrail_llm::server::ChatMessage {
+            role: "user".into(),
+            content: "What is the weather in Paris?".into(),
+        }],
+        tools: vec![serde_json::json!({"type": "function", "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+        }})],
+        tool_choice: "required",
+        grammar: None,
+        max_tokens: 8,
+        temperature: 0.0,
+        top_k: 40,
+        top_p: 0.95,
+        min_p: 0.05,
+        seed: 0,
+        repeat_penalty: 1.0,
+        repeat_last_n: 64,
+        samplers: CompletionRequest::SAMPLERS.to_vec(),
+        n_probs: 1,
+        stream: true,
+        cache_prompt: false,
+        timings_per_token: true,
+        sse_ping_interval: 1,
+        verbose: false,
+    };
+    let build = client.chat_build(&request).unwrap();
+    assert!(
+        build.prompt.contains("What is the weather in Paris?"),
+        "{build:?}"
+    );
+    assert!(!build.prompt.contains("get_weather"), "{build:?}");
+    assert_eq!(build.grammar, "", "{build:?}");
+    assert!(build.grammar_triggers.is_empty(), "{build:?}");
+    assert_eq!(build.chat_format.as_deref(), Some("peg-native"));
+    let why = build.explain_no_call(&["get_weather"]).unwrap();
+    assert!(why.contains("does not take tools"), "{why}");
+    // a build with the tools in the prompt and a grammar explains nothing
+    let healthy = toolrail_llm::server::ChatBuild {
+        prompt: "… get_weather …".into(),
+        grammar: "root ::= \"x\"".into(),
+        ..build
+    };
+    assert_eq!(healthy.explain_no_call(&["get_weather"]), None);
 }
 
 fn plain(prompt: Vec<u32>, grammar: Option<&str>, n_predict: u32) -> CompletionRequest {

@@ -19,6 +19,27 @@ pub struct Outcome {
     pub extracted_checks: Vec<CallCheck>,
     /// Why the output could not be validated (a tool schema the validator cannot compile).
     pub error: Option<String>,
+    /// The calls a llama-server parsed from the output (`tools` requests), each checked
+    /// against its tool; None for runs that were not `tools` requests.
+    pub server_calls: Option<Vec<ServerCallCheck>>,
+}
+
+/// A call a llama-server parsed, checked against its tool.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerCallCheck {
+    /// The tool's name as the server parsed it.
+    pub name: String,
+    /// The arguments' JSON text as the server sent it.
+    pub arguments: String,
+    /// The validator's check, or why the arguments could not be checked (not JSON).
+    pub check: Result<CallCheck, String>,
+}
+
+impl ServerCallCheck {
+    /// True when the call names a tool and its arguments are valid for it.
+    pub fn is_valid(&self) -> bool {
+        self.check.as_ref().is_ok_and(CallCheck::is_valid)
+    }
 }
 
 impl Outcome {
@@ -57,14 +78,82 @@ impl Outcome {
         outcome
     }
 
-    /// True when the output read in the envelope is a valid call (or calls).
+    /// Judges the calls a llama-server parsed (`name`, `arguments` as JSON text) against the
+    /// run's tools: the server read the output in its own chat format, so its calls are what
+    /// is validated, not the text.
+    pub fn judge_server_calls(calls: &[Value], inputs: &RunInputs) -> Outcome {
+        let mut outcome = Outcome::default();
+        let validator = match inputs.tools.as_ref().map(Validator::new) {
+            Some(Ok(v)) => Some(v),
+            Some(Err(e)) => {
+                outcome.error = Some(e.to_string());
+                None
+            }
+            None => None,
+        };
+        let checks = calls
+            .iter()
+            .enumerate()
+            .map(|(i, call)| {
+                let name = call["name"].as_str().unwrap_or_default().to_owned();
+                let arguments = call["arguments"].as_str().unwrap_or_default().to_owned();
+                let check = match (&validator, serde_json::from_str::<Value>(&arguments)) {
+                    (_, Err(e)) => Err(format!("the arguments are not JSON: {e}")),
+                    (None, Ok(_)) => Err("no tool set to check it against".into()),
+                    (Some(v), Ok(args)) => {
+                        let mut check = v.check_call(&name, &args);
+                        check.index = i;
+                        Ok(check)
+                    }
+                };
+                ServerCallCheck {
+                    name,
+                    arguments,
+                    check,
+                }
+            })
+            .collect();
+        outcome.server_calls = Some(checks);
+        outcome
+    }
+
+    /// True when the output read in the envelope is a valid call (or calls), or, for a `tools`
+    /// request, when the server parsed at least one call and every one is valid.
     pub fn is_valid_call(&self) -> bool {
-        self.report.as_ref().is_some_and(Report::is_valid_call)
+        match &self.server_calls {
+            Some(calls) => !calls.is_empty() && calls.iter().all(ServerCallCheck::is_valid),
+            None => self.report.as_ref().is_some_and(Report::is_valid_call),
+        }
     }
 
     /// The outcome as the transcript's `validation` value: `valid`, `messages`, `feedback`
     /// (as `toolrail generate` writes them), plus `extracted` calls for unconstrained runs.
     pub fn to_json(&self) -> Option<Value> {
+        if let Some(calls) = &self.server_calls {
+            let list: Vec<Value> = calls
+                .iter()
+                .map(|c| {
+                    json!({
+                        "name": c.name,
+                        "arguments": c.arguments,
+                        "valid": c.is_valid(),
+                        "feedback": match &c.check {
+                            Ok(check) => check.feedback.clone(),
+                            Err(e) => vec![e.clone()],
+                        },
+                    })
+                })
+                .collect();
+            let mut messages: Vec<String> = Vec::new();
+            if calls.is_empty() {
+                messages.push("the server parsed no tool call from the output".into());
+            }
+            return Some(json!({
+                "valid": self.is_valid_call(),
+                "messages": messages,
+                "server_calls": list,
+            }));
+        }
         if self.report.is_none() && self.extraction.is_none() && self.error.is_none() {
             return None;
         }

@@ -28,8 +28,8 @@ pub struct RunInputs {
     /// The GBNF grammar (generated from the tools or written by hand); `None` allows only
     /// unconstrained runs.
     pub grammar: Option<String>,
-    /// The plain JSON Schema `grammar` was generated from (not hand-edited): the llguidance
-    /// engine compiles it itself.
+    /// The plain JSON Schema the grammar was generated from (not hand-edited): the llguidance
+    /// engine compiles it itself, and a llama-server gets it as `json_schema`.
     pub schema: Option<serde_json::Value>,
 }
 

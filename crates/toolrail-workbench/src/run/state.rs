@@ -55,6 +55,8 @@ pub struct RunSettings {
     pub last_transcript: Option<PathBuf>,
     /// The user closed the recorded demo run: do not reopen it.
     pub demo_closed: bool,
+    /// What runs on a connected llama-server ask it for.
+    pub server_request: super::ServerRequestChoice,
 }
 
 impl Default for RunSettings {
@@ -71,6 +73,7 @@ impl Default for RunSettings {
             show: 8,
             last_transcript: None,
             demo_closed: false,
+            server_request: super::ServerRequestChoice::Grammar,
         }
     }
 }
@@ -167,7 +170,8 @@ impl RunState {
                 .grammar
                 .as_ref()
                 .map(|_| analysis.grammar_text.clone()),
-            // a plain schema whose grammar is the generated one: llguidance reads the schema
+            // a plain schema whose grammar is the generated one: llguidance and a
+            // llama-server's `json_schema` request read the schema
             schema: (schema.mode == crate::workspace::SchemaMode::PlainSchema
                 && analysis.grammar.is_some()
                 && analysis.grammar_text == analysis.generated)
@@ -207,6 +211,8 @@ impl RunState {
             self.controller.set_notify(std::sync::Arc::clone(repaint));
             self.notify_set = true;
         }
+        self.controller
+            .set_server_request(self.settings.server_request);
         let mut rest = Vec::with_capacity(actions.len());
         for action in actions.drain(..) {
             let result = match action {

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use serde_json::{Value, json};
 use toolrail_gbnf::{Severity, lint::lint};
+use toolrail_llm::server::ServerClient;
 use toolrail_llm::template::{
     ChatTemplates, ParsedMessage, RequestDefaults, TemplateRequest, TemplateResult, ToolChoice,
     TriggerKind, openai_tools,
@@ -64,6 +65,14 @@ pub struct TemplateArgs {
     /// Print one JSON object instead of a report.
     #[arg(long)]
     pub json: bool,
+    /// Also ask this llama-server (`http://host:port`) what it builds for the same tools and
+    /// messages (its `__verbose` block: prompt, grammar, lazy triggers, chat format) and say
+    /// where it differs from the local build.
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// The environment variable holding the server's API key (with --server).
+    #[arg(long, value_name = "NAME", requires = "server")]
+    pub api_key_env: Option<String>,
 }
 
 /// Runs `toolrail template`: exit 0, or 2 when llama.cpp refuses the template or request.
@@ -155,10 +164,119 @@ pub fn run(args: &TemplateArgs) -> anyhow::Result<ExitCode> {
     } else {
         print_report(&result, &source, parsed.as_ref())?;
     }
+    if let Some(url) = &args.server {
+        compare_with_server(url, args, &request, &result)?;
+    }
     Ok(match parsed {
         Some(Err(_)) => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// Asks the server what it builds for `request` and reports, on standard error, where its
+/// prompt, grammar, triggers and format match the local build.
+fn compare_with_server(
+    url: &str,
+    args: &TemplateArgs,
+    request: &TemplateRequest,
+    local: &TemplateResult,
+) -> anyhow::Result<()> {
+    let api_key = match &args.api_key_env {
+        Some(name) => Some(
+            std::env::var(name)
+                .with_context(|| format!("--api-key-env {name}: the variable is not set"))?,
+        ),
+        None => None,
+    };
+    let client = ServerClient::new(url, api_key)?;
+    let mut body = json!({
+        "messages": request.messages,
+        "tools": request.tools,
+        "tool_choice": args.tool_choice,
+        "temperature": 0.0,
+    });
+    if let Some(parallel) = request.parallel_tool_calls {
+        body["parallel_tool_calls"] = json!(parallel);
+    }
+    if !request.chat_template_kwargs.is_empty() {
+        body["chat_template_kwargs"] = Value::Object(request.chat_template_kwargs.clone());
+    }
+    if let Some(format) = &request.reasoning_format {
+        body["reasoning_format"] = json!(format);
+    }
+    let server = client.chat_build_json(body)?;
+    let same = |a: bool| if a { "identical" } else { "differs" };
+    eprintln!("\n== the server ({}) ==", client.url());
+    eprintln!(
+        "format: {} (local {})",
+        server.chat_format.as_deref().unwrap_or("not reported"),
+        local.format
+    );
+    let prompt = if server.prompt == local.prompt {
+        "identical".to_owned()
+    } else if let Some(prefix) = server.prompt.strip_suffix(local.prompt.as_str())
+        && prefix.len() <= 16
+    {
+        format!("identical after the {prefix:?} the server's text starts with (its BOS token)")
+    } else {
+        format!(
+            "differs: the server's ({} bytes):\n{}",
+            server.prompt.len(),
+            server.prompt
+        )
+    };
+    eprintln!("prompt: {prompt}");
+    eprintln!(
+        "grammar: {} ({} bytes, {}; local {} bytes, {})",
+        same(server.grammar == local.grammar),
+        server.grammar.len(),
+        if server.grammar_lazy {
+            "lazy"
+        } else {
+            "not lazy"
+        },
+        local.grammar.len(),
+        if local.grammar_lazy {
+            "lazy"
+        } else {
+            "not lazy"
+        }
+    );
+    let local_triggers: Vec<&str> = local
+        .grammar_triggers
+        .iter()
+        .map(|t| t.value.as_str())
+        .collect();
+    let server_triggers: Vec<String> = server
+        .grammar_triggers
+        .iter()
+        .map(|t| {
+            t.get("value")
+                .and_then(Value::as_str)
+                .map_or_else(|| t.to_string(), str::to_owned)
+        })
+        .collect();
+    eprintln!(
+        "triggers: {} (server {:?}, local {:?})",
+        same(
+            server_triggers
+                .iter()
+                .map(String::as_str)
+                .eq(local_triggers.iter().copied())
+        ),
+        server_triggers,
+        local_triggers
+    );
+    eprintln!(
+        "preserved tokens: {} (server {:?}, local {:?})",
+        same(server.preserved_tokens == local.preserved_tokens),
+        server.preserved_tokens,
+        local.preserved_tokens
+    );
+    if server.grammar != local.grammar && !server.grammar.is_empty() {
+        eprintln!("== the server's grammar ==\n{}", server.grammar);
+    }
+    Ok(())
 }
 
 fn print_json(

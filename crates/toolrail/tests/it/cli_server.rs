@@ -195,3 +195,47 @@ fn bench_calls_answers_on_the_server() {
         }
     }
 }
+
+#[test]
+fn template_with_server_compares_the_servers_build_with_the_local_one() {
+    let Some((server, model)) = server_and_model() else {
+        return;
+    };
+    let out = Command::new(TOOLRAIL)
+        .current_dir("../..")
+        .args([
+            "template",
+            "--model",
+            &model,
+            "--tools",
+            "sample_schemas/weather.json",
+        ])
+        .args([
+            "--tool-choice",
+            "required",
+            "--user",
+            "What is the weather in Paris?",
+        ])
+        .args([
+            "--server",
+            &server.url,
+            "--api-key-env",
+            "TOOLRAIL_TEST_SERVER_KEY",
+        ])
+        .env("TOOLRAIL_TEST_SERVER_KEY", API_KEY)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // b11434 with the test model's template: the same (tool-less) prompt, no grammar either side
+    assert!(
+        stderr.contains("format: peg-native (local peg-native)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("prompt: identical after the \"<bos>\""),
+        "{stderr}"
+    );
+    assert!(stderr.contains("grammar: identical (0 bytes"), "{stderr}");
+    assert!(stderr.contains("triggers: identical"), "{stderr}");
+}

@@ -1,0 +1,259 @@
+//! The app on a real llama-server b11434 (started by the suite on 127.0.0.1 with the test
+//! model, as the server engine's own tests do): "Connect to server…" in the model picker, the
+//! server's `/health` and `/props` shown, Start run on the server, and the run's token chips
+//! with candidates and toolrail's stacks; a refused connection said in words. Renders the
+//! connected state at 1024×700 in both themes (written under the target's temporary folder,
+//! not compared: the port and the timings differ per run). Under `CI=true` nothing skips.
+
+use std::time::{Duration, Instant};
+
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use toolrail_app::{AppOptions, ToolrailApp};
+use toolrail_workbench::run::{LoadState, RunPhase, ServerState};
+use toolrail_workbench::transcript::{ServerRequest, Stop};
+
+#[allow(dead_code)] // shared with toolrail-llm's tests, which use all of it
+#[path = "../../../toolrail-llm/tests/it/common/llama_server.rs"]
+mod llama_server;
+
+/// The variable the test sets to the server's key (typed into the connect form by name).
+const KEY_VARIABLE: &str = "TOOLRAIL_APP_TEST_SERVER_KEY";
+
+fn step_until(
+    harness: &mut Harness<'_, ToolrailApp>,
+    what: &str,
+    done: impl Fn(&ToolrailApp) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while !done(harness.state()) {
+        assert!(
+            Instant::now() < deadline,
+            "gave up waiting for {what}: load {:?}, messages {:?} {:?}, latest {:?}",
+            harness.state().shared.run.controller.load_state(),
+            harness.state().shared.messages,
+            harness.state().shared.run.messages,
+            harness.state().shared.run.controller.latest().map(|r| (
+                r.phase,
+                r.tokens.len(),
+                &r.errors,
+                &r.finish
+            ))
+        );
+        harness.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    harness.step();
+}
+
+fn app_at(dir: &std::path::Path, theme: egui::Theme) -> Harness<'static, ToolrailApp> {
+    let options = AppOptions {
+        workspace_path: dir.join("workspace.json"),
+        autosave: false,
+        screenshot: None,
+        settle: true,
+        demo_run: false,
+    };
+    let mut harness = Harness::builder()
+        .with_size([1024.0, 700.0])
+        .with_theme(theme)
+        .wgpu()
+        .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
+    harness.step();
+    harness
+}
+
+/// Opens the model picker, picks "Connect to server…", fills the form and connects.
+fn connect_through_the_picker(
+    harness: &mut Harness<'_, ToolrailApp>,
+    url: &str,
+    key_variable: &str,
+) {
+    harness.get_by_label("Model").click();
+    harness.run();
+    harness.get_by_label("Connect to server…").click();
+    harness.run();
+    let field = harness.get_by_label("Server URL");
+    field.click();
+    harness.run();
+    harness.get_by_label("Server URL").type_text(url);
+    harness.run();
+    harness.get_by_label("API key variable").click();
+    harness.run();
+    harness
+        .get_by_label("API key variable")
+        .type_text(key_variable);
+    harness.run();
+    harness.get_by_label("Connect").click();
+    harness.run();
+}
+
+#[test]
+fn connect_to_a_llama_server_run_there_and_see_chips_with_candidates_and_stacks() {
+    let Some(model) = crate::common::model() else {
+        return;
+    };
+    let Some(server) = llama_server::start(&model) else {
+        return;
+    };
+    // SAFETY: set once, before the app reads it, to a name no other test uses.
+    unsafe { std::env::set_var(KEY_VARIABLE, llama_server::API_KEY) };
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = app_at(dir.path(), egui::Theme::Dark);
+    {
+        let settings = &mut harness.state_mut().shared.run.settings;
+        settings.model = "gemma-3-270m".into();
+        settings.gguf = Some(model.clone());
+        settings.threads = Some(1);
+        settings.sampling.max_tokens = 24;
+    }
+    connect_through_the_picker(&mut harness, &server.url, KEY_VARIABLE);
+    step_until(&mut harness, "the connection", |app| {
+        !matches!(
+            app.shared.run.controller.server_state(),
+            ServerState::Connecting { .. }
+        )
+    });
+    let connection = match harness.state().shared.run.controller.server_state() {
+        ServerState::Connected(c) => c.clone(),
+        other => panic!("not connected: {other:?}"),
+    };
+    assert_eq!(connection.props.build(), Some(11434));
+    // what /props and /health said is on screen
+    harness.get_by_label("health: ok");
+    harness.get_by_label("b11434-unknown");
+    harness.get_by_label("gemma-3-270m");
+    harness.get_by_label("2048 tokens per slot, 1 slot(s)");
+    harness.get_by_label("its chat template does not take tools");
+    // Start run loads the local model (its vocabulary) first, then runs on the server
+    // the pane is taller than the window now: bring the button into view, then press it
+    harness.get_by_label("Start run").scroll_to_me();
+    harness.run();
+    harness.get_by_label("Start run").click();
+    step_until(&mut harness, "the server run to end", |app| {
+        let c = &app.shared.run.controller;
+        matches!(c.load_state(), LoadState::Failed { .. })
+            || c.latest().is_some_and(|r| r.phase == RunPhase::Finished)
+    });
+    let run = harness
+        .state()
+        .shared
+        .run
+        .controller
+        .latest()
+        .unwrap()
+        .clone();
+    let server_run = run.server_run.clone().expect("the run went to the server");
+    assert_eq!(server_run.url, server.url);
+    assert_eq!(server_run.request, ServerRequest::Grammar);
+    assert!(
+        matches!(
+            run.finish.as_ref().map(|f| &f.stop),
+            Some(Stop::EndOfGeneration | Stop::MaxTokens)
+        ),
+        "{:?} {:?}",
+        run.finish,
+        run.errors
+    );
+    assert!(!run.tokens.is_empty());
+    // candidates before the grammar from the server, after it from toolrail's mask, stacks
+    // from toolrail's recognizer following every token; none flagged
+    for t in &run.tokens {
+        assert!(!t.before.is_empty(), "token {} has no candidates", t.index);
+        assert!(t.stacks.is_some(), "token {} has no stacks", t.index);
+        assert!(t.flag.is_none(), "token {}: {:?}", t.index, t.flag);
+    }
+    assert!(run.tokens.iter().any(|t| !t.after.is_empty()));
+    let transcript = run.transcript();
+    assert_eq!(
+        transcript.server_run.as_ref().map(|r| &r.url),
+        Some(&server.url)
+    );
+    assert!(
+        transcript
+            .server
+            .as_deref()
+            .is_some_and(|s| s.contains("b11434"))
+    );
+    harness.get_by_label_contains(&format!("on {} (grammar)", server.url));
+    // the chips are on screen (the Generation pane draws one per token)
+    assert!(
+        harness.query_all_by_label(&run.tokens[0].piece).count() > 0
+            || run.tokens[0].piece.trim().is_empty()
+    );
+    // the connected state, both themes, at 1024×700
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    for (theme, name) in [(egui::Theme::Dark, "dark"), (egui::Theme::Light, "light")] {
+        harness.state_mut().shared.workspace.theme = match theme {
+            egui::Theme::Dark => toolrail_workbench::workspace::Theme::Dark,
+            egui::Theme::Light => toolrail_workbench::workspace::Theme::Light,
+        };
+        harness.run();
+        let image = harness.render().expect("rendered");
+        let (w, h) = image.dimensions();
+        let color =
+            egui::ColorImage::from_rgba_unmultiplied([w as usize, h as usize], image.as_raw());
+        let path = out.join(format!("server_connected_{name}_1024.png"));
+        toolrail_app::screenshot::write_png(&path, &color).unwrap();
+        eprintln!("connected state, {name}: {}", path.display());
+    }
+}
+
+#[test]
+fn a_refused_connection_is_said_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = app_at(dir.path(), egui::Theme::Dark);
+    // port 9 (discard): nothing listens there on a test machine
+    connect_through_the_picker(&mut harness, "http://127.0.0.1:9", "");
+    step_until(&mut harness, "the attempt to fail", |app| {
+        !matches!(
+            app.shared.run.controller.server_state(),
+            ServerState::Connecting { .. }
+        )
+    });
+    match harness.state().shared.run.controller.server_state() {
+        ServerState::Failed { message, .. } => assert!(
+            message.starts_with("nothing is listening at http://127.0.0.1:9 (connection refused)"),
+            "{message}"
+        ),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    harness.get_by_label_contains("nothing is listening at http://127.0.0.1:9");
+}
+
+#[test]
+fn something_that_is_not_llama_server_is_named_with_what_it_answered() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(4) {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 2048];
+            let _ = stream.read(&mut buf);
+            let body = "<html><body>It works!</body></html>";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = app_at(dir.path(), egui::Theme::Dark);
+    connect_through_the_picker(&mut harness, &url, "");
+    step_until(&mut harness, "the attempt to fail", |app| {
+        !matches!(
+            app.shared.run.controller.server_state(),
+            ServerState::Connecting { .. }
+        )
+    });
+    match harness.state().shared.run.controller.server_state() {
+        ServerState::Failed { message, .. } => assert!(
+            message.contains("answered, but it is not llama-server: GET /health gave HTTP 404")
+                && message.contains("It works!"),
+            "{message}"
+        ),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
