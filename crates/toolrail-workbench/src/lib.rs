@@ -97,3 +97,52 @@ pub fn relayed(inner: Repaint, pace: RefreshPace) -> Repaint {
         Err(_) => inner,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// A burst of marks is relayed as one or two calls, the second no sooner than the pace
+    /// after the first; a mark after a quiet spell is relayed too (none is lost).
+    #[test]
+    fn relayed_calls_follow_the_pace_and_none_is_lost() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = crossbeam_channel::unbounded::<Instant>();
+        let counter = Arc::clone(&calls);
+        let inner: Repaint = Arc::new(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            let _ = tx.send(Instant::now());
+        });
+        let pace = Duration::from_millis(300);
+        let relay = relayed(inner, RefreshPace::new(pace));
+        for _ in 0..1000 {
+            relay();
+        }
+        let first = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the burst is relayed");
+        if let Ok(second) = rx.recv_timeout(Duration::from_secs(2)) {
+            assert!(second - first >= pace, "relayed {:?} apart", second - first);
+        }
+        assert!(
+            calls.load(Ordering::SeqCst) <= 2,
+            "a burst is one or two calls"
+        );
+        // After a quiet spell longer than the pace, one more mark gets its call.
+        std::thread::sleep(pace);
+        let before = calls.load(Ordering::SeqCst);
+        relay();
+        rx.recv_timeout(Duration::from_secs(30))
+            .expect("a later mark is relayed");
+        assert_eq!(calls.load(Ordering::SeqCst), before + 1);
+    }
+
+    #[test]
+    fn a_pace_reads_back_what_was_set() {
+        let pace = RefreshPace::new(Duration::from_millis(250));
+        assert_eq!(pace.get(), Duration::from_millis(250));
+        pace.set(Duration::ZERO);
+        assert_eq!(pace.get(), Duration::ZERO);
+    }
+}

@@ -583,3 +583,65 @@ fn step_presses_queue_paused_time_is_not_generation_time_and_the_ended_run_is_sh
     assert_eq!(replay.position(), 4);
     assert_eq!(state.export_target(), Some(id));
 }
+
+/// At a refresh pace, a UI polling on every frame takes the worker's events at most about once
+/// per interval (never twice within half of it), is told when the held-back events are due,
+/// and loses none: the run ends with every token, exactly as an unpaced run of the same request.
+#[test]
+fn paced_polls_take_events_at_the_pace_and_lose_none() {
+    let Some(mut c) = controller() else { return };
+    let unpaced = weather_run(&mut c);
+    let expected: Vec<u32> = c
+        .run(unpaced)
+        .unwrap()
+        .tokens
+        .iter()
+        .map(|t| t.id)
+        .collect();
+
+    let pace = Duration::from_millis(300);
+    c.refresh_pace().set(pace);
+    let id = c
+        .start(
+            &setup(EngineKind::Toolrail, 60),
+            &weather_inputs(),
+            StartMode::Run,
+        )
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut seen = 0;
+    let mut takes: Vec<Instant> = Vec::new();
+    let mut told_due = false;
+    while !finished(id)(&c) {
+        assert!(
+            Instant::now() < deadline,
+            "gave up waiting for the paced run"
+        );
+        // A frame-like loop much faster than the pace: each iteration is one "frame".
+        let due = c.poll_paced();
+        told_due |= due.is_some();
+        let now_seen = c.run(id).map_or(0, |r| r.tokens.len());
+        if now_seen != seen {
+            takes.push(Instant::now());
+            seen = now_seen;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let got: Vec<u32> = c.run(id).unwrap().tokens.iter().map(|t| t.id).collect();
+    assert_eq!(
+        got, expected,
+        "the paced run shows every token of the same run"
+    );
+    for pair in takes.windows(2) {
+        assert!(
+            pair[1] - pair[0] >= pace / 2,
+            "tokens were taken twice within half the pace: {:?} apart",
+            pair[1] - pair[0]
+        );
+    }
+    // Tokens came faster than the pace (46 of them in ~1 s), so some were held back and the
+    // poll said when they are due.
+    if takes.len() < expected.len() {
+        assert!(told_due, "held-back events come with the time they are due");
+    }
+}
