@@ -2609,17 +2609,29 @@ impl Converter {
             node.end = true;
         }
         let ch = self.char_rule();
-        fn build(node: &Node, ch: &str, conv: &mut CharSetFn<'_>) -> String {
+        /// Trie levels written as nested groups in one rule; deeper levels start a rule of
+        /// their own (llama.cpp refuses groups nested more than 128 deep, and one level of the
+        /// trie is one group).
+        const LEVELS_PER_RULE: usize = 64;
+        fn build(node: &Node, ch: &str, depth: usize, hint: &str, rules: &mut RuleTable) -> String {
             let mut alts = Vec::new();
             let mut excluded: Vec<(u32, u32)> = Vec::new();
             for (c, child) in &node.children {
                 let mut enc = String::new();
                 json_encode_char(*c, &mut enc);
-                alts.push(format!("{} {}", gbnf_literal(&enc), build(child, ch, conv)));
+                let rest = if depth + 1 >= LEVELS_PER_RULE {
+                    let body = build(child, ch, 0, hint, rules);
+                    rules.add(&format!("{hint}-key-rest"), body, None).into()
+                } else {
+                    build(child, ch, depth + 1, hint, rules)
+                };
+                alts.push(format!("{} {rest}", gbnf_literal(&enc)));
                 excluded.push((*c as u32, *c as u32));
             }
             let others = super::strings::complement(&super::strings::normalize(excluded), 0x10FFFF);
-            if let Some(o) = conv(&others) {
+            if let Some(o) = encoded_char_set(&others, &mut || rules.primitive_rule("char"))
+                .map(|e| e.to_gbnf_item())
+            {
                 alts.push(format!("{o} {ch}* \"\\\"\""));
             }
             if !node.end {
@@ -2632,13 +2644,7 @@ impl Converter {
             }
         }
         let mut rules = std::mem::replace(&mut self.rules, RuleTable::new(self.opts.whitespace));
-        let body = {
-            let mut conv = |set: &[(u32, u32)]| {
-                encoded_char_set(set, &mut || rules.primitive_rule("char"))
-                    .map(|e| e.to_gbnf_item())
-            };
-            format!("\"\\\"\" {}", build(&root, &ch, &mut conv))
-        };
+        let body = format!("\"\\\"\" {}", build(&root, &ch, 0, &cx.hint, &mut rules));
         self.rules = rules;
         let comment = self.comment(cx);
         self.rules
@@ -2715,9 +2721,6 @@ fn negate(n: &Value) -> Option<Value> {
         _ => None,
     }
 }
-
-/// Renders a set of code points as an encoded-character expression.
-type CharSetFn<'a> = dyn FnMut(&[(u32, u32)]) -> Option<String> + 'a;
 
 /// A rule body that matches nothing.
 /// Whether `e` says that no object satisfies a schema because a required name can never be
