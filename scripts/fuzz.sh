@@ -24,9 +24,17 @@ export RUSTC_BOOTSTRAP=1
 SANCOV='["-Cpasses=sancov-module", "-Cllvm-args=-sanitizer-coverage-level=4",
   "-Cllvm-args=-sanitizer-coverage-inline-8bit-counters", "-Cllvm-args=-sanitizer-coverage-pc-table",
   "-Cllvm-args=-sanitizer-coverage-trace-compares", "-Cdebug-assertions", "-Coverflow-checks"]'
+# toolrail-llm has a build script, and cargo gives a package's rustflags to its build script too;
+# that script is not linked with libFuzzer, so it is linked with empty hooks (fuzz/sancov_stubs.c).
+STUBS="$CARGO_TARGET_DIR/fuzz-sancov-stubs.o"
+mkdir -p "$CARGO_TARGET_DIR"
+cc -c -fPIC -O1 fuzz/sancov_stubs.c -o "$STUBS"
+SANCOV_LLM="${SANCOV%]}, \"-Clink-arg=$STUBS\"]"
 CONFIG=()
 for crate in toolrail-fuzz toolrail-gbnf toolrail-engine toolrail-schema toolrail-tools toolrail-llm toolrail-workbench; do
-  CONFIG+=(--config "profile.dev.package.$crate.rustflags=$SANCOV" --config "profile.dev.package.$crate.opt-level=3")
+  flags="$SANCOV"
+  if [ "$crate" = toolrail-llm ]; then flags="$SANCOV_LLM"; fi
+  CONFIG+=(--config "profile.dev.package.$crate.rustflags=$flags" --config "profile.dev.package.$crate.opt-level=3")
 done
 # FUZZ_BUILD=0 runs the binaries already built (e.g. a second target in parallel).
 if [ "${FUZZ_BUILD:-1}" = 1 ]; then

@@ -26,10 +26,12 @@ pub enum RunSpeedError {
     #[error("cannot load the model: {0}")]
     Model(String),
     /// The app could not start or finish a run.
-    #[error("app run: {0}")]
+    #[error("the app could not start or finish the run: {0}")]
     App(String),
     /// The worker stopped without ending the run.
-    #[error("the generation worker stopped unexpectedly")]
+    #[error(
+        "the generation worker stopped unexpectedly (its thread ended without reporting an error)"
+    )]
     WorkerGone,
 }
 

@@ -467,6 +467,44 @@ mod tests {
     }
 
     #[test]
+    fn nested_optional_recursion_is_bounded_by_the_work_it_does() {
+        // Reduced from a fuzzing timeout: `(((a)root ?)*)+` nests a repetition of an optional
+        // self-reference, so each byte expands ever more rule references per stack kept. The
+        // references visited are work too: the check stops with `TooAmbiguous` once they pass
+        // the bound, and every stack node built was counted.
+        let g = Arc::new(Grammar::parse("root ::= (((a)root ?)*)+\na ::= \"x\"? \"y\"\n").unwrap());
+        let mut engine = Engine::new(Arc::clone(&g));
+        let input = "xy".repeat(40);
+        let v = check_with(&mut engine, input.as_bytes());
+        assert_eq!(v.kind, VerdictKind::TooAmbiguous);
+        let offset = v.offset.unwrap() as u64;
+        let limit = WORK_BURST + WORK_PER_BYTE * (offset + 1);
+        assert!(engine.work_done() <= limit + crate::stacks::MAX_STEP_WORK as u64);
+        // Short inputs are still checked.
+        assert!(check(&g, b"xyyxy").is_accepted());
+    }
+
+    #[test]
+    fn rule_references_expanded_in_a_step_count_as_work() {
+        // After "x" one stack expands through 1,000 rule references to a single terminal: the
+        // step's work counts the references visited, not only the one stack it keeps.
+        let mut text = String::from("root ::= \"x\" r0\n");
+        for i in 0..1_000 {
+            text.push_str(&format!("r{i} ::= r{}\n", i + 1));
+        }
+        text.push_str("r1000 ::= \"y\"\n");
+        let g = Arc::new(Grammar::parse(&text).unwrap());
+        let mut engine = Engine::new(Arc::clone(&g));
+        let before = engine.work_done();
+        assert_eq!(check_with(&mut engine, b"x").kind, VerdictKind::Incomplete);
+        assert!(
+            engine.work_done() - before >= 1_000,
+            "work {}",
+            engine.work_done() - before
+        );
+    }
+
+    #[test]
     fn long_rule_chains_do_not_overflow() {
         let mut text = String::from("root ::= r0\n");
         for i in 0..200_000 {

@@ -244,15 +244,20 @@ impl Engine {
     }
 
     /// `llama_grammar_advance_stack`: the stacks reachable from `stack` by expanding rule
-    /// references, each ending on a terminal (or empty); cached per stack.
-    fn expand(&mut self, stack: StackId) -> (u32, u32) {
-        if let Some(&range) = self.expansions.get(&stack) {
-            return range;
+    /// references, each ending on a terminal (or empty); cached per stack. Returns the range
+    /// in the expansion pool and the stacks visited to compute it (0 when cached): a grammar
+    /// of nested optional and repeated rules visits many rule references per stack it keeps,
+    /// and that is work the ambiguity bound must count.
+    fn expand(&mut self, stack: StackId) -> (u32, u32, usize) {
+        if let Some(&(start, len)) = self.expansions.get(&stack) {
+            return (start, len, 0);
         }
         let start = self.expansion_pool.len() as u32;
         let mut todo = vec![stack];
         let mut seen = FxHashSet::default();
+        let mut visited = 0usize;
         while let Some(current) = todo.pop() {
+            visited += 1;
             if !seen.insert(current) {
                 continue;
             }
@@ -300,27 +305,28 @@ impl Engine {
                 | ElementKind::CharRngUpper => {}
             }
         }
-        let range = (start, self.expansion_pool.len() as u32 - start);
-        self.expansions.insert(stack, range);
-        range
+        let len = self.expansion_pool.len() as u32 - start;
+        self.expansions.insert(stack, (start, len));
+        (start, len, visited)
     }
 
     /// Adds the expansion of `stack` to `out` (skipping stacks in `present`); returns the
-    /// number of expanded stacks visited (the step's work).
+    /// number of expanded stacks visited plus, when the expansion was not cached, the stacks
+    /// visited to compute it (the step's work).
     fn advance_into(
         &mut self,
         stack: StackId,
         out: &mut Vec<StackId>,
         present: &mut FxHashSet<StackId>,
     ) -> usize {
-        let (start, len) = self.expand(stack);
+        let (start, len, visited) = self.expand(stack);
         for i in start..start + len {
             let s = self.expansion_pool[i as usize];
             if present.insert(s) {
                 out.push(s);
             }
         }
-        len as usize
+        len as usize + visited
     }
 
     /// `llama_grammar_match_char`: whether the class at `pos` accepts `c`, and the position after
@@ -613,7 +619,8 @@ impl Engine {
         } else {
             self.arena.push(popped, after)
         };
-        let (start, len) = self.expand(next);
+        let (start, len, visited) = self.expand(next);
+        self.work_done += visited as u64;
         (start..start + len).all(|i| {
             let s = self.expansion_pool[i as usize];
             self.stack_rejects(s, rest, partial, token)

@@ -159,13 +159,57 @@ pub enum LlmError {
     #[error("decoding threads: {0}")]
     Threads(String),
 
-    /// A llama.cpp context could not be created.
-    #[error("cannot create a llama.cpp context: {0}")]
-    Context(String),
+    /// A llama.cpp context could not be created (most often: not enough memory for the KV
+    /// cache of that many tokens).
+    #[error(
+        "cannot create a llama.cpp context for {} ({n_ctx} tokens, {threads} threads): {reason}; \
+         a smaller context (--context, or `context` in models.toml) needs less memory",
+        .path.display()
+    )]
+    Context {
+        /// The model file.
+        path: PathBuf,
+        /// The context size asked for, in tokens.
+        n_ctx: u32,
+        /// The decoding threads asked for.
+        threads: u32,
+        /// llama.cpp's error, with its log lines when it wrote any.
+        reason: String,
+    },
 
-    /// `llama_decode` failed.
-    #[error("decode failed: {0}")]
-    Decode(String),
+    /// `llama_decode` failed on a batch of tokens.
+    #[error(
+        "llama.cpp could not decode tokens {first}..{end} of {} (context {n_ctx} tokens): {reason}",
+        .path.display()
+    )]
+    Decode {
+        /// The model file.
+        path: PathBuf,
+        /// Context position of the batch's first token.
+        first: usize,
+        /// Context position after the batch's last token.
+        end: usize,
+        /// The context size.
+        n_ctx: u32,
+        /// What llama.cpp said, and what to do about it.
+        reason: String,
+    },
+
+    /// llama.cpp returned logits of another length than the vocabulary.
+    #[error(
+        "llama.cpp returned {got} logits for context position {position} of {}, but the vocabulary has {n_vocab} tokens",
+        .path.display()
+    )]
+    LogitsSize {
+        /// The model file.
+        path: PathBuf,
+        /// The position whose logits were read.
+        position: usize,
+        /// How many logits came back.
+        got: usize,
+        /// The vocabulary size.
+        n_vocab: usize,
+    },
 
     /// The prompt or the generated text no longer fits the context.
     #[error("context full: {needed} tokens needed, the context holds {n_ctx}")]
@@ -190,7 +234,7 @@ pub enum LlmError {
     },
 
     /// The chat prompt could not be built.
-    #[error("chat prompt: {0}")]
+    #[error("cannot build the chat prompt: {0}")]
     ChatPrompt(String),
 
     /// toolrail's parser rejects the grammar, so it is never handed to llama.cpp.
@@ -227,6 +271,6 @@ pub enum LlmError {
 
     /// toolrail's engine could not go on (a mask could not be computed, or an allowed token was
     /// not accepted).
-    #[error("generation: {0}")]
+    #[error("generation stopped: {0}")]
     Generation(String),
 }

@@ -71,23 +71,28 @@ impl<'m> Session<'m> {
             .unwrap_or(DEFAULT_CONTEXT)
             .clamp(1, trained);
         let threads = options.threads.or(spec.threads).unwrap_or_else(cores);
-        let threads = check_threads(threads).map_err(LlmError::Threads)? as i32;
+        let threads = check_threads(threads).map_err(LlmError::Threads)?;
         let n_batch = PROMPT_BATCH.min(n_ctx);
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))
             .with_n_batch(n_batch)
             .with_n_ubatch(n_batch)
-            .with_n_threads(threads)
-            .with_n_threads_batch(threads);
+            .with_n_threads(threads as i32)
+            .with_n_threads_batch(threads as i32);
         let backend = backend()?;
         let (ctx, lines) = super::log::capture(|| model.llama().new_context(backend, params));
-        let ctx = ctx.map_err(|e| {
+        let ctx = ctx.map_err(|_| {
             let reasons = super::log::reasons(&lines);
-            LlmError::Context(if reasons.is_empty() {
-                e.to_string()
-            } else {
-                format!("{e}: {}", reasons.join("; "))
-            })
+            LlmError::Context {
+                path: spec.path.clone(),
+                n_ctx,
+                threads,
+                reason: if reasons.is_empty() {
+                    "llama.cpp returned no context and logged no reason".to_owned()
+                } else {
+                    reasons.join("; ")
+                },
+            }
         })?;
         Ok(Session {
             n_ctx: ctx.n_ctx(),
@@ -180,16 +185,28 @@ impl<'m> Session<'m> {
         let total = checked.len();
         for (c, chunk) in checked.chunks(chunk_size).enumerate() {
             self.batch.clear();
+            let first = self.tokens.len() + c * chunk_size;
+            let decode_error = |reason: String| LlmError::Decode {
+                path: self.model.spec().path.clone(),
+                first,
+                end: first + chunk.len(),
+                n_ctx: self.n_ctx,
+                reason,
+            };
             for (i, &token) in chunk.iter().enumerate() {
-                let pos = self.tokens.len() + c * chunk_size + i;
                 let last = c * chunk_size + i + 1 == total;
                 self.batch
-                    .add(token, pos as i32, &[0], last)
-                    .map_err(|e| LlmError::Decode(e.to_string()))?;
+                    .add(token, (first + i) as i32, &[0], last)
+                    .map_err(|e| {
+                        decode_error(format!(
+                            "the batch has no room for token {} ({e})",
+                            first + i
+                        ))
+                    })?;
             }
             self.ctx
                 .decode(&mut self.batch)
-                .map_err(|e| LlmError::Decode(e.to_string()))?;
+                .map_err(|e| decode_error(decode_reason(&e)))?;
         }
         self.tokens.extend_from_slice(tokens);
         self.logits_index = Some(self.batch.n_tokens() - 1);
@@ -206,11 +223,12 @@ impl<'m> Session<'m> {
         let index = self.logits_index.ok_or(LlmError::NoLogits)?;
         let logits = self.ctx.get_logits_ith(index);
         if logits.len() != self.n_vocab {
-            return Err(LlmError::Decode(format!(
-                "{} logits for a vocabulary of {}",
-                logits.len(),
-                self.n_vocab
-            )));
+            return Err(LlmError::LogitsSize {
+                path: self.model.spec().path.clone(),
+                position: self.tokens.len().saturating_sub(1),
+                got: logits.len(),
+                n_vocab: self.n_vocab,
+            });
         }
         Ok(logits)
     }
@@ -219,5 +237,26 @@ impl<'m> Session<'m> {
     /// `None` if it allows none.
     pub fn argmax(&self, allowed: impl Fn(u32) -> bool) -> Result<Option<u32>, LlmError> {
         Ok(super::sampling::argmax(self.logits()?, allowed))
+    }
+}
+
+/// `llama_decode`'s failure in words, with what to do about it.
+fn decode_reason(error: &llama_cpp_2::DecodeError) -> String {
+    match error {
+        llama_cpp_2::DecodeError::NoKvCacheSlot => {
+            "no free slot in the KV cache (llama_decode returned 1); a larger context \
+             (--context, or `context` in models.toml) or a shorter prompt leaves room"
+                .to_owned()
+        }
+        llama_cpp_2::DecodeError::NTokensZero => {
+            "the batch was empty (llama_decode returned -1)".to_owned()
+        }
+        llama_cpp_2::DecodeError::Unknown(2) => {
+            "llama.cpp aborted the decode (llama_decode returned 2)".to_owned()
+        }
+        llama_cpp_2::DecodeError::Unknown(code) => format!(
+            "llama_decode returned {code}, a fatal error (most often memory for the compute \
+             buffers); a smaller context (--context, or `context` in models.toml) needs less"
+        ),
     }
 }

@@ -2591,17 +2591,27 @@ impl Converter {
             node.end = true;
         }
         let ch = self.rules.primitive_rule("char");
-        fn build(node: &Node, ch: &Expr, conv: &mut CharSetFn<'_>) -> Expr {
+        /// Trie levels written as nested groups in one rule; deeper levels start a rule of
+        /// their own (llama.cpp refuses groups nested more than 128 deep, and one level of the
+        /// trie is one group).
+        const LEVELS_PER_RULE: usize = 64;
+        fn build(node: &Node, ch: &Expr, depth: usize, hint: &str, rules: &mut RuleTable) -> Expr {
             let mut alts = Vec::new();
             let mut excluded: Vec<(u32, u32)> = Vec::new();
             for (c, child) in &node.children {
                 let mut enc = String::new();
                 json_encode_char(*c, &mut enc);
-                alts.push(Expr::seq([Expr::literal(enc), build(child, ch, conv)]));
+                let rest = if depth + 1 >= LEVELS_PER_RULE {
+                    let body = build(child, ch, 0, hint, rules);
+                    Expr::rule(&rules.add(&format!("{hint}-key-rest"), body, None))
+                } else {
+                    build(child, ch, depth + 1, hint, rules)
+                };
+                alts.push(Expr::seq([Expr::literal(enc), rest]));
                 excluded.push((*c as u32, *c as u32));
             }
             let others = super::strings::complement(&super::strings::normalize(excluded), 0x10FFFF);
-            if let Some(o) = conv(&others) {
+            if let Some(o) = encoded_char_set(&others, &mut || rules.primitive_rule("char")) {
                 alts.push(Expr::seq([
                     o,
                     Expr::repeat(ch.clone(), 0, None),
@@ -2614,11 +2624,10 @@ impl Converter {
             Expr::alt(alts).unwrap_or(Expr::Empty)
         }
         let mut rules = std::mem::replace(&mut self.rules, RuleTable::new(self.opts.whitespace));
-        let body = {
-            let mut conv =
-                |set: &[(u32, u32)]| encoded_char_set(set, &mut || rules.primitive_rule("char"));
-            Expr::seq([Expr::literal("\""), build(&root, &ch, &mut conv)])
-        };
+        let body = Expr::seq([
+            Expr::literal("\""),
+            build(&root, &ch, 0, &cx.hint, &mut rules),
+        ]);
         self.rules = rules;
         let comment = self.comment(cx);
         self.rules.add(&format!("{}-key", cx.hint), body, comment)
@@ -2693,9 +2702,6 @@ fn negate(n: &Value) -> Option<Value> {
         _ => None,
     }
 }
-
-/// Renders a set of code points as an encoded-character expression.
-type CharSetFn<'a> = dyn FnMut(&[(u32, u32)]) -> Option<Expr> + 'a;
 
 /// A rule body that matches nothing.
 /// Whether `e` says that no object satisfies a schema because a required name can never be

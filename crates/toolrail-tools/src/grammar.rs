@@ -81,7 +81,9 @@ impl GrammarOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum GrammarError {
     /// The tool set is empty: no call can be written.
-    #[error("the tool set is empty")]
+    #[error(
+        "the tool set is empty: no tool, so no call can be written; give at least one tool definition"
+    )]
     Empty,
     /// The converter rejected a tool's arguments schema.
     #[error("tool '{tool}': {error}")]

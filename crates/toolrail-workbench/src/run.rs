@@ -74,7 +74,7 @@ pub enum RunError {
     #[error("a run is in progress: cancel it first")]
     Busy,
     /// The action needs a paused run.
-    #[error("no run is paused")]
+    #[error("no run is paused: press Pause while a run is going, then Step")]
     NotPaused,
     /// Step was pressed while the run runs freely.
     #[error("the run is running freely: press Pause, then Step")]
@@ -85,16 +85,16 @@ pub enum RunError {
     )]
     NoGrammar(&'static str),
     /// The prompt could not be built.
-    #[error("prompt: {0}")]
+    #[error("cannot build the prompt: {0}")]
     Prompt(String),
     /// A run on the connected server cannot be made from these inputs.
     #[error("on the server: {0}")]
     Server(String),
     /// No run has this id.
-    #[error("there is no run {0}")]
+    #[error("there is no run {0} (it was cleared or never started): pick a run in the run list")]
     UnknownRun(RunId),
     /// A branch step outside the run.
-    #[error("run {run} has {len} tokens: cannot branch at step {step}")]
+    #[error("run {run} has {len} tokens: cannot branch at step {step} (steps go from 0 to {len})")]
     BadStep {
         /// The run.
         run: RunId,
@@ -107,7 +107,10 @@ pub enum RunError {
     #[error("run {0} has not ended: cancel it or let it finish first")]
     NotFinished(RunId),
     /// The worker thread is gone.
-    #[error("the generation worker stopped unexpectedly")]
+    #[error(
+        "the generation worker stopped unexpectedly (its thread ended, so this run cannot go on): \
+         load the model again to start a new worker"
+    )]
     WorkerGone,
     /// Reading or writing a transcript failed.
     #[error(transparent)]

@@ -23,13 +23,15 @@ pub enum SseEvent {
 #[derive(Debug, thiserror::Error)]
 pub enum SseError {
     /// The connection failed mid-stream.
-    #[error("the stream broke: {0}")]
+    #[error(
+        "the server's event stream broke: {0} (the server closed the connection, or the network failed)"
+    )]
     Io(#[from] std::io::Error),
     /// One event exceeded [`MAX_EVENT_BYTES`].
     #[error("an event of the stream exceeds {MAX_EVENT_BYTES} bytes")]
     TooLong,
     /// An event's text is not UTF-8.
-    #[error("an event of the stream is not UTF-8")]
+    #[error("an event of the server's stream is not UTF-8 text (not a llama-server event stream?)")]
     NotUtf8,
 }
 

@@ -411,3 +411,28 @@ fn repeated_groups_stay_within_llama_cpp_limits() {
             .unwrap_or_else(|e| panic!("{schema}: {e:?}\n{}", c.gbnf));
     }
 }
+
+#[test]
+fn long_property_names_beside_additional_properties_stay_within_llama_cpps_group_depth() {
+    // Found by fuzzing: the rule for "any other key" is a trie over the declared names, one
+    // nested group per character; a 300-character name nested 300 groups deep, which
+    // llama.cpp refuses (more than 128). Deep levels now start rules of their own.
+    let long = "q".repeat(300);
+    let other = format!("{}r", "q".repeat(150));
+    let schema = json!({
+        "type": "object",
+        "properties": {(long.clone()): {"type": "integer"}, (other.clone()): {"type": "integer"}},
+        "additionalProperties": {"type": "string"}
+    });
+    let conversion = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+    let g = grammar(&conversion.gbnf);
+    let accepts = |text: &str| toolrail_engine::check(&g, text.as_bytes()).is_accepted();
+    assert!(accepts(&format!("{{\"{long}\": 1}}")));
+    assert!(accepts(&format!("{{\"{other}\": 1}}")));
+    // A key that is a prefix of a declared name, or runs past one, is an "other" key.
+    let prefix = "q".repeat(200);
+    assert!(accepts(&format!("{{\"{prefix}\": \"s\"}}")));
+    assert!(accepts(&format!("{{\"{long}x\": \"s\"}}")));
+    // A declared name cannot take the other keys' schema.
+    assert!(!accepts(&format!("{{\"{long}\": \"s\"}}")));
+}

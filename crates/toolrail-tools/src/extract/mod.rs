@@ -31,7 +31,8 @@
 //! envelope are not calls (the envelopes are located before patterns 5 and 6 run, and only
 //! positions strictly inside them are skipped, so `call:outer{"name": "inner", ...}` is still
 //! one call named `outer`); and JSON tool *definitions* (`{"name", "description",
-//! "parameters"}`, `{"type": "function", "function": {..., "parameters"}}`) are not calls.
+//! "parameters"}`, `{"name", "input_schema"}`, `{"type": "function", "function": {...,
+//! "parameters"}}`, lists of them) are not calls, and nothing inside one is taken for a call.
 //!
 //! The prose is the text with the accepted calls cut out, along with adjacent wrapper tokens
 //! (`<|python_tag|>`, `[TOOL_CALLS]`, Gemma's `<|tool_call>`/`<tool_call|>`, a `print(...)`
@@ -524,6 +525,13 @@ impl Extractor<'_> {
                         i = end;
                         continue;
                     }
+                    if is_definition_value(&value) {
+                        // A tool definition (or a list of them) stays prose, and nothing inside
+                        // it is a call: its `function` object is not a call echo.
+                        self.claimed.insert(i..end);
+                        i = end;
+                        continue;
+                    }
                 }
                 Err(err) => {
                     if c == b'{' && looks_like_envelope(candidate) {
@@ -725,9 +733,10 @@ fn gemma_call_at(text: &str, start: usize, relaxed: &Brackets) -> GemmaCandidate
     }
 }
 
-/// Spans of the bare JSON envelopes in `text` outside `claimed` (what the bare-JSON sweep
-/// would take). Patterns that run before that sweep ignore candidates strictly inside them,
-/// so `call:` or `.call(` written inside a JSON string value is not a call.
+/// Spans of the bare JSON envelopes and tool definitions in `text` outside `claimed` (what the
+/// bare-JSON sweep would take or pass over). Patterns that run before that sweep ignore
+/// candidates strictly inside them, so `call:` or `.call(` written inside a JSON string value
+/// (a call's argument, a definition's description) is not a call.
 fn envelope_spans(text: &str, claimed: &Spans, json: &Brackets) -> Vec<Range<usize>> {
     let bytes = text.as_bytes();
     let mut spans = Vec::new();
@@ -740,7 +749,7 @@ fn envelope_spans(text: &str, claimed: &Spans, json: &Brackets) -> Vec<Range<usi
         }
         if let ScanEnd::Closed(end) = json.end(text, i)
             && let Ok(value) = serde_json::from_str::<Value>(&text[i..end])
-            && matches!(envelopes_in(&value, true), Some(Ok(_)))
+            && (matches!(envelopes_in(&value, true), Some(Ok(_))) || is_definition_value(&value))
         {
             spans.push(i..end);
             i = end;
@@ -1000,28 +1009,19 @@ fn envelopes_in(value: &Value, require_arguments: bool) -> Option<Parsed> {
 /// `{"name", "arguments"|"parameters"}` or `{"function": {...}}` (OpenAI's echo form).
 fn envelope(value: &Value, require_arguments: bool) -> Option<Result<ToolCall, (usize, String)>> {
     let object = value.as_object()?;
+    if is_tool_definition(object) {
+        return None;
+    }
     if let Some(function) = object.get("function").and_then(Value::as_object)
         && !object.contains_key("name")
     {
-        // OpenAI's call echo; `{"type": "function", "function": {..., "parameters"}}` is a tool
-        // definition, not a call (with or without a description).
-        if !function.contains_key("arguments")
-            && (require_arguments || function.contains_key("parameters"))
-        {
+        // OpenAI's call echo.
+        if require_arguments && !function.contains_key("arguments") {
             return None;
         }
         return envelope(&Value::Object(function.clone()), require_arguments);
     }
     let name = object.get("name")?.as_str()?;
-    if !object.contains_key("arguments")
-        && (object.contains_key("description")
-            || object.get("parameters").is_some_and(is_object_schema))
-    {
-        // `{"name", "description", "parameters"}` is a tool definition, and so is
-        // `{"name", "parameters"}` whose parameters are an object schema (a Llama 3 call's
-        // `parameters` hold the argument values instead).
-        return None;
-    }
     let arguments = object.get("arguments").or_else(|| object.get("parameters"));
     let arguments = match arguments {
         None if require_arguments => return None,
@@ -1050,14 +1050,69 @@ fn envelope(value: &Value, require_arguments: bool) -> Option<Result<ToolCall, (
     Some(Ok(ToolCall::new(name, arguments)))
 }
 
-/// Whether `value` reads as a JSON Schema for an object (`"type": "object"` with `properties`
-/// mapping each name to a schema), as tool definitions' `parameters` are.
+/// Whether `object` is a tool *definition* rather than a call: it has no `arguments`, and
+/// either wraps a definition in `function` (`{"type": "function", "function": {..., "parameters"}}`,
+/// with or without a description) or names a tool with a `description`, an `input_schema`
+/// (Anthropic) or `parameters` that read as an object schema. A Llama 3 call's `parameters`
+/// hold argument values, so `{"name", "parameters": {"x": 3}}` stays a call.
+fn is_tool_definition(object: &Map<String, Value>) -> bool {
+    if object.contains_key("arguments") {
+        return false;
+    }
+    if let Some(function) = object.get("function").and_then(Value::as_object)
+        && !object.contains_key("name")
+    {
+        return !function.contains_key("arguments")
+            && (function.contains_key("parameters") || is_tool_definition(function));
+    }
+    object.get("name").is_some_and(Value::is_string)
+        && (object.contains_key("description")
+            || object.contains_key("input_schema")
+            || object.get("parameters").is_some_and(is_object_schema))
+}
+
+/// Whether a bare JSON value is one tool definition or an array of them (a pasted tool list),
+/// which extraction passes over whole: nothing inside a definition is a call.
+fn is_definition_value(value: &Value) -> bool {
+    match value {
+        Value::Object(object) => is_tool_definition(object),
+        Value::Array(items) => {
+            !items.is_empty()
+                && items
+                    .iter()
+                    .all(|item| item.as_object().is_some_and(is_tool_definition))
+        }
+        _ => false,
+    }
+}
+
+/// Whether `value` reads as a JSON Schema for an object, as tool definitions' `parameters` are:
+/// `"type": "object"` with `properties` mapping each name to a schema, or `"type": "object"`
+/// with nothing but object-schema keywords beside it (`{"type": "object"}`,
+/// `{"type": "object", "required": []}`); an argument value that merely has a `type` key
+/// among others (`{"x": 3, "type": "object"}`) is not one.
 fn is_object_schema(value: &Value) -> bool {
-    value.get("type").and_then(Value::as_str) == Some("object")
-        && value
-            .get("properties")
-            .and_then(Value::as_object)
+    let Some(schema) = value.as_object() else {
+        return false;
+    };
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return false;
+    }
+    let properties_are_schemas = |v: &Value| {
+        v.as_object()
             .is_some_and(|props| props.values().all(Value::is_object))
+    };
+    schema.get("properties").is_some_and(properties_are_schemas)
+        || schema.iter().all(|(key, v)| match key.as_str() {
+            "type" => true,
+            "properties" => properties_are_schemas(v),
+            "required" => v
+                .as_array()
+                .is_some_and(|names| names.iter().all(Value::is_string)),
+            "additionalProperties" => v.is_boolean() || v.is_object(),
+            "$schema" => v.is_string(),
+            _ => false,
+        })
 }
 
 /// A pythonic block (`<tool_code>`/`<tool_call>` body): `name(k=v)`, `[a(), b()]`, possibly

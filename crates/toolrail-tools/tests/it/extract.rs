@@ -636,6 +636,36 @@ fn tool_definitions_without_a_description_are_not_calls_either() {
 }
 
 #[test]
+fn a_definition_whose_parameters_are_a_bare_object_schema_is_not_a_call() {
+    // The outer object is a definition; its `function` object must not be read as a call
+    // either, nor may a `call:` written in a description.
+    for text in [
+        r#"{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}"#,
+        r#"[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]"#,
+        r#"{"tools": [{"type":"function","function":{"name":"f","parameters":{"type":"object","required":[]}}}]}"#,
+        r#"{"name":"f","parameters":{"type":"object"}}"#,
+        r#"{"name":"f","input_schema":{"type":"object"}}"#,
+        r#"{"type":"function","function":{"name":"f","description":"then call:g{} or g.call(x=1)","parameters":{}}}"#,
+    ] {
+        let ex = extract_calls(text);
+        assert!(ex.calls.is_empty(), "{text}: {:?}", ex.calls);
+        assert!(ex.diagnostics.is_empty(), "{text}: {:?}", ex.diagnostics);
+        assert_eq!(ex.prose, text, "a definition stays prose");
+    }
+    // A call beside a definition is still found.
+    let ex = extract_calls(
+        r#"{"type":"function","function":{"name":"f","parameters":{"type":"object"}}} {"name": "f", "arguments": {"a": 1}}"#,
+    );
+    assert_eq!(ex.tool_calls(), vec![call("f", json!({"a": 1}))]);
+    // Llama 3 calls whose argument values happen to include `type`.
+    let ex = extract_calls(r#"{"name": "g", "parameters": {"type": "object", "x": 1}}"#);
+    assert_eq!(
+        ex.tool_calls(),
+        vec![call("g", json!({"type": "object", "x": 1}))]
+    );
+}
+
+#[test]
 fn mistral_tool_calls_prefix_leaves_with_the_calls() {
     let ex = extract_calls(r#"[TOOL_CALLS][{"name": "a", "arguments": {"k": 1}}]"#);
     assert_eq!(ex.tool_calls(), vec![call("a", json!({"k": 1}))]);

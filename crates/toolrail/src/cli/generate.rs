@@ -516,7 +516,11 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
             }
             Some(Event::ServerCalls(calls)) => server_calls = Some(calls),
             Some(_) => {}
-            None => bail!("the generation worker stopped unexpectedly"),
+            None => bail!(
+                "the generation worker stopped unexpectedly after {} tokens (its thread ended \
+                 without reporting an error); run the command again",
+                tokens.len()
+            ),
         }
     };
     outln!()?;

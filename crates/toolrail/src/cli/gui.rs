@@ -49,7 +49,12 @@ pub fn run(args: &GuiArgs) -> anyhow::Result<ExitCode> {
         native,
         Box::new(move |cc| Ok(Box::new(ToolrailApp::in_window(cc, options)))),
     )
-    .map_err(|e| anyhow!("cannot open the window: {e}"))?;
+    .map_err(|e| {
+        anyhow!(
+            "cannot open the window: {e} (the app needs a display: a desktop session, or \
+             DISPLAY/WAYLAND_DISPLAY set; the subcommands in `toolrail --help` work without one)"
+        )
+    })?;
     if let Some(out) = &args.screenshot {
         let result = outcome
             .lock()

@@ -185,6 +185,13 @@ pub fn cannot_read(path: &str, e: &std::io::Error) -> anyhow::Error {
         Ok(meta) if meta.is_dir() => {
             anyhow::anyhow!("cannot read {path}: it is a directory, not a file")
         }
+        _ if e.kind() == std::io::ErrorKind::NotFound => anyhow::anyhow!(
+            "cannot read {path}: {e} (relative paths start at the current directory; `-` reads \
+             standard input)"
+        ),
+        _ if e.kind() == std::io::ErrorKind::PermissionDenied => anyhow::anyhow!(
+            "cannot read {path}: {e} (the file's owner or mode does not let you read it)"
+        ),
         _ => anyhow::anyhow!("cannot read {path}: {e}"),
     }
 }

@@ -560,6 +560,26 @@ fn check_cases(dir: &Path, cases: &mut Vec<Case>) {
         .stdin(b"v69999".to_vec())
         .ends(0, &["accepted"]),
     );
+    // Reduced from a fuzzing timeout: nested optional self-references expand ever more rule
+    // references per byte; the check stops with the work limit's message in bounded time.
+    let nested = write(
+        dir,
+        "nested-optional.gbnf",
+        "root ::= (((a)root ?)*)+\na ::= \"x\"? \"y\"\n",
+    );
+    let mut case = Case::new(
+        Class::Hang,
+        "ambiguous grammars",
+        "nested optional self-reference, 80 bytes",
+        &["check", &nested, "-"],
+    )
+    .stdin("xy".repeat(40).into_bytes())
+    .ends(
+        2,
+        &["so ambiguous here that following it takes more work than toolrail allows"],
+    );
+    case.time = Duration::from_secs(60);
+    cases.push(case);
     // (A near-cap ambiguous grammar stopping in bounded work is the engine's own test,
     // `a_grammar_that_keeps_many_stacks_busy_stops_in_bounded_work`, and for masks
     // `mask_limits`: through a debug build of the CLI it takes minutes.)
@@ -656,6 +676,21 @@ fn extract_cases(cases: &mut Vec<Case>) {
         )
         .ends(1, &["0 calls"]),
     );
+    for (name, definition) in [
+        (
+            "OpenAI tool definition with a bare object schema",
+            r#"{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}"#,
+        ),
+        (
+            "Anthropic tool definition",
+            r#"{"name":"f","input_schema":{"type":"object"}}"#,
+        ),
+    ] {
+        cases.push(
+            Case::new(Class::Wrong, "extract text", name, &["extract", definition])
+                .ends(1, &["0 calls"]),
+        );
+    }
     let call = r#"<tool_call>{"name": "f", "arguments": {"a": 12345678901234567890}}</tool_call>"#;
     cases.push(
         Case::new(
@@ -914,6 +949,29 @@ fn file_cases(dir: &Path, cases: &mut Vec<Case>) {
             .ends(2, &["missing.gbnf", "No such file"]),
         );
     }
+    // Text given where a file is expected: the message says how to pass standard input.
+    cases.push(
+        Case::new(
+            Class::Unclear,
+            "missing files",
+            "check with text instead of an input file",
+            &["check", &json, "xyxy"],
+        )
+        .ends(2, &["cannot read xyxy", "`-` reads standard input"]),
+    );
+    let empty = write(dir, "empty-tools.json", "[]");
+    cases.push(
+        Case::new(
+            Class::Unclear,
+            "tool sets",
+            "an empty tool set",
+            &["grammar", &empty],
+        )
+        .ends(
+            2,
+            &["empty-tools.json", "give at least one tool definition"],
+        ),
+    );
     let bad_json = write(
         dir,
         "bad-tools.json",
