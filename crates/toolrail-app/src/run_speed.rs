@@ -468,7 +468,7 @@ impl eframe::App for WindowBench {
     }
 }
 
-/// [`compare`] with the app in a real window of `size` (eframe, the platform's renderer), as a
+/// [`compare`] with the app in a real window of `size`, refreshing at `refresh` during runs (eframe, the platform's renderer), as a
 /// person runs it: every frame is laid out, tessellated, rasterised and presented. The
 /// command-line rounds run while the window stays open and idle. Must be called on the main
 /// thread (windowing systems require it).
@@ -478,6 +478,7 @@ pub fn compare_in_window(
     rounds: usize,
     max_tokens: u32,
     size: WindowSize,
+    refresh: toolrail_workbench::workspace::LiveRefresh,
 ) -> Result<RunSpeed, RunSpeedError> {
     let model = Model::load(spec, |_| true).map_err(|e| RunSpeedError::Model(e.to_string()))?;
     let outcome: Arc<Mutex<Option<Result<RunSpeed, RunSpeedError>>>> = Arc::default();
@@ -497,6 +498,7 @@ pub fn compare_in_window(
         Box::new(move |cc| {
             let mut app = ToolrailApp::in_window(cc, options);
             app.shared.run.settings.sampling.max_tokens = max_tokens;
+            app.shared.workspace.live_refresh = refresh;
             let speed = RunSpeed {
                 renderer: Some(app.shared.renderer.clone()),
                 ..RunSpeed::default()

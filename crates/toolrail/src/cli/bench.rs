@@ -85,9 +85,40 @@ pub struct AppSpeedArgs {
     /// The window's size in logical points, WIDTHxHEIGHT (with --window).
     #[arg(long, default_value = "1024x700", value_parser = parse_window_size, requires = "window")]
     pub size: WindowSize,
+    /// How often the window refreshes during runs (the app's View ▸ Refresh while generating).
+    #[arg(long, value_enum, default_value_t = RefreshArg::Auto, requires = "window")]
+    pub refresh: RefreshArg,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--refresh`: the app's live refresh choices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RefreshArg {
+    /// Once a second on software rendering, up to 30 per second otherwise.
+    Auto,
+    /// A frame after every token.
+    EveryToken,
+    /// Up to 30 frames a second.
+    Smooth,
+    /// Up to 4 frames a second.
+    FourPerSecond,
+    /// Once a second.
+    OncePerSecond,
+}
+
+impl From<RefreshArg> for toolrail_workbench::workspace::LiveRefresh {
+    fn from(arg: RefreshArg) -> Self {
+        use toolrail_workbench::workspace::LiveRefresh;
+        match arg {
+            RefreshArg::Auto => LiveRefresh::Auto,
+            RefreshArg::EveryToken => LiveRefresh::EveryToken,
+            RefreshArg::Smooth => LiveRefresh::Smooth,
+            RefreshArg::FourPerSecond => LiveRefresh::FourPerSecond,
+            RefreshArg::OncePerSecond => LiveRefresh::OncePerSecond,
+        }
+    }
 }
 
 /// The renderer as the report names it.
@@ -130,6 +161,7 @@ fn run_app_speed(args: &AppSpeedArgs) -> anyhow::Result<ExitCode> {
             args.rounds,
             args.max_tokens,
             args.size,
+            args.refresh.into(),
         )?
     } else {
         toolrail_app::run_speed::compare(&spec, dir.path(), args.rounds, args.max_tokens)?
@@ -159,10 +191,11 @@ fn run_app_speed(args: &AppSpeedArgs) -> anyhow::Result<ExitCode> {
             args.max_tokens,
             if args.window {
                 format!(
-                    "app in a {}x{} window drawn by {}",
+                    "app in a {}x{} window drawn by {}, refresh {:?}",
                     args.size.width,
                     args.size.height,
-                    renderer_words(speed.renderer.as_ref())
+                    renderer_words(speed.renderer.as_ref()),
+                    args.refresh
                 )
             } else {
                 "app headless".to_owned()
