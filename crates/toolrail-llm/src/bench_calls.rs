@@ -591,8 +591,9 @@ pub fn few_shot_text(tools: &ToolSet, format: Format) -> String {
     )
 }
 
-/// A placeholder value of a schema's type (its first enum value when it has one).
-fn example_value(schema: &Value) -> Value {
+/// A placeholder value of a schema's type (its first enum value when it has one), for example
+/// calls in few-shot prompts.
+pub fn example_value(schema: &Value) -> Value {
     if let Some(first) = schema.get("enum").and_then(|e| e.get(0)) {
         return first.clone();
     }

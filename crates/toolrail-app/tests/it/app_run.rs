@@ -177,6 +177,30 @@ fn a_run_on_the_test_model_streams_tokens_that_show_candidates_and_stacks() {
             .latest()
             .is_some_and(|r| r.phase == RunPhase::Finished)
     });
+    // The run history lists the run and its branch and compares them: the same tokens up to
+    // the forced one, then they differ there.
+    harness.get_by_label("Transcript").click();
+    harness.run_steps(2);
+    harness.get_by_label_contains("Run history").click();
+    harness.run_steps(2);
+    harness.get_by_label_contains(&format!("Run {}: branch of Run {}", branch.id, run.id));
+    for pick in [run.id, branch.id] {
+        harness
+            .get_all_by_value("choose a run")
+            .next()
+            .unwrap()
+            .click();
+        harness.run_steps(2);
+        harness
+            .get_all_by_label(&format!("Run {pick}"))
+            .last()
+            .unwrap()
+            .click();
+        harness.run_steps(2);
+    }
+    harness.get_by_label_contains(&format!(
+        "the same first {index} tokens, then they differ at token {index}"
+    ));
     // Export the first run (the one shown before the branch).
     harness.state_mut().shared.run.shown = Some(run.id);
 

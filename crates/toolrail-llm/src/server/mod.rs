@@ -173,7 +173,16 @@ impl ServerClient {
         if let Some(key) = &self.api_key {
             request = request.header("Authorization", format!("Bearer {key}"));
         }
-        let mut reply = request.call().map_err(|e| self.unreachable(&e))?;
+        let reply = request.call().map_err(|e| self.unreachable(&e))?;
+        Self::json_reply(url, reply)
+    }
+
+    /// A reply's body as JSON: read up to [`MAX_REPLY_BYTES`]; any status but 200 is the
+    /// server's error with its message; a body that is no JSON means no llama-server answered.
+    fn json_reply(
+        url: String,
+        mut reply: ureq::http::Response<ureq::Body>,
+    ) -> Result<Value, ServerError> {
         let status = reply.status().as_u16();
         let body = reply
             .body_mut()
@@ -286,28 +295,8 @@ impl ServerClient {
         if let Some(key) = &self.api_key {
             post = post.header("Authorization", format!("Bearer {key}"));
         }
-        let mut reply = post.send(&body[..]).map_err(|e| self.unreachable(&e))?;
-        let status = reply.status().as_u16();
-        let text = reply
-            .body_mut()
-            .with_config()
-            .limit(MAX_REPLY_BYTES)
-            .read_to_string()
-            .map_err(|e| ServerError::Stream {
-                url: url.clone(),
-                detail: format!("reading the reply failed: {e}"),
-            })?;
-        if status != 200 {
-            return Err(Self::http_error(url, status, &text));
-        }
-        let value: Value =
-            serde_json::from_str(&text).map_err(|_| ServerError::NotLlamaServer {
-                url: url.clone(),
-                detail: format!(
-                    "the reply is not JSON: {}",
-                    text.chars().take(120).collect::<String>()
-                ),
-            })?;
+        let reply = post.send(&body[..]).map_err(|e| self.unreachable(&e))?;
+        let value = Self::json_reply(url.clone(), reply)?;
         ChatBuild::from_reply(&value).ok_or_else(|| ServerError::NotLlamaServer {
             url,
             detail: "the reply has no __verbose block (llama-server reports the prompt and grammar it built there)".into(),

@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 
 use toolrail_engine::check::check;
 use toolrail_gbnf::Grammar;
-use toolrail_llm::bench_calls::{Answer, BenchCallsError};
+use toolrail_llm::bench_calls::{Answer, BenchCallsError, example_value};
 use toolrail_tools::envelope::{Format, Spacing, render_call};
 use toolrail_tools::extract::extract_calls;
 use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
@@ -854,27 +854,6 @@ pub fn feedback_line(check: Option<&CallCheck>, report: Option<&Report>, format:
                 Spacing::Spaced
             )
         ),
-    }
-}
-
-/// A placeholder value of a schema's type (its first enum value when it has one).
-fn example_value(schema: &Value) -> Value {
-    if let Some(first) = schema.get("enum").and_then(|e| e.get(0)) {
-        return first.clone();
-    }
-    let ty = match schema.get("type") {
-        Some(Value::Array(types)) => types.first().and_then(Value::as_str),
-        Some(t) => t.as_str(),
-        None => None,
-    };
-    match ty {
-        Some("integer") => json!(1),
-        Some("number") => json!(1.5),
-        Some("boolean") => json!(true),
-        Some("array") => json!([]),
-        Some("object") => json!({}),
-        Some("null") => Value::Null,
-        _ => json!("example"),
     }
 }
 
