@@ -11,6 +11,7 @@ use toolrail_workbench::conversation::{
 use toolrail_workbench::run::family_for;
 
 use crate::Shared;
+use crate::dialogs::FileRequest;
 
 /// The window's state.
 #[derive(Default)]
@@ -24,11 +25,16 @@ pub struct ConversationView {
     prompt_only: bool,
     few_shot: bool,
     max_blocked: Option<u32>,
+    /// What replaying the conversation last opened found, in words (public for tests).
+    pub replay_summary: Option<String>,
 }
 
 impl ConversationView {
     /// Draws the window when open, and moves the conversation on when its run has ended.
     pub fn show(&mut self, ctx: &egui::Context, shared: &mut Shared) {
+        if let Some((request, path)) = shared.conversation_file.take() {
+            self.file_chosen(request, &path, shared);
+        }
         if let Some(session) = &mut self.session {
             let analysis = std::sync::Arc::clone(&shared.analysis);
             if let Some(error) = session.poll(&mut shared.run, &analysis) {
@@ -58,7 +64,32 @@ impl ConversationView {
             if ui.button("New conversation").clicked() {
                 self.start(shared);
             }
+            if ui
+                .button("Open…")
+                .on_hover_text("Open a saved conversation and replay it turn by turn")
+                .clicked()
+            {
+                shared.pick_file(
+                    FileRequest::OpenConversation,
+                    rfd::AsyncFileDialog::new().add_filter("toolrail conversation", &["json"]),
+                );
+            }
+            if ui
+                .add_enabled(self.session.is_some(), egui::Button::new("Save…"))
+                .on_hover_text("Save the conversation as JSON, with a Markdown rendering beside it")
+                .clicked()
+            {
+                shared.save_file(
+                    FileRequest::SaveConversation,
+                    rfd::AsyncFileDialog::new()
+                        .add_filter("toolrail conversation", &["json"])
+                        .set_file_name("conversation.json"),
+                );
+            }
         });
+        if let Some(summary) = &self.replay_summary {
+            ui.label(RichText::new(summary).weak());
+        }
         let Some(session) = &mut self.session else {
             ui.label(
                 RichText::new("New conversation starts one over the tool set of the Tools pane.")
@@ -131,6 +162,52 @@ impl ConversationView {
         }
     }
 
+    /// Saves the conversation to `path` (JSON, and Markdown beside it), or opens the one at
+    /// `path` and replays it: each assistant turn's pool and grammar rebuilt and compared with
+    /// what was recorded.
+    pub fn file_chosen(
+        &mut self,
+        request: FileRequest,
+        path: &std::path::Path,
+        shared: &mut Shared,
+    ) {
+        match request {
+            FileRequest::SaveConversation => {
+                let Some(session) = &self.session else {
+                    shared.error("no conversation to save: start one first");
+                    return;
+                };
+                let markdown = path.with_extension("md");
+                let saved = session
+                    .conversation
+                    .save(path)
+                    .and_then(|()| session.conversation.save_markdown(&markdown));
+                match saved {
+                    Ok(()) => shared.message(format!(
+                        "conversation written to {} and {}",
+                        path.display(),
+                        markdown.display()
+                    )),
+                    Err(e) => shared.error(e.to_string()),
+                }
+            }
+            FileRequest::OpenConversation => match Conversation::load(path) {
+                Ok(conversation) => {
+                    self.replay_summary = Some(match conversation.replay() {
+                        Ok(steps) => replay_words(&steps),
+                        Err(e) => format!("replay failed: {e}"),
+                    });
+                    self.session = Some(ConversationSession::new(conversation));
+                    self.open = true;
+                    self.input.clear();
+                    shared.message(format!("conversation opened from {}", path.display()));
+                }
+                Err(e) => shared.error(e.to_string()),
+            },
+            _ => shared.error("this file choice is not one the Conversation window handles"),
+        }
+    }
+
     fn start(&mut self, shared: &mut Shared) {
         let Some(tools) = shared.analysis.tool_set.clone() else {
             shared.error("the Tools pane holds no tool set: a conversation needs tools");
@@ -157,7 +234,38 @@ impl ConversationView {
             document.as_ref(),
             settings,
         )));
+        self.replay_summary = None;
         self.input.clear();
+    }
+}
+
+/// A replay in words: how many answers were replayed and where the rebuilt grammar or the
+/// verdict differs from what was recorded.
+pub fn replay_words(steps: &[toolrail_workbench::conversation::ReplayStep]) -> String {
+    let differing: Vec<String> = steps
+        .iter()
+        .filter(|s| !s.grammar_matches || !s.same_verdict || s.output_in_grammar == Some(false))
+        .map(|s| {
+            let mut what = Vec::new();
+            if !s.grammar_matches {
+                what.push("grammar differs");
+            }
+            if s.output_in_grammar == Some(false) {
+                what.push("output outside the grammar");
+            }
+            if !s.same_verdict {
+                what.push("verdict differs");
+            }
+            format!("turn {}: {}", s.turn, what.join(", "))
+        })
+        .collect();
+    if differing.is_empty() {
+        format!(
+            "replayed {} answers: every grammar and verdict as recorded",
+            steps.len()
+        )
+    } else {
+        format!("replayed {} answers; {}", steps.len(), differing.join("; "))
     }
 }
 

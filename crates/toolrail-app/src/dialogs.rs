@@ -37,6 +37,10 @@ pub enum FileRequest {
     OpenWorkspace,
     /// Save the workspace to a new file and keep saving there.
     SaveWorkspaceAs,
+    /// Save the Conversation window's conversation (JSON; Markdown beside it).
+    SaveConversation,
+    /// Open a saved conversation into the Conversation window (and replay it).
+    OpenConversation,
 }
 
 impl FileRequest {
@@ -47,11 +51,13 @@ impl FileRequest {
             | FileRequest::OpenSchema
             | FileRequest::OpenTranscript
             | FileRequest::ImportGrammar
-            | FileRequest::OpenWorkspace => PathUse::Open,
+            | FileRequest::OpenWorkspace
+            | FileRequest::OpenConversation => PathUse::Open,
             FileRequest::SaveSchema
             | FileRequest::ExportTranscript
             | FileRequest::ExportGrammar
-            | FileRequest::SaveWorkspaceAs => PathUse::Save,
+            | FileRequest::SaveWorkspaceAs
+            | FileRequest::SaveConversation => PathUse::Save,
         }
     }
 
@@ -67,6 +73,8 @@ impl FileRequest {
             FileRequest::ExportGrammar => "Export the grammar as .gbnf",
             FileRequest::OpenWorkspace => "Open a workspace",
             FileRequest::SaveWorkspaceAs => "Save the workspace as",
+            FileRequest::SaveConversation => "Save the conversation (JSON; Markdown beside it)",
+            FileRequest::OpenConversation => "Open a conversation",
         }
     }
 
@@ -77,6 +85,7 @@ impl FileRequest {
             FileRequest::ExportTranscript => "transcript.json",
             FileRequest::ExportGrammar => "grammar.gbnf",
             FileRequest::SaveWorkspaceAs => "workspace.json",
+            FileRequest::SaveConversation => "conversation.json",
             _ => "",
         }
     }

@@ -103,6 +103,8 @@ pub struct Shared {
     pub renderer: renderer::Renderer,
     /// Run ▸ Conversation… was chosen: the app opens the Conversation window.
     pub open_conversation: bool,
+    /// A conversation file chosen to save to or open, handled by the Conversation window.
+    pub conversation_file: Option<(FileRequest, PathBuf)>,
     repaint: Repaint,
 }
 
@@ -157,6 +159,9 @@ impl Shared {
         match request {
             FileRequest::OpenWorkspace | FileRequest::SaveWorkspaceAs => {
                 self.workspace_file = Some((request, path));
+            }
+            FileRequest::SaveConversation | FileRequest::OpenConversation => {
+                self.conversation_file = Some((request, path));
             }
             FileRequest::OpenGguf => panes::generation::open_gguf(self, path),
             FileRequest::OpenSchema => panes::tools::open_schema(self, path),
@@ -421,6 +426,7 @@ impl ToolrailApp {
             workspace_file: None,
             renderer: renderer::Renderer::Unknown,
             open_conversation: false,
+            conversation_file: None,
             repaint: Arc::clone(&repaint),
         };
         shared.run.demo = options.demo_run;

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
+use toolrail_app::dialogs::FileRequest;
 use toolrail_app::{AppOptions, ToolrailApp};
 use toolrail_workbench::conversation::{Next, Turn};
 use toolrail_workbench::run::LoadState;
@@ -119,4 +120,32 @@ fn a_conversation_with_a_typed_tool_result_runs_in_the_window() {
     harness.get_by_label(&format!("Tool {tool} (result)"));
     // Each answer was a generation run of the session.
     assert!(harness.state().shared.run.controller.runs().len() >= answers);
+
+    // Saved (as the Save… dialog's answer would be handled), then opened again: the same turns,
+    // replayed with every grammar and verdict as recorded; the Markdown reads as a conversation.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("talk.json");
+    harness
+        .state_mut()
+        .shared
+        .file_chosen(FileRequest::SaveConversation, file.clone());
+    harness.step();
+    assert!(file.is_file(), "{:?}", harness.state().shared.messages);
+    let markdown = std::fs::read_to_string(file.with_extension("md")).unwrap();
+    assert!(markdown.contains("18 degrees and cloudy."), "{markdown}");
+    harness.state_mut().conversation.session = None;
+    harness
+        .state_mut()
+        .shared
+        .file_chosen(FileRequest::OpenConversation, file);
+    harness.step();
+    let reopened = harness.state().conversation.session.as_ref().unwrap();
+    assert_eq!(reopened.conversation.turns(), &turns[..]);
+    let summary = harness.state().conversation.replay_summary.clone().unwrap();
+    assert!(
+        summary.contains("every grammar and verdict as recorded"),
+        "{summary}"
+    );
+    harness.step();
+    harness.get_by_label_contains("every grammar and verdict as recorded");
 }
