@@ -181,6 +181,24 @@ fn connect_to_a_llama_server_run_there_and_see_chips_with_candidates_and_stacks(
         harness.query_all_by_label(&run.tokens[0].piece).count() > 0
             || run.tokens[0].piece.trim().is_empty()
     );
+    // a chip of the server's run opens its candidates before and after the mask and its stacks
+    let (index, token) = run
+        .tokens
+        .iter()
+        .enumerate()
+        .find(|(_, t)| t.piece.len() > 1 && t.piece.chars().all(|c| c.is_ascii_alphanumeric()))
+        .expect("a plain word token");
+    // The chips may sit below the pane's scrolled view: click through accesskit.
+    harness
+        .get_all_by_label(&token.piece)
+        .next()
+        .unwrap()
+        .click_accesskit();
+    harness.run_steps(3);
+    harness.get_by_label_contains(&format!("Token {index}: "));
+    harness.get_by_label("Before the mask");
+    harness.get_by_label("After the mask");
+    harness.get_by_label_contains("Stacks after this token");
     // the connected state, both themes, at 1024×700
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
     for (theme, name) in [(egui::Theme::Dark, "dark"), (egui::Theme::Light, "light")] {
