@@ -57,6 +57,10 @@ pub const MAX_TURNS: usize = 10_000;
 /// app offers as that tool's answer.
 pub const RESULT_KEY: &str = "x-toolrail-result";
 
+/// The key a saved conversation keeps a tool's own argument grammar under (a Python tool's
+/// docstring `Grammar:` section), so a reopened conversation builds the same grammars.
+pub const GRAMMAR_KEY: &str = "x-toolrail-grammar";
+
 /// Why a conversation action failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ConversationError {
@@ -279,6 +283,9 @@ impl Conversation {
                 let mut value = json!({"name": t.name, "description": t.description, "parameters": t.parameters});
                 if let Some(result) = document.and_then(|d| find_result(d, &t.name)) {
                     value[RESULT_KEY] = result;
+                }
+                if let Some(custom) = &t.custom_grammar {
+                    value[GRAMMAR_KEY] = Value::String(custom.source().to_owned());
                 }
                 value
             })
@@ -731,8 +738,7 @@ impl Conversation {
         }
         let file: ConversationFile =
             serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
-        let tools = ToolSet::from_value(&Value::Array(file.tools.clone()))
-            .map_err(|e| bad(format!("/tools: {e}")))?;
+        let tools = saved_tools(&file.tools).map_err(bad)?;
         let mut settings = file.settings;
         settings.max_blocked = settings.max_blocked.max(1);
         Ok(Conversation {
@@ -787,6 +793,33 @@ impl Conversation {
             }
         })
     }
+}
+
+/// The tool set of a saved conversation: its tools as written, each tool's own grammar
+/// ([`GRAMMAR_KEY`]) parsed back onto it; errors say where (`/tools/2/x-toolrail-grammar: 3:5: …`).
+fn saved_tools(values: &[Value]) -> Result<ToolSet, String> {
+    let mut grammars = Vec::with_capacity(values.len());
+    let plain: Vec<Value> = values
+        .iter()
+        .map(|v| {
+            let mut v = v.clone();
+            grammars.push(v.as_object_mut().and_then(|o| o.remove(GRAMMAR_KEY)));
+            v
+        })
+        .collect();
+    let read = ToolSet::from_value(&Value::Array(plain)).map_err(|e| format!("/tools: {e}"))?;
+    let mut tools: Vec<Tool> = read.tools().to_vec();
+    for (i, (tool, grammar)) in tools.iter_mut().zip(grammars).enumerate() {
+        let Some(grammar) = grammar else { continue };
+        let at = format!("/tools/{i}/{GRAMMAR_KEY}");
+        let text = grammar
+            .as_str()
+            .ok_or_else(|| format!("{at}: expected the grammar as a string"))?;
+        let custom = toolrail_tools::custom_grammar::CustomGrammar::parse(text)
+            .map_err(|e| format!("{at}: {}:{}: {}", e.line, e.column, e.message))?;
+        tool.custom_grammar = Some(custom);
+    }
+    ToolSet::new(tools).map_err(|e| format!("/tools: {e}"))
 }
 
 /// One assistant turn replayed (see [`Conversation::replay`]).
@@ -893,6 +926,45 @@ mod tests {
             {"name": "request_location_from_user", "parameters": {"type": "object", "properties": {}}}]);
         let tools = ToolSet::from_value(&document).unwrap();
         Conversation::new(tools, Some(&document), ConversationSettings::default())
+    }
+
+    /// A Python tool's own `Grammar:` section survives saving: the reopened conversation builds
+    /// the same grammar for the same pool (before, it lost the section and replay said the
+    /// grammar differs).
+    #[test]
+    fn a_tools_own_grammar_is_kept_in_the_saved_conversation() {
+        let source = std::fs::read_to_string("../../sample_schemas/python_functions.py").unwrap();
+        let tools = toolrail_tools::python::tools_from_python(&source).unwrap();
+        let custom = tools.tools().iter().find(|t| t.custom_grammar.is_some());
+        let custom = custom.expect("the sample has a tool with a Grammar: section");
+        let name = custom.name.clone();
+        let c = Conversation::new(tools, None, ConversationSettings::default());
+        let pool = vec![name.clone()];
+        let before = c.grammar_for(&pool).unwrap();
+        let reopened = Conversation::from_json(&c.to_json().unwrap(), "saved").unwrap();
+        let tool = reopened
+            .tools()
+            .tools()
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap();
+        assert!(tool.custom_grammar.is_some());
+        assert_eq!(reopened.grammar_for(&pool).unwrap(), before);
+        // A broken saved grammar is an error naming where.
+        let mut value: Value = serde_json::from_str(&c.to_json().unwrap()).unwrap();
+        let i = value["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|t| t.get(GRAMMAR_KEY).is_some())
+            .unwrap();
+        value["tools"][i][GRAMMAR_KEY] = json!("root ::= (");
+        let err = Conversation::from_json(&value.to_string(), "saved").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&format!("/tools/{i}/{GRAMMAR_KEY}")),
+            "{err}"
+        );
     }
 
     fn forced(text: &str) -> Answer {
