@@ -359,3 +359,24 @@ fn snapshot_every_pane_in_both_themes_at_1024x700() {
     }
     results.unwrap();
 }
+
+/// Ctrl+Enter runs from anywhere, also with the keyboard in an editor.
+#[test]
+fn ctrl_enter_runs_with_an_editor_focused() {
+    for editor in ["Grammar text", "Schema JSON", "Text to check"] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut harness = app(dir.path());
+        harness.get_by_label(editor).focus();
+        harness.run();
+        harness.key_press_modifiers(Modifiers::COMMAND, Key::Enter);
+        harness.step();
+        let state = &harness.state().shared.run;
+        assert!(
+            state.pending_start.is_some()
+                || state.controller.is_busy()
+                || !state.controller.runs().is_empty(),
+            "Ctrl+Enter in {editor} did not start a run: {:?}",
+            state.messages
+        );
+    }
+}
