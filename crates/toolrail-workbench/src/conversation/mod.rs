@@ -859,35 +859,9 @@ pub fn feedback_line(check: Option<&CallCheck>, report: Option<&Report>, format:
             );
         }
     }
-    match check {
-        Some(check) if !check.is_valid() => {
-            let pointers: Vec<String> = check
-                .issues
-                .iter()
-                .map(|i| {
-                    if i.pointer.is_empty() {
-                        "/".to_owned()
-                    } else {
-                        i.pointer.clone()
-                    }
-                })
-                .collect();
-            format!(
-                "error: the call was not run: {} (at {}). Reply with the corrected call only.",
-                check.feedback.join("; "),
-                pointers.join(", ")
-            )
-        }
-        _ => format!(
-            "error: no tool call found in the answer. Reply with only the call, written like {}.",
-            render_call(
-                format,
-                "tool_name",
-                &json!({"argument": "value"}),
-                Spacing::Spaced
-            )
-        ),
-    }
+    // A call with issues, or none: the same words as bench-calls' retries.
+    let blocked = check.filter(|c| !c.is_valid());
+    toolrail_llm::bench_calls::feedback_line(blocked, format)
 }
 
 /// The `x-toolrail-result` of the tool called `name` anywhere in a tool set document (the tool
