@@ -2570,64 +2570,87 @@ impl Converter {
 
     /// A JSON string whose decoded value is none of `names` (trie over the names).
     fn not_strings(&mut self, cx: &Ctx, names: &[String]) -> RuleName {
+        /// A trie of the names in an arena (index 0 is the root): no recursion over its depth,
+        /// which the names' length decides, neither to build it nor to drop it.
         #[derive(Default)]
         struct Node {
-            children: Vec<(char, Node)>,
+            children: Vec<(char, usize)>,
             end: bool,
         }
-        let mut root = Node::default();
+        let mut trie: Vec<Node> = vec![Node::default()];
         for n in names {
-            let mut node = &mut root;
+            let mut at = 0;
             for c in n.chars() {
-                let i = match node.children.iter().position(|(d, _)| *d == c) {
-                    Some(i) => i,
+                at = match trie[at].children.iter().find(|(d, _)| *d == c) {
+                    Some(&(_, next)) => next,
                     None => {
-                        node.children.push((c, Node::default()));
-                        node.children.len() - 1
+                        trie.push(Node::default());
+                        let next = trie.len() - 1;
+                        trie[at].children.push((c, next));
+                        next
                     }
                 };
-                node = &mut node.children[i].1;
             }
-            node.end = true;
+            trie[at].end = true;
         }
         let ch = self.rules.primitive_rule("char");
         /// Trie levels written as nested groups in one rule; deeper levels start a rule of
         /// their own (llama.cpp refuses groups nested more than 128 deep, and one level of the
-        /// trie is one group).
+        /// trie is one group). It also bounds the recursion below: a deeper subtree is reserved
+        /// as a rule and built later from the work list.
         const LEVELS_PER_RULE: usize = 64;
-        fn build(node: &Node, ch: &Expr, depth: usize, hint: &str, rules: &mut RuleTable) -> Expr {
-            let mut alts = Vec::new();
-            let mut excluded: Vec<(u32, u32)> = Vec::new();
-            for (c, child) in &node.children {
-                let mut enc = String::new();
-                json_encode_char(*c, &mut enc);
-                let rest = if depth + 1 >= LEVELS_PER_RULE {
-                    let body = build(child, ch, 0, hint, rules);
-                    Expr::rule(&rules.add(&format!("{hint}-key-rest"), body, None))
-                } else {
-                    build(child, ch, depth + 1, hint, rules)
-                };
-                alts.push(Expr::seq([Expr::literal(enc), rest]));
-                excluded.push((*c as u32, *c as u32));
+        struct Build<'a> {
+            trie: &'a [Node],
+            ch: &'a Expr,
+            hint: &'a str,
+            /// Subtrees left for rules of their own: (node, its reserved rule).
+            pending: Vec<(usize, RuleName)>,
+        }
+        impl Build<'_> {
+            fn node(&mut self, at: usize, depth: usize, rules: &mut RuleTable) -> Expr {
+                let node = &self.trie[at];
+                let mut alts = Vec::new();
+                let mut excluded: Vec<(u32, u32)> = Vec::new();
+                for &(c, child) in &node.children {
+                    let mut enc = String::new();
+                    json_encode_char(c, &mut enc);
+                    let rest = if depth + 1 >= LEVELS_PER_RULE {
+                        let name = rules.reserve(&format!("{}-key-rest", self.hint), None);
+                        self.pending.push((child, name.clone()));
+                        Expr::rule(&name)
+                    } else {
+                        self.node(child, depth + 1, rules)
+                    };
+                    alts.push(Expr::seq([Expr::literal(enc), rest]));
+                    excluded.push((c as u32, c as u32));
+                }
+                let others =
+                    super::strings::complement(&super::strings::normalize(excluded), 0x10FFFF);
+                if let Some(o) = encoded_char_set(&others, &mut || rules.primitive_rule("char")) {
+                    alts.push(Expr::seq([
+                        o,
+                        Expr::repeat(self.ch.clone(), 0, None),
+                        Expr::literal("\""),
+                    ]));
+                }
+                if !node.end {
+                    alts.push(Expr::literal("\""));
+                }
+                Expr::alt(alts).unwrap_or(Expr::Empty)
             }
-            let others = super::strings::complement(&super::strings::normalize(excluded), 0x10FFFF);
-            if let Some(o) = encoded_char_set(&others, &mut || rules.primitive_rule("char")) {
-                alts.push(Expr::seq([
-                    o,
-                    Expr::repeat(ch.clone(), 0, None),
-                    Expr::literal("\""),
-                ]));
-            }
-            if !node.end {
-                alts.push(Expr::literal("\""));
-            }
-            Expr::alt(alts).unwrap_or(Expr::Empty)
         }
         let mut rules = std::mem::replace(&mut self.rules, RuleTable::new(self.opts.whitespace));
-        let body = Expr::seq([
-            Expr::literal("\""),
-            build(&root, &ch, 0, &cx.hint, &mut rules),
-        ]);
+        let mut build = Build {
+            trie: &trie,
+            ch: &ch,
+            hint: &cx.hint,
+            pending: Vec::new(),
+        };
+        let body = Expr::seq([Expr::literal("\""), build.node(0, 0, &mut rules)]);
+        while let Some((at, name)) = build.pending.pop() {
+            let rest = build.node(at, 0, &mut rules);
+            rules.fill(&name, rest);
+        }
         self.rules = rules;
         let comment = self.comment(cx);
         self.rules.add(&format!("{}-key", cx.hint), body, comment)

@@ -436,3 +436,23 @@ fn long_property_names_beside_additional_properties_stay_within_llama_cpps_group
     // A declared name cannot take the other keys' schema.
     assert!(!accepts(&format!("{{\"{long}\": \"s\"}}")));
 }
+
+#[test]
+fn a_property_name_of_any_length_beside_additional_properties_converts_without_deep_recursion() {
+    // A 100,000-character name overflowed the stack (the trie was built and dropped
+    // recursively, one level per character): now an arena and a work list of rules, so the
+    // depth of recursion is bounded whatever the names' length (this runs on a test thread's
+    // small stack).
+    let long = "a".repeat(100_000);
+    let schema = json!({
+        "type": "object",
+        "properties": {(long.clone()): {"type": "integer"}},
+        "additionalProperties": {"type": "string"}
+    });
+    let conversion = schema_to_gbnf(&schema, &ConvertOptions::default()).unwrap();
+    let g = grammar(&conversion.gbnf);
+    let accepts = |text: &str| toolrail_engine::check(&g, text.as_bytes()).is_accepted();
+    assert!(accepts(&format!("{{\"{long}\": 1}}")));
+    assert!(accepts(&format!("{{\"{}\": \"s\"}}", &long[..99_999])));
+    assert!(!accepts(&format!("{{\"{long}\": \"s\"}}")));
+}
