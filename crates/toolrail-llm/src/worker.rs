@@ -507,16 +507,9 @@ impl WorkerState {
                     ))
                 })?;
             }
-            if let Some(llama) = &mut llama {
-                llama.accept(token)?;
-            }
-            if let Some(guidance) = &mut guidance {
-                guidance.consume(token).map_err(|e| {
-                    LlmError::Generation(format!(
-                        "the generation prompt's token {token}: llguidance: {e}"
-                    ))
-                })?;
-            }
+            accept_in_other_engines(&mut llama, &mut guidance, token, || {
+                format!("the generation prompt's token {token}")
+            })?;
         }
         let stops = request
             .gate
@@ -577,16 +570,9 @@ impl WorkerState {
                     None => track = None,
                 }
             }
-            if let Some(llama) = &mut llama {
-                llama.accept(token)?;
-            }
-            if let Some(guidance) = &mut guidance {
-                guidance.consume(token).map_err(|e| {
-                    LlmError::Generation(format!(
-                        "token {index} of the branch's prefix ({token}): llguidance: {e}"
-                    ))
-                })?;
-            }
+            accept_in_other_engines(&mut llama, &mut guidance, token, || {
+                format!("token {index} of the branch's prefix ({token})")
+            })?;
             output.extend_from_slice(&piece);
             generated.push(token);
             index += 1;
@@ -737,17 +723,10 @@ impl WorkerState {
                     None => track = None,
                 }
             }
-            if let Some(llama) = &mut llama {
-                llama.accept(token)?;
-            }
-            if let Some(guidance) = &mut guidance {
-                guidance.consume(token).map_err(|e| {
-                    LlmError::Generation(format!(
-                        "token {index} (output byte {}): llguidance: {e}",
-                        output.len()
-                    ))
-                })?;
-            }
+            let at = output.len();
+            accept_in_other_engines(&mut llama, &mut guidance, token, || {
+                format!("token {index} (output byte {at})")
+            })?;
             let record = TokenRecord {
                 index,
                 id: token,
@@ -981,4 +960,23 @@ fn hex(bytes: &[u8]) -> String {
 
 fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1000.0
+}
+
+/// Feeds a token the run took to the other engines following it (llama.cpp's grammar sampler,
+/// llguidance's matcher); `place` says where in the run, for llguidance's error.
+fn accept_in_other_engines(
+    llama: &mut Option<LlamaGrammarSampler>,
+    guidance: &mut Option<LlgMatcher>,
+    token: u32,
+    place: impl FnOnce() -> String,
+) -> Result<(), LlmError> {
+    if let Some(llama) = llama {
+        llama.accept(token)?;
+    }
+    if let Some(guidance) = guidance {
+        guidance
+            .consume(token)
+            .map_err(|e| LlmError::Generation(format!("{}: llguidance: {e}", place())))?;
+    }
+    Ok(())
 }
