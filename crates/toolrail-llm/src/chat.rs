@@ -47,6 +47,9 @@ pub enum PromptSource {
     Builder(PromptFamily),
     /// The user's text verbatim (no template, no builder).
     Raw,
+    /// A chat template's own tool calling, as llama-server applies it with `tools` (the
+    /// template grammar source).
+    ToolCallTemplate,
 }
 
 impl std::fmt::Display for PromptSource {
@@ -55,6 +58,7 @@ impl std::fmt::Display for PromptSource {
             PromptSource::GgufTemplate => f.write_str("GGUF chat template"),
             PromptSource::Builder(family) => write!(f, "{} prompt builder", family.name()),
             PromptSource::Raw => f.write_str("raw"),
+            PromptSource::ToolCallTemplate => f.write_str("llama.cpp chat template with tools"),
         }
     }
 }

@@ -9,10 +9,12 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
 use crate::Repaint;
-use crate::workspace::{GrammarSettings, SchemaMode, SchemaSettings, Workspace};
+use crate::workspace::{GrammarSettings, SchemaMode, SchemaSettings, TemplateSettings, Workspace};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use toolrail_engine::Engine;
 use toolrail_engine::check::{STREAM_MEMORY_ENTRIES, Verdict, check_reader, check_with};
+use toolrail_llm::template::{ChatTemplates, TemplateRequest, TemplateResult};
 
 /// Bytes walked between memory checks on the way to the cursor.
 const WALK_CHUNK: usize = 8 * 1024;
@@ -38,6 +40,13 @@ pub struct AnalysisInput {
     pub test_input: String,
     /// Byte offset in the test input whose stacks are shown.
     pub cursor: usize,
+    /// The llama.cpp template grammar source.
+    pub template: TemplateSettings,
+    /// The system text (the template's system message when not empty).
+    pub system: String,
+    /// The loaded model's GGUF (its chat template and vocabulary feed the template source);
+    /// the app sets it, the workspace does not hold it.
+    pub model: Option<PathBuf>,
 }
 
 impl AnalysisInput {
@@ -53,11 +62,45 @@ impl AnalysisInput {
             grammar: ws.grammar.clone(),
             test_input: ws.test_input.clone(),
             cursor,
+            template: ws.template.clone(),
+            system: ws.run.system.clone(),
+            model: None,
         }
     }
 
-    fn grammar_part(&self) -> (&SchemaSettings, &str, &GrammarSettings) {
-        (&self.schema, &self.prompt, &self.grammar)
+    /// What the grammar part depends on: the template's inputs only while it is the source.
+    fn grammar_part(&self) -> GrammarKey<'_> {
+        let template =
+            self.template
+                .on
+                .then_some((&self.template, self.system.as_str(), self.model.as_ref()));
+        (&self.schema, &self.prompt, &self.grammar, template)
+    }
+}
+
+/// The inputs the grammar part is computed from (see [`AnalysisInput::grammar_part`]).
+type GrammarKey<'a> = (
+    &'a SchemaSettings,
+    &'a str,
+    &'a GrammarSettings,
+    Option<(&'a TemplateSettings, &'a str, Option<&'a PathBuf>)>,
+);
+
+/// What llama.cpp builds from the chosen chat template for the tool set (the template grammar
+/// source), or why it could not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateView {
+    /// Where the template came from (`model.gguf (its chat template)` or the file's path).
+    pub source: String,
+    /// What llama-server would build, or the error in words (no model loaded, no template in
+    /// the GGUF, a template llama.cpp rejects, a tool set that does not load).
+    pub result: Result<TemplateResult, String>,
+}
+
+impl TemplateView {
+    /// The result, when llama.cpp built one.
+    pub fn built(&self) -> Option<&TemplateResult> {
+        self.result.as_ref().ok()
     }
 }
 
@@ -143,6 +186,8 @@ pub struct Analysis {
     pub plain_schema_is_tool_set: Option<usize>,
     /// Time the test part took.
     pub test_time: Duration,
+    /// The llama.cpp template source's result, while it is the grammar source.
+    pub template: Option<TemplateView>,
 }
 
 /// The grammar part of an analysis (everything but the test input), cached between runs.
@@ -162,6 +207,7 @@ struct GrammarPart {
     plain_schema_is_tool_set: Option<usize>,
     /// The place in the call each generated rule stands for (empty for a hand-edited grammar).
     places: BTreeMap<String, GrammarPlace>,
+    template: Option<TemplateView>,
 }
 
 /// Computes analyses, caching the grammar part and the recognizer between calls.
@@ -172,6 +218,9 @@ pub struct Computer {
     revision: u64,
     /// Times the recognizer's memo was dropped to keep memory bounded.
     memo_evictions: u64,
+    /// The chat templates last loaded: the GGUF and the template text that override its own
+    /// ("" for none), kept so that changing a setting does not load the vocabulary again.
+    templates: Option<(PathBuf, String, ChatTemplates)>,
 }
 
 impl Analysis {
@@ -199,7 +248,7 @@ impl Computer {
         let reuse =
             matches!(&self.cached, Some((old, _)) if old.grammar_part() == input.grammar_part());
         if !reuse {
-            let part = grammar_part(input);
+            let part = grammar_part(input, &mut self.templates);
             self.engine = part.grammar.as_ref().map(|g| Engine::new(Arc::clone(g)));
             self.cached = Some((input.clone(), part));
         }
@@ -242,6 +291,7 @@ impl Computer {
             grammar_time,
             test_time,
             places,
+            template: part.template,
         }
     }
 }
@@ -325,13 +375,35 @@ pub fn readable_expected(
         .describe(&|rule| places.get(rule).map(ToString::to_string))
 }
 
-fn grammar_part(input: &AnalysisInput) -> GrammarPart {
+fn grammar_part(
+    input: &AnalysisInput,
+    templates: &mut Option<(PathBuf, String, ChatTemplates)>,
+) -> GrammarPart {
     let mut part = GrammarPart::default();
     let settings = &input.schema;
     let generated = match settings.mode {
         SchemaMode::ToolSet => tool_set_grammar(input, &mut part),
         SchemaMode::PlainSchema => plain_schema_grammar(settings, &mut part),
     };
+    if input.template.on {
+        let view = template_view(input, part.tool_set.as_ref(), templates);
+        part.grammar_text = view.built().map(|r| r.grammar.clone()).unwrap_or_default();
+        part.template = Some(view);
+        part.warnings = part
+            .tool_set_warnings
+            .iter()
+            .filter(|w| w.severity() == Severity::Warning)
+            .map(ToString::to_string)
+            .collect();
+        if let Some(g) = generated {
+            part.generated = g.text;
+        }
+        if !part.grammar_text.is_empty() {
+            part.findings = toolrail_gbnf::lint::lint_default(&part.grammar_text);
+            part.grammar = Grammar::parse(&part.grammar_text).ok().map(Arc::new);
+        }
+        return part;
+    }
     part.warnings = part
         .tool_set_warnings
         .iter()
@@ -355,6 +427,81 @@ fn grammar_part(input: &AnalysisInput) -> GrammarPart {
         part.grammar = Grammar::parse(&part.grammar_text).ok().map(Arc::new);
     }
     part
+}
+
+/// What llama.cpp builds from the chosen template for `tools` (see [`TemplateView`]); the
+/// loaded templates are reused while the model and the template text stay the same.
+fn template_view(
+    input: &AnalysisInput,
+    tools: Option<&ToolSet>,
+    templates: &mut Option<(PathBuf, String, ChatTemplates)>,
+) -> TemplateView {
+    let settings = &input.template;
+    let source = match (&settings.file, &input.model) {
+        (Some(file), _) => file.display().to_string(),
+        (None, Some(model)) => format!(
+            "{} (its chat template)",
+            model.file_name().map_or_else(
+                || model.display().to_string(),
+                |n| n.to_string_lossy().into_owned()
+            )
+        ),
+        (None, None) => "the model's chat template".to_owned(),
+    };
+    let result = (|| {
+        if input.schema.mode != SchemaMode::ToolSet {
+            return Err(
+                "the llama.cpp template source needs a tool set: switch the Tools pane to Tool set"
+                    .to_owned(),
+            );
+        }
+        let tools = tools.ok_or_else(|| {
+            "the tool set has an error (see the Tools pane): llama.cpp gets no tools".to_owned()
+        })?;
+        let model = input.model.as_ref().ok_or_else(|| {
+            "no model loaded: load one in the Generation pane (the template's prompt and \
+             triggers depend on its vocabulary)"
+                .to_owned()
+        })?;
+        if settings.file.is_some() && settings.text.trim().is_empty() {
+            return Err(format!("{source}: the template file is empty"));
+        }
+        let cached =
+            matches!(templates, Some((path, text, _)) if path == model && *text == settings.text);
+        if !cached {
+            *templates = None;
+            let over = settings.file.as_ref().map(|_| settings.text.as_str());
+            let loaded =
+                ChatTemplates::from_gguf(model, over).map_err(|e| format!("{source}: {e}"))?;
+            *templates = Some((model.clone(), settings.text.clone(), loaded));
+        }
+        let Some((_, _, loaded)) = templates.as_ref() else {
+            return Err(format!("{source}: the template did not load"));
+        };
+        let mut request = TemplateRequest::for_tools(tools, &input.prompt);
+        if !input.system.trim().is_empty() {
+            request.messages.insert(
+                0,
+                serde_json::json!({"role": "system", "content": input.system}),
+            );
+        }
+        if let crate::workspace::TemplateToolChoice::Named(name) = &settings.tool_choice
+            && tools.get(name).is_none()
+        {
+            return Err(format!(
+                "tool_choice {name}: not a tool of the set ({})",
+                tools.names().join(", ")
+            ));
+        }
+        request.tool_choice = settings.tool_choice.to_request();
+        if settings.parallel {
+            request.parallel_tool_calls = Some(true);
+        }
+        request.enable_thinking = settings.thinking.to_request();
+        request.reasoning_format = settings.reasoning_format.name().map(str::to_owned);
+        loaded.apply(&request).map_err(|e| format!("{source}: {e}"))
+    })();
+    TemplateView { source, result }
 }
 
 fn parse_json(text: &str, part: &mut GrammarPart) -> Option<serde_json::Value> {

@@ -21,6 +21,7 @@ pub mod pasted;
 pub mod paths;
 pub mod run;
 pub mod samples;
+pub mod template_info;
 pub mod transcript;
 pub mod workspace;
 

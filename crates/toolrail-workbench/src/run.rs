@@ -42,7 +42,7 @@ use toolrail_llm::server::{RequestKind, ServerOptions, ServerWorker};
 use toolrail_llm::worker::{Command, EngineKind, Event, Notify, RunEvent, RunRequest, Worker};
 use toolrail_llm::{Model, ModelSpec, PromptSource};
 
-pub use outcome::{Outcome, ServerCallCheck};
+pub use outcome::{Outcome, ServerCallCheck, TemplateParse};
 pub use replay::Replay;
 pub use server::{ServerConnection, ServerRequestChoice, ServerState, in_words};
 pub use setup::{
@@ -87,6 +87,9 @@ pub enum RunError {
     /// The prompt could not be built.
     #[error("cannot build the prompt: {0}")]
     Prompt(String),
+    /// The llama.cpp template source has nothing to run (its error in words).
+    #[error("llama.cpp template: {0}")]
+    Template(String),
     /// A run on the connected server cannot be made from these inputs.
     #[error("on the server: {0}")]
     Server(String),
@@ -313,7 +316,7 @@ impl Run {
             stop,
             validation: self.outcome.as_ref().and_then(Outcome::to_json),
             totals,
-            template: None,
+            template: self.inputs.template.clone().and_then(Result::ok),
         }
     }
 }
@@ -723,9 +726,15 @@ impl RunController {
                 totals,
                 output,
             } => {
-                run.outcome = Some(match &run.server_calls {
-                    Some(calls) => Outcome::judge_server_calls(calls, &run.inputs),
-                    None => Outcome::judge(&output, run.is_constrained(), &run.inputs),
+                if run.server_calls.is_none()
+                    && let Some(Ok(template)) = &mut run.inputs.template
+                {
+                    template.parse(&output);
+                }
+                run.outcome = Some(match (&run.server_calls, &run.inputs.template) {
+                    (Some(calls), _) => Outcome::judge_server_calls(calls, &run.inputs),
+                    (None, Some(Ok(template))) => Outcome::judge_template(template, &run.inputs),
+                    (None, _) => Outcome::judge(&output, run.is_constrained(), &run.inputs),
                 });
                 run.finish = Some(Finish {
                     stop,
@@ -938,6 +947,19 @@ impl RunController {
         self.active.is_some() || !self.queue.is_empty()
     }
 
+    /// `text` tokenized as a prompt by the loaded model (id and piece of each token); `None`
+    /// without a model.
+    pub fn prompt_tokens(&self, text: &str) -> Option<Vec<(u32, String)>> {
+        let model = self.model.as_ref()?;
+        Some(
+            model
+                .tokenize(text, true, true)
+                .into_iter()
+                .map(|id| (id, String::from_utf8_lossy(&model.piece(id)).into_owned()))
+                .collect(),
+        )
+    }
+
     /// The prompt `setup` and `inputs` make with the current model.
     pub fn prompt_preview(
         &self,
@@ -968,6 +990,12 @@ impl RunController {
         self.next_id += 1;
         request.id = id;
         let (server_run, server) = match &self.server {
+            ServerState::Connected(_) if inputs.template.is_some() => {
+                return Err(RunError::Template(
+                    "a connected llama-server applies its own template: disconnect to run a template in-process"
+                        .to_owned(),
+                ));
+            }
             ServerState::Connected(connection) => {
                 let (server_request, engine) =
                     server_request_for(self.server_request, &inputs, &request, user)?;

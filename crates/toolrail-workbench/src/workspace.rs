@@ -176,6 +176,179 @@ pub struct GrammarSettings {
     pub text: String,
 }
 
+/// `tool_choice` of a llama.cpp template request, as the workspace stores it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TemplateToolChoice {
+    /// The model decides (llama-server's default).
+    #[default]
+    Auto,
+    /// The model must call a tool.
+    Required,
+    /// The model must not call a tool.
+    None,
+    /// The model must call this tool of the set.
+    Named(String),
+}
+
+impl TemplateToolChoice {
+    /// The words the Tools pane shows (`auto`, `required`, `none`, or the tool's name).
+    pub fn label(&self) -> &str {
+        match self {
+            TemplateToolChoice::Auto => "auto",
+            TemplateToolChoice::Required => "required",
+            TemplateToolChoice::None => "none",
+            TemplateToolChoice::Named(name) => name,
+        }
+    }
+
+    /// The request's `tool_choice`.
+    pub fn to_request(&self) -> toolrail_llm::template::ToolChoice {
+        use toolrail_llm::template::ToolChoice;
+        match self {
+            TemplateToolChoice::Auto => ToolChoice::Auto,
+            TemplateToolChoice::Required => ToolChoice::Required,
+            TemplateToolChoice::None => ToolChoice::None,
+            TemplateToolChoice::Named(name) => ToolChoice::Named(name.clone()),
+        }
+    }
+}
+
+/// Thinking on or off in a template request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TemplateThinking {
+    /// llama-server's rule: on when the template supports it.
+    #[default]
+    ServerDefault,
+    /// `enable_thinking: true`.
+    On,
+    /// `enable_thinking: false`.
+    Off,
+}
+
+impl TemplateThinking {
+    /// Every choice, in menu order.
+    pub const ALL: [TemplateThinking; 3] = [
+        TemplateThinking::ServerDefault,
+        TemplateThinking::On,
+        TemplateThinking::Off,
+    ];
+
+    /// The words the Tools pane shows.
+    pub fn label(self) -> &'static str {
+        match self {
+            TemplateThinking::ServerDefault => "server default",
+            TemplateThinking::On => "on",
+            TemplateThinking::Off => "off",
+        }
+    }
+
+    /// The request's `enable_thinking`.
+    pub fn to_request(self) -> Option<bool> {
+        match self {
+            TemplateThinking::ServerDefault => None,
+            TemplateThinking::On => Some(true),
+            TemplateThinking::Off => Some(false),
+        }
+    }
+}
+
+/// The reasoning format of a template request (how llama.cpp's parser separates thinking).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReasoningFormat {
+    /// llama-server's default (`deepseek`).
+    #[default]
+    ServerDefault,
+    /// `none`: thinking stays in the content.
+    None,
+    /// `auto`.
+    Auto,
+    /// `deepseek`: thinking goes to `reasoning_content`.
+    Deepseek,
+    /// `deepseek-legacy`.
+    DeepseekLegacy,
+}
+
+impl ReasoningFormat {
+    /// Every choice, in menu order.
+    pub const ALL: [ReasoningFormat; 5] = [
+        ReasoningFormat::ServerDefault,
+        ReasoningFormat::None,
+        ReasoningFormat::Auto,
+        ReasoningFormat::Deepseek,
+        ReasoningFormat::DeepseekLegacy,
+    ];
+
+    /// The name llama.cpp knows it by (`None` for the server's default).
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            ReasoningFormat::ServerDefault => None,
+            ReasoningFormat::None => Some("none"),
+            ReasoningFormat::Auto => Some("auto"),
+            ReasoningFormat::Deepseek => Some("deepseek"),
+            ReasoningFormat::DeepseekLegacy => Some("deepseek-legacy"),
+        }
+    }
+
+    /// The words the Tools pane shows.
+    pub fn label(self) -> &'static str {
+        self.name().unwrap_or("server default")
+    }
+}
+
+/// Where the grammar comes from, as the Tools pane's source picker shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GrammarSource {
+    /// toolrail's grammar for the tool set (or plain schema).
+    Tools,
+    /// The hand-edited GBNF.
+    HandEdited,
+    /// What llama-server builds from a chat template for the tool set.
+    Template,
+}
+
+impl GrammarSource {
+    /// Every source, in the picker's order.
+    pub const ALL: [GrammarSource; 3] = [
+        GrammarSource::Tools,
+        GrammarSource::HandEdited,
+        GrammarSource::Template,
+    ];
+
+    /// The words the picker shows.
+    pub fn label(self) -> &'static str {
+        match self {
+            GrammarSource::Tools => "tool set",
+            GrammarSource::HandEdited => "hand-edited GBNF",
+            GrammarSource::Template => "llama.cpp template",
+        }
+    }
+}
+
+/// The llama.cpp chat-template grammar source: which template, and the request settings that
+/// shape what llama-server builds from it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct TemplateSettings {
+    /// The grammar (and the prompt) come from the template.
+    pub on: bool,
+    /// The template file chosen instead of the model's own (`None`: the loaded model's GGUF
+    /// chat template).
+    pub file: Option<PathBuf>,
+    /// The chosen file's text, read when it was opened (empty without a file).
+    pub text: String,
+    /// `tool_choice`.
+    pub tool_choice: TemplateToolChoice,
+    /// `parallel_tool_calls: true` (off: llama-server's default for the template).
+    pub parallel: bool,
+    /// Thinking on or off.
+    pub thinking: TemplateThinking,
+    /// The reasoning format.
+    pub reasoning_format: ReasoningFormat,
+}
+
 /// Everything the app keeps across restarts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -186,6 +359,8 @@ pub struct Workspace {
     pub schema: SchemaSettings,
     /// The grammar pane.
     pub grammar: GrammarSettings,
+    /// The llama.cpp template grammar source (off in older files).
+    pub template: TemplateSettings,
     /// The Test input pane's text.
     pub test_input: String,
     /// The user prompt (also the pool filter's query).
@@ -235,6 +410,27 @@ pub struct RecentFile {
 pub const RECENT_FILES: usize = 10;
 
 impl Workspace {
+    /// Where the grammar comes from now.
+    pub fn grammar_source(&self) -> GrammarSource {
+        if self.template.on {
+            GrammarSource::Template
+        } else if self.grammar.hand_edited {
+            GrammarSource::HandEdited
+        } else {
+            GrammarSource::Tools
+        }
+    }
+
+    /// Makes `source` the grammar source.
+    pub fn set_grammar_source(&mut self, source: GrammarSource) {
+        self.template.on = source == GrammarSource::Template;
+        match source {
+            GrammarSource::Tools => self.grammar.hand_edited = false,
+            GrammarSource::HandEdited => self.grammar.hand_edited = true,
+            GrammarSource::Template => {}
+        }
+    }
+
     /// Puts `path` first in the recent files (once), keeping at most [`RECENT_FILES`].
     pub fn remember_recent(&mut self, kind: RecentKind, path: &Path) {
         let entry = RecentFile {
@@ -293,6 +489,7 @@ impl Default for Workspace {
             version: WORKSPACE_VERSION,
             schema: SchemaSettings::default(),
             grammar: GrammarSettings::default(),
+            template: TemplateSettings::default(),
             test_input:
                 r#"{"name": "get_weather", "arguments": {"city": "Paris", "unit": "kelvin"}}"#
                     .to_owned(),

@@ -5,6 +5,8 @@
 use serde_json::{Value, json};
 
 use super::setup::RunInputs;
+use crate::transcript::TemplateRun;
+use toolrail_llm::template::ParsedMessage;
 use toolrail_tools::extract::{Extraction, extract_calls};
 use toolrail_tools::validate::{CallCheck, Report, Validator};
 
@@ -22,6 +24,22 @@ pub struct Outcome {
     /// The calls a llama-server parsed from the output (`tools` requests), each checked
     /// against its tool; None for runs that were not `tools` requests.
     pub server_calls: Option<Vec<ServerCallCheck>>,
+    /// llama.cpp's parse of a template run's output and toolrail's check of each parsed call;
+    /// None for runs under the other grammar sources.
+    pub template: Option<TemplateParse>,
+}
+
+/// A template run's output as llama.cpp's parser read it (`common_chat_parse`, as
+/// llama-server returns a response), each call checked against its tool's schema.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TemplateParse {
+    /// The content, reasoning and calls llama.cpp parsed, or why its parser refused the output.
+    pub parsed: Result<ParsedMessage, String>,
+    /// Each parsed call checked by toolrail's validator.
+    pub calls: Vec<ServerCallCheck>,
+    /// Where llama.cpp's parse and toolrail's schema check disagree (or what makes the answer
+    /// unusable), one sentence each; empty when they agree.
+    pub disagreements: Vec<String>,
 }
 
 /// A call a llama-server parsed, checked against its tool.
@@ -117,9 +135,63 @@ impl Outcome {
         outcome
     }
 
+    /// Judges a template run: llama.cpp's parse of the output (already in `run`) and each call
+    /// it parsed checked against the run's tools; says where the two disagree.
+    pub fn judge_template(run: &TemplateRun, inputs: &RunInputs) -> Outcome {
+        let parsed = match (&run.parsed, &run.parse_error) {
+            (Some(message), _) => Ok(message.clone()),
+            (None, error) => Err(error
+                .clone()
+                .unwrap_or_else(|| "the output was not parsed".to_owned())),
+        };
+        let values: Vec<Value> = parsed
+            .as_ref()
+            .map(|m| {
+                m.tool_calls
+                    .iter()
+                    .map(|c| json!({"name": c.name, "arguments": c.arguments}))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut outcome = Outcome::judge_server_calls(&values, inputs);
+        let calls = outcome.server_calls.take().unwrap_or_default();
+        let mut disagreements = Vec::new();
+        match &parsed {
+            Err(e) => disagreements.push(format!("llama.cpp's parser refused the output: {e}")),
+            Ok(m) if m.tool_calls.is_empty() && run.result.inputs.tool_choice == "required" => {
+                disagreements
+                    .push("tool_choice is required but llama.cpp parsed no tool call".to_owned());
+            }
+            Ok(_) => {}
+        }
+        for (i, call) in calls.iter().enumerate() {
+            match &call.check {
+                Ok(check) if !check.is_valid() => disagreements.push(format!(
+                    "call {i} ({}): llama.cpp returns it as a call, but the schema rejects it: {}",
+                    call.name,
+                    check.feedback.join("; ")
+                )),
+                Ok(_) => {}
+                Err(e) => disagreements.push(format!(
+                    "call {i} ({}): llama.cpp returns it as a call, but {e}",
+                    call.name
+                )),
+            }
+        }
+        outcome.template = Some(TemplateParse {
+            parsed,
+            calls,
+            disagreements,
+        });
+        outcome
+    }
+
     /// True when the output read in the envelope is a valid call (or calls), or, for a `tools`
     /// request, when the server parsed at least one call and every one is valid.
     pub fn is_valid_call(&self) -> bool {
+        if let Some(t) = &self.template {
+            return t.parsed.is_ok() && !t.calls.is_empty() && t.disagreements.is_empty();
+        }
         match &self.server_calls {
             Some(calls) => !calls.is_empty() && calls.iter().all(ServerCallCheck::is_valid),
             None => self.report.as_ref().is_some_and(Report::is_valid_call),
@@ -129,6 +201,18 @@ impl Outcome {
     /// The outcome as the transcript's `validation` value: `valid`, `messages`, `feedback`
     /// (as `toolrail generate` writes them), plus `extracted` calls for unconstrained runs.
     pub fn to_json(&self) -> Option<Value> {
+        if let Some(t) = &self.template {
+            let calls: Vec<Value> = t
+                .calls
+                .iter()
+                .map(|c| json!({"name": c.name, "arguments": c.arguments, "valid": c.is_valid()}))
+                .collect();
+            return Some(json!({
+                "valid": t.parsed.is_ok() && t.disagreements.is_empty(),
+                "messages": t.disagreements,
+                "calls": calls,
+            }));
+        }
         if let Some(calls) = &self.server_calls {
             let list: Vec<Value> = calls
                 .iter()

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::RunError;
-use crate::transcript::Sampling;
+use crate::transcript::{Sampling, TemplateRun};
 use toolrail_llm::worker::{EngineKind, RunRequest};
 use toolrail_llm::{
     ChatFormat, ChatMessage, Model, ModelSpec, PromptSource, threads_beside_a_window,
@@ -31,6 +31,9 @@ pub struct RunInputs {
     /// The plain JSON Schema the grammar was generated from (not hand-edited): the llguidance
     /// engine compiles it itself, and a llama-server gets it as `json_schema`.
     pub schema: Option<serde_json::Value>,
+    /// The llama.cpp template source: what llama.cpp built (its prompt, grammar, triggers and
+    /// parser replace toolrail's), or why it could not; `None` for the other sources.
+    pub template: Option<Result<TemplateRun, String>>,
 }
 
 impl Default for RunInputs {
@@ -41,6 +44,7 @@ impl Default for RunInputs {
             validate: ValidateOptions::default(),
             grammar: None,
             schema: None,
+            template: None,
         }
     }
 }
@@ -189,6 +193,16 @@ pub fn build_prompt_preview(
     model: Option<&Model>,
     spec: Option<&ModelSpec>,
 ) -> Result<PromptPreview, RunError> {
+    match &inputs.template {
+        Some(Ok(template)) => {
+            return Ok(PromptPreview {
+                text: template.result.prompt.clone(),
+                source: PromptSource::ToolCallTemplate,
+            });
+        }
+        Some(Err(e)) => return Err(RunError::Template(e.clone())),
+        None => {}
+    }
     let tools = inputs.tool_values();
     let system = (!setup.system.trim().is_empty()).then_some(setup.system.as_str());
     let family = match setup.style {
@@ -246,6 +260,9 @@ pub fn build_request(
     spec: Option<&ModelSpec>,
     start_paused: bool,
 ) -> Result<RunRequest, RunError> {
+    if let Some(template) = &inputs.template {
+        return template_request(setup, inputs, prompt, spec, start_paused, template);
+    }
     let grammar = match setup.engine {
         EngineKind::None => None,
         EngineKind::Toolrail | EngineKind::Llama | EngineKind::Llguidance => {
@@ -278,6 +295,58 @@ pub fn build_request(
         prefix: Vec::new(),
         reuse_cache: false,
         gate: None,
+    })
+}
+
+/// The worker's request under the llama.cpp template source: the template's grammar gated as
+/// llama-server gates it (dormant until a trigger, or prefilled with the generation prompt;
+/// the additional stops), with the model's vocabulary the analysis loaded. A template that
+/// builds no grammar (`tool_choice` none, a format without tool calls) runs unconstrained.
+fn template_request(
+    setup: &RunSetup,
+    inputs: &RunInputs,
+    prompt: String,
+    spec: Option<&ModelSpec>,
+    start_paused: bool,
+    template: &Result<TemplateRun, String>,
+) -> Result<RunRequest, RunError> {
+    let template = template
+        .as_ref()
+        .map_err(|e| RunError::Template(e.clone()))?;
+    let result = &template.result;
+    let gate = result
+        .gate_setup()
+        .map_err(|e| RunError::Template(e.to_string()))?;
+    let constrained = !result.grammar.is_empty() && setup.engine != EngineKind::None;
+    if setup.engine == EngineKind::Llguidance && constrained {
+        return Err(RunError::Template(
+            "the llguidance engine does not run lazy template grammars: choose toolrail or llama"
+                .to_owned(),
+        ));
+    }
+    let plain = build_request(
+        &RunSetup {
+            engine: EngineKind::None,
+            ..setup.clone()
+        },
+        &RunInputs {
+            template: None,
+            ..inputs.clone()
+        },
+        prompt,
+        spec,
+        start_paused,
+    )?;
+    Ok(RunRequest {
+        grammar: constrained.then(|| result.grammar.clone()),
+        schema: None,
+        engine: if constrained {
+            setup.engine
+        } else {
+            EngineKind::None
+        },
+        gate: Some(gate),
+        ..plain
     })
 }
 

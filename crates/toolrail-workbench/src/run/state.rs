@@ -177,6 +177,16 @@ impl RunState {
                 && analysis.grammar_text == analysis.generated)
                 .then(|| serde_json::from_str(&schema.text).ok())
                 .flatten(),
+            template: analysis.template.as_ref().map(|view| {
+                view.result
+                    .clone()
+                    .map(|result| crate::transcript::TemplateRun {
+                        source: view.source.clone(),
+                        result,
+                        parsed: None,
+                        parse_error: None,
+                    })
+            }),
         }
     }
 

@@ -6,5 +6,6 @@ mod common;
 mod conversation;
 mod prompt_preview;
 mod reliability;
+mod template_source;
 mod transcript;
 mod workbench_run;

@@ -1,0 +1,206 @@
+//! The llama.cpp template grammar source through the workbench, on the real test model: the
+//! analysis builds what llama-server would (prompt, grammar, lazy flag, triggers) from a corpus
+//! template, a run under it records the trigger timeline token by token (dormant, then fired)
+//! and llama.cpp's parse of the output, and the transcript keeps the template and reopens with
+//! it. Fails under CI=true if the model is missing.
+
+use std::time::{Duration, Instant};
+
+use toolrail_llm::record::LazyNote;
+use toolrail_llm::worker::EngineKind;
+use toolrail_workbench::analysis::{Analysis, AnalysisInput, Computer};
+use toolrail_workbench::run::{
+    Replay, RunController, RunId, RunPhase, RunSetup, RunState, StartMode,
+};
+use toolrail_workbench::template_info;
+use toolrail_workbench::transcript::Sampling;
+use toolrail_workbench::workspace::{SchemaSettings, TemplateSettings, TemplateToolChoice};
+
+const HERMES: &str = "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja";
+
+fn template_path(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .join("../shared/corpus/llama-cpp-chat/templates")
+        .join(name)
+}
+
+/// The analysis of the weather tool set under `template` with `tool_choice`, on the test model.
+fn analysis(template: &str, tool_choice: TemplateToolChoice) -> Option<Analysis> {
+    let model = crate::common::model()?;
+    let path = template_path(template);
+    let input = AnalysisInput {
+        schema: SchemaSettings {
+            text: std::fs::read_to_string("../../sample_schemas/weather.json").unwrap(),
+            ..SchemaSettings::default()
+        },
+        prompt: "What is the weather in Paris?".into(),
+        template: TemplateSettings {
+            on: true,
+            text: std::fs::read_to_string(&path).unwrap(),
+            file: Some(path),
+            tool_choice,
+            ..TemplateSettings::default()
+        },
+        model: Some(model.info().path.clone()),
+        ..AnalysisInput::default()
+    };
+    Some(Computer::default().compute(&input))
+}
+
+fn setup(max_tokens: u32) -> RunSetup {
+    RunSetup {
+        user: "What is the weather in Paris?".into(),
+        engine: EngineKind::Toolrail,
+        sampling: Sampling {
+            max_tokens,
+            ..Sampling::default()
+        },
+        context: Some(2048),
+        threads: Some(1),
+        ..RunSetup::default()
+    }
+}
+
+fn wait_for(c: &mut RunController, what: &str, done: impl Fn(&RunController) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !done(c) {
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        c.wait(Duration::from_millis(100));
+    }
+}
+
+fn paused(id: RunId) -> impl Fn(&RunController) -> bool {
+    move |c| {
+        c.run(id)
+            .is_some_and(|r| matches!(r.phase, RunPhase::Paused { .. }))
+    }
+}
+
+#[test]
+fn the_analysis_shows_what_llama_server_builds_and_says_why_it_cannot() {
+    let Some(lazy) = analysis(HERMES, TemplateToolChoice::Auto) else {
+        return;
+    };
+    let view = lazy.template.as_ref().expect("a template view");
+    let result = view.result.as_ref().expect("Hermes 2 Pro builds");
+    assert!(result.grammar_lazy);
+    assert!(result.prompt.contains("<tools>"), "{}", result.prompt);
+    assert_eq!(lazy.grammar_text, result.grammar);
+    assert!(lazy.grammar.is_some(), "{:?}", lazy.findings);
+    let info = template_info::describe(result);
+    assert!(
+        info.rows
+            .iter()
+            .any(|(name, value)| *name == "trigger" && value.contains("<tool_call>")),
+        "{:?}",
+        info.rows
+    );
+    let required = analysis(HERMES, TemplateToolChoice::Required).unwrap();
+    let result = required.template.unwrap().result.unwrap();
+    assert!(!result.grammar_lazy, "required grammars constrain at once");
+
+    // No model loaded: a message, not a crash; a named tool that is not in the set: the same.
+    let mut input = AnalysisInput {
+        schema: SchemaSettings::default(),
+        template: TemplateSettings {
+            on: true,
+            ..TemplateSettings::default()
+        },
+        ..AnalysisInput::default()
+    };
+    let none = Computer::default().compute(&input);
+    let error = none.template.unwrap().result.unwrap_err();
+    assert!(error.contains("no model loaded"), "{error}");
+    assert!(none.grammar.is_none());
+    input.model = Some(crate::common::model().unwrap().info().path.clone());
+    input.template.tool_choice = TemplateToolChoice::Named("nope".into());
+    let error = Computer::default()
+        .compute(&input)
+        .template
+        .unwrap()
+        .result
+        .unwrap_err();
+    assert!(
+        error.contains("tool_choice nope: not a tool of the set"),
+        "{error}"
+    );
+    // A template llama.cpp rejects: its message.
+    input.template.tool_choice = TemplateToolChoice::Auto;
+    input.template.file = Some("broken.jinja".into());
+    input.template.text = "{% for %}".into();
+    let error = Computer::default()
+        .compute(&input)
+        .template
+        .unwrap()
+        .result
+        .unwrap_err();
+    assert!(error.starts_with("broken.jinja: "), "{error}");
+}
+
+#[test]
+fn a_template_run_records_the_trigger_timeline_the_parse_and_the_template_in_its_transcript() {
+    let Some(analysis) = analysis(HERMES, TemplateToolChoice::Auto) else {
+        return;
+    };
+    let model = crate::common::model().unwrap().clone();
+    let trigger = model.tokenize("Sure! <tool_call>\n", false, true);
+    let mut c = RunController::with_model(model, std::sync::Arc::new(|| {}));
+    let inputs = RunState::inputs(&analysis);
+    let id = c.start(&setup(60), &inputs, StartMode::Paused).unwrap();
+    let run = c.run(id).unwrap();
+    assert!(run.request.gate.as_ref().is_some_and(|g| g.lazy));
+    assert_eq!(
+        run.prompt_source.to_string(),
+        "llama.cpp chat template with tools"
+    );
+    for &token in &trigger {
+        wait_for(&mut c, "a pause", paused(id));
+        c.force(token).unwrap();
+    }
+    wait_for(&mut c, "a pause", paused(id));
+    c.resume().unwrap();
+    wait_for(&mut c, "the end", |c| {
+        c.run(id).is_some_and(|r| r.phase == RunPhase::Finished)
+    });
+    let run = c.run(id).unwrap();
+    let output = &run.finish.as_ref().unwrap().output;
+    eprintln!("{output:?}");
+    // The timeline: dormant while the trigger word was being written, fired on its last token.
+    let fired_at = run
+        .tokens
+        .iter()
+        .position(|t| matches!(t.lazy, Some(LazyNote::Fired { .. })))
+        .expect("the trigger fired");
+    assert!(fired_at > 0 && fired_at < trigger.len(), "{fired_at}");
+    assert!(
+        run.tokens[..fired_at]
+            .iter()
+            .all(|t| matches!(t.lazy, Some(LazyNote::Dormant { .. })))
+    );
+    let marker = template_info::fired_marker(&run.tokens, output).unwrap();
+    assert_eq!(
+        marker.matched.as_deref(),
+        Some("<tool_call>\n"),
+        "{marker:?}"
+    );
+    // llama.cpp's parse, beside toolrail's check of the call.
+    let parse = run.outcome.as_ref().unwrap().template.as_ref().unwrap();
+    let parsed = parse.parsed.as_ref().expect("llama.cpp parses the call");
+    assert_eq!(parsed.tool_calls.len(), 1, "{parsed:?}");
+    assert_eq!(parsed.tool_calls[0].name, "get_weather");
+    assert_eq!(parse.calls.len(), 1);
+    assert!(parse.calls[0].is_valid(), "{parse:?}");
+    assert!(parse.disagreements.is_empty(), "{:?}", parse.disagreements);
+
+    // The transcript keeps the template, the parse and the notes; it reopens with them.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    let saved = c.export(id, &path, None).unwrap();
+    let template = saved.template.as_ref().expect("the template recorded");
+    assert!(template.source.ends_with(HERMES), "{}", template.source);
+    assert_eq!(template.parsed.as_ref(), Some(parsed));
+    let replay = Replay::open(&path).unwrap();
+    assert_eq!(replay.transcript, saved);
+    let line = template_info::timeline(template, &replay.transcript.tokens, output).unwrap();
+    assert!(line.contains("trigger fired"), "{line}");
+}
