@@ -41,6 +41,8 @@ pub enum FileRequest {
     SaveConversation,
     /// Open a saved conversation into the Conversation window (and replay it).
     OpenConversation,
+    /// Open a chat template file for the llama.cpp template source.
+    OpenTemplate,
 }
 
 impl FileRequest {
@@ -52,7 +54,8 @@ impl FileRequest {
             | FileRequest::OpenTranscript
             | FileRequest::ImportGrammar
             | FileRequest::OpenWorkspace
-            | FileRequest::OpenConversation => PathUse::Open,
+            | FileRequest::OpenConversation
+            | FileRequest::OpenTemplate => PathUse::Open,
             FileRequest::SaveSchema
             | FileRequest::ExportTranscript
             | FileRequest::ExportGrammar
@@ -75,6 +78,7 @@ impl FileRequest {
             FileRequest::SaveWorkspaceAs => "Save the workspace as",
             FileRequest::SaveConversation => "Save the conversation (JSON; Markdown beside it)",
             FileRequest::OpenConversation => "Open a conversation",
+            FileRequest::OpenTemplate => "Open a chat template (.jinja)",
         }
     }
 

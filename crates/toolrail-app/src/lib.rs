@@ -165,6 +165,7 @@ impl Shared {
             }
             FileRequest::OpenGguf => panes::generation::open_gguf(self, path),
             FileRequest::OpenSchema => panes::tools::open_schema(self, path),
+            FileRequest::OpenTemplate => panes::tools::open_template(self, path),
             FileRequest::SaveSchema => panes::tools::save_schema(self, path),
             FileRequest::OpenTranscript => panes::transcript::open_from(self, &path),
             FileRequest::ExportTranscript => {
@@ -469,7 +470,9 @@ impl ToolrailApp {
 
     /// Submits the current workspace to the analysis thread and takes any finished analysis.
     fn analyse(&mut self) {
-        let input = AnalysisInput::from_workspace(&self.shared.workspace, self.shared.test_cursor);
+        let mut input =
+            AnalysisInput::from_workspace(&self.shared.workspace, self.shared.test_cursor);
+        input.model = (self.shared.run.controller.model()).map(|m| m.info().path.clone());
         let submitted = self.analyzer.submit(input);
         let result = if submitted && self.options.settle {
             self.analyzer.wait_settled(Duration::from_secs(60))

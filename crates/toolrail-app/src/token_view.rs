@@ -142,7 +142,11 @@ impl TokenStrip {
         let mut start = 0;
         let mut used = 0.0;
         for (i, t) in tokens.iter().enumerate() {
-            let w = chip_text(&t.piece).chars().count() as f32 * self.char_width + pad;
+            let mut chars = chip_text(&t.piece).chars().count();
+            if let Some(marker) = fired_marker_text(t) {
+                chars += marker.chars().count() + 2;
+            }
+            let w = chars as f32 * self.char_width + pad;
             if used + w > width && i > start {
                 self.rows.push(start..i);
                 start = i;
@@ -182,9 +186,15 @@ impl TokenStrip {
                     ui.horizontal(|ui| {
                         for i in row.clone() {
                             let t = &tokens[i];
+                            if let Some(marker) = fired_marker_text(t) {
+                                trigger_marker(ui, tokens, i, &marker);
+                            }
                             let mut text = RichText::new(chip_text(&t.piece)).monospace();
                             if t.forced || t.budget_replaced.is_some() {
                                 text = text.color(ui.visuals().warn_fg_color);
+                            } else if toolrail_workbench::template_info::is_dormant(t) {
+                                // generated while the lazy grammar slept: nothing was masked
+                                text = text.color(ui.visuals().weak_text_color()).italics();
                             }
                             // The hover text is built only while hovered, not for every chip each frame.
                             let response =
@@ -212,6 +222,55 @@ impl TokenStrip {
                 }
             });
         clicked
+    }
+}
+
+/// The longest trigger marker shown in the strip (the whole is in its tooltip).
+const MARKER_CHARS: usize = 48;
+
+/// The marker text before a token where a lazy grammar's trigger fired.
+fn fired_marker_text(t: &TokenRecord) -> Option<String> {
+    match &t.lazy {
+        Some(toolrail_llm::record::LazyNote::Fired { trigger, .. }) => {
+            let (cut, more) = cut_text(trigger, MARKER_CHARS);
+            Some(format!("⚑ trigger {cut}{}", if more { "…" } else { "" }))
+        }
+        _ => None,
+    }
+}
+
+/// The trigger marker: what fired, with the matched span, the replayed text and the grammar
+/// start on hover (worked out from the tokens only when hovered).
+fn trigger_marker(ui: &mut egui::Ui, tokens: &[TokenRecord], index: usize, text: &str) {
+    ui.label(
+        RichText::new(text)
+            .monospace()
+            .small()
+            .color(ui.visuals().warn_fg_color),
+    )
+    .on_hover_ui(|ui| {
+        let output: String = tokens[..=index].iter().map(|t| t.piece.as_str()).collect();
+        if let Some(marker) =
+            toolrail_workbench::template_info::fired_marker(&tokens[..=index], &output)
+        {
+            ui.label(marker.details());
+        }
+    });
+}
+
+/// The trigger timeline of a template run, one line under the run's status: where the lazy
+/// grammar woke, or why it never did.
+pub fn timeline_line(
+    ui: &mut egui::Ui,
+    template: Option<&toolrail_workbench::transcript::TemplateRun>,
+    tokens: &[TokenRecord],
+    output: &str,
+) {
+    let Some(template) = template else {
+        return;
+    };
+    if let Some(line) = toolrail_workbench::template_info::timeline(template, tokens, output) {
+        ui.add(egui::Label::new(RichText::new(format!("lazy grammar: {line}")).weak()).wrap());
     }
 }
 

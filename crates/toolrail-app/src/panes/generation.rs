@@ -283,6 +283,12 @@ impl GenerationPane {
                         .weak(),
                     );
                     let tokens = replay.shown();
+                    crate::token_view::timeline_line(
+                        ui,
+                        replay.transcript.template.as_ref(),
+                        tokens,
+                        &replay.transcript.output,
+                    );
                     let selected = self
                         .selected
                         .filter(|&i| i < tokens.len())
@@ -308,6 +314,10 @@ impl GenerationPane {
             return;
         };
         run_status(ui, run);
+        if let Some(Ok(template)) = &run.inputs.template {
+            let output = run.finish.as_ref().map_or(run.text.as_str(), |f| &f.output);
+            crate::token_view::timeline_line(ui, Some(template), &run.tokens, output);
+        }
         if matches!(run.phase, RunPhase::Running) {
             refresh_note(ui, shared);
         }
@@ -394,8 +404,18 @@ fn prompt_section(ui: &mut egui::Ui, shared: &mut Shared) {
             .desired_width(f32::INFINITY),
     )
     .labelled_by(label.id);
+    let template = shared.workspace.template.on;
     let settings = &mut shared.run.settings;
     ui.horizontal(|ui| {
+        if template {
+            ui.label(
+                RichText::new(
+                    "Prompt format: the llama.cpp template's (the grammar source in the Tools pane)",
+                )
+                .weak(),
+            );
+            return;
+        }
         let label = ui.label("Prompt format");
         egui::ComboBox::from_id_salt("generation-prompt-style")
             .selected_text(settings.prompt_style.name())

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use crate::Shared;
 use crate::highlight::{self, Mark, MarkKind};
 use toolrail_gbnf::Severity;
+use toolrail_workbench::workspace::GrammarSource;
 
 /// The grammar pane's own UI state.
 #[derive(Default)]
@@ -16,6 +17,9 @@ pub struct GrammarPane {
     applied: Option<(std::ops::Range<usize>, std::sync::Arc<str>)>,
     /// The highlighted grammar's layout.
     galleys: highlight::GalleyCache,
+    /// The template prompt last tokenized and its tokens (id, piece), so that it is tokenized
+    /// once, not every frame.
+    prompt_tokens: Option<(String, Vec<(u32, String)>)>,
     /// The last grammar generated from a schema without error, shown (greyed, under the
     /// error) while the schema has an error, instead of a blank pane.
     last_good: String,
@@ -31,7 +35,11 @@ impl GrammarPane {
     pub fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
         toolbar(ui, shared);
         let analysis = std::sync::Arc::clone(&shared.analysis);
-        if !shared.workspace.grammar.hand_edited {
+        if shared.workspace.template.on {
+            if !self.template_section(ui, shared) {
+                return;
+            }
+        } else if !shared.workspace.grammar.hand_edited {
             if analysis.schema_issue.is_none() && !analysis.generated.is_empty() {
                 if self.last_good != analysis.generated {
                     self.last_good = analysis.generated.clone();
@@ -43,6 +51,112 @@ impl GrammarPane {
         }
         findings(ui, shared);
         self.view(ui, shared);
+    }
+
+    /// What llama-server would build from the chat template: the source, lazy or not, the
+    /// triggers, preserved tokens, generation prompt, stops, format and parser, the prompt with
+    /// its tokens, and a way to copy the grammar into the hand-edited GBNF. Returns whether a
+    /// grammar follows (false: an error or no grammar, said here).
+    fn template_section(&mut self, ui: &mut egui::Ui, shared: &mut Shared) -> bool {
+        let analysis = std::sync::Arc::clone(&shared.analysis);
+        let Some(view) = &analysis.template else {
+            ui.label(egui::RichText::new("llama.cpp template: analysing…").weak());
+            return false;
+        };
+        ui.label(egui::RichText::new(format!("llama.cpp template: {}", view.source)).strong());
+        let result = match &view.result {
+            Ok(result) => result,
+            Err(e) => {
+                ui.add(
+                    egui::Label::new(
+                        egui::RichText::new(format!("error: {e}"))
+                            .color(ui.visuals().error_fg_color),
+                    )
+                    .wrap(),
+                );
+                return false;
+            }
+        };
+        let info = toolrail_workbench::template_info::describe(result);
+        egui::CollapsingHeader::new(egui::RichText::new(&info.summary).strong())
+            .id_salt("grammar-template-info")
+            .default_open(true)
+            .show(ui, |ui| {
+                egui::Grid::new("grammar-template-grid")
+                    .num_columns(2)
+                    .striped(true)
+                    .show(ui, |ui| {
+                        for (name, value) in &info.rows {
+                            ui.label(egui::RichText::new(*name).weak());
+                            ui.add(egui::Label::new(egui::RichText::new(value).monospace()).wrap())
+                                .on_hover_text(value.as_str());
+                            ui.end_row();
+                        }
+                    });
+                for warning in &result.warnings {
+                    ui.add(
+                        egui::Label::new(
+                            egui::RichText::new(format!("warning: {warning}"))
+                                .color(ui.visuals().warn_fg_color),
+                        )
+                        .wrap(),
+                    );
+                }
+                self.prompt_view(ui, shared, &result.prompt);
+            });
+        if result.grammar.is_empty() {
+            ui.label(
+                egui::RichText::new(
+                    "No grammar: llama.cpp builds none for this request, so runs are unconstrained.",
+                )
+                .weak(),
+            );
+            return false;
+        }
+        if ui
+            .button("Copy into hand-edited GBNF")
+            .on_hover_text("Make this grammar the hand-edited GBNF (the grammar source switches)")
+            .clicked()
+        {
+            shared.workspace.grammar.text = result.grammar.clone();
+            shared
+                .workspace
+                .set_grammar_source(GrammarSource::HandEdited);
+        }
+        true
+    }
+
+    /// The template's prompt, with its token count and tokens when a model is loaded.
+    fn prompt_view(&mut self, ui: &mut egui::Ui, shared: &Shared, prompt: &str) {
+        if self.prompt_tokens.as_ref().is_none_or(|(p, _)| p != prompt) {
+            self.prompt_tokens = shared
+                .run
+                .controller
+                .prompt_tokens(prompt)
+                .map(|tokens| (prompt.to_owned(), tokens));
+        }
+        let tokens = self
+            .prompt_tokens
+            .as_ref()
+            .filter(|(p, _)| p == prompt)
+            .map(|(_, t)| t);
+        let title = match tokens {
+            Some(t) => format!("Prompt ({} bytes, {} tokens)", prompt.len(), t.len()),
+            None => format!("Prompt ({} bytes)", prompt.len()),
+        };
+        egui::CollapsingHeader::new(title)
+            .id_salt("grammar-template-prompt")
+            .show(ui, |ui| {
+                crate::token_view::long_text(ui, prompt, true);
+                if let Some(tokens) = tokens {
+                    let list: Vec<String> = tokens
+                        .iter()
+                        .map(|(id, piece)| format!("{id}:{}", crate::token_view::chip_text(piece)))
+                        .collect();
+                    ui.label(egui::RichText::new("Tokens").weak());
+                    crate::token_view::long_text(ui, &list.join(" "), true);
+                }
+            });
     }
 
     /// The schema has an error: say so on top, and show the last good grammar greyed below
@@ -85,7 +199,7 @@ impl GrammarPane {
 
     fn view(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
         let analysis = std::sync::Arc::clone(&shared.analysis);
-        let hand = shared.workspace.grammar.hand_edited;
+        let hand = shared.workspace.grammar.hand_edited && !shared.workspace.template.on;
         // The text shown: the hand-edited text as typed, else the generated grammar in force.
         // Borrowed when generated (no copy of a large grammar each frame); copied only when hand
         // edited, because the editor below borrows the workspace text mutably.
@@ -235,12 +349,20 @@ pub fn definition_at(
 
 fn toolbar(ui: &mut egui::Ui, shared: &mut Shared) {
     ui.horizontal_wrapped(|ui| {
-        let grammar = &mut shared.workspace.grammar;
-        let was = grammar.hand_edited;
-        ui.checkbox(&mut grammar.hand_edited, "Hand-edited GBNF")
+        let was = shared.workspace.grammar_source() == GrammarSource::HandEdited;
+        let mut hand = was;
+        ui.checkbox(&mut hand, "Hand-edited GBNF")
             .on_hover_text("Edit the grammar by hand instead of generating it from the schema");
-        if grammar.hand_edited && !was && grammar.text.trim().is_empty() {
-            grammar.text = shared.analysis.grammar_text.clone();
+        if hand != was {
+            let grammar = &mut shared.workspace.grammar;
+            if hand && grammar.text.trim().is_empty() {
+                grammar.text = shared.analysis.grammar_text.clone();
+            }
+            shared.workspace.set_grammar_source(if hand {
+                GrammarSource::HandEdited
+            } else {
+                GrammarSource::Tools
+            });
         }
         if ui.button("Import .gbnf…").clicked() {
             shared.pick_file(
@@ -309,7 +431,9 @@ pub fn import_grammar(shared: &mut Shared, path: PathBuf) {
     match std::fs::read_to_string(&path) {
         Ok(text) => {
             shared.workspace.grammar.text = text;
-            shared.workspace.grammar.hand_edited = true;
+            shared
+                .workspace
+                .set_grammar_source(GrammarSource::HandEdited);
             shared.message(format!("imported {}", path.display()));
         }
         Err(e) => shared.error(format!("cannot read {}: {e}", path.display())),

@@ -8,7 +8,9 @@ use crate::Shared;
 use crate::highlight::{self, Mark, MarkKind};
 use toolrail_tools::envelope::Format;
 use toolrail_workbench::samples::SAMPLES;
-use toolrail_workbench::workspace::SchemaMode;
+use toolrail_workbench::workspace::{
+    GrammarSource, ReasoningFormat, SchemaMode, TemplateThinking, TemplateToolChoice,
+};
 
 /// The Tools / Schema pane's own UI state.
 #[derive(Default)]
@@ -25,6 +27,10 @@ impl ToolsPane {
     /// Draws the pane.
     pub fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
         source_row(ui, shared);
+        grammar_source_row(ui, shared);
+        if shared.workspace.template.on {
+            template_row(ui, shared);
+        }
         options_row(ui, shared);
         let description = shared.analysis.description.clone().unwrap_or_default();
         if !description.is_empty() {
@@ -158,6 +164,156 @@ impl ToolsPane {
             }
         });
     }
+}
+
+/// The grammar source picker: toolrail's grammar for the tool set, the hand-edited GBNF, or
+/// what llama.cpp builds from a chat template.
+fn grammar_source_row(ui: &mut egui::Ui, shared: &mut Shared) {
+    ui.horizontal_wrapped(|ui| {
+        let label = ui.label("Grammar from");
+        let mut source = shared.workspace.grammar_source();
+        egui::ComboBox::from_id_salt("tools-grammar-source")
+            .selected_text(source.label())
+            .show_ui(ui, |ui| {
+                for choice in GrammarSource::ALL {
+                    ui.selectable_value(&mut source, choice, choice.label());
+                }
+            })
+            .response
+            .labelled_by(label.id)
+            .on_hover_text(
+                "tool set: toolrail's grammar for the tools; hand-edited GBNF: the Grammar \
+                 pane's text; llama.cpp template: the prompt, lazy grammar and triggers \
+                 llama-server builds from a chat template for the tools",
+            );
+        if source != shared.workspace.grammar_source() {
+            if source == GrammarSource::HandEdited
+                && shared.workspace.grammar.text.trim().is_empty()
+            {
+                shared.workspace.grammar.text = shared.analysis.grammar_text.clone();
+            }
+            shared.workspace.set_grammar_source(source);
+        }
+    });
+}
+
+/// Asks for a chat template file (`.jinja`) to use instead of the model's own.
+pub fn pick_template(shared: &mut Shared) {
+    shared.pick_file(
+        FileRequest::OpenTemplate,
+        rfd::AsyncFileDialog::new().add_filter("Chat template", &["jinja", "j2", "txt"]),
+    );
+}
+
+/// Reads a chat template file as the template source's template (errors to the status bar).
+pub fn open_template(shared: &mut Shared, path: PathBuf) {
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let template = &mut shared.workspace.template;
+            template.text = text;
+            template.file = Some(path);
+            template.on = true;
+        }
+        Err(e) => shared.error(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// The template source's settings: which template, `tool_choice`, parallel calls, thinking,
+/// reasoning format.
+fn template_row(ui: &mut egui::Ui, shared: &mut Shared) {
+    let tool_names: Vec<String> = shared
+        .analysis
+        .tools
+        .iter()
+        .filter(|t| t.in_grammar)
+        .map(|t| t.name.clone())
+        .collect();
+    ui.horizontal_wrapped(|ui| {
+        let template = &mut shared.workspace.template;
+        let current = match &template.file {
+            Some(file) => file.file_name().map_or_else(
+                || file.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+            None => "model's template".to_owned(),
+        };
+        let label = ui.label("Template");
+        let mut use_model = template.file.is_none();
+        egui::ComboBox::from_id_salt("tools-template")
+            .selected_text(current)
+            .width(180.0)
+            .truncate()
+            .show_ui(ui, |ui| {
+                ui.selectable_value(&mut use_model, true, "model's template")
+                    .on_hover_text("The loaded model's GGUF chat template");
+            })
+            .response
+            .labelled_by(label.id)
+            .on_hover_text(
+                template
+                    .file
+                    .as_ref()
+                    .map_or("The loaded model's GGUF chat template".to_owned(), |f| {
+                        f.display().to_string()
+                    }),
+            );
+        if use_model && template.file.is_some() {
+            template.file = None;
+            template.text.clear();
+        }
+        let open = ui
+            .button("Open template file…")
+            .on_hover_text("Use a chat template file (.jinja) instead of the model's own")
+            .clicked();
+        let label = ui.label("tool_choice");
+        egui::ComboBox::from_id_salt("tools-template-tool-choice")
+            .selected_text(template.tool_choice.label().to_owned())
+            .show_ui(ui, |ui| {
+                for choice in [
+                    TemplateToolChoice::Auto,
+                    TemplateToolChoice::Required,
+                    TemplateToolChoice::None,
+                ] {
+                    let text = choice.label().to_owned();
+                    ui.selectable_value(&mut template.tool_choice, choice, text);
+                }
+                for name in &tool_names {
+                    ui.selectable_value(
+                        &mut template.tool_choice,
+                        TemplateToolChoice::Named(name.clone()),
+                        name,
+                    );
+                }
+            })
+            .response
+            .labelled_by(label.id)
+            .on_hover_text("auto, required, none, or a tool the model must call");
+        ui.checkbox(&mut template.parallel, "parallel calls")
+            .on_hover_text("parallel_tool_calls: true (off: the server's default)");
+        let label = ui.label("thinking");
+        egui::ComboBox::from_id_salt("tools-template-thinking")
+            .selected_text(template.thinking.label())
+            .show_ui(ui, |ui| {
+                for choice in TemplateThinking::ALL {
+                    ui.selectable_value(&mut template.thinking, choice, choice.label());
+                }
+            })
+            .response
+            .labelled_by(label.id);
+        let label = ui.label("reasoning format");
+        egui::ComboBox::from_id_salt("tools-template-reasoning")
+            .selected_text(template.reasoning_format.label())
+            .show_ui(ui, |ui| {
+                for choice in ReasoningFormat::ALL {
+                    ui.selectable_value(&mut template.reasoning_format, choice, choice.label());
+                }
+            })
+            .response
+            .labelled_by(label.id);
+        if open {
+            pick_template(shared);
+        }
+    });
 }
 
 /// Asks for a tool set or schema file to open into the editor.

@@ -187,7 +187,9 @@ impl TranscriptPane {
         if let Some(stop) = replay.stop() {
             ui.label(RichText::new(format!("stopped: {}", stop_text(stop))).weak());
         }
+        let so_far = replay.text();
         let shown = replay.shown();
+        crate::token_view::timeline_line(ui, replay.transcript.template.as_ref(), shown, &so_far);
         let current = shown.len().checked_sub(1);
         let clicked = self.strip.ui(ui, shown, current, "transcript");
         if let Some(token) = replay.current() {

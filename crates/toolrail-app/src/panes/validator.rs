@@ -9,7 +9,9 @@ use crate::Shared;
 use crate::token_view::{long_text, phase_text};
 use toolrail_tools::validate::{CallCheck, Report};
 use toolrail_workbench::pasted::{PastedCheck, check_pasted};
-use toolrail_workbench::run::{Outcome, Run, RunSettings, RunState, ServerCallCheck};
+use toolrail_workbench::run::{
+    Outcome, Run, RunSettings, RunState, ServerCallCheck, TemplateParse,
+};
 
 /// The validator pane's own UI state.
 #[derive(Default)]
@@ -74,6 +76,9 @@ impl ValidatorPane {
                         Some(replay) => {
                             ui.label(RichText::new("Replayed transcript").strong());
                             long_text(ui, &replay.transcript.output, true);
+                            if let Some(template) = &replay.transcript.template {
+                                replayed_parse_view(ui, template);
+                            }
                             match &replay.transcript.validation {
                                 Some(v) => {
                                     let text = serde_json::to_string_pretty(v).unwrap_or_default();
@@ -174,6 +179,9 @@ fn outcome_view(ui: &mut egui::Ui, outcome: &Outcome) {
     if let Some(calls) = &outcome.server_calls {
         server_calls_view(ui, calls);
     }
+    if let Some(parse) = &outcome.template {
+        template_parse_view(ui, parse);
+    }
     if let Some(extraction) = &outcome.extraction {
         ui.label(RichText::new(format!("Extracted calls: {}", extraction.calls.len())).strong());
         for (i, call) in extraction.calls.iter().enumerate() {
@@ -248,6 +256,69 @@ fn report_view(ui: &mut egui::Ui, report: &Report) {
     }
 }
 
+/// llama.cpp's parse of a template run's output (content, reasoning, tool calls, as
+/// llama-server would return them), each call beside toolrail's check of it, and where the two
+/// disagree.
+fn template_parse_view(ui: &mut egui::Ui, parse: &TemplateParse) {
+    ui.label(RichText::new("llama.cpp's parse (common_chat_parse)").strong());
+    match &parse.parsed {
+        Err(e) => {
+            ui.add(
+                egui::Label::new(
+                    RichText::new(format!("llama.cpp's parser refused the output: {e}"))
+                        .color(ui.visuals().error_fg_color),
+                )
+                .wrap(),
+            );
+        }
+        Ok(message) => {
+            for (name, text) in [
+                ("content", &message.content),
+                ("reasoning", &message.reasoning_content),
+            ] {
+                ui.label(RichText::new(name).weak());
+                if text.is_empty() {
+                    ui.label(RichText::new("(empty)").monospace().weak());
+                } else {
+                    long_text(ui, text, true);
+                }
+            }
+            ui.label(
+                RichText::new(format!(
+                    "Tool calls llama.cpp parsed: {}",
+                    parse.calls.len()
+                ))
+                .strong(),
+            );
+            for (i, call) in parse.calls.iter().enumerate() {
+                ui.label(
+                    RichText::new(format!("{i}: {}({})", call.name, call.arguments)).monospace(),
+                );
+                ui.label(RichText::new("toolrail's schema check:").weak());
+                match &call.check {
+                    Ok(check) => check_issues(ui, check),
+                    Err(e) => {
+                        ui.label(RichText::new(e).color(ui.visuals().error_fg_color));
+                    }
+                }
+            }
+        }
+    }
+    if parse.disagreements.is_empty() {
+        if parse.parsed.is_ok() {
+            ui.label(
+                RichText::new("llama.cpp's parse and toolrail's schema check agree")
+                    .color(ok_color(ui)),
+            );
+        }
+    } else {
+        ui.label(RichText::new("Where they disagree").strong());
+        for line in &parse.disagreements {
+            ui.add(egui::Label::new(RichText::new(line).color(ui.visuals().error_fg_color)).wrap());
+        }
+    }
+}
+
 /// The calls a llama-server parsed from a `tools` run's output, each checked against its tool.
 fn server_calls_view(ui: &mut egui::Ui, calls: &[ServerCallCheck]) {
     ui.label(RichText::new(format!("Calls the server parsed: {}", calls.len())).strong());
@@ -294,5 +365,41 @@ fn ok_color(ui: &egui::Ui) -> egui::Color32 {
         egui::Color32::from_rgb(110, 200, 120)
     } else {
         egui::Color32::from_rgb(20, 120, 40)
+    }
+}
+
+/// llama.cpp's parse as a replayed transcript recorded it.
+fn replayed_parse_view(ui: &mut egui::Ui, template: &toolrail_workbench::transcript::TemplateRun) {
+    ui.label(
+        RichText::new(format!(
+            "llama.cpp's parse (template {}, format {})",
+            template.source, template.result.format
+        ))
+        .strong(),
+    );
+    match (&template.parsed, &template.parse_error) {
+        (Some(message), _) => {
+            ui.label(
+                RichText::new(format!(
+                    "content {:?}, reasoning {:?}",
+                    message.content, message.reasoning_content
+                ))
+                .monospace(),
+            );
+            for (i, call) in message.tool_calls.iter().enumerate() {
+                ui.label(
+                    RichText::new(format!("{i}: {}({})", call.name, call.arguments)).monospace(),
+                );
+            }
+        }
+        (None, Some(e)) => {
+            ui.label(
+                RichText::new(format!("llama.cpp's parser refused the output: {e}"))
+                    .color(ui.visuals().error_fg_color),
+            );
+        }
+        (None, None) => {
+            ui.label(RichText::new("not parsed").weak());
+        }
     }
 }
