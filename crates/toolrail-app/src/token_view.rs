@@ -233,7 +233,7 @@ fn fired_marker_text(t: &TokenRecord) -> Option<String> {
     match &t.lazy {
         Some(toolrail_llm::record::LazyNote::Fired { trigger, .. }) => {
             let (cut, more) = cut_text(trigger, MARKER_CHARS);
-            Some(format!("⚑ trigger {cut}{}", if more { "…" } else { "" }))
+            Some(format!("» trigger {cut}{}", if more { "…" } else { "" }))
         }
         _ => None,
     }

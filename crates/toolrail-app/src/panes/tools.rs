@@ -29,9 +29,11 @@ impl ToolsPane {
         source_row(ui, shared);
         grammar_source_row(ui, shared);
         if shared.workspace.template.on {
+            // the envelope and its options are toolrail's: the template decides its own
             template_row(ui, shared);
+        } else {
+            options_row(ui, shared);
         }
-        options_row(ui, shared);
         let description = shared.analysis.description.clone().unwrap_or_default();
         if !description.is_empty() {
             // One line (the whole text on hover), so the editor stays in view in small windows.

@@ -7,5 +7,6 @@ mod app_editors;
 mod app_run;
 mod app_server;
 mod app_shell;
+mod app_template;
 mod app_usability;
 mod common;

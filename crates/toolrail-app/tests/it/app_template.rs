@@ -1,0 +1,252 @@
+//! The llama.cpp template grammar source in the real app, on the real test model: picked in the
+//! Tools pane with a corpus template file, what llama-server would build shown in the Grammar
+//! pane (format, lazy or not, triggers, prompt and its tokens), a run under `tool_choice`
+//! required with llama.cpp's parse of the call in the Validator pane, and a run under `auto`
+//! whose trigger is forced: dormant tokens, the trigger marker in the Generation pane and in
+//! the replayed transcript. Fails under CI=true without the model.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use toolrail_app::dialogs::FileRequest;
+use toolrail_app::panes::transcript::{export_to, open_from};
+use toolrail_app::{AppOptions, ToolrailApp};
+use toolrail_llm::record::LazyNote;
+use toolrail_workbench::run::{LoadState, RunPhase, StartMode};
+
+const HERMES: &str = "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja";
+
+fn template_path(name: &str) -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .join("../shared/corpus/llama-cpp-chat/templates")
+        .join(name)
+}
+
+/// Steps the app until `done` holds; the limit only guards against a hung worker.
+fn step_until(
+    harness: &mut Harness<'_, ToolrailApp>,
+    what: &str,
+    done: impl Fn(&ToolrailApp) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while !done(harness.state()) {
+        assert!(
+            Instant::now() < deadline,
+            "gave up waiting for {what}: messages {:?}",
+            harness.state().shared.messages
+        );
+        harness.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    harness.step();
+}
+
+/// The template view of the latest analysis, once it names `tool_choice`.
+fn analysed(app: &ToolrailApp, tool_choice: &str) -> bool {
+    app.shared
+        .analysis
+        .template
+        .as_ref()
+        .and_then(|v| v.built())
+        .is_some_and(|r| r.inputs.tool_choice == tool_choice)
+}
+
+fn pick(harness: &mut Harness<'_, ToolrailApp>, combo: &str, choice: &str) {
+    harness.get_by_label(combo).click();
+    harness.run_steps(2);
+    harness.get_all_by_label(choice).last().unwrap().click();
+    harness.run_steps(2);
+}
+
+fn finished(app: &ToolrailApp) -> bool {
+    app.shared
+        .run
+        .controller
+        .latest()
+        .is_some_and(|r| r.phase == RunPhase::Finished)
+}
+
+#[test]
+fn a_template_file_as_the_grammar_source_shows_its_triggers_runs_and_parses_the_call() {
+    if crate::common::model().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let options = AppOptions {
+        workspace_path: dir.path().join("workspace.json"),
+        autosave: false,
+        screenshot: None,
+        settle: true,
+        demo_run: false,
+    };
+    let mut harness = Harness::builder()
+        .with_size([1440.0, 1000.0])
+        .with_theme(egui::Theme::Dark)
+        .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
+    harness.step();
+    let settings = &mut harness.state_mut().shared.run.settings;
+    settings.threads = Some(1);
+    settings.sampling.max_tokens = 60;
+
+    // Before a model is loaded, the template source says what it needs.
+    pick(&mut harness, "Grammar from", "llama.cpp template");
+    step_until(&mut harness, "the template analysis", |app| {
+        app.shared.analysis.template.is_some()
+    });
+    harness.get_by_label_contains("no model loaded");
+
+    harness.get_by_label("Load model").click();
+    step_until(&mut harness, "the model to load", |app| {
+        matches!(
+            app.shared.run.controller.load_state(),
+            LoadState::Ready { .. } | LoadState::Failed { .. }
+        )
+    });
+    harness
+        .state_mut()
+        .shared
+        .file_chosen(FileRequest::OpenTemplate, template_path(HERMES));
+    step_until(&mut harness, "the template's result", |app| {
+        analysed(app, "auto")
+    });
+    // The Grammar pane: the source, lazy, its trigger word, the prompt with its tokens.
+    harness.get_by_label_contains(&format!(
+        "llama.cpp template: {}",
+        template_path(HERMES).display()
+    ));
+    harness.get_by_label_contains("grammar lazy: dormant until a trigger fires");
+    harness
+        .get_all_by_label_contains("word \"<tool_call>\\n\"")
+        .next()
+        .expect("the trigger row");
+    harness.get_by_label_contains(" tokens)");
+    harness.get_by_label("Copy into hand-edited GBNF");
+    let grammar = crate::common::app::grammar_view(&harness);
+    assert!(grammar.contains("tool-call"), "{grammar}");
+
+    // tool_choice required: the grammar constrains at once; the run's call is parsed.
+    pick(&mut harness, "tool_choice", "required");
+    step_until(&mut harness, "the required analysis", |app| {
+        analysed(app, "required")
+    });
+    harness.get_by_label_contains("grammar not lazy: constrains from the first token");
+    harness.get_by_label("Start run").click();
+    step_until(&mut harness, "the run to end", finished);
+    harness.get_by_label("Validator").click();
+    harness.run_steps(2);
+    let run = harness
+        .state()
+        .shared
+        .run
+        .controller
+        .latest()
+        .unwrap()
+        .clone();
+    let parse = run.outcome.as_ref().unwrap().template.clone().unwrap();
+    eprintln!("{:?}", run.finish.as_ref().map(|f| &f.output));
+    let parsed = parse.parsed.as_ref().expect("llama.cpp parses the output");
+    assert_eq!(parsed.tool_calls.len(), 1, "{parsed:?}");
+    harness.get_by_label("llama.cpp's parse (common_chat_parse)");
+    harness.get_by_label("Tool calls llama.cpp parsed: 1");
+    harness
+        .get_all_by_label_contains("0: get_weather(")
+        .next()
+        .expect("the parsed call");
+
+    // tool_choice auto: the grammar sleeps; forcing the trigger word wakes it at a marker.
+    pick(&mut harness, "tool_choice", "auto");
+    step_until(&mut harness, "the auto analysis", |app| {
+        analysed(app, "auto")
+    });
+    let model = harness
+        .state()
+        .shared
+        .run
+        .controller
+        .model()
+        .unwrap()
+        .clone();
+    let trigger = model.tokenize("Sure! <tool_call>\n", false, true);
+    let analysis = std::sync::Arc::clone(&harness.state().shared.analysis);
+    let id = harness
+        .state_mut()
+        .shared
+        .run
+        .start(&analysis, StartMode::Paused)
+        .unwrap();
+    let paused = move |app: &ToolrailApp| {
+        app.shared
+            .run
+            .controller
+            .run(id)
+            .is_some_and(|r| matches!(r.phase, RunPhase::Paused { .. }))
+    };
+    for token in trigger {
+        step_until(&mut harness, "a pause", paused);
+        harness
+            .state_mut()
+            .shared
+            .run
+            .controller
+            .force(token)
+            .unwrap();
+    }
+    step_until(&mut harness, "a pause", paused);
+    harness.state_mut().shared.run.controller.resume().unwrap();
+    step_until(&mut harness, "the run to end", finished);
+    harness.run_steps(2);
+    harness
+        .get_all_by_label_contains("» trigger <tool_call>")
+        .next()
+        .expect("the trigger marker in the Generation pane");
+    let run = harness
+        .state()
+        .shared
+        .run
+        .controller
+        .run(id)
+        .unwrap()
+        .clone();
+    let fired_at = run
+        .tokens
+        .iter()
+        .position(|t| matches!(t.lazy, Some(LazyNote::Fired { .. })))
+        .expect("the trigger fired");
+    assert!(
+        run.tokens[..fired_at]
+            .iter()
+            .all(|t| matches!(t.lazy, Some(LazyNote::Dormant { .. })))
+    );
+    harness.get_by_label_contains(&format!(
+        "lazy grammar: {fired_at} token(s) free while the grammar slept; trigger fired"
+    ));
+    harness.get_by_label("llama.cpp's parse and toolrail's schema check agree");
+
+    // Exported and reopened: the transcript replays the same marker and timeline.
+    let json = dir.path().join("template-run.json");
+    harness.state_mut().shared.run.shown = Some(id);
+    export_to(&mut harness.state_mut().shared, &json).expect("exported");
+    open_from(&mut harness.state_mut().shared, &json);
+    harness.get_by_label("Transcript").click();
+    harness.run_steps(4);
+    let replay = harness.state().shared.run.controller.replay().unwrap();
+    assert!(replay.transcript.template.is_some());
+    harness
+        .state_mut()
+        .shared
+        .run
+        .controller
+        .replay_mut()
+        .unwrap()
+        .seek(usize::MAX);
+    harness.run_steps(2);
+    assert!(
+        harness
+            .get_all_by_label_contains("» trigger <tool_call>")
+            .count()
+            >= 2,
+        "the marker in the Generation and Transcript panes"
+    );
+}
