@@ -902,6 +902,46 @@ mod tests {
     }
 
     #[test]
+    fn the_template_source_is_kept_and_older_files_open_without_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(WORKSPACE_FILE);
+        std::fs::write(&path, r#"{"version": 1, "grammar": {"hand_edited": true}}"#).unwrap();
+        let old = load(&path);
+        assert!(old.notice.is_none(), "{:?}", old.notice);
+        assert_eq!(old.workspace.template, TemplateSettings::default());
+        assert_eq!(old.workspace.grammar_source(), GrammarSource::HandEdited);
+        let mut ws = old.workspace;
+        ws.template = TemplateSettings {
+            file: Some(PathBuf::from("Qwen3-Coder.jinja")),
+            text: "{{ messages }}".into(),
+            tool_choice: TemplateToolChoice::Named("get_weather".into()),
+            parallel: true,
+            thinking: TemplateThinking::Off,
+            reasoning_format: ReasoningFormat::DeepseekLegacy,
+            ..TemplateSettings::default()
+        };
+        ws.set_grammar_source(GrammarSource::Template);
+        save(&path, &ws).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(r#""reasoning_format": "deepseek-legacy""#), "{text}");
+        let again = load(&path).workspace;
+        assert_eq!(again, ws);
+        assert_eq!(again.grammar_source(), GrammarSource::Template);
+        // Leaving the template for toolrail's grammar switches the hand-edited text off too.
+        let mut back = again;
+        back.set_grammar_source(GrammarSource::Tools);
+        assert_eq!(back.grammar_source(), GrammarSource::Tools);
+        // A reasoning format llama.cpp does not know is an error the user is told about.
+        std::fs::write(
+            &path,
+            r#"{"version": 1, "template": {"reasoning_format": "ponder"}}"#,
+        )
+        .unwrap();
+        let notice = load(&path).notice.unwrap();
+        assert!(notice.contains("ponder"), "{notice}");
+    }
+
+    #[test]
     fn a_workspace_that_cannot_be_read_is_never_overwritten() {
         // A directory in place of the file: it exists, and reading it fails (as a file without
         // read permission does for an ordinary user).
