@@ -190,11 +190,15 @@ impl TokenStrip {
                                 trigger_marker(ui, tokens, i, &marker);
                             }
                             let mut text = RichText::new(chip_text(&t.piece)).monospace();
+                            let dormant = toolrail_workbench::template_info::is_dormant(t);
+                            if dormant {
+                                // generated while the lazy grammar slept: nothing was masked
+                                text = text.italics();
+                            }
                             if t.forced || t.budget_replaced.is_some() {
                                 text = text.color(ui.visuals().warn_fg_color);
-                            } else if toolrail_workbench::template_info::is_dormant(t) {
-                                // generated while the lazy grammar slept: nothing was masked
-                                text = text.color(ui.visuals().weak_text_color()).italics();
+                            } else if dormant {
+                                text = text.color(ui.visuals().weak_text_color());
                             }
                             // The hover text is built only while hovered, not for every chip each frame.
                             let response =
@@ -205,6 +209,11 @@ impl TokenStrip {
                                         t.id,
                                         t.piece.len()
                                     ));
+                                    if dormant {
+                                        ui.label(
+                                            "written while the lazy grammar slept: nothing masked",
+                                        );
+                                    }
                                 });
                             response.context_menu(|ui| {
                                 if ui.button(format!("Copy token id ({})", t.id)).clicked() {
@@ -233,7 +242,8 @@ fn fired_marker_text(t: &TokenRecord) -> Option<String> {
     match &t.lazy {
         Some(toolrail_llm::record::LazyNote::Fired { trigger, .. }) => {
             let (cut, more) = cut_text(trigger, MARKER_CHARS);
-            Some(format!("» trigger {cut}{}", if more { "…" } else { "" }))
+            let shown = chip_text(cut);
+            Some(format!("» trigger {shown}{}", if more { "…" } else { "" }))
         }
         _ => None,
     }

@@ -126,8 +126,8 @@ impl FiredMarker {
     /// The marker's label: the trigger and the matched span.
     pub fn label(&self) -> String {
         match &self.matched {
-            Some(m) => format!("trigger fired: {} matched {m:?}", self.trigger),
-            None => format!("trigger fired: {}", self.trigger),
+            Some(m) => format!("trigger fired: {:?} matched {m:?}", self.trigger),
+            None => format!("trigger fired: {:?}", self.trigger),
         }
     }
 

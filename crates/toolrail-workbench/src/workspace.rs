@@ -923,7 +923,10 @@ mod tests {
         ws.set_grammar_source(GrammarSource::Template);
         save(&path, &ws).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.contains(r#""reasoning_format": "deepseek-legacy""#), "{text}");
+        assert!(
+            text.contains(r#""reasoning_format": "deepseek-legacy""#),
+            "{text}"
+        );
         let again = load(&path).workspace;
         assert_eq!(again, ws);
         assert_eq!(again.grammar_source(), GrammarSource::Template);

@@ -250,3 +250,32 @@ fn a_template_file_as_the_grammar_source_shows_its_triggers_runs_and_parses_the_
         "the marker in the Generation and Transcript panes"
     );
 }
+
+/// A pane replaying the recorded template run (Hermes 2 Pro, the trigger forced, then greedy)
+/// at step 12, past the trigger marker (deterministic: no live run).
+fn template_pane_snapshot(kind: toolrail_app::PaneKind, name: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = egui::Context::default();
+    let mut app = ToolrailApp::new(&ctx, crate::common::app::options(dir.path()));
+    open_from(
+        &mut app.shared,
+        std::path::Path::new("tests/fixtures/template_run.json"),
+    );
+    let replay = app.shared.run.controller.replay_mut().unwrap();
+    assert!(replay.transcript.template.is_some());
+    replay.seek(12);
+    crate::common::app::snapshot_pane(app, kind, name, [720.0, 760.0], egui::Theme::Dark);
+}
+
+#[test]
+fn snapshot_generation_pane_replaying_a_template_run() {
+    template_pane_snapshot(
+        toolrail_app::PaneKind::Generation,
+        "template_generation_pane",
+    );
+}
+
+#[test]
+fn snapshot_validator_pane_replaying_a_template_run() {
+    template_pane_snapshot(toolrail_app::PaneKind::Validator, "template_validator_pane");
+}
