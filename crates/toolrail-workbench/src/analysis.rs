@@ -451,7 +451,7 @@ fn template_view(
     let result = (|| {
         if input.schema.mode != SchemaMode::ToolSet {
             return Err(
-                "the llama.cpp template source needs a tool set: switch the Tools pane to Tool set"
+                "the llama.cpp template source needs a tool set: press Switch to tool-set mode in the Tools pane"
                     .to_owned(),
             );
         }

@@ -31,6 +31,14 @@ impl ToolsPane {
         if shared.workspace.template.on {
             // the envelope and its options are toolrail's: the template decides its own
             template_row(ui, shared);
+            if shared.workspace.schema.mode != SchemaMode::ToolSet
+                && ui
+                    .button("Switch to tool-set mode")
+                    .on_hover_text("The template source sends the document's tools to llama.cpp")
+                    .clicked()
+            {
+                shared.workspace.schema.mode = SchemaMode::ToolSet;
+            }
         } else {
             options_row(ui, shared);
         }

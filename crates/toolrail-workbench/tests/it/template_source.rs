@@ -26,6 +26,11 @@ fn template_path(name: &str) -> std::path::PathBuf {
 
 /// The analysis of the weather tool set under `template` with `tool_choice`, on the test model.
 fn analysis(template: &str, tool_choice: TemplateToolChoice) -> Option<Analysis> {
+    Some(Computer::default().compute(&input(template, tool_choice)?))
+}
+
+/// The analysis input for the weather tool set under `template` with `tool_choice`.
+fn input(template: &str, tool_choice: TemplateToolChoice) -> Option<AnalysisInput> {
     let model = crate::common::model()?;
     let path = template_path(template);
     let input = AnalysisInput {
@@ -44,7 +49,7 @@ fn analysis(template: &str, tool_choice: TemplateToolChoice) -> Option<Analysis>
         model: Some(model.info().path.clone()),
         ..AnalysisInput::default()
     };
-    Some(Computer::default().compute(&input))
+    Some(input)
 }
 
 fn setup(max_tokens: u32) -> RunSetup {
@@ -95,7 +100,18 @@ fn the_analysis_shows_what_llama_server_builds_and_says_why_it_cannot() {
         "{:?}",
         info.rows
     );
-    let required = analysis(HERMES, TemplateToolChoice::Required).unwrap();
+    eprintln!(
+        "template analysis (vocabulary loaded, llama.cpp applied): {:?}",
+        lazy.grammar_time
+    );
+    // Another tool_choice reuses the loaded templates (no second vocabulary load).
+    let mut computer = Computer::default();
+    computer.compute(&input(HERMES, TemplateToolChoice::Auto).unwrap());
+    let required = computer.compute(&input(HERMES, TemplateToolChoice::Required).unwrap());
+    eprintln!(
+        "template analysis, tool_choice changed: {:?}",
+        required.grammar_time
+    );
     let result = required.template.unwrap().result.unwrap();
     assert!(!result.grammar_lazy, "required grammars constrain at once");
 
@@ -124,6 +140,29 @@ fn the_analysis_shows_what_llama_server_builds_and_says_why_it_cannot() {
         error.contains("tool_choice nope: not a tool of the set"),
         "{error}"
     );
+    // The model's own template (Gemma 3: no tool calling): built, with no grammar, so a run
+    // is unconstrained (and still ends at the template's stops).
+    input.template.tool_choice = TemplateToolChoice::Auto;
+    let own = Computer::default().compute(&input);
+    let view = own.template.as_ref().unwrap();
+    assert!(
+        view.source.ends_with("(its chat template)"),
+        "{}",
+        view.source
+    );
+    let result = view.result.as_ref().expect("Gemma 3's template builds");
+    assert!(result.grammar.is_empty());
+    assert!(own.grammar.is_none());
+    let request = toolrail_workbench::run::build_request(
+        &setup(8),
+        &RunState::inputs(&own),
+        result.prompt.clone(),
+        None,
+        false,
+    )
+    .unwrap();
+    assert_eq!((request.engine, request.grammar), (EngineKind::None, None));
+    assert!(request.gate.is_some());
     // A template llama.cpp rejects: its message.
     input.template.tool_choice = TemplateToolChoice::Auto;
     input.template.file = Some("broken.jinja".into());
