@@ -57,6 +57,9 @@ impl ConversationSession {
         let mut inputs = RunState::inputs(analysis);
         inputs.grammar = request.grammar;
         inputs.format = self.conversation.settings().format;
+        // A conversation builds its own prompt and grammar per turn: the llama.cpp template
+        // source (one request's prompt and grammar) does not apply to it.
+        inputs.template = None;
         let id = run
             .controller
             .start(&setup, &inputs, StartMode::Run)
