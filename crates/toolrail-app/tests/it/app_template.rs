@@ -97,43 +97,27 @@ fn a_template_file_as_the_grammar_source_shows_its_triggers_runs_and_parses_the_
     });
     harness.get_by_label_contains("no model loaded");
 
-    harness.get_by_label("Load model").click();
+    // Start run with no model loaded and tool_choice required: the model loads, the template is
+    // analysed with its vocabulary, then the run starts under the template's grammar.
+    harness
+        .state_mut()
+        .shared
+        .file_chosen(FileRequest::OpenTemplate, template_path(HERMES));
+    harness.run_steps(2);
+    pick(&mut harness, "tool_choice", "required");
+    harness.get_by_label("Start run").click();
     step_until(&mut harness, "the model to load", |app| {
         matches!(
             app.shared.run.controller.load_state(),
             LoadState::Ready { .. } | LoadState::Failed { .. }
         )
     });
-    harness
-        .state_mut()
-        .shared
-        .file_chosen(FileRequest::OpenTemplate, template_path(HERMES));
-    step_until(&mut harness, "the template's result", |app| {
-        analysed(app, "auto")
-    });
-    // The Grammar pane: the source, lazy, its trigger word, the prompt with its tokens.
-    harness.get_by_label_contains(&format!(
-        "llama.cpp template: {}",
-        template_path(HERMES).display()
-    ));
-    harness.get_by_label_contains("grammar lazy: dormant until a trigger fires");
-    harness
-        .get_all_by_label_contains("word \"<tool_call>\\n\"")
-        .next()
-        .expect("the trigger row");
-    harness.get_by_label_contains(" tokens)");
-    harness.get_by_label("Copy into hand-edited GBNF");
-    let grammar = crate::common::app::grammar_view(&harness);
-    assert!(grammar.contains("tool-call"), "{grammar}");
-
-    // tool_choice required: the grammar constrains at once; the run's call is parsed.
-    pick(&mut harness, "tool_choice", "required");
     step_until(&mut harness, "the required analysis", |app| {
         analysed(app, "required")
     });
     harness.get_by_label_contains("grammar not lazy: constrains from the first token");
-    harness.get_by_label("Start run").click();
     step_until(&mut harness, "the run to end", finished);
+    assert_eq!(harness.state().shared.run.controller.runs().len(), 1);
     harness.get_by_label("Validator").click();
     harness.run_steps(2);
     let run = harness
@@ -160,6 +144,20 @@ fn a_template_file_as_the_grammar_source_shows_its_triggers_runs_and_parses_the_
     step_until(&mut harness, "the auto analysis", |app| {
         analysed(app, "auto")
     });
+    // The Grammar pane: the source, lazy, its trigger word, the prompt with its tokens.
+    harness.get_by_label_contains(&format!(
+        "llama.cpp template: {}",
+        template_path(HERMES).display()
+    ));
+    harness.get_by_label_contains("grammar lazy: dormant until a trigger fires");
+    harness
+        .get_all_by_label_contains("word \"<tool_call>\\n\"")
+        .next()
+        .expect("the trigger row");
+    harness.get_by_label_contains(" tokens)");
+    harness.get_by_label("Copy into hand-edited GBNF");
+    let grammar = crate::common::app::grammar_view(&harness);
+    assert!(grammar.contains("tool-call"), "{grammar}");
     let model = harness
         .state()
         .shared

@@ -372,6 +372,10 @@ impl RunState {
             return;
         };
         match self.controller.load_state() {
+            // The template source is analysed with the loaded model's vocabulary: the run
+            // waits for that analysis (it follows the load within a frame or two).
+            LoadState::Ready { .. }
+                if analysis.input.template.on && analysis.input.model.is_none() => {}
             LoadState::Ready { .. } => {
                 self.pending_start = None;
                 if let Err(e) = self.start(analysis, mode) {
