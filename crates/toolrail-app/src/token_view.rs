@@ -354,6 +354,13 @@ pub fn token_details(
         if t.forced {
             ui.label(RichText::new("forced").color(ui.visuals().warn_fg_color));
         }
+        if let Some(line) = t
+            .lazy
+            .as_ref()
+            .map(toolrail_workbench::template_info::note_text)
+        {
+            ui.label(RichText::new(line).weak());
+        }
         if let Some(sampled) = t.budget_replaced {
             // Which token it replaced and why, in the pane itself (not only on hover).
             let why = match &t.budget {

@@ -171,6 +171,24 @@ pub fn fired_marker(tokens: &[TokenRecord], output: &str) -> Option<FiredMarker>
         })
 }
 
+/// One token's lazy-grammar note in words, with the trigger search time after it (llama.cpp
+/// searches the whole text so far, so it grows with the output).
+pub fn note_text(note: &LazyNote) -> String {
+    match note {
+        LazyNote::Dormant { scan_ms } => {
+            format!("lazy grammar asleep: nothing masked; trigger search {scan_ms:.3} ms")
+        }
+        LazyNote::Fired {
+            trigger,
+            grammar_start,
+            scan_ms,
+            ..
+        } => format!(
+            "trigger {trigger:?} fired: the grammar starts at byte {grammar_start}; trigger search {scan_ms:.3} ms"
+        ),
+    }
+}
+
 /// True when the token was generated while the lazy grammar slept (nothing masked).
 pub fn is_dormant(token: &TokenRecord) -> bool {
     matches!(token.lazy, Some(LazyNote::Dormant { .. }))
