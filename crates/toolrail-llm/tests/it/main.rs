@@ -7,6 +7,7 @@ mod bench_calls;
 mod chat_templates;
 mod common;
 mod generation;
+mod gguf_templates;
 mod hostile_gguf;
 mod lazy_masks;
 mod llguidance_engine;
