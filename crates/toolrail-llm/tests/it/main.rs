@@ -18,3 +18,4 @@ mod mask_agreement;
 mod maskbench_llama;
 mod server;
 mod template_runs;
+mod token_triggers;
