@@ -43,6 +43,7 @@ pub mod lazy_gate;
 pub mod llguidance;
 mod log;
 mod model;
+pub mod reasoning_budget;
 pub mod record;
 pub mod sampling;
 pub mod server;

@@ -17,6 +17,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolrail_llm::Model;
 use toolrail_llm::gguf::{self, GgufHeader, NewValue};
+use toolrail_llm::lazy_gate::GateSetup;
 use toolrail_llm::record::{LazyNote, Stop, TokenRecord};
 use toolrail_llm::template::{ChatTemplates, TemplateResult};
 use toolrail_llm::worker::{Command, EngineKind, Event, Worker};
@@ -60,9 +61,22 @@ pub(crate) fn gated_run(
     forced: &[u32],
     max_tokens: u32,
 ) -> (Vec<TokenRecord>, Stop, String) {
+    let gate = result.gate_setup().expect("a vocabulary gives a gate");
+    gated_run_with(model, result, &gate, engine, forced, max_tokens)
+}
+
+/// [`gated_run`] with the gate given (e.g. with a reasoning budget).
+pub(crate) fn gated_run_with(
+    model: &Model,
+    result: &TemplateResult,
+    gate: &GateSetup,
+    engine: EngineKind,
+    forced: &[u32],
+    max_tokens: u32,
+) -> (Vec<TokenRecord>, Stop, String) {
     let worker = Worker::spawn(model.clone(), Arc::new(|| {}));
     let mut req = run_request(&result.prompt, Some(&result.grammar), engine, max_tokens);
-    req.gate = Some(result.gate_setup().expect("a vocabulary gives a gate"));
+    req.gate = Some(gate.clone());
     req.start_paused = true;
     worker.send(Command::Start(Box::new(req)));
     for &token in forced {
