@@ -50,6 +50,7 @@ pub mod server;
 mod session;
 mod spec;
 pub mod template;
+pub mod template_lint;
 pub mod worker;
 
 use std::sync::OnceLock;

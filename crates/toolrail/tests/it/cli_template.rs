@@ -200,3 +200,112 @@ fn generate_template_refuses_what_llama_server_refuses() {
         "{stderr}"
     );
 }
+
+/// The template lint (TP001–TP004) in `--json` and in the report: a bound over llama.cpp's
+/// limits names its tool, a trigger word that can fire inside a word, a required call with
+/// thinking on, and a custom grammar sent with tools (refused, exit 2).
+#[test]
+fn template_lint_finds_limits_word_triggers_required_thinking_and_grammar_with_tools() {
+    let (Some(hermes), Some(firefunction), Some(qwen35)) = (
+        template("NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use"),
+        template("fireworks-ai-llama-3-firefunction-v2"),
+        template("Qwen3.5-4B"),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools.json");
+    std::fs::write(
+        &tools,
+        r#"[{"type": "function", "function": {"name": "note", "description": "Save a note",
+              "parameters": {"type": "object", "properties": {"text": {"type": "string", "maxLength": 5000}},
+                             "required": ["text"]}}},
+            {"type": "function", "function": {"name": "ok", "description": "Fine",
+              "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}}}}]"#,
+    )
+    .unwrap();
+    let tools_arg = tools.to_string_lossy().into_owned();
+    let lint_of = |args: &[&str]| -> Vec<Value> {
+        let (code, stdout, stderr) = run(args);
+        assert_eq!(code, 0, "{stderr}");
+        let report: Value = serde_json::from_str(&stdout).unwrap();
+        report["template_lint"].as_array().unwrap().clone()
+    };
+
+    let findings = lint_of(&[
+        "template",
+        "--template",
+        &hermes,
+        "--tools",
+        &tools_arg,
+        "--json",
+    ]);
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0]["code"], "TP001");
+    assert_eq!(findings[0]["severity"], "warning");
+    assert_eq!(findings[0]["tools"], serde_json::json!(["note"]));
+    assert!(findings[0]["message"].as_str().unwrap().contains("GB105"));
+
+    let findings = lint_of(&[
+        "template",
+        "--template",
+        &firefunction,
+        "--tools",
+        WEATHER,
+        "--json",
+    ]);
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0]["code"], "TP002");
+    assert!(
+        findings[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"functools\"")
+    );
+
+    let findings = lint_of(&[
+        "template",
+        "--template",
+        &qwen35,
+        "--tools",
+        WEATHER,
+        "--tool-choice",
+        "required",
+        "--thinking",
+        "true",
+        "--json",
+    ]);
+    assert!(
+        findings.iter().any(|f| f["code"] == "TP003"),
+        "{findings:?}"
+    );
+    let findings = lint_of(&[
+        "template",
+        "--template",
+        &qwen35,
+        "--tools",
+        WEATHER,
+        "--tool-choice",
+        "auto",
+        "--thinking",
+        "true",
+        "--json",
+    ]);
+    assert!(findings.is_empty(), "{findings:?}");
+
+    let grammar = dir.path().join("own.gbnf");
+    std::fs::write(&grammar, "root ::= \"x\"\n").unwrap();
+    let grammar_arg = grammar.to_string_lossy().into_owned();
+    let (code, stdout, stderr) = run(&[
+        "template",
+        "--template",
+        &qwen35,
+        "--tools",
+        WEATHER,
+        "--grammar",
+        &grammar_arg,
+    ]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(stdout.starts_with("TP004 error: "), "{stdout}");
+    assert!(stdout.contains("Cannot use custom grammar constraints with tools"));
+}
