@@ -279,6 +279,15 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     if let Err((key, message)) = given.check() {
         bail!("--{} {message}", key.replace('_', "-"));
     }
+    let budget = match args.reasoning_budget {
+        None | Some(-1) => None,
+        Some(n) => Some(u32::try_from(n).map_err(|_| {
+            anyhow::anyhow!(
+                "--reasoning-budget {n}: give -1 (no limit) or 0 to {}",
+                u32::MAX
+            )
+        })?),
+    };
     // A grammar file that can never be completed is refused before the model loads.
     if args.server.is_none() && args.request != RequestArg::Grammar {
         bail!("--request applies to runs on a llama-server: give --server");
@@ -385,15 +394,6 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         max_tokens: args.max_tokens.unwrap_or(defaults.max_tokens),
         finish_in_budget: !args.no_budget_guard,
         repeat_penalty: args.repeat_penalty.unwrap_or(defaults.repeat_penalty),
-    };
-    let budget = match args.reasoning_budget {
-        None | Some(-1) => None,
-        Some(n) => Some(u32::try_from(n).map_err(|_| {
-            anyhow::anyhow!(
-                "--reasoning-budget {n}: give -1 (no limit) or 0 to {}",
-                u32::MAX
-            )
-        })?),
     };
     // How llama-server gates the template's grammar, with its reasoning budget on this
     // vocabulary.

@@ -309,3 +309,85 @@ fn template_lint_finds_limits_word_triggers_required_thinking_and_grammar_with_t
     assert!(stdout.starts_with("TP004 error: "), "{stdout}");
     assert!(stdout.contains("Cannot use custom grammar constraints with tools"));
 }
+
+/// `generate --template … --reasoning-budget N` on the test model: QwQ's prompt opens thinking
+/// (its newline after `<think>` already counts), the budget runs out after N tokens, the end tag
+/// is forced with one token allowed at a time, and the transcript records where.
+#[test]
+fn generate_with_a_reasoning_budget_forces_the_end_of_thinking_and_records_it() {
+    let Some(path) = template("Qwen-QwQ-32B") else {
+        return;
+    };
+    let Some(model) = toolrail_llm::test_model_for_suite().unwrap_or_else(|e| panic!("{e}")) else {
+        return;
+    };
+    let model = model.to_string_lossy().into_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("run.json");
+    let transcript_arg = transcript.to_string_lossy().into_owned();
+    let (code, stdout, stderr) = run(&[
+        "generate",
+        "--model",
+        &model,
+        "--tools",
+        WEATHER,
+        "--template",
+        &path,
+        "--thinking",
+        "true",
+        "--reasoning-budget",
+        "4",
+        "--prompt",
+        "What is the weather in Paris?",
+        "--max-tokens",
+        "8",
+        "--transcript",
+        &transcript_arg,
+    ]);
+    assert!(code == 0 || code == 1, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("reasoning: the budget ran out at token 2"),
+        "{stderr}"
+    );
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap();
+    let tokens = t["tokens"].as_array().unwrap();
+    let states: Vec<&str> = tokens
+        .iter()
+        .map(|r| r["thinking"]["state"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(
+        &states[..6],
+        [
+            "thinking",
+            "thinking",
+            "exhausted",
+            "forced",
+            "forced",
+            "ended"
+        ],
+        "{states:?}"
+    );
+    assert_eq!(tokens[5]["thinking"]["by_budget"], true);
+    let forced: String = tokens[3..6]
+        .iter()
+        .map(|r| r["piece"].as_str().unwrap())
+        .collect();
+    assert_eq!(forced, "</think>");
+    assert!(tokens[3..6].iter().all(|r| r["allowed"] == 1));
+    // A negative budget other than -1 is refused (before the model loads).
+    let (code, _, stderr) = run(&[
+        "generate",
+        "--model",
+        &model,
+        "--tools",
+        WEATHER,
+        "--template",
+        &path,
+        "--reasoning-budget",
+        "-2",
+        "--prompt",
+        "x",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--reasoning-budget -2"), "{stderr}");
+}
