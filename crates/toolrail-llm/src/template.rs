@@ -537,6 +537,8 @@ impl TemplateResult {
     /// or not, the trigger regexes and tokens, the prefill of a grammar that is not lazy, and
     /// the additional stops. Needs the sampler setup a vocabulary gives; without a grammar the
     /// stops alone apply.
+    /// The reasoning budget is left out (it needs the model's tokens): see
+    /// [`TemplateResult::gate_setup_for`].
     pub fn gate_setup(&self) -> Result<GateSetup, TemplateError> {
         let ids = |list: &[i32], what: &str| -> Result<Vec<u32>, TemplateError> {
             list.iter()
@@ -562,6 +564,20 @@ impl TemplateResult {
         } else {
             setup.prefill = ids(&sampler.prefill_tokens, "the prefill tokens")?;
         }
+        Ok(setup)
+    }
+
+    /// [`TemplateResult::gate_setup`] with llama-server's reasoning budget on `model`'s
+    /// vocabulary ([`TemplateResult::reasoning_setup`]): how a run on that model is gated, in
+    /// full. `budget` `None` is no limit (the server's default, `--reasoning-budget -1`).
+    pub fn gate_setup_for(
+        &self,
+        model: &crate::Model,
+        budget: Option<u32>,
+        message: &str,
+    ) -> Result<GateSetup, TemplateError> {
+        let mut setup = self.gate_setup()?;
+        setup.reasoning = self.reasoning_setup(model, budget, message);
         Ok(setup)
     }
 

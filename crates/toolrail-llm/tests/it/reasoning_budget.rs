@@ -216,9 +216,8 @@ fn an_end_tag_that_is_the_trigger_closes_thinking_and_wakes_the_grammar_when_rep
         return;
     };
     let model = model().expect("model present");
-    let mut gate = result.gate_setup().unwrap();
-    gate.reasoning = result.reasoning_setup(model, None, "");
-    assert!(gate.reasoning.is_some());
+    let gate = result.gate_setup_for(model, None, "").unwrap();
+    assert!(gate.reasoning.is_some(), "a lazy grammar gives the machine");
     let text = "Let me call it.\n<tool_call>\n<function=special_function>\n<parameter=arg1>\n1\n</parameter>\n</function>\n</tool_call>";
     let forced = model.tokenize(text, false, true);
     let len = forced.len() as u32;

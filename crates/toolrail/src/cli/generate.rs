@@ -399,9 +399,8 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     // vocabulary.
     let gate = match &template {
         Some(t) => {
-            let mut gate = t.result.gate_setup()?;
             let message = args.reasoning_budget_message.as_deref().unwrap_or("");
-            gate.reasoning = t.result.reasoning_setup(&model, budget, message);
+            let gate = t.result.gate_setup_for(&model, budget, message)?;
             if budget.is_some() && gate.reasoning.is_none() {
                 eprintln!(
                     "reasoning budget: ignored: the template has no thinking tags (llama-server ignores it too)"
