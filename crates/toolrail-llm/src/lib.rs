@@ -43,12 +43,14 @@ pub mod lazy_gate;
 pub mod llguidance;
 mod log;
 mod model;
+pub mod reasoning_budget;
 pub mod record;
 pub mod sampling;
 pub mod server;
 mod session;
 mod spec;
 pub mod template;
+pub mod template_lint;
 pub mod worker;
 
 use std::sync::OnceLock;

@@ -163,6 +163,11 @@ pub struct TokenRecord {
     /// grammars, and in older transcripts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lazy: Option<LazyNote>,
+    /// Under a chat template with thinking tags: what llama-server's reasoning budget did at this
+    /// token (thinking started, a token counted, the budget spent, a forced token of the end,
+    /// thinking ended). Absent outside thinking, for plain grammars, and in older transcripts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<ThinkingNote>,
 }
 
 /// Where another engine's mask and toolrail's disagree at one step, over the whole vocabulary:
@@ -262,6 +267,40 @@ pub enum LazyNote {
         replayed: String,
         /// Milliseconds spent searching the triggers after this token.
         scan_ms: f64,
+    },
+}
+
+/// What the reasoning budget did at one token (see [`crate::reasoning_budget`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum ThinkingNote {
+    /// The start tag completed on this token: thinking begins with this budget (absent: no
+    /// limit).
+    Started {
+        /// Tokens allowed in the thinking block.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        budget: Option<u32>,
+    },
+    /// A token inside thinking.
+    Thinking {
+        /// Tokens of the budget left after it (absent: no limit).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        left: Option<u32>,
+    },
+    /// The budget ran out on this token: from the next token on, the budget message and the end
+    /// tag are forced.
+    Exhausted,
+    /// This token was forced by the spent budget.
+    Forced {
+        /// Its position in the forced sequence.
+        position: u32,
+        /// The forced sequence's length.
+        of: u32,
+    },
+    /// An end tag completed on this token: thinking is over.
+    Ended {
+        /// The budget forced the end (else the model closed thinking itself).
+        by_budget: bool,
     },
 }
 

@@ -20,6 +20,7 @@ use super::sampling::{Scored, choose, penalized};
 use super::{LlamaGrammarSampler, LlmError, Model, Session, SessionOptions};
 use crate::lazy_gate::{FiredBy, GateSetup, GateStep, LazyGate, find_stop};
 use crate::llguidance::{LlgMatcher, Llguidance};
+use crate::reasoning_budget::ReasoningBudget;
 use crate::record::{
     BudgetNote, Candidate, DifferingToken, LazyNote, MaskDifference, PENALTY_WINDOW, Sampling,
     Stop, TokenRecord, Totals,
@@ -490,6 +491,17 @@ impl WorkerState {
             }
             _ => None,
         };
+        // llama-server's reasoning budget: it forces the end of a thinking block that runs over
+        // budget, and keeps a lazy grammar (and its trigger search) out of the block.
+        let mut thinking = request
+            .gate
+            .as_ref()
+            .and_then(|setup| setup.reasoning.as_ref())
+            .map(|setup| ReasoningBudget::new(setup, |token| model.piece(token)));
+        let lazy_grammar = lazy.is_some();
+        // Where each piece the dormant gate saw starts, in its text and in the output (they part
+        // when thinking is kept from it).
+        let mut gate_map: Vec<(usize, usize)> = Vec::new();
         // A grammar that is not lazy starts after the generation prompt, as llama-server feeds
         // it (the tokens are in the prompt already, not generated).
         let prefill = request
@@ -557,22 +569,34 @@ impl WorkerState {
         // The prefix: already decoded above; the grammar follows it as if it had been forced.
         for &token in &request.prefix {
             let piece = model.piece(token);
-            let (feed, _) = gated(gate.as_mut(), token, &piece, output.len());
-            if let Some((engine, state)) = &mut track {
-                match feed_all(engine, *state, &feed) {
-                    Some(next) => *state = next,
-                    None if request.engine == EngineKind::Toolrail => {
-                        return Err(LlmError::Generation(format!(
-                            "token {index} of the branch's prefix ({token}, {:?}) is not allowed by the grammar",
-                            String::from_utf8_lossy(&piece)
-                        )));
-                    }
-                    None => track = None,
-                }
+            let sees = grammar_sees(thinking.as_ref(), lazy_grammar);
+            if let Some(thinking) = &mut thinking {
+                thinking.accept(token, &piece);
             }
-            accept_in_other_engines(&mut llama, &mut guidance, token, || {
-                format!("token {index} of the branch's prefix ({token})")
-            })?;
+            let end = output.len() + piece.len();
+            for (tok, bytes, at) in
+                grammar_tokens(model, sees, thinking.as_ref(), token, &piece, end)
+            {
+                if let Some(gate) = gate.as_ref().filter(|g| g.awaiting()) {
+                    gate_map.push((gate.buffer().len(), at));
+                }
+                let (feed, _) = gated(gate.as_mut(), tok, &bytes, at);
+                if let Some((engine, state)) = &mut track {
+                    match feed_all(engine, *state, &feed) {
+                        Some(next) => *state = next,
+                        None if request.engine == EngineKind::Toolrail => {
+                            return Err(LlmError::Generation(format!(
+                                "token {index} of the branch's prefix ({tok}, {:?}) is not allowed by the grammar",
+                                String::from_utf8_lossy(&bytes)
+                            )));
+                        }
+                        None => track = None,
+                    }
+                }
+                accept_in_other_engines(&mut llama, &mut guidance, tok, || {
+                    format!("token {index} of the branch's prefix ({tok})")
+                })?;
+            }
             output.extend_from_slice(&piece);
             generated.push(token);
             index += 1;
@@ -593,12 +617,13 @@ impl WorkerState {
                         break Stop::Cancelled;
                     }
                 };
-            // The grammar constrains unless a lazy one still sleeps.
-            let awake = gate.as_ref().is_none_or(|g| !g.awaiting());
+            // The grammar constrains unless a lazy one still sleeps, or is kept out of thinking.
+            let sees = grammar_sees(thinking.as_ref(), lazy_grammar);
+            let awake = sees && gate.as_ref().is_none_or(|g| !g.awaiting());
             // The mask.
             let mask_started = Instant::now();
             let mask: Option<TokenMask> = match (request.engine, &mut track, &mut llama) {
-                (EngineKind::Llama, _, Some(llama)) => Some(llama.token_mask()?),
+                (EngineKind::Llama, _, Some(llama)) if sees => Some(llama.token_mask()?),
                 (EngineKind::Llguidance, _, _) if awake => match &mut guidance {
                     Some(guidance) => Some(guidance.mask().map_err(|e| {
                         LlmError::Generation(format!(
@@ -637,6 +662,18 @@ impl WorkerState {
                     Some(compare_masks(model, request.engine, theirs, &ours))
                 }
                 _ => None,
+            };
+            // A spent reasoning budget allows only the next token of the forced end (and only if
+            // the grammar, when it applies, allows it too).
+            let mask = match thinking.as_ref().and_then(ReasoningBudget::forced_token) {
+                Some(only) => {
+                    let mut forced_mask = TokenMask::empty(model.n_vocab());
+                    if mask.as_ref().is_none_or(|m| m.contains(only)) {
+                        forced_mask.insert(only);
+                    }
+                    Some(forced_mask)
+                }
+                None => mask,
             };
             if let (Some(mask), Some((engine, state)), true) = (&mask, &track, awake)
                 && mask.count() == 0
@@ -705,28 +742,45 @@ impl WorkerState {
                 break Stop::EndOfGeneration;
             }
             let piece = model.piece(token);
-            let (feed, lazy_note) = gated(gate.as_mut(), token, &piece, output.len());
-            let lazy_note =
-                lazy_note.map(|note| describe_note(note, request.gate.as_ref(), &output, &piece));
-            if let Some((engine, state)) = &mut track {
-                match feed_all(engine, *state, &feed) {
-                    // A long run walks through ever new stack states: keep the memo bounded.
-                    Some(next) => *state = masks.bound_memory(engine, next),
-                    None if request.engine == EngineKind::Toolrail => {
-                        return Err(LlmError::Generation(format!(
-                            "token {index} (output byte {}): token id {token} ({:?}) was allowed \
-                             by the mask but not accepted by the grammar",
-                            output.len(),
-                            String::from_utf8_lossy(&piece)
-                        )));
-                    }
-                    None => track = None,
+            let thinking_note = thinking
+                .as_mut()
+                .and_then(|thinking| thinking.accept(token, &piece));
+            let end = output.len() + piece.len();
+            let mut lazy_note = None;
+            for (tok, bytes, at) in
+                grammar_tokens(model, sees, thinking.as_ref(), token, &piece, end)
+            {
+                if let Some(gate) = gate.as_ref().filter(|g| g.awaiting()) {
+                    gate_map.push((gate.buffer().len(), at));
                 }
+                let (feed, note) = gated(gate.as_mut(), tok, &bytes, at);
+                if let Some(note) = note {
+                    lazy_note = Some(describe_note(
+                        note,
+                        request.gate.as_ref(),
+                        &output,
+                        &piece,
+                        &gate_map,
+                    ));
+                }
+                if let Some((engine, state)) = &mut track {
+                    match feed_all(engine, *state, &feed) {
+                        // A long run walks through ever new stack states: keep the memo bounded.
+                        Some(next) => *state = masks.bound_memory(engine, next),
+                        None if request.engine == EngineKind::Toolrail => {
+                            return Err(LlmError::Generation(format!(
+                                "token {index} (output byte {at}): token id {tok} ({:?}) was allowed \
+                                 by the mask but not accepted by the grammar",
+                                String::from_utf8_lossy(&bytes)
+                            )));
+                        }
+                        None => track = None,
+                    }
+                }
+                accept_in_other_engines(&mut llama, &mut guidance, tok, || {
+                    format!("token {index} (output byte {at})")
+                })?;
             }
-            let at = output.len();
-            accept_in_other_engines(&mut llama, &mut guidance, token, || {
-                format!("token {index} (output byte {at})")
-            })?;
             let record = TokenRecord {
                 index,
                 id: token,
@@ -749,6 +803,7 @@ impl WorkerState {
                 disagreements: Vec::new(),
                 mask_difference: compared.clone().flatten(),
                 lazy: lazy_note,
+                thinking: thinking_note,
             };
             if let Some(difference) = &compared {
                 totals.compared_steps += 1;
@@ -817,6 +872,43 @@ fn gated(
     }
 }
 
+/// Whether the grammar sees the next token, behind llama-server's reasoning budget: a lazy
+/// grammar does not while thinking is counted or forced (llama.cpp's `grammar_should_apply`).
+fn grammar_sees(thinking: Option<&ReasoningBudget>, lazy_grammar: bool) -> bool {
+    !lazy_grammar || thinking.is_none_or(ReasoningBudget::lets_lazy_grammar_see)
+}
+
+/// The tokens the grammar takes for a token the run took (`sees`: whether it saw it, decided
+/// before the reasoning budget took the token): the token itself; nothing while a lazy grammar
+/// is kept out of thinking; or, on the token that closed such a block, the end tag, replayed
+/// (it may hold a trigger), as `common_sampler_accept` does. Each with its bytes and where they
+/// start in the output, `end` being the output's length after the token.
+fn grammar_tokens(
+    model: &Model,
+    sees: bool,
+    thinking: Option<&ReasoningBudget>,
+    token: u32,
+    piece: &[u8],
+    end: usize,
+) -> Vec<(u32, Vec<u8>, usize)> {
+    if sees {
+        return vec![(token, piece.to_vec(), end - piece.len())];
+    }
+    let Some(end_tag) = thinking.and_then(ReasoningBudget::end_match) else {
+        return Vec::new();
+    };
+    let pieces: Vec<(u32, Vec<u8>)> = end_tag.iter().map(|&t| (t, model.piece(t))).collect();
+    let mut at = end.saturating_sub(pieces.iter().map(|(_, p)| p.len()).sum());
+    pieces
+        .into_iter()
+        .map(|(t, p)| {
+            let start = at;
+            at += p.len();
+            (t, p, start)
+        })
+        .collect()
+}
+
 /// The gate's verdict on one token, before it is put in words.
 enum GateNote {
     Dormant {
@@ -831,13 +923,22 @@ enum GateNote {
     },
 }
 
-/// The record's note for a gate verdict: `output` is the text before this token's `piece`.
+/// The record's note for a gate verdict: `output` is the text before this token's `piece`;
+/// `gate_map` translates the gate's text offsets into the output's (see `generate`).
 fn describe_note(
     note: GateNote,
     setup: Option<&GateSetup>,
     output: &[u8],
     piece: &[u8],
+    gate_map: &[(usize, usize)],
 ) -> LazyNote {
+    let to_output = |at: usize| {
+        gate_map
+            .iter()
+            .rev()
+            .find(|(gate_at, _)| *gate_at <= at)
+            .map_or(at, |(gate_at, output_at)| output_at + (at - gate_at))
+    };
     match note {
         GateNote::Dormant { scan_ms } => LazyNote::Dormant { scan_ms },
         GateNote::Fired {
@@ -849,18 +950,25 @@ fn describe_note(
             let (matched, start) = match &by {
                 FiredBy::Token(_) => (None, output_len),
                 FiredBy::Pattern { matched, .. } => (
-                    Some((matched.start as u64, matched.end as u64)),
-                    grammar_start,
+                    Some((
+                        to_output(matched.start) as u64,
+                        to_output(matched.end) as u64,
+                    )),
+                    to_output(grammar_start),
                 ),
             };
-            let mut text = output.to_vec();
-            text.extend_from_slice(piece);
-            let replayed = text.get(start..).unwrap_or_default();
+            let replayed = match output.get(start..) {
+                Some(before) => [before, piece].concat(),
+                None => piece
+                    .get(start - output.len()..)
+                    .unwrap_or_default()
+                    .to_vec(),
+            };
             LazyNote::Fired {
                 trigger: setup.map_or_else(String::new, |s| s.describe(&by)),
                 matched,
                 grammar_start: start as u64,
-                replayed: String::from_utf8_lossy(replayed).into_owned(),
+                replayed: String::from_utf8_lossy(&replayed).into_owned(),
                 scan_ms,
             }
         }

@@ -904,6 +904,7 @@ impl ServerRunner {
             disagreements: Vec::new(),
             mask_difference: None,
             lazy: None,
+            thinking: None,
         };
         Ok((record, mask))
     }

@@ -131,6 +131,7 @@ mod tests {
             disagreements: Vec::new(),
             mask_difference: None,
             lazy: None,
+            thinking: None,
         }
     }
 

@@ -154,6 +154,34 @@ pub fn to_markdown(t: &Transcript) -> String {
     out
 }
 
+/// The reasoning budget's part of the timeline: where thinking started and ended, and whether
+/// the budget forced the end (`None` when no token was inside thinking).
+fn thinking_line(tokens: &[super::TokenRecord]) -> Option<String> {
+    use toolrail_llm::record::ThinkingNote;
+    let mut events = Vec::new();
+    for t in tokens {
+        match &t.thinking {
+            Some(ThinkingNote::Started { budget }) => events.push(format!(
+                "started at token {} ({})",
+                t.index,
+                budget.map_or("no limit".to_owned(), |b| format!("budget {b}"))
+            )),
+            Some(ThinkingNote::Exhausted) => {
+                events.push(format!("budget spent at token {}", t.index))
+            }
+            Some(ThinkingNote::Ended { by_budget: true }) => {
+                events.push(format!("end forced, done at token {}", t.index))
+            }
+            Some(ThinkingNote::Ended { by_budget: false }) => {
+                events.push(format!("closed by the model at token {}", t.index))
+            }
+            _ => {}
+        }
+    }
+    let inside = tokens.iter().filter(|t| t.thinking.is_some()).count();
+    (inside > 0).then(|| format!("{inside} token(s) in thinking; {}", events.join("; ")))
+}
+
 /// The chat template's part: source, lazy or not, triggers, the trigger timeline, llama.cpp's
 /// parse.
 fn template_section(
@@ -230,6 +258,9 @@ fn template_section(
             "| timeline | {dormant} token(s) free while the grammar slept; {}; trigger search {scan_ms:.3} ms in all |\n",
             fired.unwrap_or_else(|| never_fired(run, output))
         ));
+    }
+    if let Some(line) = thinking_line(tokens) {
+        out.push_str(&format!("| thinking | {} |\n", cell(&line)));
     }
     match (&run.parsed, &run.parse_error) {
         (Some(parsed), _) => {

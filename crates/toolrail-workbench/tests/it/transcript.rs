@@ -47,6 +47,7 @@ fn sample_transcript() -> Transcript {
             disagreements: Vec::new(),
             mask_difference: None,
             lazy: None,
+            thinking: None,
         });
     }
     Transcript {

@@ -164,6 +164,19 @@ pub struct GenerateArgs {
     /// With --template: the reasoning format (none, auto, deepseek, deepseek-legacy).
     #[arg(long, requires = "template")]
     pub reasoning_format: Option<String>,
+    /// With --template: llama-server's `--reasoning-budget`: at most N tokens of thinking, then
+    /// the end of thinking is forced (-1: no limit, the default; 0: ends thinking at once).
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "template",
+        allow_negative_numbers = true
+    )]
+    pub reasoning_budget: Option<i64>,
+    /// With --template: llama-server's `--reasoning-budget-message`: text forced before the end
+    /// tag when the budget runs out.
+    #[arg(long, value_name = "TEXT", requires = "template")]
+    pub reasoning_budget_message: Option<String>,
     /// Write the transcript (JSON) here.
     #[arg(long)]
     pub transcript: Option<PathBuf>,
@@ -266,6 +279,15 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     if let Err((key, message)) = given.check() {
         bail!("--{} {message}", key.replace('_', "-"));
     }
+    let budget = match args.reasoning_budget {
+        None | Some(-1) => None,
+        Some(n) => Some(u32::try_from(n).map_err(|_| {
+            anyhow::anyhow!(
+                "--reasoning-budget {n}: give -1 (no limit) or 0 to {}",
+                u32::MAX
+            )
+        })?),
+    };
     // A grammar file that can never be completed is refused before the model loads.
     if args.server.is_none() && args.request != RequestArg::Grammar {
         bail!("--request applies to runs on a llama-server: give --server");
@@ -373,6 +395,21 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         finish_in_budget: !args.no_budget_guard,
         repeat_penalty: args.repeat_penalty.unwrap_or(defaults.repeat_penalty),
     };
+    // How llama-server gates the template's grammar, with its reasoning budget on this
+    // vocabulary.
+    let gate = match &template {
+        Some(t) => {
+            let message = args.reasoning_budget_message.as_deref().unwrap_or("");
+            let gate = t.result.gate_setup_for(&model, budget, message)?;
+            if budget.is_some() && gate.reasoning.is_none() {
+                eprintln!(
+                    "reasoning budget: ignored: the template has no thinking tags (llama-server ignores it too)"
+                );
+            }
+            Some(gate)
+        }
+        None => None,
+    };
     let info = model.info().clone();
     let engine: EngineKind = if args.request == RequestArg::Tools {
         EngineKind::None
@@ -461,10 +498,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         threads: None,
         prefix: Vec::new(),
         reuse_cache: false,
-        gate: match &template {
-            Some(t) => Some(t.result.gate_setup()?),
-            None => None,
-        },
+        gate,
     };
     let start = std::time::Instant::now();
     let mut first_token_ms: Option<f64> = None;
@@ -592,6 +626,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     let validation = match (&tools, &server_calls) {
         (Some(tools), None) if template.is_some() => {
             if let Some(t) = &template {
+                report_thinking(&tokens);
                 report_trigger(t, &tokens, &output);
             }
             let run = template.as_mut().map(|t| t.parse(&output));
@@ -814,6 +849,38 @@ fn validate_parsed(
         }
     }
     Ok((serde_json::to_value(&parsed.tool_calls)?, messages))
+}
+
+/// The reasoning budget on stderr: where thinking started, and where it ended (forced by the
+/// budget, or closed by the model).
+fn report_thinking(tokens: &[toolrail_workbench::transcript::TokenRecord]) {
+    use toolrail_llm::record::ThinkingNote;
+    let mut line = Vec::new();
+    for t in tokens {
+        match &t.thinking {
+            Some(ThinkingNote::Started { budget }) => line.push(format!(
+                "thinking started at token {} ({})",
+                t.index,
+                budget.map_or("no limit".to_owned(), |b| format!("budget {b} tokens"))
+            )),
+            Some(ThinkingNote::Exhausted) => line.push(format!(
+                "the budget ran out at token {} ({:?}): the end was forced from token {}",
+                t.index,
+                t.piece,
+                t.index + 1
+            )),
+            Some(ThinkingNote::Ended { by_budget }) => line.push(format!(
+                "thinking ended at token {} ({:?}){}",
+                t.index,
+                t.piece,
+                if *by_budget { ", forced" } else { "" }
+            )),
+            _ => {}
+        }
+    }
+    if !line.is_empty() {
+        eprintln!("reasoning: {}", line.join("; "));
+    }
 }
 
 /// The trigger timeline on stderr: where the lazy grammar woke, or why it never did.

@@ -15,6 +15,7 @@ use toolrail_llm::template::{
     ChatTemplates, ParsedMessage, RequestDefaults, TemplateRequest, TemplateResult, ToolChoice,
     TriggerKind, openai_tools,
 };
+use toolrail_llm::template_lint::{TemplateFinding, lint_request, lint_template};
 
 /// Arguments of `toolrail template`.
 #[derive(Debug, clap::Args)]
@@ -62,6 +63,10 @@ pub struct TemplateArgs {
     /// Parse the output as a partial (streaming) one.
     #[arg(long, requires = "parse")]
     pub partial: bool,
+    /// A custom GBNF grammar sent with the tools, as a client might: llama-server refuses the
+    /// pair, and the lint says so (TP004).
+    #[arg(long, value_name = "FILE")]
+    pub grammar: Option<String>,
     /// Print one JSON object instead of a report.
     #[arg(long)]
     pub json: bool,
@@ -143,6 +148,24 @@ pub fn run(args: &TemplateArgs) -> anyhow::Result<ExitCode> {
             .chat_template_kwargs
             .insert("date_string".into(), json!(date));
     }
+    if let Some(path) = &args.grammar {
+        request.grammar = Some(super::read_grammar(path)?);
+    }
+    // What llama-server refuses before it builds anything.
+    let refused = lint_request(&request);
+    if !refused.is_empty() {
+        if args.json {
+            outln!(
+                "{}",
+                serde_json::to_string_pretty(&json!({"source": source, "template_lint": refused}))?
+            )?;
+        } else {
+            for finding in &refused {
+                outln!("{}", finding.render())?;
+            }
+        }
+        return Ok(ExitCode::from(2));
+    }
     let result = match templates.apply(&request) {
         Ok(result) => result,
         Err(e) => {
@@ -159,10 +182,11 @@ pub fn run(args: &TemplateArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    let findings = lint_template(&templates, &request, &result);
     if args.json {
-        print_json(&result, &source, parsed.as_ref())?;
+        print_json(&result, &source, parsed.as_ref(), &findings)?;
     } else {
-        print_report(&result, &source, parsed.as_ref())?;
+        print_report(&result, &source, parsed.as_ref(), &findings)?;
     }
     if let Some(url) = &args.server {
         compare_with_server(url, args, &request, &result)?;
@@ -283,6 +307,7 @@ fn print_json(
     result: &TemplateResult,
     source: &str,
     parsed: Option<&Result<ParsedMessage, String>>,
+    template_lint: &[TemplateFinding],
 ) -> anyhow::Result<()> {
     let mut value = serde_json::to_value(result)?;
     if let Value::Object(map) = &mut value {
@@ -293,6 +318,7 @@ fn print_json(
             lint(&result.grammar, toolrail_gbnf::DEFAULT_ROOT)
         };
         map.insert("lint".into(), serde_json::to_value(&findings)?);
+        map.insert("template_lint".into(), serde_json::to_value(template_lint)?);
         match parsed {
             Some(Ok(message)) => {
                 map.insert("parsed".into(), serde_json::to_value(message)?);
@@ -311,6 +337,7 @@ fn print_report(
     result: &TemplateResult,
     source: &str,
     parsed: Option<&Result<ParsedMessage, String>>,
+    template_lint: &[TemplateFinding],
 ) -> anyhow::Result<()> {
     let inputs = &result.inputs;
     outln!("template: {source}")?;
@@ -397,6 +424,10 @@ fn print_report(
         "parser: {} bytes (llama.cpp's serialized PEG parser)",
         result.parser.len()
     )?;
+    outln!("\n== template lint: {} finding(s) ==", template_lint.len())?;
+    for finding in template_lint {
+        outln!("{}", finding.render())?;
+    }
     match parsed {
         Some(Ok(message)) => {
             outln!("\n== llama.cpp's parse ==")?;

@@ -200,3 +200,194 @@ fn generate_template_refuses_what_llama_server_refuses() {
         "{stderr}"
     );
 }
+
+/// The template lint (TP001–TP004) in `--json` and in the report: a bound over llama.cpp's
+/// limits names its tool, a trigger word that can fire inside a word, a required call with
+/// thinking on, and a custom grammar sent with tools (refused, exit 2).
+#[test]
+fn template_lint_finds_limits_word_triggers_required_thinking_and_grammar_with_tools() {
+    let (Some(hermes), Some(firefunction), Some(qwen35)) = (
+        template("NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use"),
+        template("fireworks-ai-llama-3-firefunction-v2"),
+        template("Qwen3.5-4B"),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools.json");
+    std::fs::write(
+        &tools,
+        r#"[{"type": "function", "function": {"name": "note", "description": "Save a note",
+              "parameters": {"type": "object", "properties": {"text": {"type": "string", "maxLength": 5000}},
+                             "required": ["text"]}}},
+            {"type": "function", "function": {"name": "ok", "description": "Fine",
+              "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}}}}]"#,
+    )
+    .unwrap();
+    let tools_arg = tools.to_string_lossy().into_owned();
+    let lint_of = |args: &[&str]| -> Vec<Value> {
+        let (code, stdout, stderr) = run(args);
+        assert_eq!(code, 0, "{stderr}");
+        let report: Value = serde_json::from_str(&stdout).unwrap();
+        report["template_lint"].as_array().unwrap().clone()
+    };
+
+    let findings = lint_of(&[
+        "template",
+        "--template",
+        &hermes,
+        "--tools",
+        &tools_arg,
+        "--json",
+    ]);
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0]["code"], "TP001");
+    assert_eq!(findings[0]["severity"], "warning");
+    assert_eq!(findings[0]["tools"], serde_json::json!(["note"]));
+    assert!(findings[0]["message"].as_str().unwrap().contains("GB105"));
+
+    let findings = lint_of(&[
+        "template",
+        "--template",
+        &firefunction,
+        "--tools",
+        WEATHER,
+        "--json",
+    ]);
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0]["code"], "TP002");
+    assert!(
+        findings[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"functools\"")
+    );
+
+    let findings = lint_of(&[
+        "template",
+        "--template",
+        &qwen35,
+        "--tools",
+        WEATHER,
+        "--tool-choice",
+        "required",
+        "--thinking",
+        "true",
+        "--json",
+    ]);
+    assert!(
+        findings.iter().any(|f| f["code"] == "TP003"),
+        "{findings:?}"
+    );
+    let findings = lint_of(&[
+        "template",
+        "--template",
+        &qwen35,
+        "--tools",
+        WEATHER,
+        "--tool-choice",
+        "auto",
+        "--thinking",
+        "true",
+        "--json",
+    ]);
+    assert!(findings.is_empty(), "{findings:?}");
+
+    let grammar = dir.path().join("own.gbnf");
+    std::fs::write(&grammar, "root ::= \"x\"\n").unwrap();
+    let grammar_arg = grammar.to_string_lossy().into_owned();
+    let (code, stdout, stderr) = run(&[
+        "template",
+        "--template",
+        &qwen35,
+        "--tools",
+        WEATHER,
+        "--grammar",
+        &grammar_arg,
+    ]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(stdout.starts_with("TP004 error: "), "{stdout}");
+    assert!(stdout.contains("Cannot use custom grammar constraints with tools"));
+}
+
+/// `generate --template … --reasoning-budget N` on the test model: QwQ's prompt opens thinking
+/// (its newline after `<think>` already counts), the budget runs out after N tokens, the end tag
+/// is forced with one token allowed at a time, and the transcript records where.
+#[test]
+fn generate_with_a_reasoning_budget_forces_the_end_of_thinking_and_records_it() {
+    let Some(path) = template("Qwen-QwQ-32B") else {
+        return;
+    };
+    let Some(model) = toolrail_llm::test_model_for_suite().unwrap_or_else(|e| panic!("{e}")) else {
+        return;
+    };
+    let model = model.to_string_lossy().into_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("run.json");
+    let transcript_arg = transcript.to_string_lossy().into_owned();
+    let (code, stdout, stderr) = run(&[
+        "generate",
+        "--model",
+        &model,
+        "--tools",
+        WEATHER,
+        "--template",
+        &path,
+        "--thinking",
+        "true",
+        "--reasoning-budget",
+        "4",
+        "--prompt",
+        "What is the weather in Paris?",
+        "--max-tokens",
+        "8",
+        "--transcript",
+        &transcript_arg,
+    ]);
+    assert!(code == 0 || code == 1, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("reasoning: the budget ran out at token 2"),
+        "{stderr}"
+    );
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap();
+    let tokens = t["tokens"].as_array().unwrap();
+    let states: Vec<&str> = tokens
+        .iter()
+        .map(|r| r["thinking"]["state"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(
+        &states[..6],
+        [
+            "thinking",
+            "thinking",
+            "exhausted",
+            "forced",
+            "forced",
+            "ended"
+        ],
+        "{states:?}"
+    );
+    assert_eq!(tokens[5]["thinking"]["by_budget"], true);
+    let forced: String = tokens[3..6]
+        .iter()
+        .map(|r| r["piece"].as_str().unwrap())
+        .collect();
+    assert_eq!(forced, "</think>");
+    assert!(tokens[3..6].iter().all(|r| r["allowed"] == 1));
+    // A negative budget other than -1 is refused (before the model loads).
+    let (code, _, stderr) = run(&[
+        "generate",
+        "--model",
+        &model,
+        "--tools",
+        WEATHER,
+        "--template",
+        &path,
+        "--reasoning-budget",
+        "-2",
+        "--prompt",
+        "x",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--reasoning-budget -2"), "{stderr}");
+}
