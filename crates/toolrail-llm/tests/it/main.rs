@@ -15,5 +15,6 @@ mod llm_model;
 mod llm_sampler;
 mod mask_agreement;
 mod maskbench_llama;
+mod maskbench_three;
 mod server;
 mod template_runs;
