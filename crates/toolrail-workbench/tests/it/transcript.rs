@@ -46,6 +46,7 @@ fn sample_transcript() -> Transcript {
             sampled: Vec::new(),
             disagreements: Vec::new(),
             mask_difference: None,
+            other_masks: Vec::new(),
             lazy: None,
         });
     }
