@@ -490,7 +490,7 @@ pub fn mask_plot(ui: &mut egui::Ui, tokens: &[TokenRecord], engine: EngineKind, 
         .allow_drag(false)
         .x_axis_label("token");
     if lines.len() > 1 {
-        plot = plot.legend(egui_plot::Legend::default());
+        plot = plot.legend(egui_plot::Legend::default().follow_insertion_order(true));
     }
     plot.show(ui, |plot| {
         for (kind, points) in lines {
@@ -514,5 +514,62 @@ mod tests {
         assert_eq!(shown.chars().count(), SHOWN_CHARS);
         assert_eq!(cut_text("abc", 3), ("abc", false));
         assert_eq!(chip_text("a b\n"), "a·b\\n");
+    }
+
+    #[test]
+    fn mask_lines_give_each_engine_its_own_points() {
+        use toolrail_llm::record::OtherMask;
+        let token = |index: u32, others: &[(EngineKind, f64)]| TokenRecord {
+            index,
+            id: index,
+            piece: "x".into(),
+            piece_hex: None,
+            forced: false,
+            budget_replaced: None,
+            budget: None,
+            before: Vec::new(),
+            after: Vec::new(),
+            allowed: 1,
+            stacks: None,
+            decode_ms: 1.0,
+            mask_ms: 0.5,
+            flag: None,
+            sampled: Vec::new(),
+            disagreements: Vec::new(),
+            mask_difference: None,
+            other_masks: others
+                .iter()
+                .map(|&(engine, mask_ms)| OtherMask {
+                    engine,
+                    mask_ms,
+                    difference: None,
+                    stopped: None,
+                })
+                .collect(),
+            lazy: None,
+        };
+        let tokens = [
+            token(
+                0,
+                &[(EngineKind::Llama, 50.0), (EngineKind::Llguidance, 0.2)],
+            ),
+            // llguidance stopped following after token 0
+            token(1, &[(EngineKind::Llama, 60.0)]),
+        ];
+        let lines = mask_lines(&tokens, EngineKind::Toolrail);
+        let names: Vec<EngineKind> = lines.iter().map(|(e, _)| *e).collect();
+        assert_eq!(
+            names,
+            [
+                EngineKind::Toolrail,
+                EngineKind::Llama,
+                EngineKind::Llguidance
+            ]
+        );
+        assert_eq!(lines[0].1, [[0.0, 0.5], [1.0, 0.5]]);
+        assert_eq!(lines[1].1, [[0.0, 50.0], [1.0, 60.0]]);
+        assert_eq!(lines[2].1, [[0.0, 0.2]]);
+        // a run of one engine: one line
+        assert_eq!(mask_lines(&tokens[..0], EngineKind::Llama).len(), 1);
     }
 }

@@ -469,8 +469,8 @@ fn sampling_section(ui: &mut egui::Ui, run: &mut RunState) {
              toolrail's over the whole vocabulary: the mask-time plot shows one line per engine",
         );
         for (engine, text) in [
-            (EngineKind::Llama, "llama.cpp"),
-            (EngineKind::Llguidance, "llguidance"),
+            (EngineKind::Llama, "llama.cpp masks"),
+            (EngineKind::Llguidance, "llguidance masks"),
         ] {
             let mut on = settings.compare.contains(&engine);
             let own = settings.engine == engine;
