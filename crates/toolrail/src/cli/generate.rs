@@ -257,6 +257,22 @@ fn connect(url: &str, api_key_env: Option<&str>) -> anyhow::Result<(ServerClient
 /// Runs `toolrail generate`: exit 0 when the run ends normally (and the output is a valid call
 /// when tools were given), 1 when the output is not valid, 2 on errors.
 pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
+    // What can be compared, checked before anything is loaded.
+    if let Some(e) = args
+        .compare
+        .iter()
+        .find(|e| matches!(e, EngineArg::Toolrail | EngineArg::None))
+    {
+        bail!(
+            "--compare {}: only llama and llguidance can be compared with toolrail's masks",
+            EngineKind::from(*e)
+        );
+    }
+    if (args.engine == EngineArg::None || args.request == RequestArg::Tools)
+        && !args.compare.is_empty()
+    {
+        bail!("--compare needs a grammar: it does not go with --engine none or --request tools");
+    }
     // The same rules as models.toml, checked before anything is loaded.
     let given = SamplingDefaults {
         temperature: args.temperature,
@@ -383,19 +399,6 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.engine.into()
     };
-    if let Some(e) = args
-        .compare
-        .iter()
-        .find(|e| matches!(e, EngineArg::Toolrail | EngineArg::None))
-    {
-        bail!(
-            "--compare {}: only llama and llguidance can be compared with toolrail's masks",
-            EngineKind::from(*e)
-        );
-    }
-    if engine == EngineKind::None && !args.compare.is_empty() {
-        bail!("--compare needs a grammar: it does not go with --engine none or --request tools");
-    }
     let (worker, server, mut server_run) = match &args.server {
         Some(url) => {
             if !args.compare.is_empty() {
