@@ -6,6 +6,7 @@ use std::ops::Range;
 
 use egui::RichText;
 
+use toolrail_llm::worker::EngineKind;
 use toolrail_workbench::run::{Run, RunPhase};
 use toolrail_workbench::transcript::{Candidate, Stop, TokenRecord};
 
@@ -382,7 +383,15 @@ pub fn token_details(
             "decode {:.2} ms · mask {:.3} ms",
             t.decode_ms, t.mask_ms
         ));
+        for other in &t.other_masks {
+            ui.label(format!("· {} mask {:.3} ms", other.engine, other.mask_ms));
+        }
     });
+    for other in &t.other_masks {
+        if let Some(why) = &other.stopped {
+            ui.label(RichText::new(why).color(ui.visuals().warn_fg_color));
+        }
+    }
     ui.columns(2, |cols| {
         // Not justified: pieces show exactly as they are.
         let plain = egui::Layout::top_down(egui::Align::Min);
@@ -400,7 +409,7 @@ pub fn token_details(
             force = chosen;
         }
     });
-    if let Some(difference) = &t.mask_difference {
+    for difference in t.mask_differences() {
         mask_difference_section(ui, difference);
     }
     if let Some(snapshot) = &t.stacks {
@@ -526,25 +535,44 @@ fn candidate_bars(
     chosen
 }
 
-/// Mask time per token.
-pub fn mask_plot(ui: &mut egui::Ui, tokens: &[TokenRecord], id: &str) {
+/// Each engine's mask time per token, one point per token it computed a mask for: the run's
+/// `engine` first, then the engines computed beside it, in the order first met.
+pub fn mask_lines(tokens: &[TokenRecord], engine: EngineKind) -> Vec<(EngineKind, Vec<[f64; 2]>)> {
+    let mut lines: Vec<(EngineKind, Vec<[f64; 2]>)> = vec![(engine, Vec::new())];
+    for t in tokens {
+        for (kind, ms) in t.mask_times(engine) {
+            let point = [f64::from(t.index), ms];
+            match lines.iter_mut().find(|(k, _)| *k == kind) {
+                Some((_, points)) => points.push(point),
+                None => lines.push((kind, vec![point])),
+            }
+        }
+    }
+    lines
+}
+
+/// Mask time per token: one line per engine (the run's and the ones compared with it), with a
+/// legend naming them.
+pub fn mask_plot(ui: &mut egui::Ui, tokens: &[TokenRecord], engine: EngineKind, id: &str) {
     if tokens.is_empty() {
         return;
     }
     ui.label(RichText::new("Mask time per token (ms)").strong());
-    let points: Vec<[f64; 2]> = tokens
-        .iter()
-        .map(|t| [f64::from(t.index), t.mask_ms])
-        .collect();
-    egui_plot::Plot::new(id.to_owned())
+    let lines = mask_lines(tokens, engine);
+    let mut plot = egui_plot::Plot::new(id.to_owned())
         .height(110.0)
         .allow_scroll(false)
         .allow_zoom(false)
         .allow_drag(false)
-        .x_axis_label("token")
-        .show(ui, |plot| {
-            plot.line(egui_plot::Line::new("mask ms", points));
-        });
+        .x_axis_label("token");
+    if lines.len() > 1 {
+        plot = plot.legend(egui_plot::Legend::default().follow_insertion_order(true));
+    }
+    plot.show(ui, |plot| {
+        for (kind, points) in lines {
+            plot.line(egui_plot::Line::new(kind.name(), points));
+        }
+    });
 }
 
 #[cfg(test)]
@@ -562,5 +590,62 @@ mod tests {
         assert_eq!(shown.chars().count(), SHOWN_CHARS);
         assert_eq!(cut_text("abc", 3), ("abc", false));
         assert_eq!(chip_text("a b\n"), "a·b\\n");
+    }
+
+    #[test]
+    fn mask_lines_give_each_engine_its_own_points() {
+        use toolrail_llm::record::OtherMask;
+        let token = |index: u32, others: &[(EngineKind, f64)]| TokenRecord {
+            index,
+            id: index,
+            piece: "x".into(),
+            piece_hex: None,
+            forced: false,
+            budget_replaced: None,
+            budget: None,
+            before: Vec::new(),
+            after: Vec::new(),
+            allowed: 1,
+            stacks: None,
+            decode_ms: 1.0,
+            mask_ms: 0.5,
+            flag: None,
+            sampled: Vec::new(),
+            disagreements: Vec::new(),
+            mask_difference: None,
+            other_masks: others
+                .iter()
+                .map(|&(engine, mask_ms)| OtherMask {
+                    engine,
+                    mask_ms,
+                    difference: None,
+                    stopped: None,
+                })
+                .collect(),
+            lazy: None,
+        };
+        let tokens = [
+            token(
+                0,
+                &[(EngineKind::Llama, 50.0), (EngineKind::Llguidance, 0.2)],
+            ),
+            // llguidance stopped following after token 0
+            token(1, &[(EngineKind::Llama, 60.0)]),
+        ];
+        let lines = mask_lines(&tokens, EngineKind::Toolrail);
+        let names: Vec<EngineKind> = lines.iter().map(|(e, _)| *e).collect();
+        assert_eq!(
+            names,
+            [
+                EngineKind::Toolrail,
+                EngineKind::Llama,
+                EngineKind::Llguidance
+            ]
+        );
+        assert_eq!(lines[0].1, [[0.0, 0.5], [1.0, 0.5]]);
+        assert_eq!(lines[1].1, [[0.0, 50.0], [1.0, 60.0]]);
+        assert_eq!(lines[2].1, [[0.0, 0.2]]);
+        // a run of one engine: one line
+        assert_eq!(mask_lines(&tokens[..0], EngineKind::Llama).len(), 1);
     }
 }

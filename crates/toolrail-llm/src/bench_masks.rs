@@ -11,6 +11,12 @@
 //! they must agree everywhere) and with llguidance's (its own grammar: differences are counted
 //! and the first ones described). A schema toolrail cannot convert gives llama.cpp nothing to
 //! run; that is counted apart.
+//!
+//! llama.cpp's sampler costs tens of milliseconds per mask on a large vocabulary, so with
+//! [`MaskBenchOptions::llama_positions`] it computes (and is compared) only at a seeded draw of
+//! that many positions per schema; it still takes every token, so it follows the instances to
+//! their ends. The report counts, per engine, the positions it computed and, per pair, the
+//! positions actually compared: a "0 differences" figure stands on those only.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -59,8 +65,11 @@ pub struct MaskBenchOptions {
     pub engines: Vec<MaskEngineKind>,
     /// At most this many schema files, drawn with `seed` (all, in name order, when None).
     pub limit: Option<usize>,
-    /// The draw's seed.
+    /// The draw's seed (also for the positions llama.cpp computes).
     pub seed: u64,
+    /// At most this many positions per schema where llama.cpp computes its mask, drawn with
+    /// `seed` from all of the schema's positions (every position when None).
+    pub llama_positions: Option<usize>,
 }
 
 /// Quantiles of a set of times, in milliseconds.
@@ -100,8 +109,11 @@ pub struct MaskEngineFigures {
     pub compiled: usize,
     /// Time to first mask per compiled schema.
     pub compile_ms: Quantiles,
-    /// Mask time over every position it computed.
+    /// Mask time over every position it computed (`mask_ms.count` positions).
     pub mask_ms: Quantiles,
+    /// Positions where it followed the instance but was not asked for a mask (llama.cpp
+    /// outside its draw of `--llama-positions`; 0 for the others).
+    pub positions_skipped: usize,
     /// Instances it rejected before their end (a token it did not allow).
     pub rejected_instances: usize,
 }
@@ -113,15 +125,23 @@ pub struct MaskBenchReport {
     pub schemas: usize,
     /// Valid instances fed.
     pub instances: usize,
-    /// Positions where at least one engine computed a mask.
+    /// Tokens in all valid instances: every position, followed by an engine or not.
+    pub tokens: usize,
+    /// Positions where at least one engine followed the instance.
     pub positions: usize,
+    /// The per-schema cap on llama.cpp's positions, if one was set.
+    pub llama_positions: Option<usize>,
     /// Per engine.
     pub engines: Vec<MaskEngineFigures>,
-    /// Positions where toolrail's and llama.cpp's masks differ (both computed).
+    /// Positions where both toolrail's and llama.cpp's masks were computed and compared.
+    pub toolrail_llama_compared: usize,
+    /// Positions where toolrail's and llama.cpp's masks differ (of those compared).
     pub toolrail_llama_differences: usize,
     /// Schemas llama.cpp could not run (toolrail gave no grammar, or llama.cpp refused it).
     pub llama_not_run: usize,
-    /// Positions where toolrail's and llguidance's masks differ (both computed).
+    /// Positions where both toolrail's and llguidance's masks were computed and compared.
+    pub toolrail_llguidance_compared: usize,
+    /// Positions where toolrail's and llguidance's masks differ (of those compared).
     pub toolrail_llguidance_differences: usize,
     /// The first toolrail/llama.cpp differences, described (file, position, which engine
     /// allows what).
@@ -159,6 +179,26 @@ fn files(options: &MaskBenchOptions) -> Result<Vec<PathBuf>, LlmError> {
         files.sort();
     }
     Ok(files)
+}
+
+/// Which of a schema's `total` positions llama.cpp computes: all when `cap` is None or not
+/// below `total`, else a uniform draw of `cap` of them (a partial Fisher–Yates shuffle).
+fn llama_draw(total: usize, cap: Option<usize>, rng: &mut SplitMix64) -> Vec<bool> {
+    match cap.filter(|&c| c < total) {
+        None => vec![true; total],
+        Some(cap) => {
+            let mut order: Vec<usize> = (0..total).collect();
+            for i in 0..cap {
+                let j = i + rng.below((total - i) as u64) as usize;
+                order.swap(i, j);
+            }
+            let mut drawn = vec![false; total];
+            for &p in &order[..cap] {
+                drawn[p] = true;
+            }
+            drawn
+        }
+    }
 }
 
 /// The engines following one instance.
@@ -202,14 +242,20 @@ pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenc
     let mut compile: [Vec<f64>; 3] = Default::default();
     let mut mask_times: [Vec<f64>; 3] = Default::default();
     let mut rejected = [0usize; 3];
+    let mut skipped = [0usize; 3];
+    let mut draw_rng = SplitMix64::new(options.seed ^ 0x6c6c_616d_612e_6370);
     let slot = |k: MaskEngineKind| k as usize;
     let mut report = MaskBenchReport {
         schemas: files.len(),
         instances: 0,
+        tokens: 0,
         positions: 0,
+        llama_positions: options.llama_positions,
         engines: Vec::new(),
+        toolrail_llama_compared: 0,
         toolrail_llama_differences: 0,
         llama_not_run: 0,
+        toolrail_llguidance_compared: 0,
         toolrail_llguidance_differences: 0,
         llama_examples: Vec::new(),
         llguidance_examples: Vec::new(),
@@ -269,23 +315,26 @@ pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenc
                 llg_ok = true;
             }
         }
-        // Every valid instance, token by token.
-        for test in doc
+        // Every valid instance, tokenized first so llama.cpp's positions can be drawn.
+        let instances: Vec<Vec<u32>> = doc
             .get("tests")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-        {
-            if test.get("valid").and_then(Value::as_bool) != Some(true) {
-                continue;
-            }
-            let Some(data) = test.get("data") else {
-                continue;
-            };
-            let Ok(text) = serde_json::to_string(data) else {
-                continue;
-            };
-            let tokens = model.tokenize(&text, false, false);
+            .filter(|test| test.get("valid").and_then(Value::as_bool) == Some(true))
+            .filter_map(|test| serde_json::to_string(test.get("data")?).ok())
+            .map(|text| model.tokenize(&text, false, false))
+            .collect();
+        let total: usize = instances.iter().map(Vec::len).sum();
+        report.tokens += total;
+        let llama_drawn = if llama_ok {
+            llama_draw(total, options.llama_positions, &mut draw_rng)
+        } else {
+            Vec::new()
+        };
+        let mut schema_position = 0usize;
+        // Each instance, token by token.
+        for tokens in &instances {
             report.instances += 1;
             let mut f = Followers {
                 toolrail: engine
@@ -303,6 +352,10 @@ pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenc
                 },
             };
             for (position, &token) in tokens.iter().enumerate() {
+                let llama_computes = llama_drawn
+                    .get(schema_position + position)
+                    .copied()
+                    .unwrap_or(false);
                 if f.toolrail.is_none() && f.llama.is_none() && f.llguidance.is_none() {
                     break;
                 }
@@ -320,7 +373,11 @@ pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenc
                         }
                         MaskEngineKind::Llama => {
                             if let Some(s) = f.llama.as_mut() {
-                                theirs = s.token_mask().ok();
+                                if llama_computes {
+                                    theirs = s.token_mask().ok();
+                                } else {
+                                    skipped[slot(kind)] += 1;
+                                }
                             }
                         }
                         MaskEngineKind::Llguidance => {
@@ -338,6 +395,12 @@ pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenc
                     if computed {
                         mask_times[slot(kind)].push(took);
                     }
+                }
+                if ours.is_some() && theirs.is_some() {
+                    report.toolrail_llama_compared += 1;
+                }
+                if ours.is_some() && llgs.is_some() {
+                    report.toolrail_llguidance_compared += 1;
                 }
                 if let (Some(a), Some(b)) = (&ours, &theirs)
                     && a != b
@@ -385,6 +448,7 @@ pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenc
                     f.llguidance = None;
                 }
             }
+            schema_position += tokens.len();
         }
     }
     for &kind in &options.engines {
@@ -394,6 +458,7 @@ pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenc
             compile_ms: Quantiles::of(std::mem::take(&mut compile[slot(kind)])),
             mask_ms: Quantiles::of(std::mem::take(&mut mask_times[slot(kind)])),
             rejected_instances: rejected[slot(kind)],
+            positions_skipped: skipped[slot(kind)],
         });
     }
     Ok(report)

@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use toolrail_engine::Snapshot;
 
+use crate::worker::EngineKind;
+
 /// Sampling parameters (temperature 0 is greedy).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sampling {
@@ -158,6 +160,12 @@ pub struct TokenRecord {
     /// transcripts, and once toolrail's recognizer has stopped following the run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mask_difference: Option<MaskDifference>,
+    /// The other engines' masks computed at this step beside the run's own (toolrail's for a
+    /// `llama` or `llguidance` run, and the engines the run was asked to compare with): each
+    /// one's time and where it differs from toolrail's. Empty when there are none (and in
+    /// older transcripts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_masks: Vec<OtherMask>,
     /// Under a lazy grammar (a chat template's tool-call grammar): whether the grammar was still
     /// dormant at this token, or woke on it. Absent once the grammar constrains, for plain
     /// grammars, and in older transcripts.
@@ -168,6 +176,41 @@ pub struct TokenRecord {
     /// thinking ended). Absent outside thinking, for plain grammars, and in older transcripts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<ThinkingNote>,
+}
+
+impl TokenRecord {
+    /// Every difference between another engine's mask and toolrail's at this step: the run's
+    /// engine's, then the compared engines'.
+    pub fn mask_differences(&self) -> impl Iterator<Item = &MaskDifference> {
+        self.mask_difference.iter().chain(
+            self.other_masks
+                .iter()
+                .filter_map(|m| m.difference.as_ref()),
+        )
+    }
+
+    /// Each engine's mask time at this step: the run's `engine` first, then the others.
+    pub fn mask_times(&self, engine: EngineKind) -> impl Iterator<Item = (EngineKind, f64)> {
+        std::iter::once((engine, self.mask_ms))
+            .chain(self.other_masks.iter().map(|m| (m.engine, m.mask_ms)))
+    }
+}
+
+/// Another engine's mask at one step, computed beside the run's own engine's: how long it took
+/// and where it differs from toolrail's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OtherMask {
+    /// The engine.
+    pub engine: EngineKind,
+    /// Milliseconds it took to compute its mask over the whole vocabulary.
+    pub mask_ms: f64,
+    /// Where its mask differs from toolrail's (absent when they agree, and for toolrail's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difference: Option<MaskDifference>,
+    /// Why it stopped following the run after this step (it refused the token taken), if it
+    /// did: it computes no mask after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 /// Where another engine's mask and toolrail's disagree at one step, over the whole vocabulary:
@@ -365,4 +408,52 @@ pub struct Totals {
     /// [`TokenRecord::mask_difference`]).
     #[serde(default)]
     pub differing_steps: u32,
+    /// The other engines whose masks were computed beside the run's own (see
+    /// [`TokenRecord::other_masks`]), in the order first met. Empty when none were (and in
+    /// older transcripts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_engines: Vec<OtherEngineTotals>,
+}
+
+/// One other engine's totals over a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OtherEngineTotals {
+    /// The engine.
+    pub engine: EngineKind,
+    /// Steps at which it computed a mask.
+    pub steps: u32,
+    /// Total time of its masks.
+    pub mask_ms: f64,
+    /// Steps at which its mask was compared with toolrail's (0 for toolrail itself).
+    pub compared_steps: u32,
+    /// Of those, the steps where they differ.
+    pub differing_steps: u32,
+}
+
+impl Totals {
+    /// Adds one step's other masks to [`Totals::other_engines`].
+    pub fn add_other_masks(&mut self, masks: &[OtherMask]) {
+        for m in masks {
+            let slot = match self.other_engines.iter().position(|t| t.engine == m.engine) {
+                Some(slot) => slot,
+                None => {
+                    self.other_engines.push(OtherEngineTotals {
+                        engine: m.engine,
+                        steps: 0,
+                        mask_ms: 0.0,
+                        compared_steps: 0,
+                        differing_steps: 0,
+                    });
+                    self.other_engines.len() - 1
+                }
+            };
+            let t = &mut self.other_engines[slot];
+            t.steps += 1;
+            t.mask_ms += m.mask_ms;
+            if m.engine != EngineKind::Toolrail {
+                t.compared_steps += 1;
+                t.differing_steps += u32::from(m.difference.is_some());
+            }
+        }
+    }
 }

@@ -7,8 +7,11 @@
 //! when the request carries one), `none` (unconstrained). Whatever the engine, toolrail's
 //! recognizer follows the grammar so that every token carries the stacks after it and a dead
 //! end can say what was expected. Under `llama` and `llguidance`, toolrail's mask is also
-//! computed at every step (after the engine's, untimed) and compared over the whole
-//! vocabulary; a step where they differ carries a [`MaskDifference`] naming the tokens.
+//! computed at every step (after the engine's, timed apart) and compared over the whole
+//! vocabulary; a step where they differ carries a [`MaskDifference`] naming the tokens. A run
+//! can also compare with the other engines ([`RunRequest::compare`]): each computes its mask
+//! at every step beside the run's own, timed, and compared with toolrail's
+//! ([`TokenRecord::other_masks`]), so one run shows all three engines' times.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -22,8 +25,8 @@ use crate::lazy_gate::{FiredBy, GateSetup, GateStep, LazyGate, find_stop};
 use crate::llguidance::{LlgMatcher, Llguidance};
 use crate::reasoning_budget::ReasoningBudget;
 use crate::record::{
-    BudgetNote, Candidate, DifferingToken, LazyNote, MaskDifference, PENALTY_WINDOW, Sampling,
-    Stop, TokenRecord, Totals,
+    BudgetNote, Candidate, DifferingToken, LazyNote, MaskDifference, OtherMask, PENALTY_WINDOW,
+    Sampling, Stop, TokenRecord, Totals,
 };
 use toolrail_engine::sample::SplitMix64;
 use toolrail_engine::{BudgetGuard, Engine, MaskEngine, State, TokenMask};
@@ -79,6 +82,12 @@ pub struct RunRequest {
     pub schema: Option<serde_json::Value>,
     /// The engine.
     pub engine: EngineKind,
+    /// Other engines (`llama`, `llguidance`) whose masks are computed beside the engine's own
+    /// at every step while toolrail's recognizer follows the run, timed and compared with
+    /// toolrail's mask. The run's own engine, `toolrail` and `none` here change nothing. A
+    /// compared engine that refuses a token the run takes stops following (the step says
+    /// why) without ending the run.
+    pub compare: Vec<EngineKind>,
     /// Sampling parameters.
     pub sampling: Sampling,
     /// Start paused: nothing is generated until `Step` or `Continue`.
@@ -446,28 +455,31 @@ impl WorkerState {
             ),
             None => None,
         };
-        let mut llama = match (request.engine, grammar_text, lazy) {
-            (EngineKind::Llama, Some(text), Some(setup)) => Some(LlamaGrammarSampler::new_lazy(
+        // Whether an engine follows the run: as its engine, or compared with toolrail's.
+        let follows = |kind: EngineKind| {
+            request.engine == kind
+                || (request.engine != EngineKind::None && request.compare.contains(&kind))
+        };
+        let mut llama = match (follows(EngineKind::Llama), grammar_text, lazy) {
+            (true, Some(text), Some(setup)) => Some(LlamaGrammarSampler::new_lazy(
                 model,
                 text,
                 "root",
                 &setup.patterns,
                 &setup.tokens,
             )?),
-            (EngineKind::Llama, Some(text), None) => {
-                Some(LlamaGrammarSampler::new(model, text, "root")?)
-            }
+            (true, Some(text), None) => Some(LlamaGrammarSampler::new(model, text, "root")?),
             _ => None,
         };
-        let mut guidance: Option<LlgMatcher> = match (request.engine, &track) {
-            (EngineKind::Llguidance, Some(_)) if request.gate.is_some() => {
+        let mut guidance: Option<LlgMatcher> = match (follows(EngineKind::Llguidance), &track) {
+            (true, Some(_)) if request.gate.is_some() => {
                 return Err(LlmError::Generation(
                     "llguidance does not run chat-template grammars (with their lazy triggers) \
                      here yet: use the toolrail or llama engine for a template run"
                         .to_owned(),
                 ));
             }
-            (EngineKind::Llguidance, Some((engine, _))) => {
+            (true, Some((engine, _))) => {
                 if llg.is_none() {
                     *llg = Some(
                         Llguidance::new(masks.table())
@@ -519,9 +531,13 @@ impl WorkerState {
                     ))
                 })?;
             }
-            accept_in_other_engines(&mut llama, &mut guidance, token, || {
-                format!("the generation prompt's token {token}")
-            })?;
+            for (_, reason) in
+                accept_in_other_engines(request.engine, &mut llama, &mut guidance, token, || {
+                    format!("the generation prompt's token {token}")
+                })?
+            {
+                self.emit(request.id, Event::Error(reason));
+            }
         }
         let stops = request
             .gate
@@ -593,9 +609,13 @@ impl WorkerState {
                         None => track = None,
                     }
                 }
-                accept_in_other_engines(&mut llama, &mut guidance, tok, || {
-                    format!("token {index} of the branch's prefix ({tok})")
-                })?;
+                for (_, reason) in
+                    accept_in_other_engines(request.engine, &mut llama, &mut guidance, tok, || {
+                        format!("token {index} of the branch's prefix ({tok})")
+                    })?
+                {
+                    self.emit(request.id, Event::Error(reason));
+                }
             }
             output.extend_from_slice(&piece);
             generated.push(token);
@@ -644,25 +664,79 @@ impl WorkerState {
                 _ => None,
             };
             let mask_ms = ms(mask_started);
-            // Another engine's mask against toolrail's, over the whole vocabulary (untimed):
-            // None when not compared, Some(None) when they agree. Counted in the totals with
-            // the step's record (a step that ends the run has none).
-            let compared = match (request.engine, &mask, &mut track) {
-                (
-                    EngineKind::Llama | EngineKind::Llguidance,
-                    Some(theirs),
-                    Some((engine, state)),
-                ) if awake => {
+            // The other engines' masks beside the run's own, each timed: toolrail's (when the
+            // run's engine is another and its mask is compared, or other engines are), then the
+            // compared engines'.
+            let mut other_masks: Vec<OtherMask> = Vec::new();
+            let wants_ours = (request.engine != EngineKind::Toolrail && mask.is_some())
+                || llama.is_some()
+                || guidance.is_some();
+            let computed_ours: Option<TokenMask> = match &mut track {
+                Some((engine, state))
+                    if awake && request.engine != EngineKind::Toolrail && wants_ours =>
+                {
+                    let started = Instant::now();
                     let ours = masks.mask(engine, *state).map_err(|e| {
                         LlmError::Generation(format!(
                             "token {index} (output byte {}): toolrail's mask for the comparison: {e}",
                             output.len()
                         ))
                     })?;
-                    Some(compare_masks(model, request.engine, theirs, &ours))
+                    other_masks.push(OtherMask {
+                        engine: EngineKind::Toolrail,
+                        mask_ms: ms(started),
+                        difference: None,
+                        stopped: None,
+                    });
+                    Some(ours)
                 }
                 _ => None,
             };
+            let ours = if request.engine == EngineKind::Toolrail {
+                mask.as_ref().filter(|_| awake)
+            } else {
+                computed_ours.as_ref()
+            };
+            // The run's engine's mask against toolrail's, over the whole vocabulary: None when
+            // not compared, Some(None) when they agree. Counted in the totals with the step's
+            // record (a step that ends the run has none).
+            let compared = match (request.engine, &mask, ours) {
+                (EngineKind::Llama | EngineKind::Llguidance, Some(theirs), Some(ours)) => {
+                    Some(compare_masks(model, request.engine, theirs, ours))
+                }
+                _ => None,
+            };
+            if let Some(ours) = ours {
+                if request.engine != EngineKind::Llama
+                    && let Some(llama) = &mut llama
+                {
+                    let started = Instant::now();
+                    let theirs = llama.token_mask()?;
+                    other_masks.push(OtherMask {
+                        engine: EngineKind::Llama,
+                        mask_ms: ms(started),
+                        difference: compare_masks(model, EngineKind::Llama, &theirs, ours),
+                        stopped: None,
+                    });
+                }
+                if request.engine != EngineKind::Llguidance
+                    && let Some(guidance) = &mut guidance
+                {
+                    let started = Instant::now();
+                    let theirs = guidance.mask().map_err(|e| {
+                        LlmError::Generation(format!(
+                            "token {index} (output byte {}): llguidance (compared): {e}",
+                            output.len()
+                        ))
+                    })?;
+                    other_masks.push(OtherMask {
+                        engine: EngineKind::Llguidance,
+                        mask_ms: ms(started),
+                        difference: compare_masks(model, EngineKind::Llguidance, &theirs, ours),
+                        stopped: None,
+                    });
+                }
+            }
             // A spent reasoning budget allows only the next token of the forced end (and only if
             // the grammar, when it applies, allows it too).
             let mask = match thinking.as_ref().and_then(ReasoningBudget::forced_token) {
@@ -777,9 +851,16 @@ impl WorkerState {
                         None => track = None,
                     }
                 }
-                accept_in_other_engines(&mut llama, &mut guidance, tok, || {
-                    format!("token {index} (output byte {at})")
-                })?;
+                let stopped =
+                    accept_in_other_engines(request.engine, &mut llama, &mut guidance, tok, || {
+                        format!("token {index} (output byte {at})")
+                    })?;
+                for (engine, reason) in stopped {
+                    match other_masks.iter_mut().find(|m| m.engine == engine) {
+                        Some(m) => m.stopped = Some(reason),
+                        None => self.emit(request.id, Event::Error(reason)),
+                    }
+                }
             }
             let record = TokenRecord {
                 index,
@@ -802,6 +883,7 @@ impl WorkerState {
                 sampled: Vec::new(),
                 disagreements: Vec::new(),
                 mask_difference: compared.clone().flatten(),
+                other_masks,
                 lazy: lazy_note,
                 thinking: thinking_note,
             };
@@ -809,6 +891,7 @@ impl WorkerState {
                 totals.compared_steps += 1;
                 totals.differing_steps += u32::from(difference.is_some());
             }
+            totals.add_other_masks(&record.other_masks);
             totals.tokens += 1;
             totals.decode_ms += decode_ms;
             totals.mask_ms += mask_ms;
@@ -1071,20 +1154,49 @@ fn ms(since: Instant) -> f64 {
 }
 
 /// Feeds a token the run took to the other engines following it (llama.cpp's grammar sampler,
-/// llguidance's matcher); `place` says where in the run, for llguidance's error.
+/// llguidance's matcher); `place` says where in the run. A refusal by the run's own `engine` is
+/// an error; a compared engine that refuses stops following: it is dropped, and returned with
+/// the reason in words.
 fn accept_in_other_engines(
+    engine: EngineKind,
     llama: &mut Option<LlamaGrammarSampler>,
     guidance: &mut Option<LlgMatcher>,
     token: u32,
-    place: impl FnOnce() -> String,
-) -> Result<(), LlmError> {
-    if let Some(llama) = llama {
-        llama.accept(token)?;
+    place: impl Fn() -> String,
+) -> Result<Vec<(EngineKind, String)>, LlmError> {
+    let mut stopped = Vec::new();
+    if let Some(sampler) = llama
+        && let Err(e) = sampler.accept(token)
+    {
+        if engine == EngineKind::Llama {
+            return Err(e);
+        }
+        stopped.push((
+            EngineKind::Llama,
+            format!(
+                "{}: llama.cpp (compared) refused token {token} and stops following the run: {e}",
+                place()
+            ),
+        ));
+        *llama = None;
     }
-    if let Some(guidance) = guidance {
-        guidance
-            .consume(token)
-            .map_err(|e| LlmError::Generation(format!("{}: llguidance: {e}", place())))?;
+    if let Some(matcher) = guidance
+        && let Err(e) = matcher.consume(token)
+    {
+        if engine == EngineKind::Llguidance {
+            return Err(LlmError::Generation(format!(
+                "{}: llguidance: {e}",
+                place()
+            )));
+        }
+        stopped.push((
+            EngineKind::Llguidance,
+            format!(
+                "{}: llguidance (compared) refused token {token} and stops following the run: {e}",
+                place()
+            ),
+        ));
+        *guidance = None;
     }
-    Ok(())
+    Ok(stopped)
 }

@@ -997,6 +997,13 @@ impl RunController {
                 ));
             }
             ServerState::Connected(connection) => {
+                if !request.compare.is_empty() {
+                    return Err(RunError::Server(
+                        "comparing other engines' masks runs in-process: untick Compare with for \
+                         a run on the server (toolrail follows every token it sends)"
+                            .into(),
+                    ));
+                }
                 let (server_request, engine) =
                     server_request_for(self.server_request, &inputs, &request, user)?;
                 request.engine = engine;

@@ -300,7 +300,8 @@ impl GenerationPane {
                         let grammar = replay.transcript.grammar.as_deref();
                         token_details(ui, t, grammar, false);
                     }
-                    mask_plot(ui, tokens, "generation-replay-plot");
+                    let engine = replay.transcript.engine;
+                    mask_plot(ui, tokens, engine, "generation-replay-plot");
                 }
                 None => {
                     ui.label(
@@ -342,7 +343,7 @@ impl GenerationPane {
         {
             force = token_details(ui, t, run.request.grammar.as_deref(), true);
         }
-        mask_plot(ui, &run.tokens, "generation-mask-plot");
+        mask_plot(ui, &run.tokens, run.request.engine, "generation-mask-plot");
         if let (Some(step), Some(token)) = (self.selected, force) {
             match shared.run.controller.branch(run_id, step, token, false) {
                 Ok(id) => {
@@ -481,6 +482,34 @@ fn sampling_section(ui: &mut egui::Ui, run: &mut RunState) {
             })
             .response
             .labelled_by(label.id);
+    });
+    ui.horizontal(|ui| {
+        ui.label("Compare with").on_hover_text(
+            "Also compute these engines' masks at every step, timed and compared with \
+             toolrail's over the whole vocabulary: the mask-time plot shows one line per engine",
+        );
+        for (engine, text) in [
+            (EngineKind::Llama, "llama.cpp masks"),
+            (EngineKind::Llguidance, "llguidance masks"),
+        ] {
+            let mut on = settings.compare.contains(&engine);
+            let own = settings.engine == engine;
+            let usable = !own && settings.engine != EngineKind::None;
+            let response = ui
+                .add_enabled(usable, egui::Checkbox::new(&mut on, text))
+                .on_disabled_hover_text(if own {
+                    "the run's own engine: its mask is compared with toolrail's already"
+                } else {
+                    "runs without a grammar compare no masks"
+                });
+            if response.changed() {
+                if on {
+                    settings.compare.push(engine);
+                } else {
+                    settings.compare.retain(|&e| e != engine);
+                }
+            }
+        }
     });
     egui::CollapsingHeader::new("Sampling")
         .id_salt("generation-sampling")

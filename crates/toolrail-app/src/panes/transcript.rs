@@ -196,7 +196,12 @@ impl TranscriptPane {
             // Replays cannot branch: there is no model behind them.
             let _ = token_details(ui, token, replay.transcript.grammar.as_deref(), false);
         }
-        mask_plot(ui, replay.shown(), "transcript-mask-plot");
+        mask_plot(
+            ui,
+            replay.shown(),
+            replay.transcript.engine,
+            "transcript-mask-plot",
+        );
         if let Some(i) = clicked {
             replay.seek(i + 1);
         }

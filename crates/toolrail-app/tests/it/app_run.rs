@@ -414,3 +414,99 @@ fn a_token_whose_masks_differ_shows_which_engine_allows_what() {
     harness.get_by_label_contains("Token 11: ");
     assert!(harness.query_by_label_contains("Masks differ").is_none());
 }
+
+/// The legend entries of the mask-time plots on screen named `name` (egui_plot draws each as a
+/// check box that shows or hides its line).
+fn legend_entries(harness: &Harness<'_, ToolrailApp>, name: &str) -> usize {
+    harness
+        .query_all_by_role_and_label(egui::accesskit::Role::CheckBox, name)
+        .count()
+}
+
+#[test]
+fn the_mask_plot_draws_one_named_line_per_engine_of_a_compared_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = window(dir.path());
+    // A real toolrail run on the weather sample with llama.cpp and llguidance compared
+    // (`toolrail generate --compare llama,llguidance --transcript …`).
+    open_from(
+        &mut harness.state_mut().shared,
+        Path::new("tests/fixtures/weather_three_engines_run.json"),
+    );
+    harness.step();
+    let replay = harness
+        .state_mut()
+        .shared
+        .run
+        .controller
+        .replay_mut()
+        .unwrap();
+    assert!(
+        replay
+            .transcript
+            .tokens
+            .iter()
+            .all(|t| t.other_masks.len() == 2)
+    );
+    let end = replay.len();
+    replay.seek(end);
+    harness.run_steps(4);
+    harness.get_by_label("Mask time per token (ms)");
+    for name in ["toolrail", "llama", "llguidance"] {
+        assert!(
+            legend_entries(&harness, name) >= 1,
+            "no line named {name} in the mask-time plot"
+        );
+    }
+    // the last token's details list each engine's time
+    harness.get_by_label_contains("llama mask ");
+    harness.get_by_label_contains("llguidance mask ");
+
+    // a run of one engine draws one line, without a legend
+    open_from(
+        &mut harness.state_mut().shared,
+        Path::new("tests/fixtures/weather_run.json"),
+    );
+    harness.step();
+    let replay = harness
+        .state_mut()
+        .shared
+        .run
+        .controller
+        .replay_mut()
+        .unwrap();
+    let end = replay.len();
+    replay.seek(end);
+    harness.run_steps(4);
+    harness.get_by_label("Mask time per token (ms)");
+    for name in ["toolrail", "llama", "llguidance"] {
+        assert_eq!(legend_entries(&harness, name), 0, "{name}");
+    }
+}
+
+#[test]
+fn compare_with_turns_both_comparisons_on_and_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = window(dir.path());
+    let compare = |h: &Harness<'_, ToolrailApp>| h.state().shared.run.settings.compare.clone();
+    assert!(compare(&harness).is_empty());
+    harness.get_by_label("llama.cpp masks").click();
+    harness.step();
+    harness.get_by_label("llguidance masks").click();
+    harness.step();
+    use toolrail_llm::worker::EngineKind;
+    assert_eq!(
+        compare(&harness),
+        [EngineKind::Llama, EngineKind::Llguidance]
+    );
+    // the run's request carries them
+    let setup = harness
+        .state()
+        .shared
+        .run
+        .setup(&harness.state().shared.analysis);
+    assert_eq!(setup.compare, [EngineKind::Llama, EngineKind::Llguidance]);
+    harness.get_by_label("llama.cpp masks").click();
+    harness.step();
+    assert_eq!(compare(&harness), [EngineKind::Llguidance]);
+}

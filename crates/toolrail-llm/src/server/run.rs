@@ -903,6 +903,7 @@ impl ServerRunner {
             sampled: Vec::new(),
             disagreements: Vec::new(),
             mask_difference: None,
+            other_masks: Vec::new(),
             lazy: None,
             thinking: None,
         };

@@ -195,3 +195,108 @@ fn bench_runs_the_three_engines_and_compares_their_masks_with_toolrails() {
         );
     }
 }
+
+#[test]
+fn a_toolrail_run_compared_with_both_engines_records_three_engines_times() {
+    let Some(model) = crate::common::model().cloned() else {
+        return;
+    };
+    let pieces = model.clone();
+    let (prompt, grammar) = crate::common::weather_prompt_and_grammar();
+    let worker = Worker::spawn(model, Arc::new(|| {}));
+    let mut req = request(&prompt, Some(&grammar), EngineKind::Toolrail, 80);
+    req.compare = vec![EngineKind::Llama, EngineKind::Llguidance];
+    let (tokens, stop, totals, output) = run_to_end(&worker, req);
+    assert_eq!(stop, Stop::EndOfGeneration, "{output}");
+    assert!(!tokens.is_empty());
+    for t in &tokens {
+        // the run's own engine is toolrail: no difference of its own, two engines beside it
+        assert_eq!(t.mask_difference, None);
+        let engines: Vec<EngineKind> = t.other_masks.iter().map(|m| m.engine).collect();
+        assert_eq!(
+            engines,
+            [EngineKind::Llama, EngineKind::Llguidance],
+            "step {}",
+            t.index
+        );
+        let times: Vec<(EngineKind, f64)> = t.mask_times(EngineKind::Toolrail).collect();
+        assert_eq!(times.len(), 3, "three engines' times at step {}", t.index);
+        assert!(times.iter().all(|&(_, ms)| ms > 0.0), "{times:?}");
+        assert!(t.other_masks.iter().all(|m| m.stopped.is_none()));
+        let llama = &t.other_masks[0];
+        assert_eq!(
+            llama.difference,
+            None,
+            "step {}: llama.cpp and toolrail differ: {}",
+            t.index,
+            llama
+                .difference
+                .as_ref()
+                .map_or(String::new(), |d| d.describe())
+        );
+        // llguidance: only the lead bytes 0xF5–0xFF, which toolrail (as llama.cpp) allows
+        if let Some(d) = &t.other_masks[1].difference {
+            assert_eq!(d.engine, "llguidance");
+            assert_eq!(d.only_engine, 0, "step {}: {}", t.index, d.describe());
+            assert!(
+                d.tokens
+                    .iter()
+                    .all(|token| is_lenient_utf8_lead(&pieces.piece(token.id))),
+                "step {}: {}",
+                t.index,
+                d.describe()
+            );
+        }
+    }
+    let engines: Vec<EngineKind> = totals.other_engines.iter().map(|e| e.engine).collect();
+    assert_eq!(engines, [EngineKind::Llama, EngineKind::Llguidance]);
+    for e in &totals.other_engines {
+        assert_eq!(e.steps as usize, tokens.len());
+        assert_eq!(e.compared_steps as usize, tokens.len());
+        assert!(e.mask_ms > 0.0);
+    }
+    assert_eq!(totals.other_engines[0].differing_steps, 0);
+    // the same greedy call as an uncompared toolrail run
+    let (_, _, _, plain) = run_to_end(
+        &worker,
+        request(&prompt, Some(&grammar), EngineKind::Toolrail, 80),
+    );
+    assert_eq!(plain, output);
+    eprintln!(
+        "weather compared with both engines: {} steps; mask ms total toolrail {:.1}, llama {:.1}, llguidance {:.1}; llguidance differs at {} step(s)",
+        tokens.len(),
+        totals.mask_ms,
+        totals.other_engines[0].mask_ms,
+        totals.other_engines[1].mask_ms,
+        totals.other_engines[1].differing_steps
+    );
+}
+
+#[test]
+fn a_llama_run_compared_with_llguidance_times_toolrail_too() {
+    let Some(model) = crate::common::model().cloned() else {
+        return;
+    };
+    let (prompt, grammar) = crate::common::weather_prompt_and_grammar();
+    let worker = Worker::spawn(model, Arc::new(|| {}));
+    let mut req = request(&prompt, Some(&grammar), EngineKind::Llama, 24);
+    req.compare = vec![EngineKind::Llguidance, EngineKind::Llama];
+    let (tokens, _, totals, _) = run_to_end(&worker, req);
+    assert!(!tokens.is_empty());
+    for t in &tokens {
+        let engines: Vec<EngineKind> = t.mask_times(EngineKind::Llama).map(|(e, _)| e).collect();
+        assert_eq!(
+            engines,
+            [
+                EngineKind::Llama,
+                EngineKind::Toolrail,
+                EngineKind::Llguidance
+            ],
+            "step {}",
+            t.index
+        );
+        assert_eq!(t.mask_difference, None, "llama.cpp agrees with toolrail");
+    }
+    assert_eq!(totals.compared_steps as usize, tokens.len());
+    assert_eq!(totals.differing_steps, 0);
+}

@@ -16,6 +16,7 @@ mod llm_model;
 mod llm_sampler;
 mod mask_agreement;
 mod maskbench_llama;
+mod maskbench_three;
 mod reasoning_budget;
 mod server;
 mod template_runs;

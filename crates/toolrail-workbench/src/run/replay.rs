@@ -130,6 +130,7 @@ mod tests {
             sampled: Vec::new(),
             disagreements: Vec::new(),
             mask_difference: None,
+            other_masks: Vec::new(),
             lazy: None,
             thinking: None,
         }

@@ -126,6 +126,9 @@ pub struct RunSetup {
     pub style: PromptStyle,
     /// Which engine masks the tokens.
     pub engine: EngineKind,
+    /// Other engines whose masks are computed beside it and compared with toolrail's
+    /// ([`RunRequest::compare`]).
+    pub compare: Vec<EngineKind>,
     /// Sampling parameters.
     pub sampling: Sampling,
     /// Context size (`None`: the model spec's, else the default).
@@ -143,6 +146,7 @@ impl Default for RunSetup {
             user: "What is the weather in Paris?".into(),
             style: PromptStyle::Model,
             engine: EngineKind::Toolrail,
+            compare: Vec::new(),
             sampling: Sampling::default(),
             context: None,
             threads: None,
@@ -279,6 +283,7 @@ pub fn build_request(
         grammar,
         schema: inputs.schema.clone(),
         engine: setup.engine,
+        compare: setup.compare.clone(),
         sampling: setup.sampling.clone(),
         start_paused,
         show: setup.show,

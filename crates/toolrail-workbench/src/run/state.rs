@@ -40,6 +40,9 @@ pub struct RunSettings {
     pub gguf: Option<PathBuf>,
     /// The engine.
     pub engine: EngineKind,
+    /// Other engines (`llama`, `llguidance`) whose masks a run also computes at every step,
+    /// timed and compared with toolrail's (empty in older workspaces).
+    pub compare: Vec<EngineKind>,
     /// Sampling parameters.
     pub sampling: Sampling,
     /// How the prompt is built: `model`, `raw`, or a family name (`llama3`, `hermes`, `gemma`,
@@ -66,6 +69,7 @@ impl Default for RunSettings {
             model: "gemma-3-270m".into(),
             gguf: None,
             engine: EngineKind::Toolrail,
+            compare: Vec::new(),
             sampling: Sampling::default(),
             prompt_style: PromptStyle::Model,
             system: String::new(),
@@ -198,6 +202,7 @@ impl RunState {
             user: analysis.input.prompt.clone(),
             style: s.prompt_style,
             engine: s.engine,
+            compare: s.compare.clone(),
             sampling: s.sampling.clone(),
             context: None,
             threads: s.threads,

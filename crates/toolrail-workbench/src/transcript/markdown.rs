@@ -79,6 +79,20 @@ pub fn to_markdown(t: &Transcript) -> String {
             t.engine, t.totals.differing_steps, t.totals.compared_steps
         ));
     }
+    for other in &t.totals.other_engines {
+        let compared = if other.compared_steps > 0 {
+            format!(
+                "; differs from toolrail's at {} of {} step(s)",
+                other.differing_steps, other.compared_steps
+            )
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "| {} masks (beside {}'s) | {:.1} ms over {} step(s){compared} |\n",
+            other.engine, t.engine, other.mask_ms, other.steps
+        ));
+    }
     out.push_str(&format!(
         "| totals | {} tokens, {:.1} tokens/s, decode {:.1} ms, mask {:.1} ms |\n\n",
         t.totals.tokens, t.totals.tokens_per_s, t.totals.decode_ms, t.totals.mask_ms
@@ -107,7 +121,7 @@ pub fn to_markdown(t: &Transcript) -> String {
                 .map(|c| format!("`{}` {:.2}", cell(&c.piece), c.probability))
                 .collect();
             out.push_str(&format!(
-                "| {} | `{}`{} | {:.2} | {} | {} | {:.3} |\n",
+                "| {} | `{}`{} | {:.2} | {} | {} | {} |\n",
                 r.index,
                 cell(&r.piece),
                 match (r.forced, r.budget_replaced, &r.flag) {
@@ -124,14 +138,21 @@ pub fn to_markdown(t: &Transcript) -> String {
                 p,
                 r.allowed,
                 alts.join(", "),
-                r.mask_ms
+                if r.other_masks.is_empty() {
+                    format!("{:.3}", r.mask_ms)
+                } else {
+                    r.mask_times(t.engine)
+                        .map(|(engine, ms)| format!("{engine} {ms:.3}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
             ));
         }
     }
     let differing: Vec<_> = t
         .tokens
         .iter()
-        .filter_map(|r| r.mask_difference.as_ref().map(|d| (r.index, d)))
+        .flat_map(|r| r.mask_differences().map(|d| (r.index, d)))
         .collect();
     if !differing.is_empty() {
         out.push_str(
@@ -139,6 +160,21 @@ pub fn to_markdown(t: &Transcript) -> String {
         );
         for (index, d) in differing {
             out.push_str(&format!("| {index} | {} |\n", cell(&d.describe())));
+        }
+    }
+    let stopped: Vec<_> = t
+        .tokens
+        .iter()
+        .flat_map(|r| {
+            r.other_masks
+                .iter()
+                .filter_map(move |m| m.stopped.as_ref().map(|why| (r.index, why)))
+        })
+        .collect();
+    if !stopped.is_empty() {
+        out.push_str("\n## Compared engines that stopped following\n\n| # | why |\n|---|---|\n");
+        for (index, why) in stopped {
+            out.push_str(&format!("| {index} | {} |\n", cell(why)));
         }
     }
     if let Some(run) = &t.template {

@@ -167,7 +167,8 @@ pub struct ModelInfo {
 }
 
 pub use toolrail_llm::record::{
-    Candidate, DifferingToken, MaskDifference, PENALTY_WINDOW, Sampling, Stop, TokenRecord, Totals,
+    Candidate, DifferingToken, MaskDifference, OtherEngineTotals, OtherMask, PENALTY_WINDOW,
+    Sampling, Stop, TokenRecord, Totals,
 };
 
 /// Why a transcript could not be read or written.

@@ -46,6 +46,7 @@ fn sample_transcript() -> Transcript {
             sampled: Vec::new(),
             disagreements: Vec::new(),
             mask_difference: None,
+            other_masks: Vec::new(),
             lazy: None,
             thinking: None,
         });
@@ -179,4 +180,66 @@ fn a_transcript_over_the_size_limit_is_refused_before_it_is_read() {
         )),
         "{err}"
     );
+}
+
+#[test]
+fn a_run_compared_with_other_engines_keeps_each_engines_times_and_differences() {
+    use toolrail_llm::worker::EngineKind;
+    use toolrail_workbench::transcript::{DifferingToken, MaskDifference, OtherMask};
+    let mut t = sample_transcript();
+    for r in &mut t.tokens {
+        r.other_masks = vec![
+            OtherMask {
+                engine: EngineKind::Llama,
+                mask_ms: 55.25,
+                difference: None,
+                stopped: None,
+            },
+            OtherMask {
+                engine: EngineKind::Llguidance,
+                mask_ms: 0.125,
+                difference: None,
+                stopped: None,
+            },
+        ];
+        t.totals.add_other_masks(&r.other_masks);
+    }
+    t.tokens[3].other_masks[1].difference = Some(MaskDifference {
+        engine: "llguidance".into(),
+        only_engine: 0,
+        only_toolrail: 1,
+        tokens: vec![DifferingToken {
+            id: 483,
+            piece: "\u{fffd}".into(),
+            piece_hex: Some("f5".into()),
+            engine_allows: false,
+        }],
+    });
+    t.tokens[4].other_masks[1].stopped = Some("llguidance refused token 104".into());
+    // the JSON keeps them
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    t.save(&path).unwrap();
+    let back = Transcript::load(&path).unwrap();
+    assert_eq!(back, t);
+    assert_eq!(back.totals.other_engines.len(), 2);
+    assert_eq!(back.totals.other_engines[0].steps, 5);
+    // the Markdown lists every engine's time, the differences and the stop
+    let md = to_markdown(&t);
+    assert!(
+        md.contains("| toolrail 0.200, llama 55.250, llguidance 0.125 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| llama masks (beside toolrail's) | 276.2 ms over 5 step(s)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 3 | only toolrail allows bytes f5 (483) |"),
+        "{md}"
+    );
+    assert!(md.contains("| 4 | llguidance refused token 104 |"), "{md}");
+    // a transcript without comparisons keeps its plain mask column
+    let plain = to_markdown(&sample_transcript());
+    assert!(!plain.contains("llama"), "{plain}");
 }

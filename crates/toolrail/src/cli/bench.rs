@@ -243,9 +243,14 @@ pub struct MasksArgs {
     /// At most this many schemas, drawn with --seed (default: all).
     #[arg(long)]
     pub limit: Option<usize>,
-    /// The draw's seed.
+    /// The draw's seed (of schemas, and of llama.cpp's positions).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// llama.cpp computes (and is compared) at most this many positions per schema, drawn with
+    /// --seed; it still follows every token (default: every position). Its sampler takes tens
+    /// of milliseconds per mask on a large vocabulary.
+    #[arg(long, value_name = "N")]
+    pub llama_positions: Option<usize>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -287,35 +292,42 @@ fn run_masks(args: &MasksArgs) -> anyhow::Result<ExitCode> {
         engines,
         limit: args.limit,
         seed: args.seed,
+        llama_positions: args.llama_positions,
     };
     let report = bench_masks(&model, &options)?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         outln!(
-            "{} schemas, {} valid instances, {} positions; vocabulary of {} tokens",
+            "{} schemas, {} valid instances, {} tokens ({} positions followed); vocabulary of {} tokens",
             report.schemas,
             report.instances,
+            report.tokens,
             report.positions,
             model.n_vocab()
         )?;
+        if let Some(n) = report.llama_positions {
+            outln!("llama.cpp computes at most {n} positions per schema (a seeded draw)")?;
+        }
         outln!(
-            "{:<11} {:>8}  {:>26}  {:>34}  {:>8}",
+            "{:<11} {:>8}  {:>26}  {:>9}  {:>34}  {:>8}",
             "engine",
             "compiled",
             "first mask ms p50/p90/p99",
+            "masks",
             "mask ms p50/p90/p99/max",
             "rejected"
         )?;
         for e in &report.engines {
             outln!(
-                "{:<11} {:>8}  {:>26}  {:>34}  {:>8}",
+                "{:<11} {:>8}  {:>26}  {:>9}  {:>34}  {:>8}",
                 e.engine.name(),
                 e.compiled,
                 format!(
                     "{:.2}/{:.2}/{:.2}",
                     e.compile_ms.p50, e.compile_ms.p90, e.compile_ms.p99
                 ),
+                e.mask_ms.count,
                 format!(
                     "{:.3}/{:.3}/{:.3}/{:.2}",
                     e.mask_ms.p50, e.mask_ms.p90, e.mask_ms.p99, e.mask_ms.max
@@ -324,10 +336,12 @@ fn run_masks(args: &MasksArgs) -> anyhow::Result<ExitCode> {
             )?;
         }
         outln!(
-            "positions where masks differ: toolrail vs llama.cpp {} (schemas llama.cpp could not run: {}), toolrail vs llguidance {}",
+            "positions where masks differ: toolrail vs llama.cpp {} of {} compared (schemas llama.cpp could not run: {}), toolrail vs llguidance {} of {} compared",
             report.toolrail_llama_differences,
+            report.toolrail_llama_compared,
             report.llama_not_run,
-            report.toolrail_llguidance_differences
+            report.toolrail_llguidance_differences,
+            report.toolrail_llguidance_compared
         )?;
         for e in report
             .llama_examples

@@ -93,6 +93,10 @@ pub struct GenerateArgs {
     /// Which engine masks the tokens.
     #[arg(long, value_enum, default_value_t = EngineArg::Toolrail)]
     pub engine: EngineArg,
+    /// Also compute these engines' masks at every step (comma-separated: llama, llguidance),
+    /// timed and compared with toolrail's over the whole vocabulary; in-process runs only.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "ENGINES")]
+    pub compare: Vec<EngineArg>,
     /// Stop after this many tokens (default: the models.toml entry's, else 256).
     #[arg(long)]
     pub max_tokens: Option<u32>,
@@ -266,6 +270,22 @@ fn connect(url: &str, api_key_env: Option<&str>) -> anyhow::Result<(ServerClient
 /// Runs `toolrail generate`: exit 0 when the run ends normally (and the output is a valid call
 /// when tools were given), 1 when the output is not valid, 2 on errors.
 pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
+    // What can be compared, checked before anything is loaded.
+    if let Some(e) = args
+        .compare
+        .iter()
+        .find(|e| matches!(e, EngineArg::Toolrail | EngineArg::None))
+    {
+        bail!(
+            "--compare {}: only llama and llguidance can be compared with toolrail's masks",
+            EngineKind::from(*e)
+        );
+    }
+    if (args.engine == EngineArg::None || args.request == RequestArg::Tools)
+        && !args.compare.is_empty()
+    {
+        bail!("--compare needs a grammar: it does not go with --engine none or --request tools");
+    }
     // The same rules as models.toml, checked before anything is loaded.
     let given = SamplingDefaults {
         temperature: args.temperature,
@@ -418,6 +438,9 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     };
     let (worker, server, mut server_run) = match &args.server {
         Some(url) => {
+            if !args.compare.is_empty() {
+                bail!("--compare runs in-process; it does not go with --server");
+            }
             if matches!(args.engine, EngineArg::Llama | EngineArg::Llguidance) {
                 bail!(
                     "--engine {} runs in-process; with --server the server's own llama.cpp masks the tokens",
@@ -491,6 +514,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
             .clone()
             .filter(|_| tools.is_none() && args.grammar.is_none()),
         engine,
+        compare: args.compare.iter().map(|&e| e.into()).collect(),
         sampling: sampling.clone(),
         start_paused: false,
         show: 5,
@@ -523,7 +547,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
                         note.describe()
                     );
                 }
-                if let Some(difference) = &record.mask_difference {
+                for difference in record.mask_differences() {
                     eprintln!(
                         "\nmask comparison: token {}: {} ({} token(s) only {} allows, {} only toolrail allows)",
                         record.index,
@@ -583,6 +607,26 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
             "mask comparison: {engine}'s mask and toolrail's, over the whole vocabulary: {} of {} \
              step(s) differ",
             totals.differing_steps, totals.compared_steps
+        );
+    }
+    if !totals.other_engines.is_empty() {
+        eprintln!(
+            "mask time per engine: {} {:.2} ms total ({} steps, the run's engine)",
+            engine, totals.mask_ms, totals.tokens
+        );
+    }
+    for other in &totals.other_engines {
+        let compared = if other.engine == EngineKind::Toolrail {
+            String::new()
+        } else {
+            format!(
+                "; its mask and toolrail's differ at {} of {} step(s)",
+                other.differing_steps, other.compared_steps
+            )
+        };
+        eprintln!(
+            "mask time per engine: {} {:.2} ms total ({} steps){compared}",
+            other.engine, other.mask_ms, other.steps
         );
     }
     if server.is_some() {

@@ -76,6 +76,7 @@ pub fn run_request(
         grammar: grammar.map(str::to_string),
         schema: None,
         engine,
+        compare: Vec::new(),
         sampling: toolrail_llm::record::Sampling {
             max_tokens,
             ..Default::default()
