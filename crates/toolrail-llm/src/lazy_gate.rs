@@ -85,9 +85,10 @@ pub struct GateSetup {
     /// Stop strings: the run ends when the output reaches one, and the output ends before it.
     pub stops: Vec<String>,
     /// llama-server's reasoning budget over the thinking block (see
-    /// [`crate::template::TemplateResult::reasoning_setup`]); `None` when the template has no
-    /// thinking tags, or neither a budget nor a lazy grammar asks for it.
-    pub reasoning: Option<crate::reasoning_budget::ReasoningSetup>,
+    /// [`crate::template::TemplateResult::reasoning_spec`]), in text: the worker tokenizes it
+    /// with its model; `None` when the template has no thinking tags, or neither a budget nor a
+    /// lazy grammar asks for it.
+    pub reasoning: Option<crate::reasoning_budget::ReasoningSpec>,
 }
 
 impl GateSetup {

@@ -56,6 +56,60 @@ pub struct ReasoningSetup {
     pub prefill: Vec<u32>,
 }
 
+/// The reasoning budget as a request states it, in text: the worker turns it into its model's
+/// tokens ([`ReasoningSpec::resolve`]), so whoever builds a run needs no model of its own.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReasoningSpec {
+    /// The start tag (`<think>`).
+    pub start_tag: String,
+    /// The end tags (`</think>`, …); the first is forced when the budget runs out.
+    pub end_tags: Vec<String>,
+    /// Forced before the end tag when the budget runs out ("" for none).
+    pub message: String,
+    /// The budget in tokens; `None` is no limit.
+    pub budget: Option<u32>,
+    /// The generation prompt, fed to the machine before generation.
+    pub generation_prompt: String,
+}
+
+impl ReasoningSpec {
+    /// The machine's set-up in `model`'s tokens (special tags parsed as tokens), or `None` when
+    /// a tag gives no tokens.
+    pub fn resolve(&self, model: &crate::Model) -> Option<ReasoningSetup> {
+        let start = model.tokenize(&self.start_tag, false, true);
+        let ends: Vec<Vec<u32>> = (self.end_tags.iter())
+            .map(|tag| model.tokenize(tag, false, true))
+            .filter(|tokens| !tokens.is_empty())
+            .collect();
+        if start.is_empty() || ends.is_empty() {
+            return None;
+        }
+        let mut forced = if self.message.is_empty() {
+            Vec::new()
+        } else {
+            model.tokenize(&self.message, false, true)
+        };
+        forced.extend_from_slice(&ends[0]);
+        // The sampler's prefill: the generation prompt's tokens, without a leading space token
+        // some tokenizers add before a special token (common/sampling.cpp).
+        let mut prefill = model.tokenize(&self.generation_prompt, false, true);
+        let starts_with_space = |bytes: &[u8]| bytes.first().is_some_and(u8::is_ascii_whitespace);
+        if let Some(&first) = prefill.first()
+            && starts_with_space(&model.piece(first))
+            && !starts_with_space(self.generation_prompt.as_bytes())
+        {
+            prefill.remove(0);
+        }
+        Some(ReasoningSetup {
+            start,
+            ends,
+            forced,
+            budget: self.budget,
+            prefill,
+        })
+    }
+}
+
 /// Finds token sequences as llama.cpp's Aho–Corasick token matcher does: after each token, the
 /// longest sequence that ends there (counting only tokens since the last match or reset).
 #[derive(Clone, Debug)]

@@ -538,7 +538,7 @@ impl TemplateResult {
     /// the additional stops. Needs the sampler setup a vocabulary gives; without a grammar the
     /// stops alone apply.
     /// The reasoning budget is left out (it needs the model's tokens): see
-    /// [`TemplateResult::gate_setup_for`].
+    /// [`TemplateResult::gate_setup_with_budget`].
     pub fn gate_setup(&self) -> Result<GateSetup, TemplateError> {
         let ids = |list: &[i32], what: &str| -> Result<Vec<u32>, TemplateError> {
             list.iter()
@@ -567,68 +567,58 @@ impl TemplateResult {
         Ok(setup)
     }
 
-    /// [`TemplateResult::gate_setup`] with llama-server's reasoning budget on `model`'s
-    /// vocabulary ([`TemplateResult::reasoning_setup`]): how a run on that model is gated, in
-    /// full. `budget` `None` is no limit (the server's default, `--reasoning-budget -1`).
-    pub fn gate_setup_for(
+    /// [`TemplateResult::gate_setup`] with llama-server's reasoning budget
+    /// ([`TemplateResult::reasoning_spec`]): how a run is gated, in full. `budget` `None` is no
+    /// limit (the server's default, `--reasoning-budget -1`). The worker turns the thinking tags
+    /// into its model's tokens.
+    pub fn gate_setup_with_budget(
         &self,
-        model: &crate::Model,
         budget: Option<u32>,
         message: &str,
     ) -> Result<GateSetup, TemplateError> {
         let mut setup = self.gate_setup()?;
-        setup.reasoning = self.reasoning_setup(model, budget, message);
+        setup.reasoning = self.reasoning_spec(budget, message);
         Ok(setup)
     }
 
-    /// llama-server's reasoning budget for this result on `model`'s vocabulary: the thinking
-    /// tags as tokens, the forced end (`message`, then the first end tag) and `budget` tokens
-    /// (`None`: no limit, `--reasoning-budget -1`). As the server builds it: only when the
-    /// template has thinking tags, and either a budget is set or the grammar is lazy (the
-    /// machine then keeps the lazy grammar out of the thinking block); the generation prompt's
-    /// tokens are fed to it first.
+    /// llama-server's reasoning budget for this result, as text (the tags, the forced message,
+    /// the generation prompt) with `budget` tokens (`None`: no limit, `--reasoning-budget -1`).
+    /// As the server builds it: only when the template has thinking tags, and either a budget
+    /// is set or the grammar is lazy (the machine then keeps the lazy grammar out of the
+    /// thinking block).
+    pub fn reasoning_spec(
+        &self,
+        budget: Option<u32>,
+        message: &str,
+    ) -> Option<crate::reasoning_budget::ReasoningSpec> {
+        let ends: Vec<String> = (self.thinking_end_tags.iter())
+            .filter(|tag| !tag.is_empty())
+            .cloned()
+            .collect();
+        if self.thinking_start_tag.is_empty()
+            || ends.is_empty()
+            || !(self.grammar_lazy || budget.is_some())
+        {
+            return None;
+        }
+        Some(crate::reasoning_budget::ReasoningSpec {
+            start_tag: self.thinking_start_tag.clone(),
+            end_tags: ends,
+            message: message.to_owned(),
+            budget,
+            generation_prompt: self.generation_prompt.clone(),
+        })
+    }
+
+    /// [`TemplateResult::reasoning_spec`] in `model`'s tokens.
     pub fn reasoning_setup(
         &self,
         model: &crate::Model,
         budget: Option<u32>,
         message: &str,
     ) -> Option<crate::reasoning_budget::ReasoningSetup> {
-        if self.thinking_end_tags.is_empty() {
-            return None;
-        }
-        let start = model.tokenize(&self.thinking_start_tag, false, true);
-        let ends: Vec<Vec<u32>> = self
-            .thinking_end_tags
-            .iter()
-            .filter(|tag| !tag.is_empty())
-            .map(|tag| model.tokenize(tag, false, true))
-            .collect();
-        if start.is_empty() || ends.is_empty() || !(self.grammar_lazy || budget.is_some()) {
-            return None;
-        }
-        let mut forced = if message.is_empty() {
-            Vec::new()
-        } else {
-            model.tokenize(message, false, true)
-        };
-        forced.extend_from_slice(&ends[0]);
-        // The sampler's prefill: the generation prompt's tokens, without a leading space token
-        // some tokenizers add before a special token (common/sampling.cpp).
-        let mut prefill = model.tokenize(&self.generation_prompt, false, true);
-        let starts_with_space = |bytes: &[u8]| bytes.first().is_some_and(u8::is_ascii_whitespace);
-        if let Some(&first) = prefill.first()
-            && starts_with_space(&model.piece(first))
-            && !starts_with_space(self.generation_prompt.as_bytes())
-        {
-            prefill.remove(0);
-        }
-        Some(crate::reasoning_budget::ReasoningSetup {
-            start,
-            ends,
-            forced,
-            budget,
-            prefill,
-        })
+        self.reasoning_spec(budget, message)
+            .and_then(|spec| spec.resolve(model))
     }
 
     /// Parses `text`, the model's output after the prompt, with llama.cpp's parser for this

@@ -509,7 +509,8 @@ impl WorkerState {
             .gate
             .as_ref()
             .and_then(|setup| setup.reasoning.as_ref())
-            .map(|setup| ReasoningBudget::new(setup, |token| model.piece(token)));
+            .and_then(|spec| spec.resolve(model))
+            .map(|setup| ReasoningBudget::new(&setup, |token| model.piece(token)));
         let lazy_grammar = lazy.is_some();
         // Where each piece the dormant gate saw starts, in its text and in the output (they part
         // when thinking is kept from it).
@@ -851,10 +852,13 @@ impl WorkerState {
                         None => track = None,
                     }
                 }
-                let stopped =
-                    accept_in_other_engines(request.engine, &mut llama, &mut guidance, tok, || {
-                        format!("token {index} (output byte {at})")
-                    })?;
+                let stopped = accept_in_other_engines(
+                    request.engine,
+                    &mut llama,
+                    &mut guidance,
+                    tok,
+                    || format!("token {index} (output byte {at})"),
+                )?;
                 for (engine, reason) in stopped {
                     match other_masks.iter_mut().find(|m| m.engine == engine) {
                         Some(m) => m.stopped = Some(reason),

@@ -48,7 +48,7 @@ fn a_reasoning_budget_forces_the_end_of_thinking_after_n_tokens_in_both_engines(
         .expect("thinking tags give a budget");
     assert_eq!(setup.forced, model.tokenize("</think>", false, true));
     let mut gate = result.gate_setup().unwrap();
-    gate.reasoning = Some(setup.clone());
+    gate.reasoning = result.reasoning_spec(Some(budget), "");
     let forced_len = setup.forced.len();
     let max_tokens = budget + forced_len as u32 + 3;
     // A few tokens of thought forced (fewer than the budget), then greedy.
@@ -167,7 +167,11 @@ fn a_trigger_inside_thinking_does_not_wake_the_lazy_grammar() {
         .reasoning_setup(model, None, "")
         .expect("a lazy grammar gives the machine");
     let mut gate = result.gate_setup().unwrap();
-    gate.reasoning = Some(setup);
+    gate.reasoning = result.reasoning_spec(None, "");
+    assert_eq!(
+        gate.reasoning.as_ref().and_then(|spec| spec.resolve(model)),
+        Some(setup)
+    );
     let text = format!("I could write <tool_call>\n here.\n</think>\n\n{call}");
     let forced = model.tokenize(&text, false, true);
     let len = forced.len() as u32;
@@ -216,7 +220,7 @@ fn an_end_tag_that_is_the_trigger_closes_thinking_and_wakes_the_grammar_when_rep
         return;
     };
     let model = model().expect("model present");
-    let gate = result.gate_setup_for(model, None, "").unwrap();
+    let gate = result.gate_setup_with_budget(None, "").unwrap();
     assert!(gate.reasoning.is_some(), "a lazy grammar gives the machine");
     let text = "Let me call it.\n<tool_call>\n<function=special_function>\n<parameter=arg1>\n1\n</parameter>\n</function>\n</tool_call>";
     let forced = model.tokenize(text, false, true);

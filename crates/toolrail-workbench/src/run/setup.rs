@@ -320,7 +320,7 @@ fn template_request(
         .map_err(|e| RunError::Template(e.clone()))?;
     let result = &template.result;
     let gate = result
-        .gate_setup()
+        .gate_setup_with_budget(None, "")
         .map_err(|e| RunError::Template(e.to_string()))?;
     let constrained = !result.grammar.is_empty() && setup.engine != EngineKind::None;
     if setup.engine == EngineKind::Llguidance && constrained {

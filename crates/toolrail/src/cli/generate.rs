@@ -420,7 +420,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     let gate = match &template {
         Some(t) => {
             let message = args.reasoning_budget_message.as_deref().unwrap_or("");
-            let gate = t.result.gate_setup_for(&model, budget, message)?;
+            let gate = t.result.gate_setup_with_budget(budget, message)?;
             if budget.is_some() && gate.reasoning.is_none() {
                 eprintln!(
                     "reasoning budget: ignored: the template has no thinking tags (llama-server ignores it too)"
