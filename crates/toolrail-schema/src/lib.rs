@@ -81,11 +81,13 @@
 //! - `keywords`: which keywords constrain (every other one is ignored);
 //! - [`numbers`]: integer and decimal ranges; [`regex`]: `pattern` via `regex-syntax` HIR;
 //! - [`formats`]: `format` rules; [`strings`]: JSON string encoding as GBNF;
+//! - `automaton`: a `format` with `pattern`/`minLength`/`maxLength`, as a product of automata;
 //! - [`llama`]: what llama.cpp reads of a schema ([`ConvertOptions::llama_compat`]);
 //! - [`expr`]: typed GBNF expressions and their one printer (parentheses by precedence);
 //! - [`rules`]: the rule table (naming, deduplication, output order);
 //! - [`limits`]: llama.cpp's repetition limits, and how every repetition stays within them.
 
+mod automaton;
 pub mod convert;
 pub mod expr;
 pub mod formats;

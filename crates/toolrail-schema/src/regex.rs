@@ -83,7 +83,7 @@ pub(crate) fn pattern_to_gbnf(
 }
 
 /// The HIR of an ECMA-262 pattern (after [`ecma_to_rust`]).
-fn parse(pattern: &str) -> Result<Hir, String> {
+pub(crate) fn parse(pattern: &str) -> Result<Hir, String> {
     regex_syntax::ParserBuilder::new()
         .build()
         .parse(&ecma_to_rust(pattern))

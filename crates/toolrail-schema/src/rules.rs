@@ -195,6 +195,19 @@ fn primitive_body(name: &str, style: PrimitiveStyle) -> Expr {
     }
 }
 
+/// The printed body of every primitive in `style` (in [`PRIMITIVES`] order), printed once.
+fn primitive_texts(style: PrimitiveStyle) -> &'static [String] {
+    static TEXTS: [std::sync::OnceLock<Vec<String>>; 4] = [const { std::sync::OnceLock::new() }; 4];
+    let i =
+        usize::from(style.whitespace == Whitespace::Compact) * 2 + usize::from(style.capped_digits);
+    TEXTS[i].get_or_init(|| {
+        PRIMITIVES
+            .iter()
+            .map(|p| primitive_body(p.name, style).to_gbnf())
+            .collect()
+    })
+}
+
 /// Names no schema rule may take.
 fn is_reserved(name: &str) -> bool {
     name == "root"
@@ -515,9 +528,10 @@ impl RuleTable {
             whitespace: self.whitespace,
             capped_digits: self.capped_digits,
         };
+        let texts = primitive_texts(style);
         for (i, p) in PRIMITIVES.iter().enumerate() {
             if self.used_primitives[i] {
-                push_rule(&mut out, p.name, &primitive_body(p.name, style).to_gbnf());
+                push_rule(&mut out, p.name, &texts[i]);
             }
         }
         out
