@@ -43,7 +43,7 @@ struct Nfa {
 impl Nfa {
     fn state(&mut self) -> Result<usize, String> {
         if self.eps.len() >= MAX_AUTOMATON_STATES {
-            return Err(too_large());
+            return Err(automaton_too_large());
         }
         self.eps.push(Vec::new());
         self.moves.push(Vec::new());
@@ -180,7 +180,7 @@ impl Nfa {
             HirKind::Repetition(r) => {
                 let mut at = from;
                 if r.max.is_some_and(|m| m > 1000) || r.min > 1000 {
-                    return Err(too_large());
+                    return Err(automaton_too_large());
                 }
                 for _ in 0..r.min {
                     let next = self.state()?;
@@ -257,6 +257,10 @@ impl Nfa {
         }
         set.sort_unstable();
     }
+}
+
+fn automaton_too_large() -> String {
+    format!("the automata for it need more than {MAX_AUTOMATON_STATES} states")
 }
 
 fn too_large() -> String {
@@ -374,7 +378,7 @@ fn determinize(nfa: &Nfa, accept: usize, intervals: &[(u32, u32)]) -> Result<Dfa
                 Some(&id) => id,
                 None => {
                     if sets.len() >= MAX_AUTOMATON_STATES {
-                        return Err(too_large());
+                        return Err(automaton_too_large());
                     }
                     ids.insert(target.clone(), sets.len());
                     sets.push(target);
