@@ -9,9 +9,10 @@
 //! deterministic over one partition of the code points, then walked together with the number
 //! of characters read so far, which matters only while a bound can still be missed: once the
 //! minimum is reached and the longest way on to an accepting state stays within the maximum
-//! (or there is no maximum), states no longer count. Each product state that can still reach
-//! acceptance is one rule: `s ::= [chars] t | ... | "\""` (the closing quote where the string
-//! may end), so llama.cpp follows one stack per state and no repetition is generated at all.
+//! (or there is no maximum), states no longer count. The product states that can still reach
+//! acceptance are merged where equivalent (Moore's refinement) and each class is one rule:
+//! `s ::= [chars] t | ... | "\""` (the closing quote where the string may end), so llama.cpp
+//! follows one stack per state and no repetition is generated at all.
 //!
 //! A product over [`MAX_STATES`] states is refused (the caller reports the keyword and
 //! pointer, as before): e.g. `format: email` with `maxLength: 1024` would need one rule per
@@ -578,40 +579,46 @@ pub(crate) fn format_within(
         return Ok(None);
     }
     let live_ids: Vec<usize> = (0..states.len()).filter(|&s| live[s]).collect();
-    let names: FxHashMap<usize, RuleName> = live_ids
-        .iter()
-        .enumerate()
+    let class = equivalent_states(&live_ids, &moves, &accepting, &live);
+    // one representative per class, in order of first appearance (state 0's class is 0)
+    let mut representatives: Vec<usize> = Vec::new();
+    for &s in &live_ids {
+        if class[s] == representatives.len() {
+            representatives.push(s);
+        }
+    }
+    let names: Vec<RuleName> = (0..representatives.len())
         // numbered hints: each name is free at once (no search through `-2`, `-3`, ...)
-        .map(|(i, &s)| (s, rules.reserve(&format!("{hint}-{format}-{i}"), None)))
+        .map(|i| rules.reserve(&format!("{hint}-{format}-{i}"), None))
         .collect();
     let mut uses_char = false;
     let mut char_rule = || {
         uses_char = true;
         Expr::Rule(RuleName::new("char"))
     };
-    for &s in &live_ids {
+    for (c, &s) in representatives.iter().enumerate() {
         let mut by_target: Vec<(usize, Vec<(u32, u32)>)> = Vec::new();
         for &(k, t) in &moves[s] {
             if !live[t] {
                 continue;
             }
-            match by_target.iter_mut().find(|(x, _)| *x == t) {
+            match by_target.iter_mut().find(|(x, _)| *x == class[t]) {
                 Some((_, ranges)) => ranges.push(intervals[k]),
-                None => by_target.push((t, vec![intervals[k]])),
+                None => by_target.push((class[t], vec![intervals[k]])),
             }
         }
         let mut alternatives = Vec::new();
         for (t, ranges) in by_target {
             let ranges = crate::strings::normalize(ranges);
             if let Some(chars) = encoded_char_set(&ranges, &mut char_rule) {
-                alternatives.push(Expr::seq([chars, Expr::rule(&names[&t])]));
+                alternatives.push(Expr::seq([chars, Expr::rule(&names[t])]));
             }
         }
         if accepting[s] {
             alternatives.push(Expr::literal("\""));
         }
         let body = Expr::alt(alternatives).unwrap_or(Expr::Empty);
-        rules.fill(&names[&s], body);
+        rules.fill(&names[c], body);
     }
     if uses_char {
         // a move over every character refers to the `char` primitive
@@ -619,8 +626,44 @@ pub(crate) fn format_within(
     }
     Ok(Some(Expr::seq([
         Expr::literal("\""),
-        Expr::rule(&names[&0]),
+        Expr::rule(&names[0]),
     ])))
+}
+
+/// A state's class, acceptance, and the class its move on each interval leads into.
+type Signature = (usize, bool, Vec<(usize, usize)>);
+
+/// The class of each live state under Moore's refinement: states with the same acceptance
+/// whose moves on every interval lead into the same classes are one (dead states: `usize::MAX`).
+/// Classes are numbered in order of first appearance in `live_ids`.
+fn equivalent_states(
+    live_ids: &[usize],
+    moves: &[Vec<(usize, usize)>],
+    accepting: &[bool],
+    live: &[bool],
+) -> Vec<usize> {
+    let mut class = vec![usize::MAX; moves.len()];
+    let mut count = 0;
+    loop {
+        let mut ids: FxHashMap<Signature, usize> = FxHashMap::default();
+        let mut next = vec![usize::MAX; moves.len()];
+        for &s in live_ids {
+            let signature: Vec<(usize, usize)> = moves[s]
+                .iter()
+                .filter(|&&(_, t)| live[t])
+                .map(|&(k, t)| (k, class[t]))
+                .collect();
+            let key = (class[s], accepting[s], signature);
+            let fresh = ids.len();
+            next[s] = *ids.entry(key).or_insert(fresh);
+        }
+        let refined = ids.len();
+        class = next;
+        if refined == count {
+            return class;
+        }
+        count = refined;
+    }
 }
 
 /// The pattern as an NFA between `from` and `to`, unanchored ends reading any text.
