@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use toolrail_schema::{ConvertOptions, SchemaConverter};
+use toolrail_schema::{ConvertOptions, Expr, SchemaConverter};
 
 /// Eight realistic tool argument schemas: nested objects, enums, arrays, bounds, formats.
 fn eight_tools() -> Vec<(&'static str, Value)> {
@@ -119,7 +119,7 @@ fn convert_set(tools: &[(String, Value)], options: &ConvertOptions) -> Result<St
             .map_err(|e| format!("{name}: {e}"))?;
         names.push(rule);
     }
-    Ok(c.finish(&names.join(" | ")))
+    Ok(c.finish(&Expr::alt(names).unwrap_or(Expr::Empty)))
 }
 
 /// BFCL's Python-flavoured type names mapped to JSON Schema (for this bench only).

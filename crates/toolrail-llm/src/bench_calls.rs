@@ -491,26 +491,28 @@ pub fn server_answer(
     max_tokens: u32,
     repeat_penalty: f32,
 ) -> Result<Answer, BenchCallsError> {
-    use crate::server::{CompletionRequest, Prompt, StreamEnd};
+    use crate::server::{CompletionRequest, Prompt, SamplingFields, StreamEnd};
     let request = CompletionRequest {
         prompt: Prompt::Tokens(model.tokenize(prompt, true, true)),
         grammar: grammar.map(str::to_owned),
         json_schema: None,
         n_predict: max_tokens,
-        temperature: 0.0,
-        top_k: 40,
-        top_p: 0.95,
-        min_p: 0.05,
-        seed: 0,
-        repeat_penalty,
-        repeat_last_n: crate::record::PENALTY_WINDOW as u32,
-        samplers: CompletionRequest::SAMPLERS.to_vec(),
-        n_probs: 0,
         post_sampling_probs: false,
-        stream: true,
-        cache_prompt: false,
-        timings_per_token: false,
-        sse_ping_interval: 1,
+        sampling: SamplingFields {
+            temperature: 0.0,
+            top_k: 40,
+            top_p: 0.95,
+            min_p: 0.05,
+            seed: 0,
+            repeat_penalty,
+            repeat_last_n: crate::record::PENALTY_WINDOW as u32,
+            samplers: CompletionRequest::SAMPLERS.to_vec(),
+            n_probs: 0,
+            stream: true,
+            cache_prompt: false,
+            timings_per_token: false,
+            sse_ping_interval: 1,
+        },
     };
     let mut output = String::new();
     let end = client

@@ -24,8 +24,8 @@ use super::rules::RuleTable;
 use super::strings::{encoded_char_set, json_encode_char};
 use super::validate::{check, json_eq, value_types};
 use super::{
-    ANY_ORDER_MAX_MEMBERS, ConvertOptions, MemberOrder, SchemaError, Warning, formats, llama,
-    merge, rules,
+    ANY_ORDER_MAX_MEMBERS, ConvertOptions, MemberOrder, SchemaError, Warning, automaton, formats,
+    llama, merge, rules,
 };
 
 /// A grammar expression, or None when nothing matches.
@@ -1595,11 +1595,22 @@ impl Converter {
         };
         if let Some(f) = format {
             if lengths || pattern.is_some() {
-                self.unsupported(
-                    "format",
-                    cx,
-                    "format combined with pattern/minLength/maxLength",
-                )?;
+                let (lo, p) = (min.unwrap_or(0), pattern.as_deref());
+                match automaton::format_within(&f, p, lo, max, &mut self.rules, &cx.hint) {
+                    Ok(Some(e)) => return Ok(Some(e)),
+                    Ok(None) => {
+                        return Err(Self::invalid(
+                            "format",
+                            cx,
+                            "no string of this format matches pattern/minLength/maxLength",
+                        ));
+                    }
+                    Err(m) => self.unsupported(
+                        "format",
+                        cx,
+                        format!("format combined with pattern/minLength/maxLength: {m}"),
+                    )?,
+                }
             }
             return Ok(self
                 .rules

@@ -11,10 +11,9 @@
 //! rewrites it (how many rules a `{m,n}` will generate is what keeps a grammar within
 //! llama.cpp's limits); and this crate depends on no other toolrail crate (ARCHITECTURE.md).
 //!
-//! [`Expr::Text`] is GBNF written as text by the envelopes (`toolrail-tools`), which hand it in
-//! through [`crate::SchemaConverter::add_rule`] and [`crate::SchemaConverter::finish`]; the
-//! converter itself builds no text. It is printed as is (grouped when an operator needs it)
-//! and counted with [`crate::limits::generated_rules`].
+//! The envelopes (`toolrail-tools`) build their rules with the same values, named through
+//! [`crate::SchemaConverter::reserve_rule_name`] and [`crate::SchemaConverter::add_rule`], and
+//! hand the root to [`crate::SchemaConverter::finish`]: the converter takes no GBNF text.
 
 use std::fmt::Write as _;
 
@@ -26,6 +25,7 @@ pub struct RuleName(String);
 
 impl RuleName {
     /// A rule name the rule table chose (unique in its grammar) or a fixed primitive's name.
+    /// Only this crate makes names, so every name comes from the grammar's one namespace.
     pub(crate) fn new(name: impl Into<String>) -> Self {
         Self(name.into())
     }
@@ -63,6 +63,8 @@ pub enum Expr {
         /// Matches every character outside the ranges instead.
         negated: bool,
     },
+    /// Any one character, `.`.
+    AnyChar,
     /// A reference to a rule.
     Rule(RuleName),
     /// The items one after the other (no items: the empty string).
@@ -78,8 +80,6 @@ pub enum Expr {
         /// Most copies, or unbounded.
         max: Option<u32>,
     },
-    /// GBNF text handed in by the envelopes, which are not yet built on `Expr` (printed as is).
-    Text(String),
 }
 
 impl From<RuleName> for Expr {
@@ -170,7 +170,6 @@ impl Expr {
         match self {
             Expr::Empty => true,
             Expr::Seq(items) => items.iter().all(Expr::is_empty),
-            Expr::Text(t) => t == "\"\"",
             _ => false,
         }
     }
@@ -183,8 +182,9 @@ impl Expr {
     }
 
     /// The expression as GBNF text to be placed in a sequence written as text (an
-    /// alternation comes parenthesised).
-    pub(crate) fn to_gbnf_item(&self) -> String {
+    /// alternation comes parenthesised): for the pythonic envelope's value builder, which
+    /// still writes its rules as text until the converter's walker replaces it.
+    pub fn to_gbnf_item(&self) -> String {
         let mut out = String::new();
         self.print(Place::SeqItem, &mut out, usize::MAX);
         out
@@ -202,8 +202,9 @@ impl Expr {
         match self {
             Expr::Alt(_) => place != Place::Top,
             Expr::Seq(_) | Expr::Repeat { .. } => place == Place::Operand,
-            Expr::Text(t) => place == Place::Operand && !crate::regex::is_atom(t),
-            Expr::Empty | Expr::Literal(_) | Expr::Class { .. } | Expr::Rule(_) => false,
+            Expr::Empty | Expr::Literal(_) | Expr::Class { .. } | Expr::AnyChar | Expr::Rule(_) => {
+                false
+            }
         }
     }
 
@@ -222,8 +223,8 @@ impl Expr {
             Expr::Empty => out.push_str("\"\""),
             Expr::Literal(text) => out.push_str(&gbnf_literal(text)),
             Expr::Class { ranges, negated } => out.push_str(&char_class(ranges, *negated)),
+            Expr::AnyChar => out.push('.'),
             Expr::Rule(name) => out.push_str(name.as_str()),
-            Expr::Text(text) => out.push_str(text),
             Expr::Seq(items) => {
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
@@ -233,11 +234,22 @@ impl Expr {
                 }
             }
             Expr::Alt(alternatives) => {
+                // an empty first alternative is written as nothing (`| " "`), as llama.cpp's
+                // own `space` rule is
+                let empty_first = alternatives.first() == Some(&Expr::Empty);
                 for (i, a) in alternatives.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(" | ");
+                    match i {
+                        0 if empty_first => {}
+                        0 => a.print(Place::Top, out, limit),
+                        1 if empty_first => {
+                            out.push_str("| ");
+                            a.print(Place::Top, out, limit);
+                        }
+                        _ => {
+                            out.push_str(" | ");
+                            a.print(Place::Top, out, limit);
+                        }
                     }
-                    a.print(Place::Top, out, limit);
                 }
             }
             Expr::Repeat { item, min, max } => {
@@ -271,8 +283,9 @@ impl Expr {
     fn rules_at(&self, place: Place) -> u64 {
         let group = u64::from(self.needs_group(place));
         let inner = match self {
-            Expr::Empty | Expr::Literal(_) | Expr::Class { .. } | Expr::Rule(_) => 0,
-            Expr::Text(t) => crate::limits::generated_rules(t),
+            Expr::Empty | Expr::Literal(_) | Expr::Class { .. } | Expr::AnyChar | Expr::Rule(_) => {
+                0
+            }
             Expr::Seq(items) => items
                 .iter()
                 .fold(0u64, |n, i| n.saturating_add(i.rules_at(Place::SeqItem))),
@@ -325,16 +338,19 @@ mod tests {
             ranges: vec![(0x22, 0x22), (0x5C, 0x5C), (0, 0x1F)],
             negated: true,
         };
-        assert_eq!(class.to_gbnf(), r#"[^"\x5C\x00-\x1F]"#);
+        assert_eq!(class.to_gbnf(), r#"[^"\\\x00-\x1F]"#);
         assert_eq!(
             Expr::alt([Expr::seq([r("a"), r("b")]), Expr::Empty])
                 .unwrap()
                 .to_gbnf(),
             r#"a b | """#
         );
-        let text = Expr::Text("a | b".into());
-        assert_eq!(Expr::seq([r("x"), text.clone()]).to_gbnf(), "x a | b");
-        assert_eq!(Expr::repeat(text, 0, None).to_gbnf(), "( a | b )*");
+        let spaced = Expr::alt([Expr::Empty, Expr::literal(" ")]).unwrap();
+        assert_eq!(spaced.to_gbnf(), r#"| " ""#);
+        assert_eq!(
+            Expr::seq([r("x"), Expr::repeat(spaced, 0, None)]).to_gbnf(),
+            r#"x ( | " " )*"#
+        );
     }
 
     #[test]
@@ -367,15 +383,17 @@ mod tests {
         assert!(Expr::seq([Expr::Empty]).is_empty());
     }
 
-    /// The typed count agrees with llama.cpp's arithmetic as [`crate::limits::generated_rules`]
-    /// reads it from the printed text.
+    /// The typed count follows llama.cpp's arithmetic: one rule per group, per `*`, `+`, `?`
+    /// and `{m,}`, and `n - m` per `{m,n}`.
     #[test]
-    fn counts_rules_as_the_printed_text_does() {
+    fn counts_rules_as_llama_cpp_generates_them() {
         let string = Expr::seq([
             Expr::literal("\""),
             Expr::repeat(r("char"), 0, Some(1024)),
             Expr::literal("\""),
         ]);
+        assert_eq!(string.generated_rules(), 1024);
+        // ( "\"" char{0,1024} "\"" ( "," space "\"" char{0,1024} "\"" )* )?
         let list = Expr::repeat(
             Expr::seq([
                 string.clone(),
@@ -388,39 +406,44 @@ mod tests {
             0,
             Some(1),
         );
+        assert_eq!(list.generated_rules(), 1 + 1 + 1024 + 1 + 1 + 1024);
         let cases = [
-            r("a"),
-            string.clone(),
-            list,
-            Expr::repeat(
-                Expr::alt([r("a"), Expr::repeat(r("b"), 0, Some(9))]).unwrap(),
+            (r("a"), 0, 0),
+            (Expr::repeat(r("x"), 3, Some(3)), 0, 1),
+            (Expr::repeat(r("x"), 3, None), 1, 2),
+            (Expr::repeat(r("x"), 3, Some(5)), 2, 3),
+            (
+                Expr::repeat(
+                    Expr::seq([Expr::literal(","), r("space"), r("item")]),
+                    0,
+                    None,
+                ),
                 2,
-                Some(4),
+                3,
             ),
-            Expr::seq([
-                Expr::alt([r("a"), r("b")]).unwrap(),
-                Expr::repeat(r("c"), 3, None),
-            ]),
-            Expr::Text(r#"( a | b{0,9} )"#.into()),
+            // ( a | b{0,9} ){2,4}: the group, its two optional copies, b's nine
+            (
+                Expr::repeat(
+                    Expr::alt([r("a"), Expr::repeat(r("b"), 0, Some(9))]).unwrap(),
+                    2,
+                    Some(4),
+                ),
+                12,
+                13,
+            ),
+            (
+                Expr::seq([
+                    Expr::alt([r("a"), r("b")]).unwrap(),
+                    Expr::repeat(r("c"), 3, None),
+                ]),
+                2,
+                3,
+            ),
         ];
-        for e in cases {
+        for (e, rules, as_operand) in cases {
             let text = e.to_gbnf();
-            assert_eq!(
-                e.generated_rules(),
-                crate::limits::generated_rules(&text),
-                "{text}"
-            );
-            let grouped = if crate::regex::is_atom(&text) {
-                text.clone()
-            } else {
-                format!("( {text} )")
-            };
-            assert_eq!(
-                e.operand_rules(),
-                crate::limits::generated_rules(&grouped),
-                "{text}"
-            );
+            assert_eq!(e.generated_rules(), rules, "{text}");
+            assert_eq!(e.operand_rules(), as_operand, "{text}");
         }
-        assert_eq!(string.generated_rules(), 1024);
     }
 }

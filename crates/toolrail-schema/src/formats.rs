@@ -514,6 +514,15 @@ fn leap_rules() -> &'static [Generated] {
     })
 }
 
+/// The body of the format rule `name` (a helper rule, a leap-second rule, or a format's
+/// content rule such as `email`), for the automata of [`crate::automaton`].
+pub(crate) fn rule_body(name: &str) -> Option<&'static Expr> {
+    all_rules()
+        .iter()
+        .find(|(n, _, _)| n == name)
+        .map(|(_, body, _)| body)
+}
+
 /// Whether `name` is a rule name this module may emit.
 pub(crate) fn is_format_rule(name: &str) -> bool {
     RULES.iter().any(|(n, _)| *n == name)

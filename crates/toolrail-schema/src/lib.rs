@@ -7,8 +7,9 @@
 //! [`SchemaConverter`] turns JSON Schemas into GBNF rules that accept exactly the JSON texts
 //! valid against them, or says which keyword at which JSON pointer it cannot express
 //! ([`SchemaError`]); with [`ConvertOptions::lenient`] that becomes a [`Warning`] and the
-//! constraint is dropped. Several schemas (one per tool) can share one grammar; hand-written
-//! envelope rules are added with [`SchemaConverter::add_rule`].
+//! constraint is dropped. Several schemas (one per tool) can share one grammar; envelope rules
+//! are built as [`expr::Expr`] values with names from the same namespace
+//! ([`SchemaConverter::reserve_rule_name`], [`SchemaConverter::add_rule`]).
 //!
 //! # What "exact" means
 //! A schema constrains JSON *values*; a grammar constrains *text*. The grammar accepts every
@@ -80,11 +81,13 @@
 //! - `keywords`: which keywords constrain (every other one is ignored);
 //! - [`numbers`]: integer and decimal ranges; [`regex`]: `pattern` via `regex-syntax` HIR;
 //! - [`formats`]: `format` rules; [`strings`]: JSON string encoding as GBNF;
+//! - `automaton`: a `format` with `pattern`/`minLength`/`maxLength`, as a product of automata;
 //! - [`llama`]: what llama.cpp reads of a schema ([`ConvertOptions::llama_compat`]);
 //! - [`expr`]: typed GBNF expressions and their one printer (parentheses by precedence);
 //! - [`rules`]: the rule table (naming, deduplication, output order);
 //! - [`limits`]: llama.cpp's repetition limits, and how every repetition stays within them.
 
+mod automaton;
 pub mod convert;
 pub mod expr;
 pub mod formats;
@@ -102,6 +105,7 @@ pub mod validate;
 use serde_json::Value;
 
 pub use convert::{MAX_DOCUMENT_DEPTH, check_depth};
+pub use expr::{Expr, RuleName};
 pub use locations::RuleLocation;
 pub use regex::MAX_REPEAT_TOTAL;
 pub use strings::gbnf_literal;
@@ -206,37 +210,31 @@ impl SchemaConverter {
         }
     }
 
-    /// Adds one schema (its own document for `$ref` resolution); returns the rule name matching
-    /// any JSON value valid against it. `name_hint` is a kebab-case prefix, e.g.
-    /// `get-weather-args`.
-    pub fn add_schema(&mut self, name_hint: &str, schema: &Value) -> Result<String, SchemaError> {
+    /// Adds one schema (its own document for `$ref` resolution); returns the expression
+    /// (usually a rule reference) matching any JSON value valid against it. `name_hint` is a
+    /// kebab-case prefix, e.g. `get-weather-args`.
+    pub fn add_schema(&mut self, name_hint: &str, schema: &Value) -> Result<Expr, SchemaError> {
         let hint = rules::sanitize(name_hint);
-        self.inner
-            .add_document(&hint, &hint, schema, true)
-            .map(|e| e.to_gbnf_item())
+        self.inner.add_document(&hint, &hint, schema, true)
     }
 
-    /// Adds a hand-written rule (for envelopes); returns the final (deduplicated) rule name.
-    /// The body is GBNF text: it enters the rule table as [`expr::Expr::Text`], the one place
-    /// text still does (the envelopes are not yet built on `Expr`).
-    pub fn add_rule(&mut self, name_hint: &str, body: &str) -> String {
-        self.inner
-            .rules
-            .add(name_hint, expr::Expr::Text(body.to_string()), None)
-            .into()
+    /// Adds an envelope rule to the grammar's rules (rendered among the converter's, in
+    /// creation order); returns its name, or the name of an existing rule with the same body.
+    pub fn add_rule(&mut self, name_hint: &str, body: Expr) -> RuleName {
+        self.inner.rules.add(name_hint, body, None)
     }
 
-    /// Reserves a rule name in this grammar's one namespace for a rule the caller writes
+    /// Reserves a rule name in this grammar's one namespace for a rule the caller defines
     /// itself (an envelope rule rendered after [`SchemaConverter::finish`]'s text): no rule of
     /// the converter will take it, and it never takes one of theirs or a built-in name.
-    pub fn reserve_rule_name(&mut self, name_hint: &str) -> String {
-        self.inner.rules.reserve(name_hint, None).into()
+    pub fn reserve_rule_name(&mut self, name_hint: &str) -> RuleName {
+        self.inner.rules.reserve(name_hint, None)
     }
 
-    /// Name of the whitespace rule to place between envelope tokens (`space`; it matches
-    /// nothing but the empty string in [`Whitespace::Compact`] mode).
-    pub fn space_rule(&mut self) -> String {
-        self.inner.rules.primitive("space").to_string()
+    /// The whitespace rule to place between envelope tokens (`space`; it matches nothing but
+    /// the empty string in [`Whitespace::Compact`] mode).
+    pub fn space_rule(&mut self) -> RuleName {
+        RuleName::new(self.inner.rules.primitive("space"))
     }
 
     /// Constraints dropped so far (lenient and llama_compat modes).
@@ -257,11 +255,8 @@ impl SchemaConverter {
 
     /// The whole grammar text: `root ::= <root_body>` first, then every rule used, in a
     /// deterministic order.
-    /// `root_body` is envelope text (see [`SchemaConverter::add_rule`]).
-    pub fn finish(self, root_body: &str) -> String {
-        self.inner
-            .rules
-            .render(&expr::Expr::Text(root_body.to_string()))
+    pub fn finish(self, root_body: &Expr) -> String {
+        self.inner.rules.render(root_body)
     }
 }
 

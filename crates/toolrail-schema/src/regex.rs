@@ -83,7 +83,7 @@ pub(crate) fn pattern_to_gbnf(
 }
 
 /// The HIR of an ECMA-262 pattern (after [`ecma_to_rust`]).
-fn parse(pattern: &str) -> Result<Hir, String> {
+pub(crate) fn parse(pattern: &str) -> Result<Hir, String> {
     regex_syntax::ParserBuilder::new()
         .build()
         .parse(&ecma_to_rust(pattern))
@@ -367,65 +367,6 @@ fn first_line(s: &str) -> String {
         .to_string()
 }
 
-/// Whether GBNF text can take a postfix operator without parentheses (for [`Expr::Text`],
-/// the envelopes' text, not yet built on [`Expr`]).
-pub(crate) fn is_atom(s: &str) -> bool {
-    let b = s.as_bytes();
-    if s.is_empty() {
-        return false;
-    }
-    if s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') {
-        return true;
-    }
-    let closing = match b[0] {
-        b'"' => b'"',
-        b'[' => b']',
-        b'(' => b')',
-        _ => return false,
-    };
-    // the first group must end at the last byte
-    let mut depth = 0i32;
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if c == b'\\' {
-            i += 2;
-            continue;
-        }
-        if b[0] == b'(' {
-            if c == b'"' {
-                // skip literal
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    if b[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-            } else if c == b'[' {
-                i += 1;
-                while i < b.len() && b[i] != b']' {
-                    if b[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-            } else if c == b'(' {
-                depth += 1;
-            } else if c == b')' {
-                depth -= 1;
-                if depth == 0 {
-                    return i == b.len() - 1;
-                }
-            }
-        } else if i > 0 && c == closing {
-            return i == b.len() - 1;
-        }
-        i += 1;
-    }
-    false
-}
-
 /// The largest total repetition count the converter writes for one construct (a length or
 /// item-count bound, or a `pattern` repetition with its enclosing repetitions multiplied).
 ///
@@ -556,12 +497,5 @@ mod tests {
         assert!(pattern_to_gbnf("^a{5,100000}$", &mut c).is_ok());
         assert!(pattern_to_gbnf("^a{5,100001}$", &mut c).is_err());
         assert!(pattern_to_gbnf("^a{100001,}$", &mut c).is_err());
-    }
-
-    #[test]
-    fn atoms() {
-        assert!(is_atom("( a | b )"));
-        assert!(!is_atom("( a ) ( b )"));
-        assert!(is_atom(r#""a\"b""#));
     }
 }

@@ -16,84 +16,197 @@ use super::Whitespace;
 use super::expr::{Expr, RuleName};
 use super::limits::{INLINE_RULES, MAX_REPETITION};
 
-/// A built-in rule: name, body and the primitives its body uses.
+/// A built-in rule: its name and the primitives its body uses (the body is
+/// [`primitive_body`]).
 struct Primitive {
     name: &'static str,
-    body: &'static str,
     deps: &'static [&'static str],
 }
-
-/// llama.cpp's `integral-part` rule: at most 16 digits ([`RuleTable::capped_digits`]).
-const INTEGRAL_PART_CAPPED: &str = r#""0" | [1-9] [0-9]{0,15}"#;
-
-/// llama.cpp's `space` rule: nothing, one space, or one or two newlines followed by indentation.
-const SPACE_SPACED: &str = r#"| " " | "\n"{1,2} [ \t]{0,20}"#;
 
 /// The primitives, in output order. Bodies match JSON text exactly (RFC 8259), except for the
 /// documented canonical-form choices: integers without exponent.
 const PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "value",
-        body: "object | array | string | number | boolean | null",
         deps: &["object", "array", "string", "number", "boolean", "null"],
     },
     Primitive {
         name: "object",
-        body: r#""{" space ( string ":" space value ( "," space string ":" space value )* )? space "}""#,
         deps: &["space", "string", "value"],
     },
     Primitive {
         name: "array",
-        body: r#""[" space ( value ( "," space value )* )? space "]""#,
         deps: &["space", "value"],
     },
     Primitive {
         name: "string",
-        body: r#""\"" char* "\"""#,
         deps: &["char"],
     },
     Primitive {
         name: "char",
-        body: r#"[^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" ( [0-9a-cA-Ce-fE-F] hex{3} | [dD] [0-7] hex{2} | [dD] [89abAB] hex{2} "\\u" [dD] [c-fC-F] hex{2} ) )"#,
         deps: &["hex"],
     },
     Primitive {
         name: "hex",
-        body: "[0-9a-fA-F]",
         deps: &[],
     },
     Primitive {
         name: "number",
-        body: r#""-"? integral-part ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?"#,
         deps: &["integral-part"],
     },
     Primitive {
         name: "integer",
-        body: r#""-"? integral-part ( "." "0"+ )?"#,
         deps: &["integral-part"],
     },
     Primitive {
         name: "integral-part",
-        // llama_compat (capped_digits): INTEGRAL_PART_CAPPED
-        body: r#""0" | [1-9] [0-9]*"#,
         deps: &[],
     },
     Primitive {
         name: "boolean",
-        body: r#""true" | "false""#,
         deps: &[],
     },
     Primitive {
         name: "null",
-        body: r#""null""#,
         deps: &[],
     },
     Primitive {
         name: "space",
-        body: "",
         deps: &[],
     },
 ];
+
+/// How a primitive's body is chosen where it has more than one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct PrimitiveStyle {
+    whitespace: Whitespace,
+    /// `integral-part` stops at 16 digits ([`RuleTable::capped_digits`]).
+    capped_digits: bool,
+}
+
+/// The body of the primitive `name` (one of [`PRIMITIVES`]) in `style`.
+fn primitive_body(name: &str, style: PrimitiveStyle) -> Expr {
+    let lit = |text: &str| Expr::literal(text);
+    let rule = |name: &str| Expr::Rule(RuleName::new(name));
+    let class = |ranges: &[(char, char)]| Expr::Class {
+        ranges: ranges.iter().map(|&(a, b)| (a as u32, b as u32)).collect(),
+        negated: false,
+    };
+    let one_of = |chars: &str| class(&chars.chars().map(|c| (c, c)).collect::<Vec<_>>());
+    let alt = |alternatives: Vec<Expr>| Expr::alt(alternatives).unwrap_or(Expr::Empty);
+    let opt = |e: Expr| Expr::repeat(e, 0, Some(1));
+    let star = |e: Expr| Expr::repeat(e, 0, None);
+    let plus = |e: Expr| Expr::repeat(e, 1, None);
+    let digit = || class(&[('0', '9')]);
+    // `open` space ( item ( "," space item )* )? space `close`
+    let list = |open: &str, item: Expr, close: &str| {
+        Expr::seq([
+            lit(open),
+            rule("space"),
+            opt(Expr::seq([
+                item.clone(),
+                star(Expr::seq([lit(","), rule("space"), item])),
+            ])),
+            rule("space"),
+            lit(close),
+        ])
+    };
+    match name {
+        "value" => alt(["object", "array", "string", "number", "boolean", "null"]
+            .into_iter()
+            .map(rule)
+            .collect()),
+        "object" => list(
+            "{",
+            Expr::seq([rule("string"), lit(":"), rule("space"), rule("value")]),
+            "}",
+        ),
+        "array" => list("[", rule("value"), "]"),
+        "string" => Expr::seq([lit("\""), star(rule("char")), lit("\"")]),
+        "char" => {
+            let hex = |n: u32| Expr::repeat(rule("hex"), n, Some(n));
+            let d = || one_of("dD");
+            let escaped = alt(vec![
+                one_of("\"\\/bfnrt"),
+                Expr::seq([
+                    lit("u"),
+                    alt(vec![
+                        Expr::seq([
+                            class(&[('0', '9'), ('a', 'c'), ('A', 'C'), ('e', 'f'), ('E', 'F')]),
+                            hex(3),
+                        ]),
+                        Expr::seq([d(), class(&[('0', '7')]), hex(2)]),
+                        Expr::seq([
+                            d(),
+                            one_of("89abAB"),
+                            hex(2),
+                            lit("\\u"),
+                            d(),
+                            class(&[('c', 'f'), ('C', 'F')]),
+                            hex(2),
+                        ]),
+                    ]),
+                ]),
+            ]);
+            alt(vec![
+                Expr::Class {
+                    ranges: vec![('"' as u32, '"' as u32), (0x5C, 0x5C), (0, 0x1F)],
+                    negated: true,
+                },
+                Expr::seq([lit("\\"), escaped]),
+            ])
+        }
+        "hex" => class(&[('0', '9'), ('a', 'f'), ('A', 'F')]),
+        "number" => Expr::seq([
+            opt(lit("-")),
+            rule("integral-part"),
+            opt(Expr::seq([lit("."), plus(digit())])),
+            opt(Expr::seq([one_of("eE"), opt(one_of("-+")), plus(digit())])),
+        ]),
+        "integer" => Expr::seq([
+            opt(lit("-")),
+            rule("integral-part"),
+            opt(Expr::seq([lit("."), plus(lit("0"))])),
+        ]),
+        "integral-part" => {
+            // llama.cpp's: at most 16 digits (llama_compat)
+            let more = if style.capped_digits {
+                Expr::repeat(digit(), 0, Some(15))
+            } else {
+                star(digit())
+            };
+            alt(vec![lit("0"), Expr::seq([class(&[('1', '9')]), more])])
+        }
+        "boolean" => alt(vec![lit("true"), lit("false")]),
+        "null" => lit("null"),
+        "space" => match style.whitespace {
+            // llama.cpp's: nothing, one space, or one or two newlines and indentation
+            Whitespace::Spaced => alt(vec![
+                Expr::Empty,
+                lit(" "),
+                Expr::seq([
+                    Expr::repeat(lit("\n"), 1, Some(2)),
+                    Expr::repeat(one_of(" \t"), 0, Some(20)),
+                ]),
+            ]),
+            Whitespace::Compact => Expr::Empty,
+        },
+        _ => Expr::Empty,
+    }
+}
+
+/// The printed body of every primitive in `style` (in [`PRIMITIVES`] order), printed once.
+fn primitive_texts(style: PrimitiveStyle) -> &'static [String] {
+    static TEXTS: [std::sync::OnceLock<Vec<String>>; 4] = [const { std::sync::OnceLock::new() }; 4];
+    let i =
+        usize::from(style.whitespace == Whitespace::Compact) * 2 + usize::from(style.capped_digits);
+    TEXTS[i].get_or_init(|| {
+        PRIMITIVES
+            .iter()
+            .map(|p| primitive_body(p.name, style).to_gbnf())
+            .collect()
+    })
+}
 
 /// Names no schema rule may take.
 fn is_reserved(name: &str) -> bool {
@@ -123,17 +236,6 @@ pub(crate) fn sanitize(hint: &str) -> String {
     out
 }
 
-/// `( a | b )` → `a | b`: a rule body written as text needs no outer group (a typed body is
-/// printed without one).
-fn strip_group(body: Expr) -> Expr {
-    match body {
-        Expr::Text(t) if t.starts_with("( ") && t.ends_with(" )") && super::regex::is_atom(&t) => {
-            Expr::Text(t[2..t.len() - 2].to_string())
-        }
-        other => other,
-    }
-}
-
 /// A readable rule-name hint for the repetition of `item`: the rule it repeats, else `repeat`.
 fn repetition_hint(item: &Expr) -> String {
     let short_name = |t: &str| {
@@ -141,7 +243,6 @@ fn repetition_hint(item: &Expr) -> String {
     };
     match item {
         Expr::Rule(name) if short_name(name.as_str()) => name.as_str().to_string(),
-        Expr::Text(t) if short_name(t) => t.clone(),
         _ => "repeat".to_string(),
     }
 }
@@ -267,7 +368,7 @@ impl RuleTable {
 
     /// Sets the body of a reserved rule.
     pub(crate) fn fill(&mut self, name: &RuleName, body: impl Into<Expr>) {
-        let body = strip_group(body.into());
+        let body = body.into();
         if let Some(&i) = self.by_name.get(name.as_str()) {
             self.by_body.entry(body_hash(&body)).or_default().push(i);
             self.rules[i].body = Some(body);
@@ -292,7 +393,7 @@ impl RuleTable {
         body: impl Into<Expr>,
         comment: Option<String>,
     ) -> RuleName {
-        let body = strip_group(body.into());
+        let body = body.into();
         let hash = body_hash(&body);
         let same = self.by_body.get(&hash).and_then(|rules| {
             rules.iter().copied().find(|&i| {
@@ -423,21 +524,15 @@ impl RuleTable {
         for (name, body) in &self.formats {
             push_rule(&mut out, name, &body.to_gbnf());
         }
+        let style = PrimitiveStyle {
+            whitespace: self.whitespace,
+            capped_digits: self.capped_digits,
+        };
+        let texts = primitive_texts(style);
         for (i, p) in PRIMITIVES.iter().enumerate() {
-            if !self.used_primitives[i] {
-                continue;
+            if self.used_primitives[i] {
+                push_rule(&mut out, p.name, &texts[i]);
             }
-            let body = if p.name == "space" {
-                match self.whitespace {
-                    Whitespace::Spaced => SPACE_SPACED,
-                    Whitespace::Compact => "\"\"",
-                }
-            } else if p.name == "integral-part" && self.capped_digits {
-                INTEGRAL_PART_CAPPED
-            } else {
-                p.body
-            };
-            push_rule(&mut out, p.name, body);
         }
         out
     }
@@ -475,13 +570,19 @@ mod tests {
         );
     }
 
+    /// `a | b{0,60}`: an item generating 60 rules.
+    fn a_or_b_60() -> Expr {
+        let r = |n: &str| Expr::Rule(RuleName::new(n));
+        Expr::alt([r("a"), Expr::repeat(r("b"), 0, Some(60))]).unwrap()
+    }
+
     /// The limits carried over onto typed expressions: a count over llama.cpp's limit is split
     /// into exact chunks, a long optional run is chained without ambiguity, an item whose
     /// generated rules times the count pass the limit gets a rule of its own.
     #[test]
     fn repetitions_stay_within_llama_cpp_limits() {
         let mut t = RuleTable::new(Whitespace::Compact);
-        let char_ = Expr::Text("char".into());
+        let char_ = Expr::Rule(RuleName::new("char"));
         assert_eq!(
             t.repetition(char_.clone(), 0, Some(60)).to_gbnf(),
             "char{0,60}"
@@ -508,10 +609,10 @@ mod tests {
             "{g}"
         );
         // an item generating 61 rules repeated 40 times passes 2,000: it becomes a rule first
-        let e = t.repetition(Expr::Text("a | b{0,60}".into()), 0, Some(40));
+        let e = t.repetition(a_or_b_60(), 0, Some(40));
         assert_eq!(e.to_gbnf(), "repeat-item{0,40}");
         assert!(t.render(&e).contains("repeat-item ::= a | b{0,60}\n"));
-        let e = t.repetition(Expr::Text("a | b{0,60}".into()), 0, Some(30));
+        let e = t.repetition(a_or_b_60(), 0, Some(30));
         assert_eq!(e.to_gbnf(), "repeat-0-30");
         assert!(
             t.render(&e)
@@ -523,13 +624,13 @@ mod tests {
     fn only_used_primitives_are_emitted() {
         let mut t = RuleTable::new(Whitespace::Compact);
         t.primitive("integer");
-        let g = t.render(&Expr::Text("integer".into()));
+        let g = t.render(&Expr::Rule(RuleName::new("integer")));
         assert!(g.contains("integral-part ::="));
         assert!(!g.contains("string ::="));
         assert!(!g.contains("space ::="));
         t.primitive("space");
         assert!(
-            t.render(&Expr::Text("space".into()))
+            t.render(&Expr::Rule(RuleName::new("space")))
                 .contains("space ::= \"\"\n")
         );
     }
@@ -540,7 +641,7 @@ mod tests {
         let n = t.format_string("date-time").unwrap();
         assert_eq!(n, "date-time-string");
         t.format_string("date").unwrap();
-        let g = t.render(&Expr::Text(n.clone()));
+        let g = t.render(&Expr::Rule(RuleName::new(n.clone())));
         for rule in [
             "\ndate-time ::=",
             "\ndate ::=",

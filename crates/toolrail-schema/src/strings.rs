@@ -80,28 +80,35 @@ fn control_escape(cp: u32) -> Expr {
     Expr::seq([Expr::literal(format!("\\u00{hi}")), low])
 }
 
-/// Renders one code point inside a GBNF character class.
-fn class_char(cp: u32, out: &mut String) {
+/// Renders one code point inside a GBNF character class: printable ASCII as is, `\\`, `\t`,
+/// `\n` and `\r` as llama.cpp's escapes, `-` as is where it cannot start a range (`edge`: the
+/// first or last member, a single character), `[`, `]`, `^` and other characters as hex.
+fn class_char(cp: u32, edge: bool, out: &mut String) {
     match char::from_u32(cp) {
-        Some(c) if (0x20..0x7F).contains(&cp) && !matches!(c, '\\' | ']' | '[' | '-' | '^') => {
-            out.push(c)
-        }
+        Some('-') if edge => out.push('-'),
+        Some('\\') => out.push_str("\\\\"),
+        Some('\t') => out.push_str("\\t"),
+        Some('\n') => out.push_str("\\n"),
+        Some('\r') => out.push_str("\\r"),
+        Some(c) if (0x20..0x7F).contains(&cp) && !matches!(c, ']' | '[' | '-' | '^') => out.push(c),
         _ if cp < 0x80 => out.push_str(&format!("\\x{cp:02X}")),
         _ if cp <= 0xFFFF => out.push_str(&format!("\\u{cp:04X}")),
         _ => out.push_str(&format!("\\U{cp:08X}")),
     }
 }
 
-/// A GBNF character class `[...]` (or `[^...]`) for sorted, disjoint ranges.
+/// A GBNF character class `[...]` (or `[^...]`) for disjoint ranges, printed in the order given.
 pub(crate) fn char_class(ranges: &[(u32, u32)], negated: bool) -> String {
     let mut out = String::from(if negated { "[^" } else { "[" });
-    for &(lo, hi) in ranges {
-        class_char(lo, &mut out);
+    let last = ranges.len().saturating_sub(1);
+    for (i, &(lo, hi)) in ranges.iter().enumerate() {
+        let single = lo == hi;
+        class_char(lo, single && (i == 0 || i == last), &mut out);
         if hi > lo {
             if hi > lo + 1 {
                 out.push('-');
             }
-            class_char(hi, &mut out);
+            class_char(hi, false, &mut out);
         }
     }
     out.push(']');
@@ -280,7 +287,7 @@ mod tests {
 
     #[test]
     fn char_sets() {
-        let mut any = || Expr::Text("char".to_string());
+        let mut any = || Expr::Rule(crate::expr::RuleName::new("char"));
         let text = |e: Option<Expr>| e.map(|e| e.to_gbnf_item());
         assert_eq!(
             text(encoded_char_set(&[(0x30, 0x39)], &mut any)).as_deref(),
@@ -293,7 +300,7 @@ mod tests {
         let not_a = normalize(vec![(0, 0x60), (0x62, 0x10FFFF)]);
         assert_eq!(
             text(encoded_char_set(&not_a, &mut any)).as_deref(),
-            Some(r#"( [^\x00-\x1F"\x5Ca] | "\\" ["\x5Cbfnrt] | "\\u00" [01] [0-9a-fA-F] )"#)
+            Some(r#"( [^\x00-\x1F"\\a] | "\\" ["\\bfnrt] | "\\u00" [01] [0-9a-fA-F] )"#)
         );
         assert_eq!(encoded_char_set(&[], &mut any), None);
     }

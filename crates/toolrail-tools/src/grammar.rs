@@ -36,7 +36,8 @@ use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use toolrail_schema::{
-    ConvertOptions, MemberOrder, SchemaConverter, SchemaError, Whitespace, gbnf_literal,
+    ConvertOptions, Expr, MemberOrder, RuleName, SchemaConverter, SchemaError, Whitespace,
+    gbnf_literal,
 };
 
 /// Options of the tool-call grammar.
@@ -229,7 +230,8 @@ fn convert_options(opts: &GrammarOptions, close_objects: bool) -> ConvertOptions
 ///
 /// The envelope's own rules (`call`, `call-<tool>`, `calls`, `plain-text`, `py-…`) are appended
 /// after the converter's rules. Their names come from the converter's one rule namespace
-/// ([`SchemaConverter::reserve_rule_name`]), so they can never clash with a converter rule.
+/// ([`SchemaConverter::reserve_rule_name`]), so they can never clash with a converter rule, and
+/// their bodies are [`Expr`] values printed by the converter's one printer.
 pub fn tool_call_grammar(
     tools: &ToolSet,
     opts: &GrammarOptions,
@@ -240,19 +242,32 @@ pub fn tool_call_grammar(
     // Objects are closed explicitly in `arguments_schema`, so the converter sees exactly the schema
     // the validator uses.
     let mut conv = SchemaConverter::new(convert_options(opts, false));
-    let space = conv.space_rule();
+    let space_name = conv.space_rule();
+    let space = Expr::rule(&space_name);
     let mut out = Emitter::default();
     let mut warnings = Vec::new();
     let mut tool_rules = Vec::new();
     let mut documents = HashMap::new();
     let mut pairs = Vec::new();
-    let mut py = PyBuilder::new(space.clone(), opts.lenient);
-    let mut bases: HashMap<BaseType, String> = HashMap::new();
+    let mut py = PyBuilder::new(space_name.to_string(), opts.lenient);
+    let mut bases: HashMap<BaseType, Expr> = HashMap::new();
+    // `"name"` `,` space `"arguments"` `:` space args: the JSON envelopes' name-and-arguments pair
+    let json_pair = |name: &str, args: Expr| {
+        Expr::seq([
+            Expr::literal(json_string(name)),
+            Expr::literal(","),
+            space.clone(),
+            Expr::literal(json_string(opts.format.arguments_key())),
+            Expr::literal(":"),
+            space.clone(),
+            args,
+        ])
+    };
     for tool in tools.tools() {
         check_tool_name(tool, opts.format)?;
         let slug = slug(&tool.name);
         let schema = tool.arguments_schema();
-        let pair_name = out.fresh(&mut conv, &format!("call-{slug}"));
+        let pair_name = out.name(&mut conv, &format!("call-{slug}"));
         let base = match opts.format {
             Format::OpenAi | Format::Llama3 | Format::Hermes => {
                 format!("/{}", opts.format.arguments_key())
@@ -262,132 +277,165 @@ pub fn tool_call_grammar(
         if opts.format != Format::Pythonic {
             documents.insert(format!("args-{slug}"), (Some(tool.name.clone()), base));
         }
+        let comment = tool_comment(tool);
         if let Some(custom) = &tool.custom_grammar {
             let args = custom_args(tool, custom, &slug, opts, &mut conv, &mut out, &mut bases)?;
             let body = match opts.format {
-                Format::OpenAi | Format::Llama3 | Format::Hermes => format!(
-                    "{} \",\" {space} {} \":\" {space} {args}",
-                    gbnf_literal(&json_string(&tool.name)),
-                    gbnf_literal(&json_string(opts.format.arguments_key())),
-                ),
-                Format::Gemma => format!("{} {args}", gbnf_literal(&tool.name)),
-                Format::Pythonic => format!("{} \"(\" {args} \")\"", gbnf_literal(&tool.name)),
+                Format::OpenAi | Format::Llama3 | Format::Hermes => json_pair(&tool.name, args),
+                Format::Gemma => Expr::seq([Expr::literal(&tool.name), args]),
+                Format::Pythonic => Expr::seq([
+                    Expr::literal(&tool.name),
+                    Expr::literal("("),
+                    args,
+                    Expr::literal(")"),
+                ]),
             };
-            out.rule_with_comment(&pair_name, &body, &tool_comment(tool));
-            tool_rules.push((tool.name.clone(), pair_name.clone()));
-            pairs.push(pair_name);
-            continue;
-        }
-        let body = match opts.format {
-            Format::OpenAi | Format::Llama3 | Format::Hermes => {
-                let args = conv
-                    .add_schema(&format!("args-{slug}"), &schema)
+            out.define(&pair_name, body, Some(&comment));
+        } else {
+            let schema_args = |conv: &mut SchemaConverter| {
+                conv.add_schema(&format!("args-{slug}"), &schema)
                     .map_err(|error| GrammarError::Schema {
                         tool: tool.name.clone(),
                         error,
-                    })?;
-                let key = opts.format.arguments_key();
-                format!(
-                    "{} \",\" {space} {} \":\" {space} {args}",
-                    gbnf_literal(&json_string(&tool.name)),
-                    gbnf_literal(&json_string(key)),
-                )
-            }
-            Format::Gemma => {
-                let args = conv
-                    .add_schema(&format!("args-{slug}"), &schema)
-                    .map_err(|error| GrammarError::Schema {
-                        tool: tool.name.clone(),
-                        error,
-                    })?;
-                format!("{} {args}", gbnf_literal(&tool.name))
-            }
-            Format::Pythonic => {
-                let kwargs = py.kwargs(tool, &schema, &mut conv, &mut out)?;
-                if kwargs.is_empty() {
-                    format!("{} \"()\"", gbnf_literal(&tool.name))
-                } else {
-                    format!("{} \"(\" {kwargs} \")\"", gbnf_literal(&tool.name))
+                    })
+            };
+            match opts.format {
+                Format::OpenAi | Format::Llama3 | Format::Hermes => {
+                    let args = schema_args(&mut conv)?;
+                    out.define(&pair_name, json_pair(&tool.name, args), Some(&comment));
+                }
+                Format::Gemma => {
+                    let args = schema_args(&mut conv)?;
+                    let body = Expr::seq([Expr::literal(&tool.name), args]);
+                    out.define(&pair_name, body, Some(&comment));
+                }
+                Format::Pythonic => {
+                    // The keyword arguments are the pythonic value builder's text (see
+                    // `Emitter::rule`), so this one pair rule is written as text too.
+                    let kwargs = py.kwargs(tool, &schema, &mut conv, &mut out)?;
+                    let name = Expr::literal(&tool.name).to_gbnf();
+                    let body = if kwargs.is_empty() {
+                        format!("{name} \"()\"")
+                    } else {
+                        format!("{name} \"(\" {kwargs} \")\"")
+                    };
+                    out.comment(&comment);
+                    out.rule(pair_name.as_str(), &body);
                 }
             }
-        };
-        let comment = tool_comment(tool);
-        out.rule_with_comment(&pair_name, &body, &comment);
-        tool_rules.push((tool.name.clone(), pair_name.clone()));
-        pairs.push(pair_name);
+        }
+        tool_rules.push((tool.name.clone(), pair_name.to_string()));
+        pairs.push(Expr::rule(&pair_name));
     }
     warnings.append(&mut py.warnings);
-    let union = pairs.join(" | ");
+    let union = Expr::alt(pairs).ok_or(GrammarError::Empty)?;
+    let newline = || Expr::literal("\n");
     let (sep, one) = match opts.format {
         Format::OpenAi | Format::Llama3 | Format::Hermes => {
-            let call = out.fresh(&mut conv, "call");
-            out.rule(
-                &call,
-                &format!(
-                    "\"{{\" {space} \"\\\"name\\\"\" \":\" {space} ( {union} ) {space} \"}}\""
-                ),
-            );
+            let call = out.name(&mut conv, "call");
+            let body = Expr::seq([
+                Expr::literal("{"),
+                space.clone(),
+                Expr::literal("\"name\""),
+                Expr::literal(":"),
+                space.clone(),
+                union,
+                space.clone(),
+                Expr::literal("}"),
+            ]);
+            out.define(&call, body, None);
             if opts.format == Format::Hermes {
-                let block = out.fresh(&mut conv, "tool-call-block");
-                out.rule(
-                    &block,
-                    &format!("\"<tool_call>\\n\" {call} \"\\n</tool_call>\""),
-                );
-                ("\"\\n\"".to_owned(), block)
+                let block = out.name(&mut conv, "tool-call-block");
+                let body = Expr::seq([
+                    Expr::literal("<tool_call>\n"),
+                    Expr::rule(&call),
+                    Expr::literal("\n</tool_call>"),
+                ]);
+                out.define(&block, body, None);
+                (newline(), block)
             } else {
-                (format!("\",\" {space}"), call)
+                (Expr::seq([Expr::literal(","), space.clone()]), call)
             }
         }
         Format::Gemma => {
-            let call = out.fresh(&mut conv, "call");
-            out.rule(&call, &format!("\"call:\" ( {union} )"));
-            ("\"\\n\"".to_owned(), call)
+            let call = out.name(&mut conv, "call");
+            out.define(&call, Expr::seq([Expr::literal("call:"), union]), None);
+            (newline(), call)
         }
         Format::Pythonic => {
-            let call = out.fresh(&mut conv, "call");
-            out.rule(&call, &union);
-            ("\"\\n\"".to_owned(), call)
+            let call = out.name(&mut conv, "call");
+            out.define(&call, union, None);
+            (newline(), call)
         }
     };
     let calls = if opts.parallel {
-        let name = out.fresh(&mut conv, "calls");
-        if opts.format.is_json() {
-            out.rule(
-                &name,
-                &format!("\"[\" {space} {one} ( {sep} {one} )* {space} \"]\""),
-            );
+        let name = out.name(&mut conv, "calls");
+        let one = Expr::rule(&one);
+        let more = Expr::repeat(Expr::seq([sep, one.clone()]), 0, None);
+        let body = if opts.format.is_json() {
+            Expr::seq([
+                Expr::literal("["),
+                space.clone(),
+                one,
+                more,
+                space.clone(),
+                Expr::literal("]"),
+            ])
         } else {
-            out.rule(&name, &format!("{one} ( {sep} {one} )*"));
-        }
+            Expr::seq([one, more])
+        };
+        out.define(&name, body, None);
         name
     } else {
         one
     };
     let root_body = if opts.auto {
-        let text_rule = out.fresh(&mut conv, "plain-text");
+        let text_rule = out.name(&mut conv, "plain-text");
         if opts.format == Format::Pythonic {
             // Not `identifier(`: what the validator reads as a call, known tool or not.
-            let rest = out.fresh(&mut conv, "plain-text-name");
+            let rest = out.name(&mut conv, "plain-text-name");
+            let first: &[(char, char)] = &[('a', 'z'), ('A', 'Z'), ('_', '_')];
+            let next: &[(char, char)] = &[
+                ('a', 'z'),
+                ('A', 'Z'),
+                ('0', '9'),
+                ('_', '_'),
+                ('.', '.'),
+                ('-', '-'),
+            ];
+            let not_next: &[(char, char)] = &[
+                ('a', 'z'),
+                ('A', 'Z'),
+                ('0', '9'),
+                ('_', '_'),
+                ('.', '.'),
+                ('(', '('),
+                ('-', '-'),
+            ];
             out.comment("plain text: anything not starting like a call (a name, then '(')");
-            out.rule(
-                &text_rule,
-                &format!("[^a-zA-Z_] .* | [a-zA-Z_] {rest} | \"\""),
-            );
-            out.rule(
-                &rest,
-                &format!("[a-zA-Z0-9_.\\-] {rest} | [^a-zA-Z0-9_.(\\-] .* | \"\""),
-            );
+            let body = Expr::alt([
+                Expr::seq([class(first, true), any_text()]),
+                Expr::seq([class(first, false), Expr::rule(&rest)]),
+                Expr::Empty,
+            ]);
+            out.define(&text_rule, body.unwrap_or(Expr::Empty), None);
+            let body = Expr::alt([
+                Expr::seq([class(next, false), Expr::rule(&rest)]),
+                Expr::seq([class(not_next, true), any_text()]),
+                Expr::Empty,
+            ]);
+            out.define(&rest, body.unwrap_or(Expr::Empty), None);
         } else {
             let prefixes = call_prefixes(opts);
             out.comment(&format!(
                 "plain text: anything not starting like a call ({})",
                 prefixes.join(", ")
             ));
-            out.rule(&text_rule, &not_prefixed(&prefixes));
+            out.define(&text_rule, not_prefixed(&prefixes), None);
         }
-        format!("{text_rule} | {calls}")
+        Expr::alt([Expr::rule(&text_rule), Expr::rule(&calls)]).unwrap_or(Expr::Empty)
     } else {
-        calls
+        Expr::rule(&calls)
     };
     warnings.extend(conv.warnings().iter().map(|w| w.to_string()));
     warnings.extend(conv.notes().iter().map(note_text));
@@ -397,7 +445,7 @@ pub fn tool_call_grammar(
         text.push('\n');
     }
     text.push('\n');
-    text.push_str(&out.text);
+    out.render_into(&mut text);
     Ok(ToolGrammar {
         text,
         warnings,
@@ -406,9 +454,22 @@ pub fn tool_call_grammar(
     })
 }
 
+/// A character class of `ranges` (in the order given), or of every character outside them.
+fn class(ranges: &[(char, char)], negated: bool) -> Expr {
+    Expr::Class {
+        ranges: ranges.iter().map(|&(a, b)| (a as u32, b as u32)).collect(),
+        negated,
+    }
+}
+
+/// `.*`: any text.
+fn any_text() -> Expr {
+    Expr::repeat(Expr::AnyChar, 0, None)
+}
+
 /// Emits a tool's custom argument grammar with every rule renamed `custom-<tool>-<rule>` (so two
 /// tools' rules cannot clash) and the base rules it uses built in the envelope's syntax; returns
-/// the name its start rule got.
+/// a reference to the rule its start rule became.
 fn custom_args(
     tool: &Tool,
     custom: &CustomGrammar,
@@ -416,17 +477,18 @@ fn custom_args(
     opts: &GrammarOptions,
     conv: &mut SchemaConverter,
     out: &mut Emitter,
-    bases: &mut HashMap<BaseType, String>,
-) -> Result<String, GrammarError> {
-    let mut names: HashMap<String, String> = HashMap::new();
+    bases: &mut HashMap<BaseType, Expr>,
+) -> Result<Expr, GrammarError> {
+    let mut names: HashMap<String, Expr> = HashMap::new();
     for base in custom.base_types() {
         let rule = match bases.get(base) {
             Some(rule) => rule.clone(),
             None => {
                 let rule = if opts.format == Format::Pythonic && *base == BaseType::Bool {
-                    let rule = out.fresh(conv, "py-bool");
-                    out.rule(&rule, "\"True\" | \"False\"");
-                    rule
+                    let rule = out.name(conv, "py-bool");
+                    let body = Expr::alt([Expr::literal("True"), Expr::literal("False")]);
+                    out.define(&rule, body.unwrap_or(Expr::Empty), None);
+                    Expr::rule(&rule)
                 } else {
                     conv.add_schema(&format!("base-{}", base.name()), &base.schema())
                         .map_err(|error| GrammarError::Schema {
@@ -441,23 +503,24 @@ fn custom_args(
         names.insert(base.name().to_owned(), rule);
     }
     for name in custom.defined_names() {
-        names.insert(
-            name.clone(),
-            out.fresh(conv, &format!("custom-{slug}-{name}")),
-        );
+        let fresh = out.name(conv, &format!("custom-{slug}-{name}"));
+        names.insert(name.clone(), Expr::rule(&fresh));
     }
     out.comment(&format!(
         "tool '{}': its own argument grammar (start rule `{}`)",
         tool.name,
         custom.root()
     ));
-    let text = custom.renamed(&|name| names.get(name).cloned().unwrap_or_else(|| name.to_owned()));
-    out.text.push_str(text.trim_end());
-    out.text.push('\n');
-    Ok(names
-        .get(custom.root())
-        .cloned()
-        .unwrap_or_else(|| custom.root().to_owned()))
+    // The user's own rules, parsed and linted when the tool was read, with every rule name
+    // replaced by its name in this grammar's namespace (a base type's rule is a reference).
+    let text = custom.renamed(&|name| {
+        names
+            .get(name)
+            .map_or_else(|| name.to_owned(), Expr::to_gbnf_item)
+    });
+    out.verbatim(text.trim_end());
+    // the start rule is always one the text defines (`CustomGrammar::root`)
+    Ok(names.get(custom.root()).cloned().unwrap_or(Expr::Empty))
 }
 
 fn check_tool_name(tool: &Tool, format: Format) -> Result<(), GrammarError> {
@@ -509,7 +572,7 @@ fn call_prefixes(opts: &GrammarOptions) -> Vec<String> {
 
 /// An expression matching every text that does not start with one of `prefixes` (including the
 /// empty text and proper prefixes of them): a trie of the prefixes, complemented.
-fn not_prefixed(prefixes: &[String]) -> String {
+fn not_prefixed(prefixes: &[String]) -> Expr {
     #[derive(Default)]
     struct Node {
         end: bool,
@@ -523,23 +586,21 @@ fn not_prefixed(prefixes: &[String]) -> String {
         }
         n.end = true;
     }
-    fn expr(node: &Node) -> String {
-        let chars: String = node.children.keys().map(|&c| class_char(c)).collect();
-        let mut alts = vec![format!("[^{chars}] .*")];
+    fn expr(node: &Node) -> Expr {
+        let next: Vec<(char, char)> = node.children.keys().map(|&c| (c, c)).collect();
+        let mut alts = vec![Expr::seq([class(&next, true), any_text()])];
         for (c, child) in &node.children {
             if !child.end {
-                alts.push(format!("{} {}", gbnf_literal(&c.to_string()), expr(child)));
+                alts.push(Expr::seq([Expr::literal(c.to_string()), expr(child)]));
             }
         }
-        alts.push("\"\"".to_owned());
-        format!("( {} )", alts.join(" | "))
+        alts.push(Expr::Empty);
+        Expr::alt(alts).unwrap_or(Expr::Empty)
     }
-    let e = expr(&root);
-    e.strip_prefix("( ")
-        .and_then(|x| x.strip_suffix(" )"))
-        .map_or(e.clone(), str::to_owned)
+    expr(&root)
 }
 
+/// A character inside a class written as text (the pythonic value builder's key rules).
 fn class_char(c: char) -> String {
     match c {
         // llama.cpp knows `\\ \] \[ \-` but not `\^`: hex for that one.
@@ -581,29 +642,80 @@ fn slug(name: &str) -> String {
     if s.is_empty() { "tool".into() } else { s }
 }
 
+/// One entry of the envelope's part of the grammar.
+enum Item {
+    /// A rule built as an expression.
+    Rule {
+        /// Its name, from the converter's namespace.
+        name: RuleName,
+        /// Its body.
+        body: Expr,
+    },
+    /// A comment line.
+    Comment(String),
+    /// Rules written as text: a tool's own argument grammar (the user's rules, renamed) and,
+    /// until the converter's walker replaces it, the pythonic value builder's rules.
+    Text(String),
+}
+
 /// Our own rules, appended after the converter's, named in the converter's namespace.
 #[derive(Default)]
 struct Emitter {
-    text: String,
+    items: Vec<Item>,
 }
 
 impl Emitter {
     /// A name for an envelope rule, unique among every rule of the grammar.
-    fn fresh(&mut self, conv: &mut SchemaConverter, hint: &str) -> String {
+    fn name(&mut self, conv: &mut SchemaConverter, hint: &str) -> RuleName {
         conv.reserve_rule_name(hint)
     }
 
-    fn rule(&mut self, name: &str, body: &str) {
-        let _ = writeln!(self.text, "{name} ::= {}", body.trim_end());
+    /// Defines the rule `name` (reserved with [`Emitter::name`]), after a comment line.
+    fn define(&mut self, name: &RuleName, body: Expr, comment: Option<&str>) {
+        if let Some(c) = comment {
+            self.comment(c);
+        }
+        self.items.push(Item::Rule {
+            name: name.clone(),
+            body,
+        });
     }
 
     fn comment(&mut self, c: &str) {
-        let _ = writeln!(self.text, "# {}", c.replace('\n', " "));
+        self.items.push(Item::Comment(c.replace('\n', " ")));
     }
 
-    fn rule_with_comment(&mut self, name: &str, body: &str, comment: &str) {
-        self.comment(comment);
-        self.rule(name, body);
+    /// Rules written as text (see [`Item::Text`]).
+    fn verbatim(&mut self, text: &str) {
+        self.items.push(Item::Text(text.to_owned()));
+    }
+
+    /// A rule name for the pythonic value builder, which writes its rules as text.
+    fn fresh(&mut self, conv: &mut SchemaConverter, hint: &str) -> String {
+        conv.reserve_rule_name(hint).into()
+    }
+
+    /// A rule of the pythonic value builder, written as text.
+    fn rule(&mut self, name: &str, body: &str) {
+        self.verbatim(&format!("{name} ::= {}", body.trim_end()));
+    }
+
+    /// Appends every entry, one line each (a text entry as its lines).
+    fn render_into(&self, out: &mut String) {
+        for item in &self.items {
+            match item {
+                Item::Rule { name, body } => {
+                    let _ = writeln!(out, "{name} ::= {}", body.to_gbnf());
+                }
+                Item::Comment(c) => {
+                    let _ = writeln!(out, "# {c}");
+                }
+                Item::Text(text) => {
+                    out.push_str(text);
+                    out.push('\n');
+                }
+            }
+        }
     }
 }
 
@@ -1165,12 +1277,13 @@ impl PyBuilder {
                             } else {
                                 format!("py-{hint}-{t}")
                             };
-                            let rule = conv.add_schema(&leaf_hint, &leaf).map_err(|error| {
-                                GrammarError::Schema {
+                            let rule = conv
+                                .add_schema(&leaf_hint, &leaf)
+                                .map_err(|error| GrammarError::Schema {
                                     tool: ctx.tool.to_owned(),
                                     error: pointed(error, pointer),
-                                }
-                            })?;
+                                })?
+                                .to_gbnf_item();
                             self.leaves.insert(memo_key, rule.clone());
                             rule
                         }

@@ -75,6 +75,18 @@ pub struct CompletionRequest {
     pub json_schema: Option<Value>,
     /// Token limit.
     pub n_predict: u32,
+    /// True: the candidates after the sampler chain (`prob`, `top_probs`) instead of before.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub post_sampling_probs: bool,
+    /// Sampling and streaming, as on the chat endpoint.
+    #[serde(flatten)]
+    pub sampling: SamplingFields,
+}
+
+/// The sampling and streaming fields a `/completion` and a `/v1/chat/completions` request
+/// share (flattened into both; llama-server reads them alike on either endpoint).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SamplingFields {
     /// 0 is greedy.
     pub temperature: f32,
     /// 0 is off.
@@ -93,9 +105,6 @@ pub struct CompletionRequest {
     pub samplers: Vec<&'static str>,
     /// Candidates per token (before the sampler chain).
     pub n_probs: u32,
-    /// True: the candidates after the sampler chain (`prob`, `top_probs`) instead of before.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub post_sampling_probs: bool,
     /// Always true: toolrail shows every token as it comes.
     pub stream: bool,
     /// False: every run decodes its prompt afresh (reused caches can change results bitwise).
@@ -104,6 +113,30 @@ pub struct CompletionRequest {
     pub timings_per_token: bool,
     /// Seconds of silence before a keep-alive line: lets a cancel be noticed during long waits.
     pub sse_ping_interval: u32,
+}
+
+impl SamplingFields {
+    /// toolrail's sampling settings in llama-server's fields, with `n_probs` candidates per
+    /// token: toolrail's sampler chain and penalty window, the seed cut to the server's 32
+    /// bits, streamed with timings, the prompt decoded afresh.
+    pub fn new(sampling: &crate::record::Sampling, n_probs: u32) -> Self {
+        Self {
+            temperature: sampling.temperature,
+            top_k: sampling.top_k,
+            top_p: sampling.top_p,
+            min_p: sampling.min_p,
+            // llama-server's seed is 32-bit
+            seed: (sampling.seed & u64::from(u32::MAX)) as u32,
+            repeat_penalty: sampling.repeat_penalty,
+            repeat_last_n: crate::record::PENALTY_WINDOW as u32,
+            samplers: CompletionRequest::SAMPLERS.to_vec(),
+            n_probs,
+            stream: true,
+            cache_prompt: false,
+            timings_per_token: true,
+            sse_ping_interval: 1,
+        }
+    }
 }
 
 impl CompletionRequest {
@@ -262,32 +295,10 @@ pub struct ChatRequest {
     pub grammar: Option<String>,
     /// Token limit.
     pub max_tokens: u32,
-    /// 0 is greedy.
-    pub temperature: f32,
-    /// 0 is off.
-    pub top_k: u32,
-    /// 1 is off.
-    pub top_p: f32,
-    /// 0 is off.
-    pub min_p: f32,
-    /// The sampler's seed.
-    pub seed: u32,
-    /// 1 is off.
-    pub repeat_penalty: f32,
-    /// The penalty's window.
-    pub repeat_last_n: u32,
-    /// The sampler chain, in order.
-    pub samplers: Vec<&'static str>,
-    /// Candidates per token (passed through; `logprobs` is refused with tools and streaming).
-    pub n_probs: u32,
-    /// Always true.
-    pub stream: bool,
-    /// False: every run decodes its prompt afresh.
-    pub cache_prompt: bool,
-    /// Timings in every chunk.
-    pub timings_per_token: bool,
-    /// Seconds of silence before a keep-alive line.
-    pub sse_ping_interval: u32,
+    /// Sampling and streaming, as on `/completion` (`n_probs` is passed through; `logprobs`
+    /// is refused with tools and streaming).
+    #[serde(flatten)]
+    pub sampling: SamplingFields,
     /// Ask for llama-server's `__verbose` block (the prompt and the settings it built: grammar,
     /// lazy triggers, chat format); only non-streamed replies carry it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -448,6 +459,56 @@ pub struct ChatChunk {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Both request bodies carry the shared sampling fields at the top level, as llama-server
+    /// reads them, with toolrail's settings mapped once.
+    #[test]
+    fn sampling_fields_are_flattened_into_both_bodies() {
+        let settings = crate::record::Sampling {
+            temperature: 0.5,
+            top_k: 7,
+            top_p: 0.9,
+            min_p: 0.1,
+            seed: (1u64 << 40) + 3,
+            max_tokens: 12,
+            finish_in_budget: false,
+            repeat_penalty: 1.1,
+        };
+        let sampling = SamplingFields::new(&settings, 4);
+        let completion = serde_json::to_value(CompletionRequest {
+            prompt: Prompt::Text("x".into()),
+            grammar: None,
+            json_schema: None,
+            n_predict: 12,
+            post_sampling_probs: false,
+            sampling: sampling.clone(),
+        })
+        .unwrap();
+        let chat = serde_json::to_value(ChatRequest {
+            messages: Vec::new(),
+            tools: Vec::new(),
+            tool_choice: "required",
+            grammar: None,
+            max_tokens: 12,
+            sampling,
+            verbose: false,
+        })
+        .unwrap();
+        for body in [&completion, &chat] {
+            assert!(body.get("sampling").is_none(), "{body}");
+            assert_eq!(body["temperature"], serde_json::json!(0.5), "{body}");
+            assert_eq!(body["top_k"], 7, "{body}");
+            assert_eq!(body["seed"], 3, "{body}");
+            assert_eq!(body["repeat_last_n"], 64, "{body}");
+            assert_eq!(body["n_probs"], 4, "{body}");
+            assert_eq!(body["samplers"][0], "penalties", "{body}");
+            assert_eq!(body["stream"], true, "{body}");
+            assert_eq!(body["cache_prompt"], false, "{body}");
+        }
+        assert_eq!(completion["n_predict"], 12);
+        assert!(completion.get("post_sampling_probs").is_none());
+        assert_eq!(chat["max_tokens"], 12);
+    }
 
     #[test]
     fn reads_token_progress_and_final_chunks() {

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 pub use api::{
     ChatBuild, ChatChunk, ChatMessage, ChatRequest, Chunk, CompletionRequest, Prompt, Props,
+    SamplingFields,
 };
 pub use run::{RequestKind, ServerOptions, ServerWorker};
 use sse::{SseEvent, SseReader};

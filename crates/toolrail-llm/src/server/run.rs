@@ -38,11 +38,12 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use serde_json::{Value, json};
 
 use super::api::{
-    ChatMessage, ChatRequest, CompletionRequest, Prompt, Timings, TokenProbs, TopProb,
+    ChatMessage, ChatRequest, CompletionRequest, Prompt, SamplingFields, Timings, TokenProbs,
+    TopProb,
 };
 use super::{ServerClient, StreamEnd};
 use crate::Model;
-use crate::record::{Candidate, Disagreement, PENALTY_WINDOW, Stop, TokenRecord, Totals};
+use crate::record::{Candidate, Disagreement, Stop, TokenRecord, Totals};
 use crate::worker::{Command, EngineKind, Event, Handle, Notify, RunEvent, RunId, RunRequest};
 use toolrail_engine::{Engine, MaskEngine, State, TokenMask};
 use toolrail_gbnf::{Grammar, TokenVocabulary};
@@ -381,21 +382,8 @@ impl ServerRunner {
             grammar,
             json_schema,
             n_predict: s.max_tokens,
-            temperature: s.temperature,
-            top_k: s.top_k,
-            top_p: s.top_p,
-            min_p: s.min_p,
-            // llama-server's seed is 32-bit
-            seed: (s.seed & u64::from(u32::MAX)) as u32,
-            repeat_penalty: s.repeat_penalty,
-            repeat_last_n: PENALTY_WINDOW as u32,
-            samplers: CompletionRequest::SAMPLERS.to_vec(),
-            n_probs: request.show.max(1) as u32,
             post_sampling_probs: false,
-            stream: true,
-            cache_prompt: false,
-            timings_per_token: true,
-            sse_ping_interval: 1,
+            sampling: SamplingFields::new(s, request.show.max(1) as u32),
         }
     }
 
@@ -636,19 +624,7 @@ impl ServerRunner {
             tool_choice: "required",
             grammar: self.options.sent_grammar.clone(),
             max_tokens: s.max_tokens,
-            temperature: s.temperature,
-            top_k: s.top_k,
-            top_p: s.top_p,
-            min_p: s.min_p,
-            seed: (s.seed & u64::from(u32::MAX)) as u32,
-            repeat_penalty: s.repeat_penalty,
-            repeat_last_n: PENALTY_WINDOW as u32,
-            samplers: CompletionRequest::SAMPLERS.to_vec(),
-            n_probs: request.show.max(1) as u32,
-            stream: true,
-            cache_prompt: false,
-            timings_per_token: true,
-            sse_ping_interval: 1,
+            sampling: SamplingFields::new(s, request.show.max(1) as u32),
             verbose: false,
         };
         // (name, arguments text) per call index

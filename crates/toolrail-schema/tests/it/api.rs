@@ -6,8 +6,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolrail_gbnf::Grammar;
 use toolrail_schema::{
-    ANY_ORDER_MAX_MEMBERS, ConvertOptions, MemberOrder, SchemaConverter, Whitespace, gbnf_literal,
-    schema_to_gbnf,
+    ANY_ORDER_MAX_MEMBERS, ConvertOptions, Expr, MemberOrder, SchemaConverter, Whitespace,
+    gbnf_literal, schema_to_gbnf,
 };
 
 fn grammar(gbnf: &str) -> Arc<Grammar> {
@@ -228,10 +228,32 @@ fn converter_api_shares_rules() {
             &json!({"type": "object", "properties": {"tz": {"type": "string"}}}),
         )
         .unwrap();
-    let sp = c.space_rule();
-    let call = c.add_rule("call", &format!("\"{{\" {sp} \"\\\"name\\\"\" \":\" {sp} ( {} {sp} \",\" {sp} \"\\\"arguments\\\"\" \":\" {sp} {a} | {} {sp} \",\" {sp} \"\\\"arguments\\\"\" \":\" {sp} {b} ) {sp} \"}}\"", gbnf_literal("\"get_weather\""), gbnf_literal("\"get_time\"")));
+    let sp = Expr::rule(&c.space_rule());
+    let pair = |name: &str, args: Expr| {
+        Expr::seq([
+            Expr::literal(format!("\"{name}\"")),
+            sp.clone(),
+            Expr::literal(","),
+            sp.clone(),
+            Expr::literal("\"arguments\""),
+            Expr::literal(":"),
+            sp.clone(),
+            args,
+        ])
+    };
+    let body = Expr::seq([
+        Expr::literal("{"),
+        sp.clone(),
+        Expr::literal("\"name\""),
+        Expr::literal(":"),
+        sp.clone(),
+        Expr::alt([pair("get_weather", a), pair("get_time", b)]).unwrap(),
+        sp.clone(),
+        Expr::literal("}"),
+    ]);
+    let call = c.add_rule("call", body);
     assert!(c.warnings().is_empty());
-    let g = c.finish(&call);
+    let g = c.finish(&Expr::rule(&call));
     println!("{g}");
     let gr = grammar(&g);
     assert!(
@@ -975,14 +997,14 @@ fn one_of_by_lengths() {
 #[test]
 fn reserved_rule_names_never_clash() {
     let mut c = SchemaConverter::new(ConvertOptions::default());
-    assert_eq!(c.reserve_rule_name("string"), "string-2");
-    assert_eq!(c.reserve_rule_name("space"), "space-2");
+    assert_eq!(c.reserve_rule_name("string").as_str(), "string-2");
+    assert_eq!(c.reserve_rule_name("space").as_str(), "space-2");
     let call = c.reserve_rule_name("call");
-    assert_eq!(call, "call");
+    assert_eq!(call.as_str(), "call");
     let schema = json!({"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}});
     let args = c.add_schema("call", &schema).unwrap();
-    assert_ne!(args, call);
-    let g = c.finish(&format!("{args} | {call}"));
+    assert_ne!(args, Expr::rule(&call));
+    let g = c.finish(&Expr::alt([args, Expr::rule(&call)]).unwrap());
     // the reserved name is not defined by the converter: the caller writes it
     assert!(!g.lines().any(|l| l.starts_with("call ::=")), "{g}");
     let names: Vec<&str> = g

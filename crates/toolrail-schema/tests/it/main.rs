@@ -4,6 +4,7 @@
 //! One test binary per crate: each module is one former test file.
 
 mod api;
+mod format_bounds;
 mod limits;
 mod llama_vectors;
 mod maskbench;
