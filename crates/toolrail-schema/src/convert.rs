@@ -11,6 +11,7 @@
 //! siblings ([`super::validate`]); everything else is split by JSON type, each type's keywords
 //! producing that type's grammar.
 
+use std::borrow::Cow;
 use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
@@ -144,6 +145,21 @@ fn is_named(e: &Expr, name: &str) -> bool {
 fn distinct_alternatives(parts: Vec<Expr>) -> Option<Expr> {
     let mut seen: rustc_hash::FxHashSet<Expr> = rustc_hash::FxHashSet::default();
     Expr::alt(parts.into_iter().filter(|p| seen.insert(p.clone())))
+}
+
+/// The value at the JSON pointer `pointer` (`/a/b`, segments percent-encoded as in a URI
+/// fragment) inside `root`; `None` when it does not resolve.
+fn lookup<'a>(root: &'a Value, pointer: &str) -> Option<&'a Value> {
+    let mut node = root;
+    for seg in pointer.split('/').skip(1) {
+        let seg = percent_decode(seg).replace("~1", "/").replace("~0", "~");
+        node = match node {
+            Value::Object(m) => m.get(&seg),
+            Value::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)),
+            _ => None,
+        }?;
+    }
+    Some(node)
 }
 
 fn percent_decode(s: &str) -> String {
@@ -286,8 +302,9 @@ impl Converter {
                 if guard > 32 {
                     return Ok(false);
                 }
-                let (_, _, target) = conv.resolve(mcx, r)?;
-                return component(conv, &target, required, mcx, acc, guard + 1);
+                let (_, ptr, root) = conv.resolve(mcx, r)?;
+                let target = lookup(&root, &ptr[1..]).unwrap_or(&Value::Bool(false));
+                return component(conv, target, required, mcx, acc, guard + 1);
             }
             if ["oneOf", "anyOf", "const"]
                 .iter()
@@ -521,8 +538,13 @@ impl Converter {
         self.visit(schema, cx, true)
     }
 
-    /// Follows a local `$ref`; returns (doc, pointer, target).
-    fn resolve(&self, cx: &Ctx, reference: &str) -> Result<(usize, String, Value), SchemaError> {
+    /// Follows a local `$ref`; returns the document, the pointer (`#/...`) and the document's
+    /// root, from which [`lookup`] reads the target without copying it.
+    fn resolve(
+        &self,
+        cx: &Ctx,
+        reference: &str,
+    ) -> Result<(usize, String, Rc<Value>), SchemaError> {
         // an absolute reference to the document's own `$id` is local
         let own_id = self.docs[cx.doc]
             .get("$id")
@@ -552,22 +574,19 @@ impl Converter {
                 format!("anchor references ({reference:?}) are not supported"),
             ));
         }
-        let doc = &self.docs[cx.doc];
-        let mut node: &Value = doc;
-        for seg in frag.split('/').skip(1) {
-            let seg = percent_decode(seg).replace("~1", "/").replace("~0", "~");
-            node = match node {
-                Value::Object(m) => m.get(&seg),
-                Value::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)),
-                _ => None,
-            }
-            .ok_or_else(|| Self::invalid("$ref", cx, format!("{reference:?} does not resolve")))?;
+        let root = Rc::clone(&self.docs[cx.doc]);
+        if lookup(&root, frag).is_none() {
+            return Err(Self::invalid(
+                "$ref",
+                cx,
+                format!("{reference:?} does not resolve"),
+            ));
         }
-        Ok((cx.doc, format!("#{frag}"), node.clone()))
+        Ok((cx.doc, format!("#{frag}"), root))
     }
 
     fn visit_ref(&mut self, cx: &Ctx, reference: &str) -> Result<Frag, SchemaError> {
-        let (doc, ptr, target) = self.resolve(cx, reference)?;
+        let (doc, ptr, root) = self.resolve(cx, reference)?;
         let key = (doc, ptr.clone());
         if let Some(&at) = self.in_progress.get(&key)
             && at == self.consumed
@@ -603,7 +622,8 @@ impl Converter {
             hint: name.to_string(),
             ..tcx
         };
-        let r = self.visit(&target, &tcx, false);
+        let target = lookup(&root, &ptr[1..]).unwrap_or(&Value::Bool(false));
+        let r = self.visit(target, &tcx, false);
         self.in_progress.remove(&key);
         let expr = r?;
         self.rules.fill(&name, expr.unwrap_or_else(never));
@@ -612,6 +632,20 @@ impl Converter {
 
     /// Flattens a schema: follows a top-level `$ref` (merging siblings) and merges `allOf`.
     fn flatten(&mut self, schema: &Value, cx: &Ctx, guard: usize) -> Result<Value, SchemaError> {
+        match schema {
+            Value::Object(map) => self.flatten_map(Cow::Borrowed(map), cx, guard),
+            other => Ok(other.clone()),
+        }
+    }
+
+    /// [`Self::flatten`] of an object schema, taken by value when the caller has a copy (the
+    /// map holds the whole subtree below it: it is copied at most once).
+    fn flatten_map(
+        &mut self,
+        map: Cow<'_, Map<String, Value>>,
+        cx: &Ctx,
+        guard: usize,
+    ) -> Result<Value, SchemaError> {
         if guard > 32 {
             return Err(Self::invalid(
                 "$ref",
@@ -619,28 +653,27 @@ impl Converter {
                 "recursive reference inside allOf cannot be merged",
             ));
         }
-        let Value::Object(map) = schema else {
-            return Ok(schema.clone());
-        };
-        let viewed;
         let map = if self.opts.llama_compat {
-            viewed = self.llama_view(map, cx)?;
-            match &viewed {
-                Value::Object(m) => m,
-                other => return Ok(other.clone()),
+            match self.llama_view(&map, cx)? {
+                Value::Object(m) => Cow::Owned(m),
+                other => return Ok(other),
             }
         } else {
             map
         };
-        let map = self.drop_unsupported(map, cx)?;
-        let mut rest = map.clone();
+        let dropped = match self.drop_unsupported(&map, cx)? {
+            Cow::Owned(m) => Some(m),
+            Cow::Borrowed(_) => None,
+        };
+        let mut rest = dropped.unwrap_or_else(|| map.into_owned());
         let mut acc = Value::Bool(true);
         if let Some(r) = rest.remove("$ref") {
             let r = r
                 .as_str()
                 .ok_or_else(|| Self::invalid("$ref", cx, "must be a string"))?;
-            let (_, _, target) = self.resolve(cx, r)?;
-            acc = self.flatten(&target, cx, guard + 1)?;
+            let (_, ptr, root) = self.resolve(cx, r)?;
+            let target = lookup(&root, &ptr[1..]).unwrap_or(&Value::Bool(false));
+            acc = self.flatten(target, cx, guard + 1)?;
         }
         if let Some(all) = rest.remove("allOf") {
             let list = all
@@ -656,10 +689,19 @@ impl Converter {
                     },
                     guard + 1,
                 )?;
-                acc = self.merge(&acc, &f, cx)?;
+                acc = self.merge_owned(acc, f, cx)?;
             }
         }
-        self.merge(&acc, &Value::Object(rest), cx)
+        self.merge_owned(acc, Value::Object(rest), cx)
+    }
+
+    /// [`Self::merge`] of values the caller owns: a `true` side returns the other unchanged,
+    /// without a copy.
+    fn merge_owned(&mut self, a: Value, b: Value, cx: &Ctx) -> Result<Value, SchemaError> {
+        match (a, b) {
+            (Value::Bool(true), x) | (x, Value::Bool(true)) => Ok(x),
+            (a, b) => self.merge(&a, &b, cx),
+        }
     }
 
     fn merge(&mut self, a: &Value, b: &Value, cx: &Ctx) -> Result<Value, SchemaError> {
@@ -671,12 +713,13 @@ impl Converter {
 
     /// Reports unsupported keywords that apply to every type; in lenient mode returns the map
     /// without them.
-    fn drop_unsupported(
+    /// (A copy only when something is dropped: the map holds the whole subtree below it.)
+    fn drop_unsupported<'m>(
         &mut self,
-        map: &Map<String, Value>,
+        map: &'m Map<String, Value>,
         cx: &Ctx,
-    ) -> Result<Map<String, Value>, SchemaError> {
-        let mut out = map.clone();
+    ) -> Result<Cow<'m, Map<String, Value>>, SchemaError> {
+        let mut out = Cow::Borrowed(map);
         for k in ALWAYS_UNSUPPORTED {
             if let Some(v) = map.get(*k) {
                 // trivially true forms
@@ -686,7 +729,7 @@ impl Converter {
                     continue;
                 }
                 self.unsupported(k, cx, "keyword not supported")?;
-                out.remove(*k);
+                out.to_mut().remove(*k);
             }
         }
         if map.contains_key("if") && (map.contains_key("then") || map.contains_key("else")) {
@@ -695,7 +738,7 @@ impl Converter {
                 cx,
                 "conditional schemas (if/then/else) are not supported",
             )?;
-            out.remove("if");
+            out.to_mut().remove("if");
         }
         if let Some(id) = map.get("$id")
             && cx.ptr != "#"
@@ -852,7 +895,7 @@ impl Converter {
             }
         }
         if map.contains_key("$ref") || map.contains_key("allOf") {
-            let flat = self.flatten(&Value::Object(map.clone()), cx, 0)?;
+            let flat = self.flatten_map(map, cx, 0)?;
             return match &flat {
                 Value::Object(m) => self.visit_map(m, cx),
                 other => self.visit(other, cx, false),
@@ -868,7 +911,7 @@ impl Converter {
                 && !self.opts.llama_compat
                 && let Some(alternatives) = exactly_one_required(&list)
             {
-                let mut rewritten = map.clone();
+                let mut rewritten = map.as_ref().clone();
                 rewritten.remove("oneOf");
                 let all = match rewritten.remove("anyOf") {
                     // anyOf and oneOf side by side: both hold
@@ -887,7 +930,7 @@ impl Converter {
                 };
                 return self.visit_exact(&merged, cx);
             }
-            let mut rest = map.clone();
+            let mut rest = map.as_ref().clone();
             rest.remove(key);
             let has_rest = constraining(&rest, &[]);
             let mut branches = Vec::new();
@@ -905,7 +948,7 @@ impl Converter {
                 };
                 let b = if has_rest {
                     let fb = self.flatten(b, &bcx, 0)?;
-                    self.merge(&Value::Object(rest.clone()), &fb, &bcx)?
+                    self.merge_owned(Value::Object(rest.clone()), fb, &bcx)?
                 } else {
                     b.clone()
                 };
@@ -1916,14 +1959,15 @@ impl Converter {
                 }
             }
         }
-        let props: Vec<(String, Value)> = match map.get("properties") {
+        // borrowed: each member's schema holds its whole subtree
+        let props: Vec<(&String, &Value)> = match map.get("properties") {
             None => Vec::new(),
-            Some(Value::Object(p)) => p.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            Some(Value::Object(p)) => p.iter().collect(),
             Some(_) => return Err(Self::invalid("properties", cx, "must be an object")),
         };
-        let patterns: Vec<(String, Value)> = match map.get("patternProperties") {
+        let patterns: Vec<(&String, &Value)> = match map.get("patternProperties") {
             None => Vec::new(),
-            Some(Value::Object(p)) => p.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            Some(Value::Object(p)) => p.iter().collect(),
             Some(_) => return Err(Self::invalid("patternProperties", cx, "must be an object")),
         };
         let required: Vec<String> = match map.get("required") {
@@ -1944,8 +1988,8 @@ impl Converter {
             && !map.contains_key("additionalProperties")
             && map.contains_key("properties");
         let additional = match map.get("additionalProperties") {
-            Some(v) => v.clone(),
-            None => Value::Bool(!closed_by_default),
+            Some(v) => Cow::Borrowed(v),
+            None => Cow::Owned(Value::Bool(!closed_by_default)),
         };
         let count = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
         let min_p = count("minProperties")?.unwrap_or(0);
@@ -1969,7 +2013,7 @@ impl Converter {
                 let pcx = cx.child("properties", "").child(k, k);
                 let pcx = Ctx {
                     hint: if cx.hint.is_empty() {
-                        k.clone()
+                        k.to_string()
                     } else {
                         format!("{}-{}", cx.hint, k)
                     },
@@ -1978,7 +2022,7 @@ impl Converter {
                 let s = self.with_patterns(k, s, &patterns, cx)?;
                 let mut v = self.child(&s, &pcx)?;
                 if let Some(pn) = &property_names {
-                    match check(&Value::String(k.clone()), pn) {
+                    match check(&Value::String(k.to_string()), pn) {
                         Some(true) => {}
                         Some(false) => v = None,
                         None => self.unsupported(
@@ -1989,15 +2033,15 @@ impl Converter {
                     }
                 }
                 let kv = v.map(|v| self.kv_rule(&pcx, k, v, &sp));
-                declared.push((k.clone(), kv, required.contains(k)));
+                declared.push((k.to_string(), kv, required.contains(k)));
             }
             let add_cx = cx.child("additionalProperties", "additional");
             let add_value = self.child(&additional, &add_cx)?;
             for r in &required {
-                if !props.iter().any(|(k, _)| k == r) {
+                if !props.iter().any(|(k, _)| *k == r) {
                     // a closed-by-default object still admits the names it requires
                     let matched = self.with_patterns(r, &Value::Bool(true), &patterns, cx)?;
-                    let value = if matched != Value::Bool(true) {
+                    let value = if *matched != Value::Bool(true) {
                         let mcx = cx.child("patternProperties", "pattern");
                         self.child(&matched, &mcx)?
                     } else if closed_by_default {
@@ -2020,7 +2064,7 @@ impl Converter {
                 }
             }
             if let Some((name, _, _)) = declared.iter().find(|(_, kv, req)| *req && kv.is_none()) {
-                let why = if props.iter().any(|(k, _)| k == name) {
+                let why = if props.iter().any(|(k, _)| *k == name) {
                     "its schema under properties (or propertyNames) admits no value"
                 } else {
                     "additionalProperties admits no value for it"
@@ -2240,17 +2284,17 @@ impl Converter {
 
     /// The schema of declared property `name` with those of the `patternProperties` whose
     /// pattern matches it (all must hold): `allOf` when any match.
-    fn with_patterns(
+    fn with_patterns<'s>(
         &mut self,
         name: &str,
-        schema: &Value,
-        patterns: &[(String, Value)],
+        schema: &'s Value,
+        patterns: &[(&String, &Value)],
         cx: &Ctx,
-    ) -> Result<Value, SchemaError> {
+    ) -> Result<Cow<'s, Value>, SchemaError> {
         let mut all = Vec::new();
         for (p, ps) in patterns {
             match regex::is_match(p, name) {
-                Ok(true) => all.push(ps.clone()),
+                Ok(true) => all.push((*ps).clone()),
                 Ok(false) => {}
                 Err(m) => {
                     let pcx = cx.child("patternProperties", "").child(p, "");
@@ -2259,15 +2303,15 @@ impl Converter {
             }
         }
         if all.is_empty() {
-            return Ok(schema.clone());
+            return Ok(Cow::Borrowed(schema));
         }
         if schema != &Value::Bool(true) {
             all.insert(0, schema.clone());
         }
-        Ok(match all.len() {
+        Ok(Cow::Owned(match all.len() {
             1 => all.remove(0),
             _ => serde_json::json!({ "allOf": all }),
-        })
+        }))
     }
 
     /// The rule of one member not among `names` (the declared and required ones) of an object
@@ -2280,7 +2324,7 @@ impl Converter {
     fn pattern_members(
         &mut self,
         cx: &Ctx,
-        patterns: &[(String, Value)],
+        patterns: &[(&String, &Value)],
         names: &[String],
         additional: Option<Expr>,
         has_property_names: bool,
@@ -2320,7 +2364,7 @@ impl Converter {
         // patterns with the same schema form one alternation
         let mut groups: Vec<(String, Value, Ctx)> = Vec::new();
         for (p, ps) in patterns {
-            if let Some(g) = groups.iter_mut().find(|g| g.1 == *ps) {
+            if let Some(g) = groups.iter_mut().find(|g| g.1 == **ps) {
                 g.0 = format!("(?:{})|(?:{})", g.0, p);
             } else {
                 let pcx = cx.child("patternProperties", "").child(p, "");
@@ -2328,7 +2372,7 @@ impl Converter {
                     hint: format!("{base}-pattern-{}", groups.len() + 1),
                     ..pcx
                 };
-                groups.push((p.clone(), ps.clone(), pcx));
+                groups.push((p.to_string(), (*ps).clone(), pcx));
             }
         }
         let mut values = Vec::new();

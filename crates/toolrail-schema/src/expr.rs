@@ -17,17 +17,20 @@
 //! and counted with [`crate::limits::generated_rules`].
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use crate::strings::{char_class, gbnf_literal};
 
 /// The name of a rule of the grammar under construction, as the rule table handed it out.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct RuleName(String);
+pub struct RuleName(Arc<str>);
 
 impl RuleName {
     /// A rule name the rule table chose (unique in its grammar) or a fixed primitive's name.
+    /// Shared, not copied, by every reference to the rule (names from `$defs` keys can be long
+    /// and a large schema refers to them thousands of times).
     pub(crate) fn new(name: impl Into<String>) -> Self {
-        Self(name.into())
+        Self(Arc::from(name.into()))
     }
 
     /// The name as written in the grammar.
@@ -44,7 +47,7 @@ impl std::fmt::Display for RuleName {
 
 impl From<RuleName> for String {
     fn from(name: RuleName) -> Self {
-        name.0
+        name.0.to_string()
     }
 }
 
