@@ -185,6 +185,12 @@ impl Expr {
         out
     }
 
+    /// Appends the expression as a rule body to `out` (what [`Expr::to_gbnf`] returns, without
+    /// a string of its own: the rule table prints a whole grammar into one buffer).
+    pub(crate) fn print_body(&self, out: &mut String) {
+        self.print(Place::Top, out, usize::MAX);
+    }
+
     /// The expression as GBNF text to be placed in a sequence written as text (an
     /// alternation comes parenthesised).
     pub(crate) fn to_gbnf_item(&self) -> String {
