@@ -88,6 +88,9 @@ pub(crate) struct Converter {
     consumed: usize,
     depth: usize,
     root_referenced: bool,
+    /// `patternProperties` patterns compiled once ([`regex::is_match`] compiles each time;
+    /// an object tests every declared name against every pattern).
+    compiled_patterns: FxHashMap<String, Result<::regex::Regex, String>>,
 }
 
 /// The deepest nesting of JSON arrays and objects a schema document may have. Deeper documents
@@ -200,6 +203,7 @@ impl Converter {
             consumed: 0,
             depth: 0,
             root_referenced: false,
+            compiled_patterns: FxHashMap::default(),
         }
     }
 
@@ -701,6 +705,19 @@ impl Converter {
         match (a, b) {
             (Value::Bool(true), x) | (x, Value::Bool(true)) => Ok(x),
             (a, b) => self.merge(&a, &b, cx),
+        }
+    }
+
+    /// [`regex::is_match`], with each pattern compiled once per converter.
+    fn pattern_matches(&mut self, pattern: &str, text: &str) -> Result<bool, String> {
+        if !self.compiled_patterns.contains_key(pattern) {
+            let compiled = regex::compile(pattern);
+            self.compiled_patterns.insert(pattern.to_string(), compiled);
+        }
+        match self.compiled_patterns.get(pattern) {
+            Some(Ok(re)) => Ok(re.is_match(text)),
+            Some(Err(e)) => Err(e.clone()),
+            None => regex::is_match(pattern, text),
         }
     }
 
@@ -2293,7 +2310,7 @@ impl Converter {
     ) -> Result<Cow<'s, Value>, SchemaError> {
         let mut all = Vec::new();
         for (p, ps) in patterns {
-            match regex::is_match(p, name) {
+            match self.pattern_matches(p, name) {
                 Ok(true) => all.push((*ps).clone()),
                 Ok(false) => {}
                 Err(m) => {
@@ -2426,7 +2443,10 @@ impl Converter {
                     any_key(self)
                 }
                 Ok(_) => {
-                    if let Some(n) = names.iter().find(|n| regex::is_match(p, n).unwrap_or(true)) {
+                    if let Some(n) = names
+                        .iter()
+                        .find(|n| self.pattern_matches(p, n).unwrap_or(true))
+                    {
                         self.unsupported(
                             "patternProperties",
                             pcx,
