@@ -101,33 +101,66 @@ pub const MAX_DOCUMENT_DEPTH: usize = 512;
 /// names the key at which the limit is crossed and its JSON pointer (from `#`). Callers that
 /// walk a schema recursively before converting it (tool loading) call this first.
 pub fn check_depth(schema: &Value) -> Result<(), SchemaError> {
-    // (value, depth, pointer of the value): pointers are built only along the current path
-    let mut stack: Vec<(&Value, usize, String, String)> =
-        vec![(schema, 1, "#".to_string(), "schema".to_string())];
-    while let Some((v, depth, ptr, key)) = stack.pop() {
-        let children: Vec<(String, &Value)> = match v {
-            Value::Array(a) => a
-                .iter()
-                .enumerate()
-                .map(|(i, x)| (i.to_string(), x))
-                .collect(),
-            Value::Object(m) => m.iter().map(|(k, x)| (k.clone(), x)).collect(),
-            _ => continue,
-        };
+    /// A container's key in its parent.
+    enum Key<'a> {
+        Name(&'a str),
+        Index(usize),
+    }
+    // the containers met: (parent, key in it); pointers are built only for the error
+    let mut path: Vec<(Option<usize>, Key<'_>)> = Vec::new();
+    // (container, depth, its entry in `path`, or None for the root)
+    let mut stack: Vec<(&Value, usize, Option<usize>)> = vec![(schema, 1, None)];
+    while let Some((v, depth, at)) = stack.pop() {
+        if !matches!(v, Value::Array(_) | Value::Object(_)) {
+            continue;
+        }
         if depth > MAX_DOCUMENT_DEPTH {
+            let key_text = |key: &Key<'_>| match key {
+                Key::Name(k) => (*k).to_string(),
+                Key::Index(i) => i.to_string(),
+            };
+            let mut segments = Vec::new();
+            let mut cursor = at;
+            while let Some(i) = cursor {
+                segments.push(key_text(&path[i].1));
+                cursor = path[i].0;
+            }
+            segments.reverse();
+            let mut pointer = "#".to_string();
+            for seg in &segments {
+                pointer.push('/');
+                pointer.push_str(&seg.replace('~', "~0").replace('/', "~1"));
+            }
             return Err(SchemaError {
-                keyword: key,
-                pointer: ptr,
+                keyword: segments
+                    .last()
+                    .cloned()
+                    .unwrap_or_else(|| "schema".to_string()),
+                pointer,
                 message: format!(
                     "the schema is nested deeper than {MAX_DOCUMENT_DEPTH} levels of arrays and objects"
                 ),
             });
         }
-        for (k, x) in children {
-            if matches!(x, Value::Array(_) | Value::Object(_)) {
-                let esc = k.replace('~', "~0").replace('/', "~1");
-                stack.push((x, depth + 1, format!("{ptr}/{esc}"), k));
+        let parent = at;
+        match v {
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    if matches!(x, Value::Array(_) | Value::Object(_)) {
+                        path.push((parent, Key::Index(i)));
+                        stack.push((x, depth + 1, Some(path.len() - 1)));
+                    }
+                }
             }
+            Value::Object(m) => {
+                for (k, x) in m {
+                    if matches!(x, Value::Array(_) | Value::Object(_)) {
+                        path.push((parent, Key::Name(k)));
+                        stack.push((x, depth + 1, Some(path.len() - 1)));
+                    }
+                }
+            }
+            _ => {}
         }
     }
     Ok(())
