@@ -19,7 +19,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use crate::strings::{char_class, gbnf_literal};
+use crate::strings::{push_char_class, push_gbnf_literal};
 
 /// The name of a rule of the grammar under construction, as the rule table handed it out.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -229,8 +229,8 @@ impl Expr {
         }
         match self {
             Expr::Empty => out.push_str("\"\""),
-            Expr::Literal(text) => out.push_str(&gbnf_literal(text)),
-            Expr::Class { ranges, negated } => out.push_str(&char_class(ranges, *negated)),
+            Expr::Literal(text) => push_gbnf_literal(text, out),
+            Expr::Class { ranges, negated } => push_char_class(ranges, *negated, out),
             Expr::Rule(name) => out.push_str(name.as_str()),
             Expr::Text(text) => out.push_str(text),
             Expr::Seq(items) => {

@@ -10,6 +10,13 @@ use crate::expr::Expr;
 /// A GBNF string literal matching exactly `text`.
 pub fn gbnf_literal(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
+    push_gbnf_literal(text, &mut out);
+    out
+}
+
+/// [`gbnf_literal`] appended to `out` (the printer writes a whole grammar into one buffer).
+pub(crate) fn push_gbnf_literal(text: &str, out: &mut String) {
+    use std::fmt::Write as _;
     out.push('"');
     for c in text.chars() {
         match c {
@@ -19,13 +26,13 @@ pub fn gbnf_literal(text: &str) -> String {
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
             c if (c as u32) < 0x20 || c as u32 == 0x7F => {
-                out.push_str(&format!("\\x{:02X}", c as u32));
+                // writing into a String cannot fail
+                let _ = write!(out, "\\x{:02X}", c as u32);
             }
             c => out.push(c),
         }
     }
     out.push('"');
-    out
 }
 
 /// The canonical JSON encoding of one character inside a string (without quotes).
@@ -82,30 +89,33 @@ fn control_escape(cp: u32) -> Expr {
 
 /// Renders one code point inside a GBNF character class.
 fn class_char(cp: u32, out: &mut String) {
-    match char::from_u32(cp) {
+    use std::fmt::Write as _;
+    // writing into a String cannot fail
+    let _ = match char::from_u32(cp) {
         Some(c) if (0x20..0x7F).contains(&cp) && !matches!(c, '\\' | ']' | '[' | '-' | '^') => {
-            out.push(c)
+            out.push(c);
+            Ok(())
         }
-        _ if cp < 0x80 => out.push_str(&format!("\\x{cp:02X}")),
-        _ if cp <= 0xFFFF => out.push_str(&format!("\\u{cp:04X}")),
-        _ => out.push_str(&format!("\\U{cp:08X}")),
-    }
+        _ if cp < 0x80 => write!(out, "\\x{cp:02X}"),
+        _ if cp <= 0xFFFF => write!(out, "\\u{cp:04X}"),
+        _ => write!(out, "\\U{cp:08X}"),
+    };
 }
 
 /// A GBNF character class `[...]` (or `[^...]`) for sorted, disjoint ranges.
-pub(crate) fn char_class(ranges: &[(u32, u32)], negated: bool) -> String {
-    let mut out = String::from(if negated { "[^" } else { "[" });
+/// (Appended to `out`: the printer writes a whole grammar into one buffer.)
+pub(crate) fn push_char_class(ranges: &[(u32, u32)], negated: bool, out: &mut String) {
+    out.push_str(if negated { "[^" } else { "[" });
     for &(lo, hi) in ranges {
-        class_char(lo, &mut out);
+        class_char(lo, out);
         if hi > lo {
             if hi > lo + 1 {
                 out.push('-');
             }
-            class_char(hi, &mut out);
+            class_char(hi, out);
         }
     }
     out.push(']');
-    out
 }
 
 /// Normalizes ranges: sorted, merged.
