@@ -101,6 +101,13 @@ pub const MAX_DOCUMENT_DEPTH: usize = 512;
 /// names the key at which the limit is crossed and its JSON pointer (from `#`). Callers that
 /// walk a schema recursively before converting it (tool loading) call this first.
 pub fn check_depth(schema: &Value) -> Result<(), SchemaError> {
+    scan_document(schema).map(|_| ())
+}
+
+/// [`check_depth`], and whether the document has a `$ref` key anywhere (else nothing in it
+/// refers to it, and the converter keeps no copy of it).
+fn scan_document(schema: &Value) -> Result<bool, SchemaError> {
+    let mut has_refs = false;
     /// A container's key in its parent.
     enum Key<'a> {
         Name(&'a str),
@@ -153,6 +160,7 @@ pub fn check_depth(schema: &Value) -> Result<(), SchemaError> {
                 }
             }
             Value::Object(m) => {
+                has_refs |= m.contains_key("$ref");
                 for (k, x) in m {
                     if matches!(x, Value::Array(_) | Value::Object(_)) {
                         path.push((parent, Key::Name(k)));
@@ -163,7 +171,7 @@ pub fn check_depth(schema: &Value) -> Result<(), SchemaError> {
             _ => {}
         }
     }
-    Ok(())
+    Ok(has_refs)
 }
 
 /// Whether the expression is a bare rule reference (needs no rule of its own).
@@ -488,9 +496,15 @@ impl Converter {
         schema: &Value,
         want_rule: bool,
     ) -> Result<Expr, SchemaError> {
-        check_depth(schema)?;
+        let has_refs = scan_document(schema)?;
         let doc = self.docs.len();
-        self.docs.push(Rc::new(schema.clone()));
+        // a copy is kept only for `$ref`s to resolve against (the one use of `docs`); without
+        // any, the caller's document is walked as it is
+        self.docs.push(Rc::new(if has_refs {
+            schema.clone()
+        } else {
+            Value::Null
+        }));
         self.labels.push(label.to_string());
         let name = self.rules.reserve(
             if hint.is_empty() { "root-schema" } else { hint },
@@ -506,16 +520,17 @@ impl Converter {
             },
             top: true,
         };
-        let root = Rc::clone(&self.docs[doc]);
+        let stored = Rc::clone(&self.docs[doc]);
+        let root = if has_refs { &*stored } else { schema };
         // the root is reachable as "#": register it so that `{"$ref": "#"}` recursion works
         let key = (doc, "#".to_string());
         self.refs.insert(key.clone(), name.clone());
         self.in_progress.insert(key.clone(), self.consumed);
         self.root_referenced = false;
-        let expr = self.visit(&root, &cx, false);
+        let expr = self.visit(root, &cx, false);
         self.in_progress.remove(&key);
         let Some(expr) = expr? else {
-            return Err(unsatisfiable(&root, &cx));
+            return Err(unsatisfiable(root, &cx));
         };
         if self.root_referenced || (want_rule && !is_rule(&expr)) {
             self.rules.fill(&name, expr);
