@@ -1,7 +1,7 @@
 //! Converter speed: an 8-tool set's argument schemas (goal < 1 ms), every BFCL tool set in
 //! ../shared/corpus/bfcl (goal < 1 s for all of them), and every MaskBench schema in
 //! ../shared/corpus/maskbench/data one at a time (goal: p50 ≤ 0.5 ms, p99 ≤ 5 ms per schema;
-//! printed with p90 and the maximum).
+//! printed with p90, the maximum and the slowest schemas, the ones to profile).
 //!
 //! `CARGO_TARGET_DIR=... cargo bench --bench schema_convert`
 
@@ -245,7 +245,7 @@ fn maskbench_distribution(schemas: &[(String, Value)]) {
     let opts = ConvertOptions::default();
     let mut per_schema = Vec::with_capacity(schemas.len());
     let mut converted = 0;
-    let mut slowest = (0.0, "");
+    let mut by_schema: Vec<(f64, &str)> = Vec::with_capacity(schemas.len());
     for (name, schema) in schemas {
         let mut runs = [0.0f64; 5];
         let mut ok = false;
@@ -256,11 +256,11 @@ fn maskbench_distribution(schemas: &[(String, Value)]) {
         }
         runs.sort_by(f64::total_cmp);
         converted += usize::from(ok);
-        if runs[2] > slowest.0 {
-            slowest = (runs[2], name);
-        }
+        by_schema.push((runs[2], name));
         per_schema.push(runs[2]);
     }
+    by_schema.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let slowest = by_schema.first().copied().unwrap_or((0.0, ""));
     per_schema.sort_by(f64::total_cmp);
     let (p50, p90, p99) = (
         quantile_ms(&per_schema, 0.5),
@@ -274,7 +274,21 @@ fn maskbench_distribution(schemas: &[(String, Value)]) {
         slowest.0,
         slowest.1
     );
+    // the schemas that decide p99, to profile
+    println!(
+        "  slowest: {}",
+        by_schema
+            .iter()
+            .take(SLOWEST_SHOWN)
+            .map(|(ms, name)| format!("{name} {ms:.1} ms"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
 }
+
+/// How many of the slowest MaskBench schemas the distribution names (p99 is the 15th slowest
+/// of 1,467).
+const SLOWEST_SHOWN: usize = 15;
 
 fn bench(c: &mut Criterion) {
     let opts = tool_options();

@@ -11,6 +11,7 @@
 //! siblings ([`super::validate`]); everything else is split by JSON type, each type's keywords
 //! producing that type's grammar.
 
+use std::borrow::Cow;
 use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
@@ -87,6 +88,9 @@ pub(crate) struct Converter {
     consumed: usize,
     depth: usize,
     root_referenced: bool,
+    /// `patternProperties` patterns compiled once ([`regex::is_match`] compiles each time;
+    /// an object tests every declared name against every pattern).
+    compiled_patterns: FxHashMap<String, Result<::regex::Regex, String>>,
 }
 
 /// The deepest nesting of JSON arrays and objects a schema document may have. Deeper documents
@@ -97,36 +101,77 @@ pub const MAX_DOCUMENT_DEPTH: usize = 512;
 /// names the key at which the limit is crossed and its JSON pointer (from `#`). Callers that
 /// walk a schema recursively before converting it (tool loading) call this first.
 pub fn check_depth(schema: &Value) -> Result<(), SchemaError> {
-    // (value, depth, pointer of the value): pointers are built only along the current path
-    let mut stack: Vec<(&Value, usize, String, String)> =
-        vec![(schema, 1, "#".to_string(), "schema".to_string())];
-    while let Some((v, depth, ptr, key)) = stack.pop() {
-        let children: Vec<(String, &Value)> = match v {
-            Value::Array(a) => a
-                .iter()
-                .enumerate()
-                .map(|(i, x)| (i.to_string(), x))
-                .collect(),
-            Value::Object(m) => m.iter().map(|(k, x)| (k.clone(), x)).collect(),
-            _ => continue,
-        };
+    scan_document(schema).map(|_| ())
+}
+
+/// [`check_depth`], and whether the document has a `$ref` key anywhere (else nothing in it
+/// refers to it, and the converter keeps no copy of it).
+fn scan_document(schema: &Value) -> Result<bool, SchemaError> {
+    let mut has_refs = false;
+    /// A container's key in its parent.
+    enum Key<'a> {
+        Name(&'a str),
+        Index(usize),
+    }
+    // the containers met: (parent, key in it); pointers are built only for the error
+    let mut path: Vec<(Option<usize>, Key<'_>)> = Vec::new();
+    // (container, depth, its entry in `path`, or None for the root)
+    let mut stack: Vec<(&Value, usize, Option<usize>)> = vec![(schema, 1, None)];
+    while let Some((v, depth, at)) = stack.pop() {
+        if !matches!(v, Value::Array(_) | Value::Object(_)) {
+            continue;
+        }
         if depth > MAX_DOCUMENT_DEPTH {
+            let key_text = |key: &Key<'_>| match key {
+                Key::Name(k) => (*k).to_string(),
+                Key::Index(i) => i.to_string(),
+            };
+            let mut segments = Vec::new();
+            let mut cursor = at;
+            while let Some(i) = cursor {
+                segments.push(key_text(&path[i].1));
+                cursor = path[i].0;
+            }
+            segments.reverse();
+            let mut pointer = "#".to_string();
+            for seg in &segments {
+                pointer.push('/');
+                pointer.push_str(&seg.replace('~', "~0").replace('/', "~1"));
+            }
             return Err(SchemaError {
-                keyword: key,
-                pointer: ptr,
+                keyword: segments
+                    .last()
+                    .cloned()
+                    .unwrap_or_else(|| "schema".to_string()),
+                pointer,
                 message: format!(
                     "the schema is nested deeper than {MAX_DOCUMENT_DEPTH} levels of arrays and objects"
                 ),
             });
         }
-        for (k, x) in children {
-            if matches!(x, Value::Array(_) | Value::Object(_)) {
-                let esc = k.replace('~', "~0").replace('/', "~1");
-                stack.push((x, depth + 1, format!("{ptr}/{esc}"), k));
+        let parent = at;
+        match v {
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    if matches!(x, Value::Array(_) | Value::Object(_)) {
+                        path.push((parent, Key::Index(i)));
+                        stack.push((x, depth + 1, Some(path.len() - 1)));
+                    }
+                }
             }
+            Value::Object(m) => {
+                has_refs |= m.contains_key("$ref");
+                for (k, x) in m {
+                    if matches!(x, Value::Array(_) | Value::Object(_)) {
+                        path.push((parent, Key::Name(k)));
+                        stack.push((x, depth + 1, Some(path.len() - 1)));
+                    }
+                }
+            }
+            _ => {}
         }
     }
-    Ok(())
+    Ok(has_refs)
 }
 
 /// Whether the expression is a bare rule reference (needs no rule of its own).
@@ -144,6 +189,21 @@ fn is_named(e: &Expr, name: &str) -> bool {
 fn distinct_alternatives(parts: Vec<Expr>) -> Option<Expr> {
     let mut seen: rustc_hash::FxHashSet<Expr> = rustc_hash::FxHashSet::default();
     Expr::alt(parts.into_iter().filter(|p| seen.insert(p.clone())))
+}
+
+/// The value at the JSON pointer `pointer` (`/a/b`, segments percent-encoded as in a URI
+/// fragment) inside `root`; `None` when it does not resolve.
+fn lookup<'a>(root: &'a Value, pointer: &str) -> Option<&'a Value> {
+    let mut node = root;
+    for seg in pointer.split('/').skip(1) {
+        let seg = percent_decode(seg).replace("~1", "/").replace("~0", "~");
+        node = match node {
+            Value::Object(m) => m.get(&seg),
+            Value::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)),
+            _ => None,
+        }?;
+    }
+    Some(node)
 }
 
 fn percent_decode(s: &str) -> String {
@@ -184,6 +244,7 @@ impl Converter {
             consumed: 0,
             depth: 0,
             root_referenced: false,
+            compiled_patterns: FxHashMap::default(),
         }
     }
 
@@ -286,8 +347,9 @@ impl Converter {
                 if guard > 32 {
                     return Ok(false);
                 }
-                let (_, _, target) = conv.resolve(mcx, r)?;
-                return component(conv, &target, required, mcx, acc, guard + 1);
+                let (_, ptr, root) = conv.resolve(mcx, r)?;
+                let target = lookup(&root, &ptr[1..]).unwrap_or(&Value::Bool(false));
+                return component(conv, target, required, mcx, acc, guard + 1);
             }
             if ["oneOf", "anyOf", "const"]
                 .iter()
@@ -434,9 +496,15 @@ impl Converter {
         schema: &Value,
         want_rule: bool,
     ) -> Result<Expr, SchemaError> {
-        check_depth(schema)?;
+        let has_refs = scan_document(schema)?;
         let doc = self.docs.len();
-        self.docs.push(Rc::new(schema.clone()));
+        // a copy is kept only for `$ref`s to resolve against (the one use of `docs`); without
+        // any, the caller's document is walked as it is
+        self.docs.push(Rc::new(if has_refs {
+            schema.clone()
+        } else {
+            Value::Null
+        }));
         self.labels.push(label.to_string());
         let name = self.rules.reserve(
             if hint.is_empty() { "root-schema" } else { hint },
@@ -452,16 +520,17 @@ impl Converter {
             },
             top: true,
         };
-        let root = Rc::clone(&self.docs[doc]);
+        let stored = Rc::clone(&self.docs[doc]);
+        let root = if has_refs { &*stored } else { schema };
         // the root is reachable as "#": register it so that `{"$ref": "#"}` recursion works
         let key = (doc, "#".to_string());
         self.refs.insert(key.clone(), name.clone());
         self.in_progress.insert(key.clone(), self.consumed);
         self.root_referenced = false;
-        let expr = self.visit(&root, &cx, false);
+        let expr = self.visit(root, &cx, false);
         self.in_progress.remove(&key);
         let Some(expr) = expr? else {
-            return Err(unsatisfiable(&root, &cx));
+            return Err(unsatisfiable(root, &cx));
         };
         if self.root_referenced || (want_rule && !is_rule(&expr)) {
             self.rules.fill(&name, expr);
@@ -521,8 +590,13 @@ impl Converter {
         self.visit(schema, cx, true)
     }
 
-    /// Follows a local `$ref`; returns (doc, pointer, target).
-    fn resolve(&self, cx: &Ctx, reference: &str) -> Result<(usize, String, Value), SchemaError> {
+    /// Follows a local `$ref`; returns the document, the pointer (`#/...`) and the document's
+    /// root, from which [`lookup`] reads the target without copying it.
+    fn resolve(
+        &self,
+        cx: &Ctx,
+        reference: &str,
+    ) -> Result<(usize, String, Rc<Value>), SchemaError> {
         // an absolute reference to the document's own `$id` is local
         let own_id = self.docs[cx.doc]
             .get("$id")
@@ -552,22 +626,19 @@ impl Converter {
                 format!("anchor references ({reference:?}) are not supported"),
             ));
         }
-        let doc = &self.docs[cx.doc];
-        let mut node: &Value = doc;
-        for seg in frag.split('/').skip(1) {
-            let seg = percent_decode(seg).replace("~1", "/").replace("~0", "~");
-            node = match node {
-                Value::Object(m) => m.get(&seg),
-                Value::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)),
-                _ => None,
-            }
-            .ok_or_else(|| Self::invalid("$ref", cx, format!("{reference:?} does not resolve")))?;
+        let root = Rc::clone(&self.docs[cx.doc]);
+        if lookup(&root, frag).is_none() {
+            return Err(Self::invalid(
+                "$ref",
+                cx,
+                format!("{reference:?} does not resolve"),
+            ));
         }
-        Ok((cx.doc, format!("#{frag}"), node.clone()))
+        Ok((cx.doc, format!("#{frag}"), root))
     }
 
     fn visit_ref(&mut self, cx: &Ctx, reference: &str) -> Result<Frag, SchemaError> {
-        let (doc, ptr, target) = self.resolve(cx, reference)?;
+        let (doc, ptr, root) = self.resolve(cx, reference)?;
         let key = (doc, ptr.clone());
         if let Some(&at) = self.in_progress.get(&key)
             && at == self.consumed
@@ -603,7 +674,8 @@ impl Converter {
             hint: name.to_string(),
             ..tcx
         };
-        let r = self.visit(&target, &tcx, false);
+        let target = lookup(&root, &ptr[1..]).unwrap_or(&Value::Bool(false));
+        let r = self.visit(target, &tcx, false);
         self.in_progress.remove(&key);
         let expr = r?;
         self.rules.fill(&name, expr.unwrap_or_else(never));
@@ -612,6 +684,20 @@ impl Converter {
 
     /// Flattens a schema: follows a top-level `$ref` (merging siblings) and merges `allOf`.
     fn flatten(&mut self, schema: &Value, cx: &Ctx, guard: usize) -> Result<Value, SchemaError> {
+        match schema {
+            Value::Object(map) => self.flatten_map(Cow::Borrowed(map), cx, guard),
+            other => Ok(other.clone()),
+        }
+    }
+
+    /// [`Self::flatten`] of an object schema, taken by value when the caller has a copy (the
+    /// map holds the whole subtree below it: it is copied at most once).
+    fn flatten_map(
+        &mut self,
+        map: Cow<'_, Map<String, Value>>,
+        cx: &Ctx,
+        guard: usize,
+    ) -> Result<Value, SchemaError> {
         if guard > 32 {
             return Err(Self::invalid(
                 "$ref",
@@ -619,28 +705,27 @@ impl Converter {
                 "recursive reference inside allOf cannot be merged",
             ));
         }
-        let Value::Object(map) = schema else {
-            return Ok(schema.clone());
-        };
-        let viewed;
         let map = if self.opts.llama_compat {
-            viewed = self.llama_view(map, cx)?;
-            match &viewed {
-                Value::Object(m) => m,
-                other => return Ok(other.clone()),
+            match self.llama_view(&map, cx)? {
+                Value::Object(m) => Cow::Owned(m),
+                other => return Ok(other),
             }
         } else {
             map
         };
-        let map = self.drop_unsupported(map, cx)?;
-        let mut rest = map.clone();
+        let dropped = match self.drop_unsupported(&map, cx)? {
+            Cow::Owned(m) => Some(m),
+            Cow::Borrowed(_) => None,
+        };
+        let mut rest = dropped.unwrap_or_else(|| map.into_owned());
         let mut acc = Value::Bool(true);
         if let Some(r) = rest.remove("$ref") {
             let r = r
                 .as_str()
                 .ok_or_else(|| Self::invalid("$ref", cx, "must be a string"))?;
-            let (_, _, target) = self.resolve(cx, r)?;
-            acc = self.flatten(&target, cx, guard + 1)?;
+            let (_, ptr, root) = self.resolve(cx, r)?;
+            let target = lookup(&root, &ptr[1..]).unwrap_or(&Value::Bool(false));
+            acc = self.flatten(target, cx, guard + 1)?;
         }
         if let Some(all) = rest.remove("allOf") {
             let list = all
@@ -656,10 +741,32 @@ impl Converter {
                     },
                     guard + 1,
                 )?;
-                acc = self.merge(&acc, &f, cx)?;
+                acc = self.merge_owned(acc, f, cx)?;
             }
         }
-        self.merge(&acc, &Value::Object(rest), cx)
+        self.merge_owned(acc, Value::Object(rest), cx)
+    }
+
+    /// [`Self::merge`] of values the caller owns: a `true` side returns the other unchanged,
+    /// without a copy.
+    fn merge_owned(&mut self, a: Value, b: Value, cx: &Ctx) -> Result<Value, SchemaError> {
+        match (a, b) {
+            (Value::Bool(true), x) | (x, Value::Bool(true)) => Ok(x),
+            (a, b) => self.merge(&a, &b, cx),
+        }
+    }
+
+    /// [`regex::is_match`], with each pattern compiled once per converter.
+    fn pattern_matches(&mut self, pattern: &str, text: &str) -> Result<bool, String> {
+        if !self.compiled_patterns.contains_key(pattern) {
+            let compiled = regex::compile(pattern);
+            self.compiled_patterns.insert(pattern.to_string(), compiled);
+        }
+        match self.compiled_patterns.get(pattern) {
+            Some(Ok(re)) => Ok(re.is_match(text)),
+            Some(Err(e)) => Err(e.clone()),
+            None => regex::is_match(pattern, text),
+        }
     }
 
     fn merge(&mut self, a: &Value, b: &Value, cx: &Ctx) -> Result<Value, SchemaError> {
@@ -671,12 +778,13 @@ impl Converter {
 
     /// Reports unsupported keywords that apply to every type; in lenient mode returns the map
     /// without them.
-    fn drop_unsupported(
+    /// (A copy only when something is dropped: the map holds the whole subtree below it.)
+    fn drop_unsupported<'m>(
         &mut self,
-        map: &Map<String, Value>,
+        map: &'m Map<String, Value>,
         cx: &Ctx,
-    ) -> Result<Map<String, Value>, SchemaError> {
-        let mut out = map.clone();
+    ) -> Result<Cow<'m, Map<String, Value>>, SchemaError> {
+        let mut out = Cow::Borrowed(map);
         for k in ALWAYS_UNSUPPORTED {
             if let Some(v) = map.get(*k) {
                 // trivially true forms
@@ -686,7 +794,7 @@ impl Converter {
                     continue;
                 }
                 self.unsupported(k, cx, "keyword not supported")?;
-                out.remove(*k);
+                out.to_mut().remove(*k);
             }
         }
         if map.contains_key("if") && (map.contains_key("then") || map.contains_key("else")) {
@@ -695,7 +803,7 @@ impl Converter {
                 cx,
                 "conditional schemas (if/then/else) are not supported",
             )?;
-            out.remove("if");
+            out.to_mut().remove("if");
         }
         if let Some(id) = map.get("$id")
             && cx.ptr != "#"
@@ -852,7 +960,7 @@ impl Converter {
             }
         }
         if map.contains_key("$ref") || map.contains_key("allOf") {
-            let flat = self.flatten(&Value::Object(map.clone()), cx, 0)?;
+            let flat = self.flatten_map(map, cx, 0)?;
             return match &flat {
                 Value::Object(m) => self.visit_map(m, cx),
                 other => self.visit(other, cx, false),
@@ -868,7 +976,7 @@ impl Converter {
                 && !self.opts.llama_compat
                 && let Some(alternatives) = exactly_one_required(&list)
             {
-                let mut rewritten = map.clone();
+                let mut rewritten = map.as_ref().clone();
                 rewritten.remove("oneOf");
                 let all = match rewritten.remove("anyOf") {
                     // anyOf and oneOf side by side: both hold
@@ -887,7 +995,7 @@ impl Converter {
                 };
                 return self.visit_exact(&merged, cx);
             }
-            let mut rest = map.clone();
+            let mut rest = map.as_ref().clone();
             rest.remove(key);
             let has_rest = constraining(&rest, &[]);
             let mut branches = Vec::new();
@@ -905,7 +1013,7 @@ impl Converter {
                 };
                 let b = if has_rest {
                     let fb = self.flatten(b, &bcx, 0)?;
-                    self.merge(&Value::Object(rest.clone()), &fb, &bcx)?
+                    self.merge_owned(Value::Object(rest.clone()), fb, &bcx)?
                 } else {
                     b.clone()
                 };
@@ -1927,14 +2035,15 @@ impl Converter {
                 }
             }
         }
-        let props: Vec<(String, Value)> = match map.get("properties") {
+        // borrowed: each member's schema holds its whole subtree
+        let props: Vec<(&String, &Value)> = match map.get("properties") {
             None => Vec::new(),
-            Some(Value::Object(p)) => p.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            Some(Value::Object(p)) => p.iter().collect(),
             Some(_) => return Err(Self::invalid("properties", cx, "must be an object")),
         };
-        let patterns: Vec<(String, Value)> = match map.get("patternProperties") {
+        let patterns: Vec<(&String, &Value)> = match map.get("patternProperties") {
             None => Vec::new(),
-            Some(Value::Object(p)) => p.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            Some(Value::Object(p)) => p.iter().collect(),
             Some(_) => return Err(Self::invalid("patternProperties", cx, "must be an object")),
         };
         let required: Vec<String> = match map.get("required") {
@@ -1955,8 +2064,8 @@ impl Converter {
             && !map.contains_key("additionalProperties")
             && map.contains_key("properties");
         let additional = match map.get("additionalProperties") {
-            Some(v) => v.clone(),
-            None => Value::Bool(!closed_by_default),
+            Some(v) => Cow::Borrowed(v),
+            None => Cow::Owned(Value::Bool(!closed_by_default)),
         };
         let count = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
         let min_p = count("minProperties")?.unwrap_or(0);
@@ -1980,7 +2089,7 @@ impl Converter {
                 let pcx = cx.child("properties", "").child(k, k);
                 let pcx = Ctx {
                     hint: if cx.hint.is_empty() {
-                        k.clone()
+                        k.to_string()
                     } else {
                         format!("{}-{}", cx.hint, k)
                     },
@@ -1989,7 +2098,7 @@ impl Converter {
                 let s = self.with_patterns(k, s, &patterns, cx)?;
                 let mut v = self.child(&s, &pcx)?;
                 if let Some(pn) = &property_names {
-                    match check(&Value::String(k.clone()), pn) {
+                    match check(&Value::String(k.to_string()), pn) {
                         Some(true) => {}
                         Some(false) => v = None,
                         None => self.unsupported(
@@ -2000,15 +2109,15 @@ impl Converter {
                     }
                 }
                 let kv = v.map(|v| self.kv_rule(&pcx, k, v, &sp));
-                declared.push((k.clone(), kv, required.contains(k)));
+                declared.push((k.to_string(), kv, required.contains(k)));
             }
             let add_cx = cx.child("additionalProperties", "additional");
             let add_value = self.child(&additional, &add_cx)?;
             for r in &required {
-                if !props.iter().any(|(k, _)| k == r) {
+                if !props.iter().any(|(k, _)| *k == r) {
                     // a closed-by-default object still admits the names it requires
                     let matched = self.with_patterns(r, &Value::Bool(true), &patterns, cx)?;
-                    let value = if matched != Value::Bool(true) {
+                    let value = if *matched != Value::Bool(true) {
                         let mcx = cx.child("patternProperties", "pattern");
                         self.child(&matched, &mcx)?
                     } else if closed_by_default {
@@ -2031,7 +2140,7 @@ impl Converter {
                 }
             }
             if let Some((name, _, _)) = declared.iter().find(|(_, kv, req)| *req && kv.is_none()) {
-                let why = if props.iter().any(|(k, _)| k == name) {
+                let why = if props.iter().any(|(k, _)| *k == name) {
                     "its schema under properties (or propertyNames) admits no value"
                 } else {
                     "additionalProperties admits no value for it"
@@ -2251,17 +2360,17 @@ impl Converter {
 
     /// The schema of declared property `name` with those of the `patternProperties` whose
     /// pattern matches it (all must hold): `allOf` when any match.
-    fn with_patterns(
+    fn with_patterns<'s>(
         &mut self,
         name: &str,
-        schema: &Value,
-        patterns: &[(String, Value)],
+        schema: &'s Value,
+        patterns: &[(&String, &Value)],
         cx: &Ctx,
-    ) -> Result<Value, SchemaError> {
+    ) -> Result<Cow<'s, Value>, SchemaError> {
         let mut all = Vec::new();
         for (p, ps) in patterns {
-            match regex::is_match(p, name) {
-                Ok(true) => all.push(ps.clone()),
+            match self.pattern_matches(p, name) {
+                Ok(true) => all.push((*ps).clone()),
                 Ok(false) => {}
                 Err(m) => {
                     let pcx = cx.child("patternProperties", "").child(p, "");
@@ -2270,15 +2379,15 @@ impl Converter {
             }
         }
         if all.is_empty() {
-            return Ok(schema.clone());
+            return Ok(Cow::Borrowed(schema));
         }
         if schema != &Value::Bool(true) {
             all.insert(0, schema.clone());
         }
-        Ok(match all.len() {
+        Ok(Cow::Owned(match all.len() {
             1 => all.remove(0),
             _ => serde_json::json!({ "allOf": all }),
-        })
+        }))
     }
 
     /// The rule of one member not among `names` (the declared and required ones) of an object
@@ -2291,7 +2400,7 @@ impl Converter {
     fn pattern_members(
         &mut self,
         cx: &Ctx,
-        patterns: &[(String, Value)],
+        patterns: &[(&String, &Value)],
         names: &[String],
         additional: Option<Expr>,
         has_property_names: bool,
@@ -2331,7 +2440,7 @@ impl Converter {
         // patterns with the same schema form one alternation
         let mut groups: Vec<(String, Value, Ctx)> = Vec::new();
         for (p, ps) in patterns {
-            if let Some(g) = groups.iter_mut().find(|g| g.1 == *ps) {
+            if let Some(g) = groups.iter_mut().find(|g| g.1 == **ps) {
                 g.0 = format!("(?:{})|(?:{})", g.0, p);
             } else {
                 let pcx = cx.child("patternProperties", "").child(p, "");
@@ -2339,7 +2448,7 @@ impl Converter {
                     hint: format!("{base}-pattern-{}", groups.len() + 1),
                     ..pcx
                 };
-                groups.push((p.clone(), ps.clone(), pcx));
+                groups.push((p.to_string(), (*ps).clone(), pcx));
             }
         }
         let mut values = Vec::new();
@@ -2393,7 +2502,10 @@ impl Converter {
                     any_key(self)
                 }
                 Ok(_) => {
-                    if let Some(n) = names.iter().find(|n| regex::is_match(p, n).unwrap_or(true)) {
+                    if let Some(n) = names
+                        .iter()
+                        .find(|n| self.pattern_matches(p, n).unwrap_or(true))
+                    {
                         self.unsupported(
                             "patternProperties",
                             pcx,

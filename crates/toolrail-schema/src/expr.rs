@@ -16,18 +16,21 @@
 //! hand the root to [`crate::SchemaConverter::finish`]: the converter takes no GBNF text.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
-use crate::strings::{char_class, gbnf_literal};
+use crate::strings::{push_char_class, push_gbnf_literal};
 
 /// The name of a rule of the grammar under construction, as the rule table handed it out.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct RuleName(String);
+pub struct RuleName(Arc<str>);
 
 impl RuleName {
     /// A rule name the rule table chose (unique in its grammar) or a fixed primitive's name.
     /// Only this crate makes names, so every name comes from the grammar's one namespace.
+    /// Shared, not copied, by every reference to the rule (names from `$defs` keys can be long
+    /// and a large schema refers to them thousands of times).
     pub(crate) fn new(name: impl Into<String>) -> Self {
-        Self(name.into())
+        Self(Arc::from(name.into()))
     }
 
     /// The name as written in the grammar.
@@ -44,7 +47,7 @@ impl std::fmt::Display for RuleName {
 
 impl From<RuleName> for String {
     fn from(name: RuleName) -> Self {
-        name.0
+        name.0.to_string()
     }
 }
 
@@ -181,6 +184,12 @@ impl Expr {
         out
     }
 
+    /// Appends the expression as a rule body to `out` (what [`Expr::to_gbnf`] returns, without
+    /// a string of its own: the rule table prints a whole grammar into one buffer).
+    pub(crate) fn print_body(&self, out: &mut String) {
+        self.print(Place::Top, out, usize::MAX);
+    }
+
     /// The expression as GBNF text to be placed in a sequence written as text (an
     /// alternation comes parenthesised): for the pythonic envelope's value builder, which
     /// still writes its rules as text until the converter's walker replaces it.
@@ -221,8 +230,8 @@ impl Expr {
         }
         match self {
             Expr::Empty => out.push_str("\"\""),
-            Expr::Literal(text) => out.push_str(&gbnf_literal(text)),
-            Expr::Class { ranges, negated } => out.push_str(&char_class(ranges, *negated)),
+            Expr::Literal(text) => push_gbnf_literal(text, out),
+            Expr::Class { ranges, negated } => push_char_class(ranges, *negated, out),
             Expr::AnyChar => out.push('.'),
             Expr::Rule(name) => out.push_str(name.as_str()),
             Expr::Seq(items) => {

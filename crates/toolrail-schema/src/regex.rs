@@ -98,13 +98,17 @@ pub(crate) fn parse(pattern: &str) -> Result<Hir, String> {
 /// Whether `pattern` (ECMA-262, unanchored as JSON Schema reads it) matches `text`, as the
 /// grammar of [`pattern_to_gbnf`] decides it (the same rewriting of ECMA classes).
 pub(crate) fn is_match(pattern: &str, text: &str) -> Result<bool, String> {
-    let re = regex::Regex::new(&ecma_to_rust(pattern)).map_err(|e| {
+    Ok(compile(pattern)?.is_match(text))
+}
+
+/// `pattern` compiled for [`is_match`]'s test (callers testing many names keep it).
+pub(crate) fn compile(pattern: &str) -> Result<regex::Regex, String> {
+    regex::Regex::new(&ecma_to_rust(pattern)).map_err(|e| {
         format!(
             "cannot translate /{pattern}/: {}",
             first_line(&e.to_string())
         )
-    })?;
-    Ok(re.is_match(text))
+    })
 }
 
 /// What the strings *not* matching a pattern are, when that is simple to say.

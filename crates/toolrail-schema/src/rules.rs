@@ -503,7 +503,7 @@ impl RuleTable {
     pub(crate) fn render(&self, root_body: &Expr) -> String {
         let mut out = String::new();
         out.push_str("root ::= ");
-        out.push_str(&root_body.to_gbnf());
+        root_body.print_body(&mut out);
         out.push('\n');
         for rule in &self.rules {
             let (Some(name), Some(body)) = (&rule.name, &rule.body) else {
@@ -519,10 +519,10 @@ impl RuleTable {
                 );
                 out.push('\n');
             }
-            push_rule(&mut out, name.as_str(), &body.to_gbnf());
+            push_expr_rule(&mut out, name.as_str(), body);
         }
         for (name, body) in &self.formats {
-            push_rule(&mut out, name, &body.to_gbnf());
+            push_expr_rule(&mut out, name, body);
         }
         let style = PrimitiveStyle {
             whitespace: self.whitespace,
@@ -536,6 +536,14 @@ impl RuleTable {
         }
         out
     }
+}
+
+/// `name ::= body` printed straight into `out`.
+fn push_expr_rule(out: &mut String, name: &str, body: &Expr) {
+    out.push_str(name);
+    out.push_str(" ::= ");
+    body.print_body(out);
+    out.push('\n');
 }
 
 fn push_rule(out: &mut String, name: &str, body: &str) {

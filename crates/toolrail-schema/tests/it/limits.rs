@@ -176,6 +176,22 @@ fn drop_flat(v: Value) {
 }
 
 #[test]
+fn deep_nesting_names_the_exact_pointer_with_escapes_and_indices() {
+    // root (1) > properties (2) > "a/b~" array (3) > element 0 (4) > items... : the container
+    // at depth MAX_DOCUMENT_DEPTH + 1 is the one named
+    let schema = json!({"properties": {"a/b~": [nested_items(600)]}});
+    let e = toolrail_schema::check_depth(&schema).unwrap_err();
+    let levels = toolrail_schema::MAX_DOCUMENT_DEPTH + 1 - 4;
+    assert_eq!(e.keyword, "items");
+    assert_eq!(
+        e.pointer,
+        format!("#/properties/a~1b~0/0{}", "/items".repeat(levels))
+    );
+    let shallow = json!({"properties": {"a/b~": [nested_items(20)]}});
+    assert!(toolrail_schema::check_depth(&shallow).is_ok());
+}
+
+#[test]
 fn deep_nesting_is_an_error_not_a_stack_overflow() {
     let schema = nested_items(100_000);
     let e = schema_to_gbnf(&schema, &ConvertOptions::default()).map(|_| ());
