@@ -395,6 +395,14 @@ struct TopClasses {
     classes: Vec<(u128, Option<bool>)>,
     /// Some stack has a token element on top (subtrees are then never skipped).
     token_top: bool,
+    /// The ASCII code points some class on top matches: any other ASCII code point leads to
+    /// the dead set, which the walk then knows without a transition.
+    ascii_any: u128,
+    /// Some class on top may match a code point above U+007F.
+    high_any: bool,
+    /// Every class on top matches all of U+0080..=U+10FFFF or none of it: every code point
+    /// there leads to the set U+0080 leads to.
+    high_alike: bool,
 }
 
 impl TopClasses {
@@ -476,6 +484,9 @@ pub struct MaskEngine {
     tops: FxHashMap<SetId, TopClasses>,
     /// Per grammar position of a class: its profile (see [`class_profile`]).
     profiles: FxHashMap<u32, (u128, Option<bool>)>,
+    /// Per stack set and pending UTF-8 sequence met in a walk: [`Engine::partial_viable`]
+    /// (which builds each top class's character set).
+    viable_partials: FxHashMap<(SetId, PartialUtf8), bool>,
     /// Stack steps one mask may take.
     work_limit: u64,
     /// Recognizer memory ([`Engine::memory_entries`]) above which [`Self::bound_memory`]
@@ -510,6 +521,7 @@ impl MaskEngine {
             numbering: None,
             tops: FxHashMap::default(),
             profiles: FxHashMap::default(),
+            viable_partials: FxHashMap::default(),
             work_limit: MASK_WORK_LIMIT,
             engine_memory_limit: crate::check::STREAM_MEMORY_ENTRIES,
             kept_after_compact: 0,
@@ -555,6 +567,7 @@ impl MaskEngine {
         self.evictions.engine += 1;
         self.cache.clear();
         self.tops.clear();
+        self.viable_partials.clear();
         let state = engine.compact(state);
         self.kept_after_compact = engine.memory_entries();
         state
@@ -564,6 +577,7 @@ impl MaskEngine {
     pub fn clear_cache(&mut self) {
         self.cache.clear();
         self.tops.clear();
+        self.viable_partials.clear();
         self.profiles.clear();
     }
 
@@ -598,7 +612,12 @@ impl MaskEngine {
         if self.cache.len() >= self.cache_limit || self.tops.len() >= TOPS_LIMIT {
             self.cache.clear();
             self.tops.clear();
+            self.viable_partials.clear();
             self.evictions.mask_cache += 1;
+        }
+        if self.viable_partials.len() >= TOPS_LIMIT {
+            // Kept apart: this table alone filling up is no reason to drop the masks.
+            self.viable_partials.clear();
         }
         self.cache.insert(key, mask.clone());
         Ok(mask)
@@ -611,6 +630,7 @@ impl MaskEngine {
             info,
             tops,
             profiles,
+            viable_partials,
             work_limit,
             ..
         } = self;
@@ -651,7 +671,10 @@ impl MaskEngine {
             }
             // A token element on top, met with code points still to read: the id alone decides
             // (for pieces valid to the end with at least one more whole code point).
-            if state.partial.is_complete() && partial.is_complete() {
+            if state.partial.is_complete()
+                && partial.is_complete()
+                && top_classes(engine, tops, profiles, set).token_top
+            {
                 for (negated, value) in token_tops(engine, set) {
                     for id in trie.tokens_below(node) {
                         let PieceInfo { valid, chars } = info[id as usize];
@@ -682,13 +705,31 @@ impl MaskEngine {
                     }
                 }
             }
-            // Children.
+            // Children. A code point no class on top matches leads to the dead set: skipped
+            // without a transition (most children, next to a literal).
+            // Code points in U+0080..=U+10FFFF that every class treats alike all step as U+0080
+            // does: one transition instead of one per distinct code point of the vocabulary
+            // (about 20,000 for Gemma's), which made every first mask inside a string cold.
+            let (ascii_any, high_any, high_alike) = {
+                let t = top_classes(engine, tops, profiles, set);
+                (t.ascii_any, t.high_any, t.high_alike)
+            };
             let mut child = node + 1;
             while child < end {
                 let c = trie.nodes[child];
                 match utf8::step(partial, c.byte) {
                     Utf8Step::Char(cp) => {
-                        let next = engine.step_set(set, cp);
+                        let matched = if cp < 128 {
+                            ascii_any & (1u128 << cp) != 0
+                        } else {
+                            high_any
+                        };
+                        if !matched {
+                            child = c.subtree_end as usize;
+                            continue;
+                        }
+                        let alike = high_alike && (0x80..=0x10FFFF).contains(&cp);
+                        let next = engine.step_set(set, if alike { 0x80 } else { cp });
                         if next == EXPLODED_SET {
                             return Err(MaskError::TooAmbiguous);
                         }
@@ -703,7 +744,10 @@ impl MaskEngine {
                         }
                     }
                     Utf8Step::Pending(p) => {
-                        if engine.partial_viable(State { set, partial: p }) {
+                        let viable = *viable_partials
+                            .entry((set, p))
+                            .or_insert_with(|| engine.partial_viable(State { set, partial: p }));
+                        if viable {
                             todo.push((child, set, p, chars_read));
                         }
                     }
@@ -785,7 +829,10 @@ fn top_classes<'t>(
     set: SetId,
 ) -> &'t TopClasses {
     tops.entry(set).or_insert_with(|| {
-        let mut out = TopClasses::default();
+        let mut out = TopClasses {
+            high_alike: true,
+            ..TopClasses::default()
+        };
         for &stack in engine.arena().set(set) {
             let Some(pos) = engine.arena().top(stack) else {
                 continue;
@@ -797,12 +844,41 @@ fn top_classes<'t>(
             let profile = *profiles
                 .entry(pos)
                 .or_insert_with(|| class_profile(engine, pos));
+            out.ascii_any |= profile.0;
+            out.high_any |= class_may_match_high(engine, pos);
+            out.high_alike &= profile.1.is_some();
             if !out.classes.contains(&profile) {
                 out.classes.push(profile);
             }
         }
         out
     })
+}
+
+/// True unless the class at `pos` surely matches no code point above U+007F (a negated class,
+/// `.`, or any bound at or above 0x80 may; decoded values above U+10FFFF included).
+fn class_may_match_high(engine: &Engine, pos: u32) -> bool {
+    let elements = engine.grammar().elements();
+    if elements[pos as usize].kind != ElementKind::Char {
+        return true;
+    }
+    let mut p = pos as usize;
+    loop {
+        if elements[p].kind == ElementKind::CharAny || elements[p].value >= 0x80 {
+            return true;
+        }
+        if elements[p + 1].kind == ElementKind::CharRngUpper {
+            if elements[p + 1].value >= 0x80 {
+                return true;
+            }
+            p += 2;
+        } else {
+            p += 1;
+        }
+        if elements[p].kind != ElementKind::CharAlt {
+            return false;
+        }
+    }
 }
 
 /// llama.cpp's per-candidate rule applied literally: decode the piece after the pending
