@@ -40,9 +40,30 @@
 //!   U+0080..=U+10FFFF or none of it, and only where every path below decodes cleanly (no
 //!   overlong form, nothing above U+10FFFF, no token ending inside a sequence: `AFTER_E0` and
 //!   friends); anything else falls back to the walk.
-//! - The slowest masks left (`bench masks`, MaskBench) are cold states inside object keys
-//!   next to many known property names: every prefix of a known name is its own stack set, so
-//!   a first mask there creates ~20k transitions (30–60 ms on a busy machine).
+//! - **High code points as one.** The walk steps a set by every code point it meets below a
+//!   node it cannot decide at once, and Gemma's vocabulary holds ~20k distinct code points
+//!   above U+007F: every fresh set inside a string (each key start, each string value in a
+//!   new context, each prefix of a known property name beside `additionalProperties`) created
+//!   ~20k transitions, 30–60 ms per cold mask, up to seconds. Where every class on top matches
+//!   all of U+0080..=U+10FFFF or none of it (`TopClasses::high_alike`), those code points step
+//!   as U+0080 does (one transition); values above U+10FFFF (lenient decoding) still step
+//!   alone. An ASCII code point no class on top matches, or a high one where no class can,
+//!   is dead without a transition; `partial_viable` is memoized per (set, pending bytes).
+//!   `bench masks --engines toolrail,llguidance --limit 150 --seed 1` (release, load 8–12):
+//!   toolrail mask p50/p90/p99/max 0.004/27.0/51.3/931 ms → 0.003/3.14/15.1/71.9 ms,
+//!   first mask p50/p90/p99 0.88/14.1/117 → 0.74/7.36/41.0 ms; llguidance in the same runs
+//!   0.270/0.537/9.56/115 and 0.264/0.345/8.35/37.9 ms; masks unchanged.
+//! - The slowest masks left are cold states whose walk visits many nodes: subtrees holding a
+//!   quote, a backslash or a control character (newlines in Gemma's whitespace tokens) are not
+//!   uniform for a JSON string's class, so the walk descends into them (memory-bound: the node
+//!   and summary loads dominate a profile); and sets whose classes split the high range
+//!   (patterns, `\u2028`-style exclusions) still step each code point. Next step: per set that
+//!   absorbs every code point but a few (a string body), a frontier of the trie (the first
+//!   node on each path that reads one of the few) and the mask of everything else, computed
+//!   once per vocabulary and exception set — a cold string mask then walks the frontier only.
+//!   `cargo run --release -p toolrail-engine --example mask_replay DUMP` (dump written by
+//!   `toolrail-llm`'s `maskbench_dump` example) replays MaskBench through this engine alone and
+//!   lists the slowest positions.
 //! - Set-up (trie + summaries + piece facts) is 75–230 ms for Gemma's vocabulary, depending on
 //!   the machine's load.
 
