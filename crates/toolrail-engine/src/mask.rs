@@ -47,8 +47,11 @@
 //!   ~20k transitions, 30–60 ms per cold mask, up to seconds. Where every class on top matches
 //!   all of U+0080..=U+10FFFF or none of it (`TopClasses::high_alike`), those code points step
 //!   as U+0080 does (one transition); values above U+10FFFF (lenient decoding) still step
-//!   alone. An ASCII code point no class on top matches, or a high one where no class can,
-//!   is dead without a transition; `partial_viable` is memoized per (set, pending bytes).
+//!   alone. Where the classes split the high range (patterns, `\u2028`-style exclusions),
+//!   code points matched by the same subset of them step as one (`high_steps`; MaskBench's
+//!   worst such state: 19,242 transitions → 126). An ASCII code point no class on top matches,
+//!   or a high one where no class can, is dead without a transition; `partial_viable` is
+//!   memoized per (set, pending bytes).
 //!   `bench masks --engines toolrail,llguidance --limit 150 --seed 1` (release, load 8–12):
 //!   toolrail mask p50/p90/p99/max 0.004/27.0/51.3/931 ms → 0.003/3.14/15.1/71.9 ms,
 //!   first mask p50/p90/p99 0.88/14.1/117 → 0.74/7.36/41.0 ms; llguidance in the same runs
@@ -56,11 +59,10 @@
 //! - The slowest masks left are cold states whose walk visits many nodes: subtrees holding a
 //!   quote, a backslash or a control character (newlines in Gemma's whitespace tokens) are not
 //!   uniform for a JSON string's class, so the walk descends into them (memory-bound: the node
-//!   and summary loads dominate a profile); and sets whose classes split the high range
-//!   (patterns, `\u2028`-style exclusions) still step each code point. Next step: per set that
-//!   absorbs every code point but a few (a string body), a frontier of the trie (the first
-//!   node on each path that reads one of the few) and the mask of everything else, computed
-//!   once per vocabulary and exception set — a cold string mask then walks the frontier only.
+//!   and summary loads dominate a profile). Next step: per set that absorbs every code point
+//!   but a few (a string body), a frontier of the trie (the first node on each path that reads
+//!   one of the few) and the mask of everything else, computed once per vocabulary and
+//!   exception set — a cold string mask then walks the frontier only.
 //!   `cargo run --release -p toolrail-engine --example mask_replay DUMP` (dump written by
 //!   `toolrail-llm`'s `maskbench_dump` example) replays MaskBench through this engine alone and
 //!   lists the slowest positions.
@@ -424,6 +426,9 @@ struct TopClasses {
     /// Every class on top matches all of U+0080..=U+10FFFF or none of it: every code point
     /// there leads to the set U+0080 leads to.
     high_alike: bool,
+    /// The distinct positions of the classes on top (which of them match a code point decides
+    /// the set it leads to).
+    positions: Vec<u32>,
 }
 
 impl TopClasses {
@@ -508,6 +513,10 @@ pub struct MaskEngine {
     /// Per stack set and pending UTF-8 sequence met in a walk: [`Engine::partial_viable`]
     /// (which builds each top class's character set).
     viable_partials: FxHashMap<(SetId, PartialUtf8), bool>,
+    /// Per stack set whose top classes split the high code points, and per subset of those
+    /// classes (bits over `TopClasses::positions`): the code point stepped for every code point
+    /// that exactly that subset matches.
+    high_steps: FxHashMap<(SetId, u64), u32>,
     /// Stack steps one mask may take.
     work_limit: u64,
     /// Recognizer memory ([`Engine::memory_entries`]) above which [`Self::bound_memory`]
@@ -543,6 +552,7 @@ impl MaskEngine {
             tops: FxHashMap::default(),
             profiles: FxHashMap::default(),
             viable_partials: FxHashMap::default(),
+            high_steps: FxHashMap::default(),
             work_limit: MASK_WORK_LIMIT,
             engine_memory_limit: crate::check::STREAM_MEMORY_ENTRIES,
             kept_after_compact: 0,
@@ -589,6 +599,7 @@ impl MaskEngine {
         self.cache.clear();
         self.tops.clear();
         self.viable_partials.clear();
+        self.high_steps.clear();
         let state = engine.compact(state);
         self.kept_after_compact = engine.memory_entries();
         state
@@ -599,6 +610,7 @@ impl MaskEngine {
         self.cache.clear();
         self.tops.clear();
         self.viable_partials.clear();
+        self.high_steps.clear();
         self.profiles.clear();
     }
 
@@ -634,11 +646,13 @@ impl MaskEngine {
             self.cache.clear();
             self.tops.clear();
             self.viable_partials.clear();
+            self.high_steps.clear();
             self.evictions.mask_cache += 1;
         }
-        if self.viable_partials.len() >= TOPS_LIMIT {
-            // Kept apart: this table alone filling up is no reason to drop the masks.
+        if self.viable_partials.len() + self.high_steps.len() >= TOPS_LIMIT {
+            // Kept apart: these tables filling up is no reason to drop the masks.
             self.viable_partials.clear();
+            self.high_steps.clear();
         }
         self.cache.insert(key, mask.clone());
         Ok(mask)
@@ -652,6 +666,7 @@ impl MaskEngine {
             tops,
             profiles,
             viable_partials,
+            high_steps,
             work_limit,
             ..
         } = self;
@@ -749,8 +764,27 @@ impl MaskEngine {
                             child = c.subtree_end as usize;
                             continue;
                         }
-                        let alike = high_alike && (0x80..=0x10FFFF).contains(&cp);
-                        let next = engine.step_set(set, if alike { 0x80 } else { cp });
+                        let step_as = if cp < 0x80 {
+                            cp
+                        } else if high_alike && cp <= 0x10FFFF {
+                            0x80
+                        } else {
+                            // The classes on top split the high range: code points matched by
+                            // the same classes still lead to one set.
+                            let positions = &top_classes(engine, tops, profiles, set).positions;
+                            if positions.len() <= 64 {
+                                let mut matched = 0u64;
+                                for (i, &pos) in positions.iter().enumerate() {
+                                    if engine.match_char(pos, cp).0 {
+                                        matched |= 1 << i;
+                                    }
+                                }
+                                *high_steps.entry((set, matched)).or_insert(cp)
+                            } else {
+                                cp
+                            }
+                        };
+                        let next = engine.step_set(set, step_as);
                         if next == EXPLODED_SET {
                             return Err(MaskError::TooAmbiguous);
                         }
@@ -868,6 +902,9 @@ fn top_classes<'t>(
             out.ascii_any |= profile.0;
             out.high_any |= class_may_match_high(engine, pos);
             out.high_alike &= profile.1.is_some();
+            if !out.positions.contains(&pos) {
+                out.positions.push(pos);
+            }
             if !out.classes.contains(&profile) {
                 out.classes.push(profile);
             }
