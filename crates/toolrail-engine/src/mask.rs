@@ -40,9 +40,32 @@
 //!   U+0080..=U+10FFFF or none of it, and only where every path below decodes cleanly (no
 //!   overlong form, nothing above U+10FFFF, no token ending inside a sequence: `AFTER_E0` and
 //!   friends); anything else falls back to the walk.
-//! - The slowest masks left (`bench masks`, MaskBench) are cold states inside object keys
-//!   next to many known property names: every prefix of a known name is its own stack set, so
-//!   a first mask there creates ~20k transitions (30–60 ms on a busy machine).
+//! - **High code points as one.** The walk steps a set by every code point it meets below a
+//!   node it cannot decide at once, and Gemma's vocabulary holds ~20k distinct code points
+//!   above U+007F: every fresh set inside a string (each key start, each string value in a
+//!   new context, each prefix of a known property name beside `additionalProperties`) created
+//!   ~20k transitions, 30–60 ms per cold mask, up to seconds. Where every class on top matches
+//!   all of U+0080..=U+10FFFF or none of it (`TopClasses::high_alike`), those code points step
+//!   as U+0080 does (one transition); values above U+10FFFF (lenient decoding) still step
+//!   alone. Where the classes split the high range (patterns, `\u2028`-style exclusions),
+//!   code points matched by the same subset of them step as one (`high_steps`; MaskBench's
+//!   worst such state: 19,242 transitions → 126). An ASCII code point no class on top matches,
+//!   or a high one where no class can, is dead without a transition; `partial_viable` is
+//!   memoized per (set, pending bytes).
+//!   `bench masks --engines toolrail,llguidance --limit 150 --seed 1` (release, load 8–12):
+//!   toolrail mask p50/p90/p99/max 0.004/27.0/51.3/931 ms → 0.003/3.14/15.1/71.9 ms,
+//!   first mask p50/p90/p99 0.88/14.1/117 → 0.74/7.36/41.0 ms; llguidance in the same runs
+//!   0.270/0.537/9.56/115 and 0.264/0.345/8.35/37.9 ms; masks unchanged.
+//! - The slowest masks left are cold states whose walk visits many nodes: subtrees holding a
+//!   quote, a backslash or a control character (newlines in Gemma's whitespace tokens) are not
+//!   uniform for a JSON string's class, so the walk descends into them (memory-bound: the node
+//!   and summary loads dominate a profile). Next step: per set that absorbs every code point
+//!   but a few (a string body), a frontier of the trie (the first node on each path that reads
+//!   one of the few) and the mask of everything else, computed once per vocabulary and
+//!   exception set — a cold string mask then walks the frontier only.
+//!   `cargo run --release -p toolrail-engine --example mask_replay DUMP` (dump written by
+//!   `toolrail-llm`'s `maskbench_dump` example) replays MaskBench through this engine alone and
+//!   lists the slowest positions.
 //! - Set-up (trie + summaries + piece facts) is 75–230 ms for Gemma's vocabulary, depending on
 //!   the machine's load.
 
@@ -395,6 +418,17 @@ struct TopClasses {
     classes: Vec<(u128, Option<bool>)>,
     /// Some stack has a token element on top (subtrees are then never skipped).
     token_top: bool,
+    /// The ASCII code points some class on top matches: any other ASCII code point leads to
+    /// the dead set, which the walk then knows without a transition.
+    ascii_any: u128,
+    /// Some class on top may match a code point above U+007F.
+    high_any: bool,
+    /// Every class on top matches all of U+0080..=U+10FFFF or none of it: every code point
+    /// there leads to the set U+0080 leads to.
+    high_alike: bool,
+    /// The distinct positions of the classes on top (which of them match a code point decides
+    /// the set it leads to).
+    positions: Vec<u32>,
 }
 
 impl TopClasses {
@@ -476,6 +510,13 @@ pub struct MaskEngine {
     tops: FxHashMap<SetId, TopClasses>,
     /// Per grammar position of a class: its profile (see [`class_profile`]).
     profiles: FxHashMap<u32, (u128, Option<bool>)>,
+    /// Per stack set and pending UTF-8 sequence met in a walk: [`Engine::partial_viable`]
+    /// (which builds each top class's character set).
+    viable_partials: FxHashMap<(SetId, PartialUtf8), bool>,
+    /// Per stack set whose top classes split the high code points, and per subset of those
+    /// classes (bits over `TopClasses::positions`): the code point stepped for every code point
+    /// that exactly that subset matches.
+    high_steps: FxHashMap<(SetId, u64), u32>,
     /// Stack steps one mask may take.
     work_limit: u64,
     /// Recognizer memory ([`Engine::memory_entries`]) above which [`Self::bound_memory`]
@@ -510,6 +551,8 @@ impl MaskEngine {
             numbering: None,
             tops: FxHashMap::default(),
             profiles: FxHashMap::default(),
+            viable_partials: FxHashMap::default(),
+            high_steps: FxHashMap::default(),
             work_limit: MASK_WORK_LIMIT,
             engine_memory_limit: crate::check::STREAM_MEMORY_ENTRIES,
             kept_after_compact: 0,
@@ -555,6 +598,8 @@ impl MaskEngine {
         self.evictions.engine += 1;
         self.cache.clear();
         self.tops.clear();
+        self.viable_partials.clear();
+        self.high_steps.clear();
         let state = engine.compact(state);
         self.kept_after_compact = engine.memory_entries();
         state
@@ -564,6 +609,8 @@ impl MaskEngine {
     pub fn clear_cache(&mut self) {
         self.cache.clear();
         self.tops.clear();
+        self.viable_partials.clear();
+        self.high_steps.clear();
         self.profiles.clear();
     }
 
@@ -598,7 +645,14 @@ impl MaskEngine {
         if self.cache.len() >= self.cache_limit || self.tops.len() >= TOPS_LIMIT {
             self.cache.clear();
             self.tops.clear();
+            self.viable_partials.clear();
+            self.high_steps.clear();
             self.evictions.mask_cache += 1;
+        }
+        if self.viable_partials.len() + self.high_steps.len() >= TOPS_LIMIT {
+            // Kept apart: these tables filling up is no reason to drop the masks.
+            self.viable_partials.clear();
+            self.high_steps.clear();
         }
         self.cache.insert(key, mask.clone());
         Ok(mask)
@@ -611,6 +665,8 @@ impl MaskEngine {
             info,
             tops,
             profiles,
+            viable_partials,
+            high_steps,
             work_limit,
             ..
         } = self;
@@ -651,7 +707,10 @@ impl MaskEngine {
             }
             // A token element on top, met with code points still to read: the id alone decides
             // (for pieces valid to the end with at least one more whole code point).
-            if state.partial.is_complete() && partial.is_complete() {
+            if state.partial.is_complete()
+                && partial.is_complete()
+                && top_classes(engine, tops, profiles, set).token_top
+            {
                 for (negated, value) in token_tops(engine, set) {
                     for id in trie.tokens_below(node) {
                         let PieceInfo { valid, chars } = info[id as usize];
@@ -682,13 +741,50 @@ impl MaskEngine {
                     }
                 }
             }
-            // Children.
+            // Children. A code point no class on top matches leads to the dead set: skipped
+            // without a transition (most children, next to a literal).
+            // Code points in U+0080..=U+10FFFF that every class treats alike all step as U+0080
+            // does: one transition instead of one per distinct code point of the vocabulary
+            // (about 20,000 for Gemma's), which made every first mask inside a string cold.
+            let (ascii_any, high_any, high_alike) = {
+                let t = top_classes(engine, tops, profiles, set);
+                (t.ascii_any, t.high_any, t.high_alike)
+            };
             let mut child = node + 1;
             while child < end {
                 let c = trie.nodes[child];
                 match utf8::step(partial, c.byte) {
                     Utf8Step::Char(cp) => {
-                        let next = engine.step_set(set, cp);
+                        let matched = if cp < 128 {
+                            ascii_any & (1u128 << cp) != 0
+                        } else {
+                            high_any
+                        };
+                        if !matched {
+                            child = c.subtree_end as usize;
+                            continue;
+                        }
+                        let step_as = if cp < 0x80 {
+                            cp
+                        } else if high_alike && cp <= 0x10FFFF {
+                            0x80
+                        } else {
+                            // The classes on top split the high range: code points matched by
+                            // the same classes still lead to one set.
+                            let positions = &top_classes(engine, tops, profiles, set).positions;
+                            if positions.len() <= 64 {
+                                let mut matched = 0u64;
+                                for (i, &pos) in positions.iter().enumerate() {
+                                    if engine.match_char(pos, cp).0 {
+                                        matched |= 1 << i;
+                                    }
+                                }
+                                *high_steps.entry((set, matched)).or_insert(cp)
+                            } else {
+                                cp
+                            }
+                        };
+                        let next = engine.step_set(set, step_as);
                         if next == EXPLODED_SET {
                             return Err(MaskError::TooAmbiguous);
                         }
@@ -703,7 +799,10 @@ impl MaskEngine {
                         }
                     }
                     Utf8Step::Pending(p) => {
-                        if engine.partial_viable(State { set, partial: p }) {
+                        let viable = *viable_partials
+                            .entry((set, p))
+                            .or_insert_with(|| engine.partial_viable(State { set, partial: p }));
+                        if viable {
                             todo.push((child, set, p, chars_read));
                         }
                     }
@@ -785,7 +884,10 @@ fn top_classes<'t>(
     set: SetId,
 ) -> &'t TopClasses {
     tops.entry(set).or_insert_with(|| {
-        let mut out = TopClasses::default();
+        let mut out = TopClasses {
+            high_alike: true,
+            ..TopClasses::default()
+        };
         for &stack in engine.arena().set(set) {
             let Some(pos) = engine.arena().top(stack) else {
                 continue;
@@ -797,12 +899,44 @@ fn top_classes<'t>(
             let profile = *profiles
                 .entry(pos)
                 .or_insert_with(|| class_profile(engine, pos));
+            out.ascii_any |= profile.0;
+            out.high_any |= class_may_match_high(engine, pos);
+            out.high_alike &= profile.1.is_some();
+            if !out.positions.contains(&pos) {
+                out.positions.push(pos);
+            }
             if !out.classes.contains(&profile) {
                 out.classes.push(profile);
             }
         }
         out
     })
+}
+
+/// True unless the class at `pos` surely matches no code point above U+007F (a negated class,
+/// `.`, or any bound at or above 0x80 may; decoded values above U+10FFFF included).
+fn class_may_match_high(engine: &Engine, pos: u32) -> bool {
+    let elements = engine.grammar().elements();
+    if elements[pos as usize].kind != ElementKind::Char {
+        return true;
+    }
+    let mut p = pos as usize;
+    loop {
+        if elements[p].kind == ElementKind::CharAny || elements[p].value >= 0x80 {
+            return true;
+        }
+        if elements[p + 1].kind == ElementKind::CharRngUpper {
+            if elements[p + 1].value >= 0x80 {
+                return true;
+            }
+            p += 2;
+        } else {
+            p += 1;
+        }
+        if elements[p].kind != ElementKind::CharAlt {
+            return false;
+        }
+    }
 }
 
 /// llama.cpp's per-candidate rule applied literally: decode the piece after the pending

@@ -69,8 +69,43 @@ impl Expected {
 struct StepScratch {
     stacks: Vec<StackId>,
     out: Vec<StackId>,
-    present: FxHashSet<StackId>,
-    advanced: FxHashSet<StackId>,
+    present: SeenStacks,
+    advanced: SeenStacks,
+}
+
+/// Stacks met so far in one step: a short list searched linearly while small (most steps
+/// touch a handful of stacks, where hashing costs more than it saves), a hash set beyond.
+#[derive(Clone, Debug, Default)]
+struct SeenStacks {
+    few: Vec<StackId>,
+    many: FxHashSet<StackId>,
+}
+
+/// How many stacks [`SeenStacks`] keeps in its list before it switches to its hash set.
+const FEW_STACKS: usize = 16;
+
+impl SeenStacks {
+    /// Forgets every stack (keeps the buffers).
+    fn clear(&mut self) {
+        self.few.clear();
+        self.many.clear();
+    }
+
+    /// Adds `stack`; true if it was not there yet.
+    #[inline]
+    fn insert(&mut self, stack: StackId) -> bool {
+        if self.many.is_empty() {
+            if self.few.contains(&stack) {
+                return false;
+            }
+            if self.few.len() < FEW_STACKS {
+                self.few.push(stack);
+                return true;
+            }
+            self.many.extend(self.few.iter().copied());
+        }
+        self.many.insert(stack)
+    }
 }
 
 /// A fresh [`Engine::numbering`].
@@ -231,7 +266,7 @@ impl Engine {
     fn initial_set(&mut self) -> SetId {
         let grammar = Arc::clone(&self.grammar);
         let mut out = Vec::new();
-        let mut present = FxHashSet::default();
+        let mut present = SeenStacks::default();
         for start in grammar.alternatives(grammar.root()) {
             let stack = if grammar.is_end_of_sequence(start) {
                 EMPTY_STACK
@@ -317,7 +352,7 @@ impl Engine {
         &mut self,
         stack: StackId,
         out: &mut Vec<StackId>,
-        present: &mut FxHashSet<StackId>,
+        present: &mut SeenStacks,
     ) -> usize {
         let (start, len, visited) = self.expand(stack);
         for i in start..start + len {
@@ -536,7 +571,7 @@ impl Engine {
         let (chars, partial) = utf8::decode(piece, state.partial);
         let stacks: Vec<StackId> = self.arena.set(state.set).to_vec();
         let mut out = Vec::new();
-        let mut present = FxHashSet::default();
+        let mut present = SeenStacks::default();
         for stack in stacks {
             let Some(pos) = self.arena.top(stack) else {
                 continue;

@@ -94,6 +94,18 @@ fn vocabulary() -> Arc<TokenTable> {
         vec![0xF0, 0x9F, 0x98],
         vec![0x80, 0x80],
         vec![b'"', 0xC3, 0xA9],
+        // Overlong forms of '"' and '\' (llama.cpp's decoder reads them as those code
+        // points), values above U+10FFFF, and high code points beside a quote: code points
+        // above U+007F are stepped as one where every class treats them alike.
+        vec![0xC0, 0xA2],
+        vec![b'a', 0xC1, 0x9C],
+        vec![0xE0, 0x80, 0xA2, b'x'],
+        vec![0xF4, 0x90, 0x80, 0x80],
+        vec![0xF7, 0xBF, 0xBF, 0xBF, b'"'],
+        "\u{10FFFF}\"}".as_bytes().to_vec(),
+        "\u{2028}".as_bytes().to_vec(),
+        "ü\"".as_bytes().to_vec(),
+        "日本\":".as_bytes().to_vec(),
     ]);
     let eog = [pieces.len() as u32, pieces.len() as u32 + 1];
     pieces.push(b"<eos>".to_vec());
@@ -137,6 +149,10 @@ fn grammars() -> Vec<(String, Arc<Grammar>)> {
             r#"root ::= ([a-z] | "é"){2,9} [ \t\n]{0,2} "!""#,
         ),
         (
+            "high-alike",
+            r#"root ::= "{\"" [^"\\\x00-\x1F]* "\":" [^"]* "}" | [^\x00-\x7F]+ "x" | [\x80-\U0010FFFF]{1,3} "\"""#,
+        ),
+        (
             "counted-high",
             r#"root ::= [^\x00-\x7F]{0,3} "x" | [^a-z]{1,4}"#,
         ),
@@ -173,7 +189,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
     #[test]
-    fn trie_mask_equals_reference(seed in any::<u64>(), which in 0usize..14, cut in 0.0f64..1.0) {
+    fn trie_mask_equals_reference(seed in any::<u64>(), which in 0usize..15, cut in 0.0f64..1.0) {
         let table = vocabulary();
         let (name, grammar) = grammars().swap_remove(which);
         let mut engine = Engine::new(Arc::clone(&grammar));
@@ -245,4 +261,39 @@ fn one_mask_engine_serves_several_recognizers() {
         assert_eq!(m3, m1);
     }
     assert_ne!(first.numbering(), clone.numbering());
+}
+
+/// Code points above U+007F are stepped as one only where every class on top treats them alike:
+/// grammars with classes that split the high range (`[^…\u2028\u2029]`), take all of it, or none
+/// of it, at many states along sampled strings (every cut), against the reference.
+#[test]
+fn high_code_points_share_a_step_only_where_every_class_agrees() {
+    let table = vocabulary();
+    for (name, grammar) in grammars() {
+        if !["negated-unicode", "high-alike", "counted-high", "json"].contains(&name.as_str()) {
+            continue;
+        }
+        let mut engine = Engine::new(Arc::clone(&grammar));
+        let mut masks = MaskEngine::new(Arc::clone(&table));
+        let initial = engine.initial();
+        for seed in 0..12 {
+            let Ok(text) = Sampler::new(&grammar).sample(&mut SplitMix64::new(seed), 24) else {
+                continue;
+            };
+            let bytes = text.as_bytes();
+            for at in 0..=bytes.len() {
+                let Ok(state) = engine.feed(initial, &bytes[..at]) else {
+                    panic!("{name}: sample prefix {:?} rejected", &bytes[..at]);
+                };
+                if let Err(e) = compare(
+                    &mut masks,
+                    &mut engine,
+                    state,
+                    &format!("{name} after {:?}", &bytes[..at]),
+                ) {
+                    panic!("{e}");
+                }
+            }
+        }
+    }
 }
