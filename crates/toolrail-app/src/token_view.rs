@@ -623,6 +623,7 @@ mod tests {
                 })
                 .collect(),
             lazy: None,
+            thinking: None,
         };
         let tokens = [
             token(
