@@ -82,7 +82,7 @@ fn a_template_file_as_the_grammar_source_shows_its_triggers_runs_and_parses_the_
         demo_run: false,
     };
     let mut harness = Harness::builder()
-        .with_size([1440.0, 1000.0])
+        .with_size([1440.0, 1400.0])
         .with_theme(egui::Theme::Dark)
         .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
     harness.step();
