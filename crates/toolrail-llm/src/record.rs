@@ -313,6 +313,20 @@ pub enum LazyNote {
     },
 }
 
+impl LazyNote {
+    /// The time spent searching the triggers at this token.
+    pub fn scan_ms(&self) -> f64 {
+        match self {
+            LazyNote::Dormant { scan_ms } | LazyNote::Fired { scan_ms, .. } => *scan_ms,
+        }
+    }
+
+    /// The trigger search time over a run's tokens.
+    pub fn total_scan_ms<'a>(notes: impl IntoIterator<Item = Option<&'a LazyNote>>) -> f64 {
+        notes.into_iter().flatten().map(LazyNote::scan_ms).sum()
+    }
+}
+
 /// What the reasoning budget did at one token (see [`crate::reasoning_budget`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "kebab-case")]

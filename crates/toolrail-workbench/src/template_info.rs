@@ -202,13 +202,7 @@ pub fn timeline(run: &TemplateRun, tokens: &[TokenRecord], output: &str) -> Opti
         return None;
     }
     let dormant = tokens.iter().filter(|t| is_dormant(t)).count();
-    let scan_ms: f64 = tokens
-        .iter()
-        .map(|t| match t.lazy {
-            Some(LazyNote::Dormant { scan_ms } | LazyNote::Fired { scan_ms, .. }) => scan_ms,
-            None => 0.0,
-        })
-        .sum();
+    let scan_ms = LazyNote::total_scan_ms(tokens.iter().map(|t| t.lazy.as_ref()));
     let what = match fired_marker(tokens, output) {
         Some(m) => format!("{} at token {}", m.label(), m.index),
         None => {

@@ -267,13 +267,7 @@ fn template_section(
         .iter()
         .filter(|t| matches!(t.lazy, Some(LazyNote::Dormant { .. })))
         .count();
-    let scan_ms: f64 = tokens
-        .iter()
-        .map(|t| match t.lazy {
-            Some(LazyNote::Dormant { scan_ms } | LazyNote::Fired { scan_ms, .. }) => scan_ms,
-            None => 0.0,
-        })
-        .sum();
+    let scan_ms = LazyNote::total_scan_ms(tokens.iter().map(|t| t.lazy.as_ref()));
     if r.grammar_lazy {
         let fired = tokens.iter().find_map(|t| match &t.lazy {
             Some(LazyNote::Fired {

@@ -937,13 +937,7 @@ fn report_trigger(
     if !run.result.grammar_lazy || run.result.grammar.is_empty() {
         return;
     }
-    let scan_ms: f64 = tokens
-        .iter()
-        .map(|t| match t.lazy {
-            Some(LazyNote::Dormant { scan_ms } | LazyNote::Fired { scan_ms, .. }) => scan_ms,
-            None => 0.0,
-        })
-        .sum();
+    let scan_ms = LazyNote::total_scan_ms(tokens.iter().map(|t| t.lazy.as_ref()));
     let fired = tokens.iter().find_map(|t| match &t.lazy {
         Some(LazyNote::Fired {
             trigger,
