@@ -517,6 +517,13 @@ pub struct MaskEngine {
     /// classes (bits over `TopClasses::positions`): the code point stepped for every code point
     /// that exactly that subset matches.
     high_steps: FxHashMap<(SetId, u64), u32>,
+    /// Per stack set met at the start of a mask: the ASCII code points that do not lead back to
+    /// it, where it is a string body (see [`string_body_exceptions`]), else None.
+    string_bodies: FxHashMap<SetId, Option<u128>>,
+    /// Per exception set of a string body: its trie frontier (depends on the vocabulary only).
+    frontiers: FxHashMap<u128, Frontier>,
+    /// Masks computed from a string body's frontier so far.
+    frontier_starts: u64,
     /// Stack steps one mask may take.
     work_limit: u64,
     /// Recognizer memory ([`Engine::memory_entries`]) above which [`Self::bound_memory`]
@@ -553,6 +560,9 @@ impl MaskEngine {
             profiles: FxHashMap::default(),
             viable_partials: FxHashMap::default(),
             high_steps: FxHashMap::default(),
+            string_bodies: FxHashMap::default(),
+            frontiers: FxHashMap::default(),
+            frontier_starts: 0,
             work_limit: MASK_WORK_LIMIT,
             engine_memory_limit: crate::check::STREAM_MEMORY_ENTRIES,
             kept_after_compact: 0,
@@ -580,6 +590,12 @@ impl MaskEngine {
         self.evictions
     }
 
+    /// How many masks were computed from a string body's precomputed trie frontier (instead of
+    /// a walk from the root) so far: for tests and profiling.
+    pub fn frontier_starts(&self) -> u64 {
+        self.frontier_starts
+    }
+
     /// Keeps the recognizer's memory bounded while one input is walked forward (generation):
     /// when [`Engine::memory_entries`] is over the limit, compacts `engine` to what `state`
     /// needs and forgets every cached mask (their keys name the old stack sets), counting the
@@ -600,6 +616,7 @@ impl MaskEngine {
         self.tops.clear();
         self.viable_partials.clear();
         self.high_steps.clear();
+        self.string_bodies.clear();
         let state = engine.compact(state);
         self.kept_after_compact = engine.memory_entries();
         state
@@ -611,6 +628,7 @@ impl MaskEngine {
         self.tops.clear();
         self.viable_partials.clear();
         self.high_steps.clear();
+        self.string_bodies.clear();
         self.profiles.clear();
     }
 
@@ -647,12 +665,14 @@ impl MaskEngine {
             self.tops.clear();
             self.viable_partials.clear();
             self.high_steps.clear();
+            self.string_bodies.clear();
             self.evictions.mask_cache += 1;
         }
         if self.viable_partials.len() + self.high_steps.len() >= TOPS_LIMIT {
             // Kept apart: these tables filling up is no reason to drop the masks.
             self.viable_partials.clear();
             self.high_steps.clear();
+            self.string_bodies.clear();
         }
         self.cache.insert(key, mask.clone());
         Ok(mask)
@@ -667,6 +687,9 @@ impl MaskEngine {
             profiles,
             viable_partials,
             high_steps,
+            string_bodies,
+            frontiers,
+            frontier_starts,
             work_limit,
             ..
         } = self;
@@ -693,8 +716,50 @@ impl MaskEngine {
         }
         // Depth-first over the trie; each entry: node index, the state after its byte, and the
         // whole code points read so far.
-        let mut todo: Vec<(usize, SetId, PartialUtf8, u32)> =
-            vec![(0, state.set, state.partial, 0)];
+        let mut todo: Vec<(usize, SetId, PartialUtf8, u32)> = Vec::new();
+        // A string body: every token that reads only code points leading back to the set is
+        // allowed at once; the walk starts at the frontier. See "Performance notes" above.
+        let exceptions = if state.partial.is_complete() {
+            *string_bodies
+                .entry(state.set)
+                .or_insert_with(|| string_body_exceptions(engine, tops, profiles, state.set))
+        } else {
+            None
+        };
+        match exceptions {
+            Some(exceptions) => {
+                *frontier_starts += 1;
+                if frontiers.len() >= FRONTIERS_LIMIT && !frontiers.contains_key(&exceptions) {
+                    frontiers.clear();
+                }
+                let frontier = frontiers
+                    .entry(exceptions)
+                    .or_insert_with(|| Frontier::new(trie, exceptions));
+                mask.union_with(&frontier.allowed);
+                for &(child, partial, chars_read) in &frontier.entries {
+                    let byte = trie.nodes[child as usize].byte;
+                    let next = child_state(
+                        engine,
+                        tops,
+                        profiles,
+                        viable_partials,
+                        high_steps,
+                        (state.set, partial),
+                        byte,
+                    )?;
+                    if let Some((set, partial, read)) = next {
+                        todo.push((child as usize, set, partial, chars_read + read));
+                    }
+                }
+                if engine.work_done() - work_start > *work_limit {
+                    return Err(MaskError::TooMuchWork {
+                        limit: *work_limit,
+                        tokens: mask.count(),
+                    });
+                }
+            }
+            None => todo.push((0, state.set, state.partial, 0)),
+        }
         while let Some((node, set, partial, chars_read)) = todo.pop() {
             let node_info = trie.nodes[node];
             // Tokens ending here.
@@ -741,72 +806,27 @@ impl MaskEngine {
                     }
                 }
             }
-            // Children. A code point no class on top matches leads to the dead set: skipped
-            // without a transition (most children, next to a literal).
-            // Code points in U+0080..=U+10FFFF that every class treats alike all step as U+0080
-            // does: one transition instead of one per distinct code point of the vocabulary
-            // (about 20,000 for Gemma's), which made every first mask inside a string cold.
-            let (ascii_any, high_any, high_alike) = {
-                let t = top_classes(engine, tops, profiles, set);
-                (t.ascii_any, t.high_any, t.high_alike)
-            };
+            // Children (see `child_state`).
             let mut child = node + 1;
             while child < end {
                 let c = trie.nodes[child];
-                match utf8::step(partial, c.byte) {
-                    Utf8Step::Char(cp) => {
-                        let matched = if cp < 128 {
-                            ascii_any & (1u128 << cp) != 0
-                        } else {
-                            high_any
-                        };
-                        if !matched {
-                            child = c.subtree_end as usize;
-                            continue;
-                        }
-                        let step_as = if cp < 0x80 {
-                            cp
-                        } else if high_alike && cp <= 0x10FFFF {
-                            0x80
-                        } else {
-                            // The classes on top split the high range: code points matched by
-                            // the same classes still lead to one set.
-                            let positions = &top_classes(engine, tops, profiles, set).positions;
-                            if positions.len() <= 64 {
-                                let mut matched = 0u64;
-                                for (i, &pos) in positions.iter().enumerate() {
-                                    if engine.match_char(pos, cp).0 {
-                                        matched |= 1 << i;
-                                    }
-                                }
-                                *high_steps.entry((set, matched)).or_insert(cp)
-                            } else {
-                                cp
-                            }
-                        };
-                        let next = engine.step_set(set, step_as);
-                        if next == EXPLODED_SET {
-                            return Err(MaskError::TooAmbiguous);
-                        }
-                        if engine.work_done() - work_start > *work_limit {
-                            return Err(MaskError::TooMuchWork {
-                                limit: *work_limit,
-                                tokens: mask.count(),
-                            });
-                        }
-                        if next != DEAD_SET {
-                            todo.push((child, next, PartialUtf8::default(), chars_read + 1));
-                        }
-                    }
-                    Utf8Step::Pending(p) => {
-                        let viable = *viable_partials
-                            .entry((set, p))
-                            .or_insert_with(|| engine.partial_viable(State { set, partial: p }));
-                        if viable {
-                            todo.push((child, set, p, chars_read));
-                        }
-                    }
-                    Utf8Step::Invalid => {}
+                let next = child_state(
+                    engine,
+                    tops,
+                    profiles,
+                    viable_partials,
+                    high_steps,
+                    (set, partial),
+                    c.byte,
+                )?;
+                if engine.work_done() - work_start > *work_limit {
+                    return Err(MaskError::TooMuchWork {
+                        limit: *work_limit,
+                        tokens: mask.count(),
+                    });
+                }
+                if let Some((next, p, read)) = next {
+                    todo.push((child, next, p, chars_read + read));
                 }
                 child = c.subtree_end as usize;
             }
@@ -824,6 +844,201 @@ impl MaskEngine {
         }
         reference_piece(engine, state, self.table.piece(id), id)
     }
+}
+
+/// Where one byte takes the walk from `(set, partial)`: the next set, the pending sequence and
+/// the whole code points read (0 or 1), or None where no token below can be allowed.
+///
+/// A code point no class on top matches leads to the dead set: known without a transition
+/// (most children, next to a literal). Code points in U+0080..=U+10FFFF that every class treats
+/// alike all step as U+0080 does: one transition instead of one per distinct code point of the
+/// vocabulary (about 20,000 for Gemma's), which made every first mask inside a string cold.
+fn child_state(
+    engine: &mut Engine,
+    tops: &mut FxHashMap<SetId, TopClasses>,
+    profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
+    viable_partials: &mut FxHashMap<(SetId, PartialUtf8), bool>,
+    high_steps: &mut FxHashMap<(SetId, u64), u32>,
+    (set, partial): (SetId, PartialUtf8),
+    byte: u8,
+) -> Result<Option<(SetId, PartialUtf8, u32)>, MaskError> {
+    match utf8::step(partial, byte) {
+        Utf8Step::Char(cp) => {
+            let (ascii_any, high_any, high_alike) = {
+                let t = top_classes(engine, tops, profiles, set);
+                (t.ascii_any, t.high_any, t.high_alike)
+            };
+            let matched = if cp < 128 {
+                ascii_any & (1u128 << cp) != 0
+            } else {
+                high_any
+            };
+            if !matched {
+                return Ok(None);
+            }
+            let step_as = if cp < 0x80 {
+                cp
+            } else if high_alike && cp <= 0x10FFFF {
+                0x80
+            } else {
+                // The classes on top split the high range: code points matched by the same
+                // classes still lead to one set.
+                let positions = &top_classes(engine, tops, profiles, set).positions;
+                if positions.len() <= 64 {
+                    let mut matched = 0u64;
+                    for (i, &pos) in positions.iter().enumerate() {
+                        if engine.match_char(pos, cp).0 {
+                            matched |= 1 << i;
+                        }
+                    }
+                    *high_steps.entry((set, matched)).or_insert(cp)
+                } else {
+                    cp
+                }
+            };
+            let next = engine.step_set(set, step_as);
+            if next == EXPLODED_SET {
+                return Err(MaskError::TooAmbiguous);
+            }
+            Ok((next != DEAD_SET).then_some((next, PartialUtf8::default(), 1)))
+        }
+        Utf8Step::Pending(p) => {
+            let viable = *viable_partials
+                .entry((set, p))
+                .or_insert_with(|| engine.partial_viable(State { set, partial: p }));
+            Ok(viable.then_some((set, p, 0)))
+        }
+        Utf8Step::Invalid => Ok(None),
+    }
+}
+
+/// Exception sets whose frontiers are kept at most (each holds a mask and a node list).
+const FRONTIERS_LIMIT: usize = 16;
+
+/// A string body's trie frontier, for one set of ASCII exceptions (computed once per
+/// vocabulary and exception set). A string body is a stack set that every code point but the
+/// exceptions leads back to (see [`string_body_exceptions`]): along a trie path that reads
+/// only such code points, cleanly encoded, the set never changes, so the tokens there are
+/// allowed whatever the grammar is. The walk only has to start at the first node of each path
+/// that leaves that: an exception at a character boundary, or a byte that makes the encoding
+/// unclean (an overlong form, a value above U+10FFFF, a lenient lead byte).
+#[derive(Clone, Debug)]
+struct Frontier {
+    /// The tokens whose piece reads only non-exception code points, cleanly (possibly ending
+    /// inside a well-formed sequence).
+    allowed: TokenMask,
+    /// The frontier: a child node, the pending sequence before its byte and the whole code
+    /// points read before it (the set there is the string body itself).
+    entries: Vec<(u32, PartialUtf8, u32)>,
+}
+
+impl Frontier {
+    fn new(trie: &TokenTrie, exceptions: u128) -> Self {
+        let mut allowed = TokenMask::empty(trie.vocab_len);
+        let mut entries = Vec::new();
+        // Depth-first: node, decoder state (see `AFTER_E0`), pending sequence, code points read.
+        let mut todo: Vec<(usize, u8, PartialUtf8, u32)> = vec![(0, 0, PartialUtf8::default(), 0)];
+        while let Some((node, clean, partial, chars_read)) = todo.pop() {
+            let n = trie.nodes[node];
+            for &id in
+                &trie.token_ids[n.first_token as usize..(n.first_token + n.token_count) as usize]
+            {
+                allowed.insert(id);
+            }
+            let mut child = node + 1;
+            while child < n.subtree_end as usize {
+                let c = trie.nodes[child];
+                let next_clean = if clean == 0 {
+                    boundary_next(c.byte)
+                } else {
+                    continuation_next(clean, c.byte)
+                };
+                let exception = clean == 0 && c.byte < 0x80 && exceptions & (1u128 << c.byte) != 0;
+                match (utf8::step(partial, c.byte), next_clean) {
+                    // No set allows anything below an invalid byte.
+                    (Utf8Step::Invalid, _) => {}
+                    (Utf8Step::Char(_), Some(0)) if !exception => {
+                        todo.push((child, 0, PartialUtf8::default(), chars_read + 1));
+                    }
+                    (Utf8Step::Pending(p), Some(next)) if next != 0 => {
+                        todo.push((child, next, p, chars_read));
+                    }
+                    _ => entries.push((child as u32, partial, chars_read)),
+                }
+                child = c.subtree_end as usize;
+            }
+        }
+        Frontier { allowed, entries }
+    }
+}
+
+/// Where `set` is a string body, the ASCII code points that do not lead back to it (its
+/// exceptions); else None. A string body: no token element on top; every code point in
+/// U+0080..=U+10FFFF and all but at most 64 ASCII ones lead back to the set; and some class on
+/// top takes every well-formed pending sequence both ways llama.cpp asks (`partial_viable`,
+/// which reads the class's characters, and `match_partial_char`, which reads its ranges), so a
+/// token ending inside a well-formed sequence is allowed and the walk would descend below it.
+fn string_body_exceptions(
+    engine: &mut Engine,
+    tops: &mut FxHashMap<SetId, TopClasses>,
+    profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
+    set: SetId,
+) -> Option<u128> {
+    let (ascii_any, qualifies) = {
+        let t = top_classes(engine, tops, profiles, set);
+        (
+            t.ascii_any,
+            !t.token_top && t.high_alike && t.high_any && t.ascii_any.count_ones() >= 64,
+        )
+    };
+    if !qualifies {
+        return None;
+    }
+    let takes_partials = engine.arena().set(set).iter().any(|&s| {
+        engine.arena().top(s).is_some_and(|pos| {
+            engine.grammar().element(pos).kind.starts_char_class()
+                && profiles.get(&pos).is_some_and(|p| p.1 == Some(true))
+                && takes_every_clean_partial(engine, pos)
+        })
+    });
+    if !takes_partials || engine.step_set(set, 0x80) != set {
+        return None;
+    }
+    let mut exceptions = !0u128;
+    for cp in 0..128u32 {
+        if ascii_any & (1u128 << cp) != 0 && engine.step_set(set, cp) == set {
+            exceptions &= !(1u128 << cp);
+        }
+    }
+    (exceptions.count_ones() <= 64).then_some(exceptions)
+}
+
+/// True if llama.cpp's `match_partial_char` accepts every well-formed pending sequence (whose
+/// completions all lie in U+0080..=U+10FFFF, U+13FFFF for a lone F4) at the class at `pos`: `.`,
+/// a class with a range over all of U+0080..=U+10FFFF, or a negated class of ASCII only.
+fn takes_every_clean_partial(engine: &Engine, pos: u32) -> bool {
+    let elements = engine.grammar().elements();
+    let negated = elements[pos as usize].kind == ElementKind::CharNot;
+    let mut p = pos as usize;
+    let mut covering = false;
+    let mut all_ascii = true;
+    loop {
+        if elements[p + 1].kind == ElementKind::CharRngUpper {
+            let (lo, hi) = (elements[p].value, elements[p + 1].value);
+            covering |= lo <= 0x80 && hi >= 0x10FFFF;
+            all_ascii &= hi < 0x80;
+            p += 2;
+        } else if elements[p].kind == ElementKind::CharAny {
+            return !negated;
+        } else {
+            all_ascii &= elements[p].value < 0x80;
+            p += 1;
+        }
+        if elements[p].kind != ElementKind::CharAlt {
+            break;
+        }
+    }
+    if negated { all_ascii } else { covering }
 }
 
 /// What a subtree's tokens come to when its code points are treated alike all the way down.
