@@ -56,13 +56,27 @@
 //!   toolrail mask p50/p90/p99/max 0.004/27.0/51.3/931 ms → 0.003/3.14/15.1/71.9 ms,
 //!   first mask p50/p90/p99 0.88/14.1/117 → 0.74/7.36/41.0 ms; llguidance in the same runs
 //!   0.270/0.537/9.56/115 and 0.264/0.345/8.35/37.9 ms; masks unchanged.
-//! - The slowest masks left are cold states whose walk visits many nodes: subtrees holding a
-//!   quote, a backslash or a control character (newlines in Gemma's whitespace tokens) are not
-//!   uniform for a JSON string's class, so the walk descends into them (memory-bound: the node
-//!   and summary loads dominate a profile). Next step: per set that absorbs every code point
-//!   but a few (a string body), a frontier of the trie (the first node on each path that reads
-//!   one of the few) and the mask of everything else, computed once per vocabulary and
-//!   exception set — a cold string mask then walks the frontier only.
+//! - **String bodies start at a frontier.** Subtrees holding a quote, a backslash or a
+//!   control character (newlines in Gemma's whitespace tokens) are not uniform for a JSON
+//!   string's class, so a cold mask inside a string used to walk into them. A *string body* is a
+//!   stack set every code point but a few ASCII ones (its exceptions) takes to one same live set,
+//!   with a class on top that takes every well-formed pending UTF-8 sequence (`string_body`):
+//!   `[^"\\]*` (leading back to itself) or each position of `char{0,64}` (leading to the next;
+//!   `body_chain` follows that chain until it absorbs, outlasts the vocabulary's longest piece,
+//!   or ends in a set no non-exception code point goes on from). Along a trie path that reads
+//!   only non-exception code points, cleanly encoded, the set is the chain's `d`-th, whatever the
+//!   grammar; so per exception set, once per vocabulary, a `Frontier` holds the tokens of such
+//!   paths with their depth and the first node of every other path (an exception at a character
+//!   boundary, an overlong form, a value above U+10FFFF, a lenient lead byte). A cold mask at a
+//!   string body then sets those tokens up to the chain's end and walks from the frontier only
+//!   (Gemma: 500–20,000 entries instead of ~177k nodes). A frontier is built at the third cold
+//!   mask meeting its exception set (`FRONTIER_AFTER`; building walks the whole trie, and each
+//!   prefix of a known property name beside `additionalProperties` is its own exception set).
+//!   `mask_replay dump150.json` (136 schemas, 28,032 positions, release, 2 shared cores),
+//!   before → after, runs side by side: masks over 1 ms 6,078–6,163 → 3,005–3,056; replay
+//!   13.0 → 8.6 s (quiet) and 19.1/20.8 → 10.9/11.7 s (loaded); mask p90/p99 1.85/3.33 →
+//!   1.85/3.66 ms (quiet, within noise) and 2.92/4.54, 3.16/4.80 → 2.11/4.37, 2.08/5.11 ms
+//!   (loaded). The p90/p99 masks left are mostly key starts and sets that are no body.
 //!   `cargo run --release -p toolrail-engine --example mask_replay DUMP` (dump written by
 //!   `toolrail-llm`'s `maskbench_dump` example) replays MaskBench through this engine alone and
 //!   lists the slowest positions.
@@ -517,11 +531,17 @@ pub struct MaskEngine {
     /// classes (bits over `TopClasses::positions`): the code point stepped for every code point
     /// that exactly that subset matches.
     high_steps: FxHashMap<(SetId, u64), u32>,
-    /// Per stack set met at the start of a mask: the ASCII code points that do not lead back to
-    /// it, where it is a string body (see [`string_body_exceptions`]), else None.
-    string_bodies: FxHashMap<SetId, Option<u128>>,
+    /// Per stack set met at the start of a mask (or on a string body's chain): where it is a
+    /// string body (see [`string_body`]), its exceptions and the set its other code points
+    /// lead to; else None.
+    string_bodies: FxHashMap<SetId, Option<(u128, SetId)>>,
     /// Per exception set of a string body: its trie frontier (depends on the vocabulary only).
     frontiers: FxHashMap<u128, Frontier>,
+    /// Per exception set without a frontier yet: the cold masks that met it (a frontier is
+    /// built at the [`FRONTIER_AFTER`]-th: building one walks the whole trie).
+    frontier_demand: FxHashMap<u128, u32>,
+    /// [`FRONTIER_AFTER`] unless set with [`MaskEngine::with_frontier_after`].
+    frontier_after: u32,
     /// Masks computed from a string body's frontier so far.
     frontier_starts: u64,
     /// Stack steps one mask may take.
@@ -562,6 +582,8 @@ impl MaskEngine {
             high_steps: FxHashMap::default(),
             string_bodies: FxHashMap::default(),
             frontiers: FxHashMap::default(),
+            frontier_demand: FxHashMap::default(),
+            frontier_after: FRONTIER_AFTER,
             frontier_starts: 0,
             work_limit: MASK_WORK_LIMIT,
             engine_memory_limit: crate::check::STREAM_MEMORY_ENTRIES,
@@ -582,6 +604,13 @@ impl MaskEngine {
     pub fn with_memory_limits(mut self, masks: usize, engine_entries: usize) -> Self {
         self.cache_limit = masks.max(1);
         self.engine_memory_limit = engine_entries;
+        self
+    }
+
+    /// The same engine building a string body's frontier at the `masks`-th cold mask that
+    /// meets its exception set (see [`FRONTIER_AFTER`]; 1: at once, for tests).
+    pub fn with_frontier_after(mut self, masks: u32) -> Self {
+        self.frontier_after = masks;
         self
     }
 
@@ -689,6 +718,8 @@ impl MaskEngine {
             high_steps,
             string_bodies,
             frontiers,
+            frontier_demand,
+            frontier_after,
             frontier_starts,
             work_limit,
             ..
@@ -719,24 +750,74 @@ impl MaskEngine {
         let mut todo: Vec<(usize, SetId, PartialUtf8, u32)> = Vec::new();
         // A string body: every token that reads only code points leading back to the set is
         // allowed at once; the walk starts at the frontier. See "Performance notes" above.
-        let exceptions = if state.partial.is_complete() {
-            *string_bodies
-                .entry(state.set)
-                .or_insert_with(|| string_body_exceptions(engine, tops, profiles, state.set))
+        let body = if state.partial.is_complete() {
+            string_body(engine, tops, profiles, string_bodies, state.set)
         } else {
             None
         };
-        match exceptions {
-            Some(exceptions) => {
-                *frontier_starts += 1;
+        let body = body.filter(|&(exceptions, next)| {
+            // A chain that ends at its first step other than as `body_chain` asks: the walk
+            // decides (a known property name's first letters beside `additionalProperties`).
+            if next != state.set
+                && body_chain(
+                    engine,
+                    tops,
+                    profiles,
+                    string_bodies,
+                    (state.set, next),
+                    exceptions,
+                    1,
+                )
+                .is_none()
+            {
+                return false;
+            }
+            if frontiers.contains_key(&exceptions) {
+                return true;
+            }
+            if frontier_demand.len() >= TOPS_LIMIT {
+                frontier_demand.clear();
+            }
+            let met = frontier_demand.entry(exceptions).or_insert(0);
+            *met += 1;
+            *met >= *frontier_after
+        });
+        let chain = match body {
+            Some((exceptions, next)) => {
                 if frontiers.len() >= FRONTIERS_LIMIT && !frontiers.contains_key(&exceptions) {
                     frontiers.clear();
                 }
                 let frontier = frontiers
                     .entry(exceptions)
                     .or_insert_with(|| Frontier::new(trie, exceptions));
-                mask.union_with(&frontier.allowed);
+                body_chain(
+                    engine,
+                    tops,
+                    profiles,
+                    string_bodies,
+                    (state.set, next),
+                    exceptions,
+                    frontier.max_depth(),
+                )
+                // Levels are kept as bytes: a chain ending past 253 code points with longer
+                // tokens below is left to the walk.
+                .filter(|(_, last)| {
+                    last.is_none_or(|j| j < u32::from(LEVEL_CAP) || j >= frontier.max_level)
+                })
+                .map(|chain| (frontier, chain))
+            }
+            None => None,
+        };
+        match chain {
+            Some((frontier, (sets, last))) => {
+                *frontier_starts += 1;
+                frontier.add_allowed(trie, last, &mut mask);
                 for &(child, partial, chars_read) in &frontier.entries {
+                    if last.is_some_and(|j| chars_read > j) {
+                        // Below the end of the chain: a code point that kills the set.
+                        continue;
+                    }
+                    let at = sets[(chars_read as usize).min(sets.len() - 1)];
                     let byte = trie.nodes[child as usize].byte;
                     let next = child_state(
                         engine,
@@ -744,7 +825,7 @@ impl MaskEngine {
                         profiles,
                         viable_partials,
                         high_steps,
-                        (state.set, partial),
+                        (at, partial),
                         byte,
                     )?;
                     if let Some((set, partial, read)) = next {
@@ -912,8 +993,19 @@ fn child_state(
     }
 }
 
-/// Exception sets whose frontiers are kept at most (each holds a mask and a node list).
-const FRONTIERS_LIMIT: usize = 16;
+/// Exception sets whose frontiers are kept at most (each holds a mask, a byte per token and a
+/// node list: about 0.3 MB for a vocabulary of 262,144 tokens).
+const FRONTIERS_LIMIT: usize = 64;
+
+/// Cold masks at string bodies with one exception set before its frontier is built (the walk
+/// from the root serves the first ones): a grammar meets many exception sets once (each prefix
+/// of a known property name beside `additionalProperties` is one), and building a frontier
+/// costs about as much as a few walks.
+pub const FRONTIER_AFTER: u32 = 3;
+
+/// The highest level [`Frontier::levels`] holds as such (deeper tokens are kept at this level,
+/// and a chain ending at or past it, short of the deepest token, is left to the walk).
+const LEVEL_CAP: u8 = 254;
 
 /// A string body's trie frontier, for one set of ASCII exceptions (computed once per
 /// vocabulary and exception set). A string body is a stack set that every code point but the
@@ -927,6 +1019,13 @@ struct Frontier {
     /// The tokens whose piece reads only non-exception code points, cleanly (possibly ending
     /// inside a well-formed sequence).
     allowed: TokenMask,
+    /// Per entry of the trie's `token_ids`: the token's level in `allowed` (the code points it
+    /// reads, plus one where it ends inside a sequence: allowed where the chain of sets stays a
+    /// string body for fewer code points than its level and the set after `level` code points is
+    /// alive), or `u8::MAX` outside `allowed`.
+    levels: Vec<u8>,
+    /// The highest level in `levels`.
+    max_level: u32,
     /// The frontier: a child node, the pending sequence before its byte and the whole code
     /// points read before it (the set there is the string body itself).
     entries: Vec<(u32, PartialUtf8, u32)>,
@@ -935,6 +1034,8 @@ struct Frontier {
 impl Frontier {
     fn new(trie: &TokenTrie, exceptions: u128) -> Self {
         let mut allowed = TokenMask::empty(trie.vocab_len);
+        let mut levels = vec![u8::MAX; trie.token_ids.len()];
+        let mut max_level = 0u32;
         let mut entries = Vec::new();
         // Depth-first: node, decoder state (see `AFTER_E0`), pending sequence, code points read.
         let mut todo: Vec<(usize, u8, PartialUtf8, u32)> = vec![(0, 0, PartialUtf8::default(), 0)];
@@ -944,6 +1045,14 @@ impl Frontier {
                 &trie.token_ids[n.first_token as usize..(n.first_token + n.token_count) as usize]
             {
                 allowed.insert(id);
+            }
+            let level = chars_read + u32::from(clean != 0);
+            if n.token_count > 0 {
+                max_level = max_level.max(level);
+                let first = n.first_token as usize;
+                for slot in &mut levels[first..first + n.token_count as usize] {
+                    *slot = level.min(u32::from(LEVEL_CAP)) as u8;
+                }
             }
             let mut child = node + 1;
             while child < n.subtree_end as usize {
@@ -968,30 +1077,78 @@ impl Frontier {
                 child = c.subtree_end as usize;
             }
         }
-        Frontier { allowed, entries }
+        Frontier {
+            allowed,
+            levels,
+            max_level,
+            entries,
+        }
+    }
+
+    /// Adds to `mask` the tokens of `allowed` whose level is at most `last` (None: all).
+    fn add_allowed(&self, trie: &TokenTrie, last: Option<u32>, mask: &mut TokenMask) {
+        match last {
+            Some(last) if last < self.max_level => {
+                for (&level, &id) in self.levels.iter().zip(&trie.token_ids) {
+                    if u32::from(level) <= last {
+                        mask.insert(id);
+                    }
+                }
+            }
+            _ => mask.union_with(&self.allowed),
+        }
+    }
+
+    /// The most code points read before a frontier entry or by a token of `upto`.
+    fn max_depth(&self) -> u32 {
+        let entries = self.entries.iter().map(|e| e.2).max().unwrap_or(0);
+        entries.max(self.max_level + 1)
     }
 }
 
-/// Where `set` is a string body, the ASCII code points that do not lead back to it (its
-/// exceptions); else None. A string body: no token element on top; every code point in
-/// U+0080..=U+10FFFF and all but at most 64 ASCII ones lead back to the set; and some class on
-/// top takes every well-formed pending sequence both ways llama.cpp asks (`partial_viable`,
-/// which reads the class's characters, and `match_partial_char`, which reads its ranges), so a
-/// token ending inside a well-formed sequence is allowed and the walk would descend below it.
-fn string_body_exceptions(
+/// Where `set` is a string body: its exceptions (the ASCII code points that need not lead where
+/// the others do) and the set every other code point leads to (memoized in `bodies`); else
+/// None. A string body: no token element on top; every class on top matches all of
+/// U+0080..=U+10FFFF or none of it, and at most 64 ASCII code points differ from that (every
+/// other code point is matched by the same classes, so leads to the same set, alive); and some
+/// class on top takes every well-formed pending sequence both ways llama.cpp asks
+/// (`partial_viable`, which reads the class's characters, and `match_partial_char`, which reads
+/// its ranges), so a token ending inside such a sequence is allowed and the walk would descend
+/// below it. `[^"\\]*` is one (it leads back to itself), and so is each position of
+/// `[^"\\]{0,64}` (each leads to the next).
+fn string_body(
+    engine: &mut Engine,
+    tops: &mut FxHashMap<SetId, TopClasses>,
+    profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
+    bodies: &mut FxHashMap<SetId, Option<(u128, SetId)>>,
+    set: SetId,
+) -> Option<(u128, SetId)> {
+    if let Some(&known) = bodies.get(&set) {
+        return known;
+    }
+    let found = string_body_uncached(engine, tops, profiles, set);
+    bodies.insert(set, found);
+    found
+}
+
+fn string_body_uncached(
     engine: &mut Engine,
     tops: &mut FxHashMap<SetId, TopClasses>,
     profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
     set: SetId,
-) -> Option<u128> {
-    let (ascii_any, qualifies) = {
+) -> Option<(u128, SetId)> {
+    let exceptions = {
         let t = top_classes(engine, tops, profiles, set);
-        (
-            t.ascii_any,
-            !t.token_top && t.high_alike && t.high_any && t.ascii_any.count_ones() >= 64,
-        )
+        if t.token_top || !t.high_alike || !t.high_any {
+            return None;
+        }
+        let mut exceptions = 0u128;
+        for &(ascii, high) in &t.classes {
+            exceptions |= if high == Some(true) { !ascii } else { ascii };
+        }
+        exceptions
     };
-    if !qualifies {
+    if exceptions.count_ones() > 64 {
         return None;
     }
     let takes_partials = engine.arena().set(set).iter().any(|&s| {
@@ -1001,16 +1158,45 @@ fn string_body_exceptions(
                 && takes_every_clean_partial(engine, pos)
         })
     });
-    if !takes_partials || engine.step_set(set, 0x80) != set {
+    if !takes_partials {
         return None;
     }
-    let mut exceptions = !0u128;
-    for cp in 0..128u32 {
-        if ascii_any & (1u128 << cp) != 0 && engine.step_set(set, cp) == set {
-            exceptions &= !(1u128 << cp);
+    let next = engine.step_set(set, 0x80);
+    (next != DEAD_SET && next != EXPLODED_SET).then_some((exceptions, next))
+}
+
+/// The sets a string body's non-exception code points lead through, from `(start, next)` (a
+/// body and where its code points lead): `sets[d]` after `d` of them (the last one stands for
+/// every deeper level when the chain ends in None), and the chain's end: Some(`j`) where the
+/// set after `j` code points is no body with these exceptions but no non-exception code point
+/// goes on from it (the end of `[^"\\]{0,64}`), None where the chain absorbs the code points
+/// or outlasts `max_depth`. None at all where the chain ends otherwise (the walk decides).
+fn body_chain(
+    engine: &mut Engine,
+    tops: &mut FxHashMap<SetId, TopClasses>,
+    profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
+    bodies: &mut FxHashMap<SetId, Option<(u128, SetId)>>,
+    (start, next): (SetId, SetId),
+    exceptions: u128,
+    max_depth: u32,
+) -> Option<(Vec<SetId>, Option<u32>)> {
+    let mut sets = vec![start];
+    let mut next = next;
+    loop {
+        let current = sets[sets.len() - 1];
+        if sets.len() > max_depth as usize || next == current {
+            return Some((sets, None));
+        }
+        sets.push(next);
+        match string_body(engine, tops, profiles, bodies, next) {
+            Some((e, after)) if e == exceptions => next = after,
+            _ => {
+                let t = top_classes(engine, tops, profiles, next);
+                let ends = !t.token_top && !t.high_any && t.ascii_any & !exceptions == 0;
+                return ends.then_some((sets.clone(), Some(sets.len() as u32 - 1)));
+            }
         }
     }
-    (exceptions.count_ones() <= 64).then_some(exceptions)
 }
 
 /// True if llama.cpp's `match_partial_char` accepts every well-formed pending sequence (whose

@@ -322,17 +322,26 @@ fn high_code_points_share_a_step_only_where_every_class_agrees() {
 /// A string body (a set every code point but a few leads back to) starts its mask at a trie
 /// frontier computed once per vocabulary and exception set: the mask must still be the
 /// reference's at every state inside such bodies, for negated, `.` and covering classes, for
-/// bodies beside other stacks, and right after multi-byte characters.
+/// bodies beside other stacks, counted bodies (a chain of sets), and right after multi-byte
+/// characters.
 #[test]
 fn string_body_frontier_equals_reference() {
     let table = vocabulary();
-    let mut masks = MaskEngine::new(Arc::clone(&table));
+    let mut masks = MaskEngine::new(Arc::clone(&table)).with_frontier_after(1);
     for (text, prefixes) in [
         (
             r#"root ::= "\"" [^"\\\x00-\x1F]* "\"" [,}]"#,
             &["\"", "\"abc", "\"é", "\"日本x", "\"a b"][..],
         ),
         (r#"root ::= "<" .* ">""#, &["<", "<ab", "<é>"][..]),
+        // Counted: each position is a body leading to the next; the chain ends where only the
+        // quote is left.
+        (
+            r#"root ::= "\"" [^"\\\x00-\x1F]{0,3} "\"" | "{" [^}]{2,4} "}""#,
+            &[
+                "\"", "\"a", "\"ab", "\"é", "\"日本", "{", "{a", "{ab", "{abc",
+            ][..],
+        ),
         (
             r#"root ::= "'" [ -~\u0080-\U0010FFFF]* "'""#,
             &["'", "'a", "'日"][..],
