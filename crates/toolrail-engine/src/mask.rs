@@ -56,13 +56,30 @@
 //!   toolrail mask p50/p90/p99/max 0.004/27.0/51.3/931 ms → 0.003/3.14/15.1/71.9 ms,
 //!   first mask p50/p90/p99 0.88/14.1/117 → 0.74/7.36/41.0 ms; llguidance in the same runs
 //!   0.270/0.537/9.56/115 and 0.264/0.345/8.35/37.9 ms; masks unchanged.
-//! - The slowest masks left are cold states whose walk visits many nodes: subtrees holding a
-//!   quote, a backslash or a control character (newlines in Gemma's whitespace tokens) are not
-//!   uniform for a JSON string's class, so the walk descends into them (memory-bound: the node
-//!   and summary loads dominate a profile). Next step: per set that absorbs every code point
-//!   but a few (a string body), a frontier of the trie (the first node on each path that reads
-//!   one of the few) and the mask of everything else, computed once per vocabulary and
-//!   exception set — a cold string mask then walks the frontier only.
+//! - **String bodies start at a frontier.** Subtrees holding a quote, a backslash or a
+//!   control character (newlines in Gemma's whitespace tokens) are not uniform for a JSON
+//!   string's class, so a cold mask inside a string used to walk into them. A *string body* is a
+//!   stack set every code point but a few ASCII ones (its exceptions) takes to one same live set,
+//!   with a class on top that takes every well-formed pending UTF-8 sequence (`string_body`):
+//!   `[^"\\]*` (leading back to itself) or each position of `char{0,64}` (leading to the next;
+//!   `body_chain` follows that chain until it absorbs, outlasts the vocabulary's longest piece,
+//!   or ends in a set no non-exception code point goes on from). Along a trie path that reads
+//!   only non-exception code points, cleanly encoded, the set is the chain's `d`-th, whatever the
+//!   grammar; so per exception set, once per vocabulary, a `Frontier` holds the tokens of such
+//!   paths with their depth and the first node of every other path (an exception at a character
+//!   boundary, an overlong form, a value above U+10FFFF, a lenient lead byte). A cold mask at a
+//!   string body then sets those tokens up to the chain's end and walks from the frontier only
+//!   (Gemma: 500–20,000 entries instead of ~177k nodes). A frontier is built at the third cold
+//!   mask meeting its exception set (`FRONTIER_AFTER`; building walks the whole trie, and each
+//!   prefix of a known property name beside `additionalProperties` is its own exception set).
+//!   `mask_replay dump150.json` (136 schemas, 28,032 positions, release, 2 shared cores),
+//!   before → after, runs side by side: masks over 1 ms 6,078–6,163 → 3,005–3,056; replay
+//!   13.0 → 8.6 s (quiet) and 19.1/20.8 → 10.9/11.7 s (loaded); mask p90/p99 1.85/3.33 →
+//!   1.85/3.66 ms (quiet, within noise) and 2.92/4.54, 3.16/4.80 → 2.11/4.37, 2.08/5.11 ms
+//!   (loaded). The p90/p99 masks left are mostly key starts and sets that are no body.
+//!   `cargo run --release -p toolrail-engine --example frontier_check DUMP` compares every
+//!   position's mask with and without frontiers on the real vocabulary (dump150.json: 28,032
+//!   positions, 0 differing, 3,071 masks started at a frontier).
 //!   `cargo run --release -p toolrail-engine --example mask_replay DUMP` (dump written by
 //!   `toolrail-llm`'s `maskbench_dump` example) replays MaskBench through this engine alone and
 //!   lists the slowest positions.
@@ -517,6 +534,19 @@ pub struct MaskEngine {
     /// classes (bits over `TopClasses::positions`): the code point stepped for every code point
     /// that exactly that subset matches.
     high_steps: FxHashMap<(SetId, u64), u32>,
+    /// Per stack set met at the start of a mask (or on a string body's chain): where it is a
+    /// string body (see [`string_body`]), its exceptions and the set its other code points
+    /// lead to; else None.
+    string_bodies: FxHashMap<SetId, Option<(u128, SetId)>>,
+    /// Per exception set of a string body: its trie frontier (depends on the vocabulary only).
+    frontiers: FxHashMap<u128, Frontier>,
+    /// Per exception set without a frontier yet: the cold masks that met it (a frontier is
+    /// built at the [`FRONTIER_AFTER`]-th: building one walks the whole trie).
+    frontier_demand: FxHashMap<u128, u32>,
+    /// [`FRONTIER_AFTER`] unless set with [`MaskEngine::with_frontier_after`].
+    frontier_after: u32,
+    /// Masks computed from a string body's frontier so far.
+    frontier_starts: u64,
     /// Stack steps one mask may take.
     work_limit: u64,
     /// Recognizer memory ([`Engine::memory_entries`]) above which [`Self::bound_memory`]
@@ -553,6 +583,11 @@ impl MaskEngine {
             profiles: FxHashMap::default(),
             viable_partials: FxHashMap::default(),
             high_steps: FxHashMap::default(),
+            string_bodies: FxHashMap::default(),
+            frontiers: FxHashMap::default(),
+            frontier_demand: FxHashMap::default(),
+            frontier_after: FRONTIER_AFTER,
+            frontier_starts: 0,
             work_limit: MASK_WORK_LIMIT,
             engine_memory_limit: crate::check::STREAM_MEMORY_ENTRIES,
             kept_after_compact: 0,
@@ -575,9 +610,22 @@ impl MaskEngine {
         self
     }
 
+    /// The same engine building a string body's frontier at the `masks`-th cold mask that
+    /// meets its exception set (see [`FRONTIER_AFTER`]; 1: at once, for tests).
+    pub fn with_frontier_after(mut self, masks: u32) -> Self {
+        self.frontier_after = masks;
+        self
+    }
+
     /// How often the memo tables were emptied so far.
     pub fn evictions(&self) -> Evictions {
         self.evictions
+    }
+
+    /// How many masks were computed from a string body's precomputed trie frontier (instead of
+    /// a walk from the root) so far: for tests and profiling.
+    pub fn frontier_starts(&self) -> u64 {
+        self.frontier_starts
     }
 
     /// Keeps the recognizer's memory bounded while one input is walked forward (generation):
@@ -600,6 +648,7 @@ impl MaskEngine {
         self.tops.clear();
         self.viable_partials.clear();
         self.high_steps.clear();
+        self.string_bodies.clear();
         let state = engine.compact(state);
         self.kept_after_compact = engine.memory_entries();
         state
@@ -611,6 +660,7 @@ impl MaskEngine {
         self.tops.clear();
         self.viable_partials.clear();
         self.high_steps.clear();
+        self.string_bodies.clear();
         self.profiles.clear();
     }
 
@@ -647,12 +697,14 @@ impl MaskEngine {
             self.tops.clear();
             self.viable_partials.clear();
             self.high_steps.clear();
+            self.string_bodies.clear();
             self.evictions.mask_cache += 1;
         }
         if self.viable_partials.len() + self.high_steps.len() >= TOPS_LIMIT {
             // Kept apart: these tables filling up is no reason to drop the masks.
             self.viable_partials.clear();
             self.high_steps.clear();
+            self.string_bodies.clear();
         }
         self.cache.insert(key, mask.clone());
         Ok(mask)
@@ -667,6 +719,11 @@ impl MaskEngine {
             profiles,
             viable_partials,
             high_steps,
+            string_bodies,
+            frontiers,
+            frontier_demand,
+            frontier_after,
+            frontier_starts,
             work_limit,
             ..
         } = self;
@@ -693,8 +750,100 @@ impl MaskEngine {
         }
         // Depth-first over the trie; each entry: node index, the state after its byte, and the
         // whole code points read so far.
-        let mut todo: Vec<(usize, SetId, PartialUtf8, u32)> =
-            vec![(0, state.set, state.partial, 0)];
+        let mut todo: Vec<(usize, SetId, PartialUtf8, u32)> = Vec::new();
+        // A string body: every token that reads only code points leading back to the set is
+        // allowed at once; the walk starts at the frontier. See "Performance notes" above.
+        let body = if state.partial.is_complete() {
+            string_body(engine, tops, profiles, string_bodies, state.set)
+        } else {
+            None
+        };
+        let body = body.filter(|&(exceptions, next)| {
+            // A chain that ends at its first step other than as `body_chain` asks: the walk
+            // decides (a known property name's first letters beside `additionalProperties`).
+            if next != state.set
+                && body_chain(
+                    engine,
+                    tops,
+                    profiles,
+                    string_bodies,
+                    (state.set, next),
+                    exceptions,
+                    1,
+                )
+                .is_none()
+            {
+                return false;
+            }
+            if frontiers.contains_key(&exceptions) {
+                return true;
+            }
+            if frontier_demand.len() >= TOPS_LIMIT {
+                frontier_demand.clear();
+            }
+            let met = frontier_demand.entry(exceptions).or_insert(0);
+            *met += 1;
+            *met >= *frontier_after
+        });
+        let chain = match body {
+            Some((exceptions, next)) => {
+                if frontiers.len() >= FRONTIERS_LIMIT && !frontiers.contains_key(&exceptions) {
+                    frontiers.clear();
+                }
+                let frontier = frontiers
+                    .entry(exceptions)
+                    .or_insert_with(|| Frontier::new(trie, exceptions));
+                body_chain(
+                    engine,
+                    tops,
+                    profiles,
+                    string_bodies,
+                    (state.set, next),
+                    exceptions,
+                    frontier.max_depth(),
+                )
+                // Levels are kept as bytes: a chain ending past 253 code points with longer
+                // tokens below is left to the walk.
+                .filter(|(_, last)| {
+                    last.is_none_or(|j| j < u32::from(LEVEL_CAP) || j >= frontier.max_level)
+                })
+                .map(|chain| (frontier, chain))
+            }
+            None => None,
+        };
+        match chain {
+            Some((frontier, (sets, last))) => {
+                *frontier_starts += 1;
+                frontier.add_allowed(trie, last, &mut mask);
+                for &(child, partial, chars_read) in &frontier.entries {
+                    if last.is_some_and(|j| chars_read > j) {
+                        // Below the end of the chain: a code point that kills the set.
+                        continue;
+                    }
+                    let at = sets[(chars_read as usize).min(sets.len() - 1)];
+                    let byte = trie.nodes[child as usize].byte;
+                    let next = child_state(
+                        engine,
+                        tops,
+                        profiles,
+                        viable_partials,
+                        high_steps,
+                        (at, partial),
+                        byte,
+                    )?;
+                    if let Some((set, partial, read)) = next {
+                        todo.push((child as usize, set, partial, chars_read + read));
+                    }
+                }
+                if engine.work_done() - work_start > *work_limit {
+                    return Err(MaskError::TooMuchWork {
+                        limit: *work_limit,
+                        tokens: mask.count(),
+                    });
+                }
+            }
+            None => todo.push((0, state.set, state.partial, 0)),
+        }
         while let Some((node, set, partial, chars_read)) = todo.pop() {
             let node_info = trie.nodes[node];
             // Tokens ending here.
@@ -741,72 +890,27 @@ impl MaskEngine {
                     }
                 }
             }
-            // Children. A code point no class on top matches leads to the dead set: skipped
-            // without a transition (most children, next to a literal).
-            // Code points in U+0080..=U+10FFFF that every class treats alike all step as U+0080
-            // does: one transition instead of one per distinct code point of the vocabulary
-            // (about 20,000 for Gemma's), which made every first mask inside a string cold.
-            let (ascii_any, high_any, high_alike) = {
-                let t = top_classes(engine, tops, profiles, set);
-                (t.ascii_any, t.high_any, t.high_alike)
-            };
+            // Children (see `child_state`).
             let mut child = node + 1;
             while child < end {
                 let c = trie.nodes[child];
-                match utf8::step(partial, c.byte) {
-                    Utf8Step::Char(cp) => {
-                        let matched = if cp < 128 {
-                            ascii_any & (1u128 << cp) != 0
-                        } else {
-                            high_any
-                        };
-                        if !matched {
-                            child = c.subtree_end as usize;
-                            continue;
-                        }
-                        let step_as = if cp < 0x80 {
-                            cp
-                        } else if high_alike && cp <= 0x10FFFF {
-                            0x80
-                        } else {
-                            // The classes on top split the high range: code points matched by
-                            // the same classes still lead to one set.
-                            let positions = &top_classes(engine, tops, profiles, set).positions;
-                            if positions.len() <= 64 {
-                                let mut matched = 0u64;
-                                for (i, &pos) in positions.iter().enumerate() {
-                                    if engine.match_char(pos, cp).0 {
-                                        matched |= 1 << i;
-                                    }
-                                }
-                                *high_steps.entry((set, matched)).or_insert(cp)
-                            } else {
-                                cp
-                            }
-                        };
-                        let next = engine.step_set(set, step_as);
-                        if next == EXPLODED_SET {
-                            return Err(MaskError::TooAmbiguous);
-                        }
-                        if engine.work_done() - work_start > *work_limit {
-                            return Err(MaskError::TooMuchWork {
-                                limit: *work_limit,
-                                tokens: mask.count(),
-                            });
-                        }
-                        if next != DEAD_SET {
-                            todo.push((child, next, PartialUtf8::default(), chars_read + 1));
-                        }
-                    }
-                    Utf8Step::Pending(p) => {
-                        let viable = *viable_partials
-                            .entry((set, p))
-                            .or_insert_with(|| engine.partial_viable(State { set, partial: p }));
-                        if viable {
-                            todo.push((child, set, p, chars_read));
-                        }
-                    }
-                    Utf8Step::Invalid => {}
+                let next = child_state(
+                    engine,
+                    tops,
+                    profiles,
+                    viable_partials,
+                    high_steps,
+                    (set, partial),
+                    c.byte,
+                )?;
+                if engine.work_done() - work_start > *work_limit {
+                    return Err(MaskError::TooMuchWork {
+                        limit: *work_limit,
+                        tokens: mask.count(),
+                    });
+                }
+                if let Some((next, p, read)) = next {
+                    todo.push((child, next, p, chars_read + read));
                 }
                 child = c.subtree_end as usize;
             }
@@ -824,6 +928,306 @@ impl MaskEngine {
         }
         reference_piece(engine, state, self.table.piece(id), id)
     }
+}
+
+/// Where one byte takes the walk from `(set, partial)`: the next set, the pending sequence and
+/// the whole code points read (0 or 1), or None where no token below can be allowed.
+///
+/// A code point no class on top matches leads to the dead set: known without a transition
+/// (most children, next to a literal). Code points in U+0080..=U+10FFFF that every class treats
+/// alike all step as U+0080 does: one transition instead of one per distinct code point of the
+/// vocabulary (about 20,000 for Gemma's), which made every first mask inside a string cold.
+fn child_state(
+    engine: &mut Engine,
+    tops: &mut FxHashMap<SetId, TopClasses>,
+    profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
+    viable_partials: &mut FxHashMap<(SetId, PartialUtf8), bool>,
+    high_steps: &mut FxHashMap<(SetId, u64), u32>,
+    (set, partial): (SetId, PartialUtf8),
+    byte: u8,
+) -> Result<Option<(SetId, PartialUtf8, u32)>, MaskError> {
+    match utf8::step(partial, byte) {
+        Utf8Step::Char(cp) => {
+            let (ascii_any, high_any, high_alike) = {
+                let t = top_classes(engine, tops, profiles, set);
+                (t.ascii_any, t.high_any, t.high_alike)
+            };
+            let matched = if cp < 128 {
+                ascii_any & (1u128 << cp) != 0
+            } else {
+                high_any
+            };
+            if !matched {
+                return Ok(None);
+            }
+            let step_as = if cp < 0x80 {
+                cp
+            } else if high_alike && cp <= 0x10FFFF {
+                0x80
+            } else {
+                // The classes on top split the high range: code points matched by the same
+                // classes still lead to one set.
+                let positions = &top_classes(engine, tops, profiles, set).positions;
+                if positions.len() <= 64 {
+                    let mut matched = 0u64;
+                    for (i, &pos) in positions.iter().enumerate() {
+                        if engine.match_char(pos, cp).0 {
+                            matched |= 1 << i;
+                        }
+                    }
+                    *high_steps.entry((set, matched)).or_insert(cp)
+                } else {
+                    cp
+                }
+            };
+            let next = engine.step_set(set, step_as);
+            if next == EXPLODED_SET {
+                return Err(MaskError::TooAmbiguous);
+            }
+            Ok((next != DEAD_SET).then_some((next, PartialUtf8::default(), 1)))
+        }
+        Utf8Step::Pending(p) => {
+            let viable = *viable_partials
+                .entry((set, p))
+                .or_insert_with(|| engine.partial_viable(State { set, partial: p }));
+            Ok(viable.then_some((set, p, 0)))
+        }
+        Utf8Step::Invalid => Ok(None),
+    }
+}
+
+/// Exception sets whose frontiers are kept at most (each holds a mask, a byte per token and a
+/// node list: about 0.3 MB for a vocabulary of 262,144 tokens).
+const FRONTIERS_LIMIT: usize = 64;
+
+/// Cold masks at string bodies with one exception set before its frontier is built (the walk
+/// from the root serves the first ones): a grammar meets many exception sets once (each prefix
+/// of a known property name beside `additionalProperties` is one), and building a frontier
+/// costs about as much as a few walks.
+pub const FRONTIER_AFTER: u32 = 3;
+
+/// The highest level [`Frontier::levels`] holds as such (deeper tokens are kept at this level,
+/// and a chain ending at or past it, short of the deepest token, is left to the walk).
+const LEVEL_CAP: u8 = 254;
+
+/// A string body's trie frontier, for one set of ASCII exceptions (computed once per
+/// vocabulary and exception set). A string body is a stack set that every code point but the
+/// exceptions leads back to (see [`string_body_exceptions`]): along a trie path that reads
+/// only such code points, cleanly encoded, the set never changes, so the tokens there are
+/// allowed whatever the grammar is. The walk only has to start at the first node of each path
+/// that leaves that: an exception at a character boundary, or a byte that makes the encoding
+/// unclean (an overlong form, a value above U+10FFFF, a lenient lead byte).
+#[derive(Clone, Debug)]
+struct Frontier {
+    /// The tokens whose piece reads only non-exception code points, cleanly (possibly ending
+    /// inside a well-formed sequence).
+    allowed: TokenMask,
+    /// Per entry of the trie's `token_ids`: the token's level in `allowed` (the code points it
+    /// reads, plus one where it ends inside a sequence: allowed where the chain of sets stays a
+    /// string body for fewer code points than its level and the set after `level` code points is
+    /// alive), or `u8::MAX` outside `allowed`.
+    levels: Vec<u8>,
+    /// The highest level in `levels`.
+    max_level: u32,
+    /// The frontier: a child node, the pending sequence before its byte and the whole code
+    /// points read before it (the set there is the string body itself).
+    entries: Vec<(u32, PartialUtf8, u32)>,
+}
+
+impl Frontier {
+    fn new(trie: &TokenTrie, exceptions: u128) -> Self {
+        let mut allowed = TokenMask::empty(trie.vocab_len);
+        let mut levels = vec![u8::MAX; trie.token_ids.len()];
+        let mut max_level = 0u32;
+        let mut entries = Vec::new();
+        // Depth-first: node, decoder state (see `AFTER_E0`), pending sequence, code points read.
+        let mut todo: Vec<(usize, u8, PartialUtf8, u32)> = vec![(0, 0, PartialUtf8::default(), 0)];
+        while let Some((node, clean, partial, chars_read)) = todo.pop() {
+            let n = trie.nodes[node];
+            for &id in
+                &trie.token_ids[n.first_token as usize..(n.first_token + n.token_count) as usize]
+            {
+                allowed.insert(id);
+            }
+            let level = chars_read + u32::from(clean != 0);
+            if n.token_count > 0 {
+                max_level = max_level.max(level);
+                let first = n.first_token as usize;
+                for slot in &mut levels[first..first + n.token_count as usize] {
+                    *slot = level.min(u32::from(LEVEL_CAP)) as u8;
+                }
+            }
+            let mut child = node + 1;
+            while child < n.subtree_end as usize {
+                let c = trie.nodes[child];
+                let next_clean = if clean == 0 {
+                    boundary_next(c.byte)
+                } else {
+                    continuation_next(clean, c.byte)
+                };
+                let exception = clean == 0 && c.byte < 0x80 && exceptions & (1u128 << c.byte) != 0;
+                match (utf8::step(partial, c.byte), next_clean) {
+                    // No set allows anything below an invalid byte.
+                    (Utf8Step::Invalid, _) => {}
+                    (Utf8Step::Char(_), Some(0)) if !exception => {
+                        todo.push((child, 0, PartialUtf8::default(), chars_read + 1));
+                    }
+                    (Utf8Step::Pending(p), Some(next)) if next != 0 => {
+                        todo.push((child, next, p, chars_read));
+                    }
+                    _ => entries.push((child as u32, partial, chars_read)),
+                }
+                child = c.subtree_end as usize;
+            }
+        }
+        Frontier {
+            allowed,
+            levels,
+            max_level,
+            entries,
+        }
+    }
+
+    /// Adds to `mask` the tokens of `allowed` whose level is at most `last` (None: all).
+    fn add_allowed(&self, trie: &TokenTrie, last: Option<u32>, mask: &mut TokenMask) {
+        match last {
+            Some(last) if last < self.max_level => {
+                for (&level, &id) in self.levels.iter().zip(&trie.token_ids) {
+                    if u32::from(level) <= last {
+                        mask.insert(id);
+                    }
+                }
+            }
+            _ => mask.union_with(&self.allowed),
+        }
+    }
+
+    /// The most code points read before a frontier entry or by a token of `upto`.
+    fn max_depth(&self) -> u32 {
+        let entries = self.entries.iter().map(|e| e.2).max().unwrap_or(0);
+        entries.max(self.max_level + 1)
+    }
+}
+
+/// Where `set` is a string body: its exceptions (the ASCII code points that need not lead where
+/// the others do) and the set every other code point leads to (memoized in `bodies`); else
+/// None. A string body: no token element on top; every class on top matches all of
+/// U+0080..=U+10FFFF or none of it, and at most 64 ASCII code points differ from that (every
+/// other code point is matched by the same classes, so leads to the same set, alive); and some
+/// class on top takes every well-formed pending sequence both ways llama.cpp asks
+/// (`partial_viable`, which reads the class's characters, and `match_partial_char`, which reads
+/// its ranges), so a token ending inside such a sequence is allowed and the walk would descend
+/// below it. `[^"\\]*` is one (it leads back to itself), and so is each position of
+/// `[^"\\]{0,64}` (each leads to the next).
+fn string_body(
+    engine: &mut Engine,
+    tops: &mut FxHashMap<SetId, TopClasses>,
+    profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
+    bodies: &mut FxHashMap<SetId, Option<(u128, SetId)>>,
+    set: SetId,
+) -> Option<(u128, SetId)> {
+    if let Some(&known) = bodies.get(&set) {
+        return known;
+    }
+    let found = string_body_uncached(engine, tops, profiles, set);
+    bodies.insert(set, found);
+    found
+}
+
+fn string_body_uncached(
+    engine: &mut Engine,
+    tops: &mut FxHashMap<SetId, TopClasses>,
+    profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
+    set: SetId,
+) -> Option<(u128, SetId)> {
+    let exceptions = {
+        let t = top_classes(engine, tops, profiles, set);
+        if t.token_top || !t.high_alike || !t.high_any {
+            return None;
+        }
+        let mut exceptions = 0u128;
+        for &(ascii, high) in &t.classes {
+            exceptions |= if high == Some(true) { !ascii } else { ascii };
+        }
+        exceptions
+    };
+    if exceptions.count_ones() > 64 {
+        return None;
+    }
+    let takes_partials = engine.arena().set(set).iter().any(|&s| {
+        engine.arena().top(s).is_some_and(|pos| {
+            engine.grammar().element(pos).kind.starts_char_class()
+                && profiles.get(&pos).is_some_and(|p| p.1 == Some(true))
+                && takes_every_clean_partial(engine, pos)
+        })
+    });
+    if !takes_partials {
+        return None;
+    }
+    let next = engine.step_set(set, 0x80);
+    (next != DEAD_SET && next != EXPLODED_SET).then_some((exceptions, next))
+}
+
+/// The sets a string body's non-exception code points lead through, from `(start, next)` (a
+/// body and where its code points lead): `sets[d]` after `d` of them (the last one stands for
+/// every deeper level when the chain ends in None), and the chain's end: Some(`j`) where the
+/// set after `j` code points is no body with these exceptions but no non-exception code point
+/// goes on from it (the end of `[^"\\]{0,64}`), None where the chain absorbs the code points
+/// or outlasts `max_depth`. None at all where the chain ends otherwise (the walk decides).
+fn body_chain(
+    engine: &mut Engine,
+    tops: &mut FxHashMap<SetId, TopClasses>,
+    profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
+    bodies: &mut FxHashMap<SetId, Option<(u128, SetId)>>,
+    (start, next): (SetId, SetId),
+    exceptions: u128,
+    max_depth: u32,
+) -> Option<(Vec<SetId>, Option<u32>)> {
+    let mut sets = vec![start];
+    let mut next = next;
+    loop {
+        let current = sets[sets.len() - 1];
+        if sets.len() > max_depth as usize || next == current {
+            return Some((sets, None));
+        }
+        sets.push(next);
+        match string_body(engine, tops, profiles, bodies, next) {
+            Some((e, after)) if e == exceptions => next = after,
+            _ => {
+                let t = top_classes(engine, tops, profiles, next);
+                let ends = !t.token_top && !t.high_any && t.ascii_any & !exceptions == 0;
+                return ends.then_some((sets.clone(), Some(sets.len() as u32 - 1)));
+            }
+        }
+    }
+}
+
+/// True if llama.cpp's `match_partial_char` accepts every well-formed pending sequence (whose
+/// completions all lie in U+0080..=U+10FFFF, U+13FFFF for a lone F4) at the class at `pos`: `.`,
+/// a class with a range over all of U+0080..=U+10FFFF, or a negated class of ASCII only.
+fn takes_every_clean_partial(engine: &Engine, pos: u32) -> bool {
+    let elements = engine.grammar().elements();
+    let negated = elements[pos as usize].kind == ElementKind::CharNot;
+    let mut p = pos as usize;
+    let mut covering = false;
+    let mut all_ascii = true;
+    loop {
+        if elements[p + 1].kind == ElementKind::CharRngUpper {
+            let (lo, hi) = (elements[p].value, elements[p + 1].value);
+            covering |= lo <= 0x80 && hi >= 0x10FFFF;
+            all_ascii &= hi < 0x80;
+            p += 2;
+        } else if elements[p].kind == ElementKind::CharAny {
+            return !negated;
+        } else {
+            all_ascii &= elements[p].value < 0x80;
+            p += 1;
+        }
+        if elements[p].kind != ElementKind::CharAlt {
+            break;
+        }
+    }
+    if negated { all_ascii } else { covering }
 }
 
 /// What a subtree's tokens come to when its code points are treated alike all the way down.

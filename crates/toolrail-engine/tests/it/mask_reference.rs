@@ -106,6 +106,27 @@ fn vocabulary() -> Arc<TokenTable> {
         "\u{2028}".as_bytes().to_vec(),
         "ü\"".as_bytes().to_vec(),
         "日本\":".as_bytes().to_vec(),
+        // Deep inside pieces that start with string-body characters: a sequence left pending,
+        // overlong and out-of-range forms, lenient lead bytes, stray continuations, a
+        // surrogate, controls and quotes after high code points (a string body's frontier).
+        b"ab\xC3".to_vec(),
+        b"a\xE4\xB8".to_vec(),
+        b"xy\xF0\x9F\x98".to_vec(),
+        b"a\xC0\xA2".to_vec(),
+        b"ab\xE0\x80\xA2".to_vec(),
+        "é".bytes().chain([0xF4, 0x90, 0x80, 0x80]).collect(),
+        b"a\xF5\x80\x80\x80".to_vec(),
+        b"ab\x80c".to_vec(),
+        b"a\xED\xA0\x80".to_vec(),
+        b"a\x1Fb".to_vec(),
+        b"a\x7F".to_vec(),
+        "é\n".as_bytes().to_vec(),
+        "日\\n".as_bytes().to_vec(),
+        "a\"b".as_bytes().to_vec(),
+        "ab>c".as_bytes().to_vec(),
+        "éé'x".as_bytes().to_vec(),
+        "  \n  ".as_bytes().to_vec(),
+        "é\u{10FFFF}".bytes().chain([0xC3]).collect(),
     ]);
     let eog = [pieces.len() as u32, pieces.len() as u32 + 1];
     pieces.push(b"<eos>".to_vec());
@@ -295,5 +316,61 @@ fn high_code_points_share_a_step_only_where_every_class_agrees() {
                 }
             }
         }
+    }
+}
+
+/// A string body (a set every code point but a few leads back to) starts its mask at a trie
+/// frontier computed once per vocabulary and exception set: the mask must still be the
+/// reference's at every state inside such bodies, for negated, `.` and covering classes, for
+/// bodies beside other stacks, counted bodies (a chain of sets), and right after multi-byte
+/// characters.
+#[test]
+fn string_body_frontier_equals_reference() {
+    let table = vocabulary();
+    let mut masks = MaskEngine::new(Arc::clone(&table)).with_frontier_after(1);
+    for (text, prefixes) in [
+        (
+            r#"root ::= "\"" [^"\\\x00-\x1F]* "\"" [,}]"#,
+            &["\"", "\"abc", "\"é", "\"日本x", "\"a b"][..],
+        ),
+        (r#"root ::= "<" .* ">""#, &["<", "<ab", "<é>"][..]),
+        // Counted: each position is a body leading to the next; the chain ends where only the
+        // quote is left.
+        (
+            r#"root ::= "\"" [^"\\\x00-\x1F]{0,3} "\"" | "{" [^}]{2,4} "}""#,
+            &[
+                "\"", "\"a", "\"ab", "\"é", "\"日本", "{", "{a", "{ab", "{abc",
+            ][..],
+        ),
+        (
+            r#"root ::= "'" [ -~\u0080-\U0010FFFF]* "'""#,
+            &["'", "'a", "'日"][..],
+        ),
+        (
+            r#"root ::= "\"" ([^"\\] | "\\" [nt"])* "\"" | "\"" [^x]* "x""#,
+            &["\"", "\"ab", "\"é"][..],
+        ),
+    ] {
+        let grammar = Arc::new(Grammar::parse(text).unwrap());
+        let mut engine = Engine::new(Arc::clone(&grammar));
+        let initial = engine.initial();
+        let starts_before = masks.frontier_starts();
+        for prefix in prefixes {
+            let Ok(state) = engine.feed(initial, prefix.as_bytes()) else {
+                panic!("{text}: prefix {prefix:?} rejected");
+            };
+            if let Err(e) = compare(
+                &mut masks,
+                &mut engine,
+                state,
+                &format!("{text} after {prefix:?}"),
+            ) {
+                panic!("{e}");
+            }
+        }
+        assert!(
+            masks.frontier_starts() > starts_before,
+            "{text}: the string body starts at its frontier"
+        );
     }
 }
