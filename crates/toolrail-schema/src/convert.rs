@@ -18,12 +18,13 @@ use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
 use super::expr::{Expr, RuleName};
+use super::ir::{self, JsonType, TypeSet};
 use super::keywords::{is_ignored, is_unknown};
-use super::numbers::{self, Bound, Decimal};
+use super::numbers::{self, Decimal};
 use super::regex::{self, MAX_REPEAT_TOTAL, pattern_to_gbnf};
 use super::rules::RuleTable;
 use super::strings::{encoded_char_set, json_encode_char};
-use super::validate::{check, json_eq, value_types};
+use super::validate::{check, check_siblings, json_eq};
 use super::{
     ANY_ORDER_MAX_MEMBERS, ConvertOptions, MemberOrder, SchemaError, Warning, automaton, formats,
     llama, merge, rules,
@@ -32,9 +33,6 @@ use super::{
 /// A grammar expression, or None when nothing matches.
 pub(crate) type Frag = Option<Expr>;
 
-/// Internal keyword (made by negating `type: integer`): numbers must have a non-zero fraction.
-const FRACTIONAL: &str = "x-toolrail-fractional";
-
 /// JSON Schema keywords this converter does not express (checked per type where they apply).
 const ALWAYS_UNSUPPORTED: &[&str] = &[
     "not",
@@ -42,10 +40,6 @@ const ALWAYS_UNSUPPORTED: &[&str] = &[
     "$recursiveRef",
     "unevaluatedProperties",
     "unevaluatedItems",
-];
-
-const ALL_TYPES: &[&str] = &[
-    "null", "boolean", "integer", "number", "string", "array", "object",
 ];
 
 /// Where a node is: document, pointer, rule-name hint.
@@ -1099,52 +1093,14 @@ impl Converter {
         None
     }
 
+    /// A node without combinators or references: its `enum`/`const` values, or else one
+    /// alternative per type it admits, each from that type's keyword group ([`ir`]).
     fn visit_typed(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
-        let types: Vec<&str> = match map.get("type") {
-            None => ALL_TYPES.to_vec(),
-            Some(Value::String(s)) => vec![s.as_str()],
-            Some(Value::Array(a)) => a.iter().filter_map(|x| x.as_str()).collect(),
-            Some(_) => {
-                return Err(Self::invalid(
-                    "type",
-                    cx,
-                    "must be a string or an array of strings",
-                ));
-            }
-        };
-        for t in &types {
-            if !ALL_TYPES.contains(t) {
-                return Err(Self::invalid("type", cx, format!("unknown type {t:?}")));
-            }
-        }
-        // enum / const
-        if map.contains_key("enum") || map.contains_key("const") {
-            let mut values: Vec<Value> = match map.get("enum") {
-                Some(Value::Array(a)) if a.is_empty() => {
-                    return Err(Self::invalid(
-                        "enum",
-                        cx,
-                        "an empty enum: no value is valid",
-                    ));
-                }
-                Some(Value::Array(a)) => a.clone(),
-                Some(_) => return Err(Self::invalid("enum", cx, "must be an array")),
-                None => vec![],
-            };
-            if let Some(c) = map.get("const") {
-                if map.contains_key("enum") {
-                    values.retain(|v| json_eq(v, c));
-                } else {
-                    values = vec![c.clone()];
-                }
-            }
-            let mut rest = map.clone();
-            rest.remove("enum");
-            rest.remove("const");
-            let rest = Value::Object(rest);
+        let types = ir::TypeSet::read(map, &cx.ptr)?;
+        if let Some(values) = ir::read_values(map, &cx.ptr)? {
             let mut kept = Vec::new();
-            for v in &values {
-                match check(v, &rest) {
+            for v in values {
+                match check_siblings(v, map, &["enum", "const"]) {
                     Some(true) => kept.push(v),
                     Some(false) => {}
                     None => {
@@ -1174,41 +1130,42 @@ impl Converter {
             }
             return Ok(distinct_alternatives(parts));
         }
-        let has = |t: &str| types.contains(&t);
+        let has = |t: JsonType| types.contains(t);
         let mut parts = Vec::new();
         let mut plain = 0;
-        if has("null") {
+        if has(JsonType::Null) {
             parts.push(self.rules.primitive_rule("null"));
             plain += 1;
         }
-        if has("boolean") {
+        if has(JsonType::Boolean) {
             parts.push(self.rules.primitive_rule("boolean"));
             plain += 1;
         }
-        if has("number") {
-            if let Some(e) = self.number(map, cx, false)? {
-                plain += usize::from(is_named(&e, "number"));
+        if has(JsonType::Number) || has(JsonType::Integer) {
+            let rules = ir::NumberRules::read(map, &cx.ptr)?;
+            if has(JsonType::Number) {
+                if let Some(e) = self.number(&rules, cx, false)? {
+                    plain += usize::from(is_named(&e, "number"));
+                    parts.push(e);
+                }
+            } else if let Some(e) = self.number(&rules, cx, true)? {
                 parts.push(e);
             }
-        } else if has("integer")
-            && let Some(e) = self.number(map, cx, true)?
-        {
-            parts.push(e);
         }
-        if has("string")
-            && let Some(e) = self.string(map, cx)?
+        if has(JsonType::String)
+            && let Some(e) = self.string(&ir::StringRules::read(map, &cx.ptr)?, cx)?
         {
             plain += usize::from(is_named(&e, "string"));
             parts.push(e);
         }
-        if has("array")
-            && let Some(e) = self.array(map, cx)?
+        if has(JsonType::Array)
+            && let Some(e) = self.array(&ir::ArrayRules::read(map, &cx.ptr)?, cx)?
         {
             plain += usize::from(is_named(&e, "array"));
             parts.push(e);
         }
-        if has("object")
-            && let Some(e) = self.object(map, cx)?
+        if has(JsonType::Object)
+            && let Some(e) = self.object(&ir::ObjectRules::read(map, &cx.ptr)?, cx)?
         {
             plain += usize::from(is_named(&e, "object"));
             parts.push(e);
@@ -1340,40 +1297,19 @@ impl Converter {
         }
     }
 
-    fn bound(
-        &self,
-        map: &Map<String, Value>,
-        key: &str,
-        cx: &Ctx,
-    ) -> Result<Option<Decimal>, SchemaError> {
-        match map.get(key) {
-            None => Ok(None),
-            Some(Value::Number(n)) => Decimal::parse(&n.to_string())
-                .map(Some)
-                .ok_or_else(|| Self::invalid(key, cx, "not a decimal number")),
-            Some(Value::Bool(_)) => Err(Self::invalid(
-                key,
-                cx,
-                "boolean exclusive bounds (draft 4) are not supported",
-            )),
-            Some(_) => Err(Self::invalid(key, cx, "must be a number")),
-        }
-    }
-
+    /// Numbers (integers when `integer`) within the node's number keywords.
     fn number(
         &mut self,
-        map: &Map<String, Value>,
+        rules: &ir::NumberRules,
         cx: &Ctx,
         integer: bool,
     ) -> Result<Frag, SchemaError> {
-        let bounded = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]
-            .iter()
-            .any(|k| map.contains_key(*k));
-        if map.get(FRACTIONAL) == Some(&Value::Bool(true)) {
+        let bounded = rules.bounded();
+        if rules.fractional {
             if integer {
                 return Ok(None);
             }
-            if bounded || map.contains_key("multipleOf") {
+            if bounded || rules.multiple_of.is_some() {
                 self.unsupported("not", cx, "not integer combined with numeric bounds")?;
             } else {
                 let digits = || Expr::repeat(numbers::digit(), 0, None);
@@ -1387,12 +1323,7 @@ impl Converter {
                 ])));
             }
         }
-        if let Some(m) = map.get("multipleOf") {
-            let d = m
-                .as_number()
-                .and_then(|n| Decimal::parse(&n.to_string()))
-                .filter(|d| !(d.neg || (d.int == "0" && d.frac.is_empty())))
-                .ok_or_else(|| Self::invalid("multipleOf", cx, "must be a positive number"))?;
+        if let Some(d) = &rules.multiple_of {
             // m = p / 10^q
             let digits = format!("{}{}", d.int, d.frac);
             let p: Option<u64> = digits.trim_start_matches('0').parse().ok();
@@ -1412,70 +1343,7 @@ impl Converter {
                 }
             }
         }
-        let pick = |a: Option<Decimal>,
-                    ax: bool,
-                    b: Option<Decimal>,
-                    bx: bool,
-                    lower: bool|
-         -> Option<Bound> {
-            match (a, b) {
-                (None, None) => None,
-                (Some(v), None) => Some(Bound {
-                    value: v,
-                    exclusive: ax,
-                }),
-                (None, Some(v)) => Some(Bound {
-                    value: v,
-                    exclusive: bx,
-                }),
-                (Some(x), Some(y)) => {
-                    let o = numbers::cmp_decimal(&x, &y);
-                    let take_x = if o.is_eq() { ax } else { o.is_gt() == lower };
-                    Some(if take_x {
-                        Bound {
-                            value: x,
-                            exclusive: ax,
-                        }
-                    } else {
-                        Bound {
-                            value: y,
-                            exclusive: bx,
-                        }
-                    })
-                }
-            }
-        };
-        let lo = pick(
-            self.bound(map, "minimum", cx)?,
-            false,
-            self.bound(map, "exclusiveMinimum", cx)?,
-            true,
-            true,
-        );
-        let hi = pick(
-            self.bound(map, "maximum", cx)?,
-            false,
-            self.bound(map, "exclusiveMaximum", cx)?,
-            true,
-            false,
-        );
-        if let (Some(l), Some(h)) = (&lo, &hi) {
-            let o = numbers::cmp_decimal(&l.value, &h.value);
-            if o.is_gt() || (o.is_eq() && (l.exclusive || h.exclusive)) {
-                let name = |b: &Bound, lower: bool| match (b.exclusive, lower) {
-                    (true, true) => "exclusiveMinimum",
-                    (false, true) => "minimum",
-                    (true, false) => "exclusiveMaximum",
-                    (false, false) => "maximum",
-                };
-                let (lk, hk) = (name(l, true), name(h, false));
-                return Err(Self::invalid(
-                    lk,
-                    cx,
-                    format!("{lk} and {hk} leave no number between them: no value is valid"),
-                ));
-            }
-        }
+        let (lo, hi) = (&rules.lower, &rules.upper);
         if lo.is_none() && hi.is_none() {
             return Ok(Some(self.rules.primitive_rule(if integer {
                 "integer"
@@ -1485,7 +1353,7 @@ impl Converter {
         }
         let too_big = || Self::invalid("minimum", cx, "bound too large");
         if integer {
-            let l = match &lo {
+            let l = match lo {
                 Some(b) => {
                     let v = b.value.to_i128(true).ok_or_else(too_big)?;
                     Some(if b.exclusive && b.value.is_integer() {
@@ -1496,7 +1364,7 @@ impl Converter {
                 }
                 None => None,
             };
-            let h = match &hi {
+            let h = match hi {
                 Some(b) => {
                     let v = b.value.to_i128(false).ok_or_else(too_big)?;
                     Some(if b.exclusive && b.value.is_integer() {
@@ -1651,28 +1519,16 @@ impl Converter {
         self.rules.add(&base, body, comment)
     }
 
-    fn string(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
-        let len = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
-        let (min, max) = (len("minLength")?, len("maxLength")?);
-        if let (Some(lo), Some(hi)) = (min, max)
-            && lo > hi
-        {
-            return Err(Self::invalid(
-                "minLength",
-                cx,
-                format!("minLength {lo} is above maxLength {hi}: no string is valid"),
-            ));
-        }
+    /// Strings within the node's string keywords.
+    fn string(&mut self, rules: &ir::StringRules, cx: &Ctx) -> Result<Frag, SchemaError> {
+        let (min, max) = (rules.min_length, rules.max_length);
         let min = self.size_bound("minLength", cx, min)?;
         let max = self.size_bound("maxLength", cx, max)?;
         let lengths = min.is_some_and(|m| m > 0) || max.is_some();
-        let mut format = map
-            .get("format")
-            .and_then(|f| f.as_str())
-            .map(str::to_string);
-        if let Some(f) = &format
-            && !formats::FORMATS.contains(&f.as_str())
-            && !formats::KNOWN_UNSUPPORTED.contains(&f.as_str())
+        let mut format = rules.format;
+        if let Some(f) = format
+            && !formats::FORMATS.contains(&f)
+            && !formats::KNOWN_UNSUPPORTED.contains(&f)
         {
             // not a format any validator checks: an annotation
             self.note(
@@ -1682,8 +1538,8 @@ impl Converter {
             );
             format = None;
         }
-        if let Some(f) = &format
-            && !formats::FORMATS.contains(&f.as_str())
+        if let Some(f) = format
+            && !formats::FORMATS.contains(&f)
         {
             self.unsupported(
                 "format",
@@ -1696,15 +1552,11 @@ impl Converter {
             )?;
             format = None;
         }
-        let pattern = match map.get("pattern") {
-            None => None,
-            Some(Value::String(p)) => Some(p.clone()),
-            Some(_) => return Err(Self::invalid("pattern", cx, "must be a string")),
-        };
+        let pattern = rules.pattern;
         if let Some(f) = format {
             if lengths || pattern.is_some() {
-                let (lo, p) = (min.unwrap_or(0), pattern.as_deref());
-                match automaton::format_within(&f, p, lo, max, &mut self.rules, &cx.hint) {
+                let lo = min.unwrap_or(0);
+                match automaton::format_within(f, pattern, lo, max, &mut self.rules, &cx.hint) {
                     Ok(Some(e)) => return Ok(Some(e)),
                     Ok(None) => {
                         return Err(Self::invalid(
@@ -1722,10 +1574,10 @@ impl Converter {
             }
             return Ok(self
                 .rules
-                .format_string(&f)
+                .format_string(f)
                 .map(|name| Expr::Rule(RuleName::new(name))));
         }
-        if let Some(p) = &pattern
+        if let Some(p) = pattern
             && lengths
         {
             let r = regex::pattern_with_lengths(p, min.unwrap_or(0), max, &mut self.rules);
@@ -1749,7 +1601,7 @@ impl Converter {
             if lengths {
                 self.unsupported("pattern", cx, "pattern combined with minLength/maxLength")?;
             }
-            let r = pattern_to_gbnf(&p, &mut self.rules);
+            let r = pattern_to_gbnf(p, &mut self.rules);
             return match r {
                 Ok(e) => Ok(self.name(cx, e, false)),
                 Err(m) => {
@@ -1769,61 +1621,24 @@ impl Converter {
         Ok(Some(Expr::seq([quote(), chars, quote()])))
     }
 
-    fn array(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
-        let count = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
-        let (min, max) = (count("minItems")?, count("maxItems")?);
-        if let (Some(lo), Some(hi)) = (min, max)
-            && lo > hi
-        {
-            return Err(Self::invalid(
-                "minItems",
-                cx,
-                format!("minItems {lo} is above maxItems {hi}: no array is valid"),
-            ));
-        }
+    /// Arrays within the node's array keywords.
+    fn array(&mut self, rules: &ir::ArrayRules, cx: &Ctx) -> Result<Frag, SchemaError> {
+        let (min, max) = (rules.min_items, rules.max_items);
         let min = self.size_bound("minItems", cx, min)?.unwrap_or(0);
         // items after the prefix that must be absent cap the length themselves (exact)
-        let no_rest = match (map.get("prefixItems"), map.get("items")) {
-            (Some(Value::Array(_)), rest) | (None, rest @ Some(Value::Array(_))) => {
-                let rest = if map.contains_key("prefixItems") {
-                    rest
-                } else {
-                    map.get("additionalItems")
-                };
-                rest == Some(&Value::Bool(false))
-            }
-            _ => false,
-        };
-        let mut max = if no_rest {
+        let mut max = if rules.closed_tuple {
             max
         } else {
             self.size_bound("maxItems", cx, max)?
         };
-        let unique = map
-            .get("uniqueItems")
-            .is_some_and(|u| u == &Value::Bool(true))
-            && max.is_none_or(|m| m > 1);
-        if map.contains_key("contains") {
+        let unique = rules.unique_items && max.is_none_or(|m| m > 1);
+        if rules.contains {
             self.unsupported("contains", cx, "keyword not supported")?;
         }
         // prefix schemas and the schema for the rest
-        let (prefix, rest_key): (Vec<Value>, Option<&str>) =
-            match (map.get("prefixItems"), map.get("items")) {
-                (Some(Value::Array(p)), _) => (p.clone(), Some("items")),
-                // not valid JSON Schema; llama.cpp reads a lone schema as the item schema
-                (Some(_), Some(_)) => (Vec::new(), Some("items")),
-                (Some(_), None) => (Vec::new(), Some("prefixItems")),
-                (None, Some(Value::Array(p))) => (p.clone(), Some("additionalItems")),
-                (None, _) => (Vec::new(), Some("items")),
-            };
-        let prefix_key = if map.contains_key("prefixItems") {
-            "prefixItems"
-        } else {
-            "items"
-        };
+        let (prefix, prefix_key) = (rules.prefix, rules.prefix_key);
         if unique {
-            let rest = rest_key.and_then(|k| map.get(k));
-            match self.unique_arrays(&prefix, rest, min, max, cx)? {
+            match self.unique_arrays(prefix, rules.rest, min, max, cx)? {
                 Some(e) => return Ok(self.name(cx, e, true)),
                 None => self.unsupported(
                     "uniqueItems",
@@ -1853,11 +1668,10 @@ impl Converter {
                     }
                 }
             }
-            let rest_schema = rest_key.and_then(|k| map.get(k));
-            let rest = match rest_schema {
+            let rest = match rules.rest {
                 None => Some(self.rules.primitive_rule("value")),
                 Some(s) => {
-                    let rcx = cx.child(rest_key.unwrap_or("items"), "item");
+                    let rcx = cx.child(rules.rest_key, "item");
                     self.child(s, &rcx)?
                 }
             };
@@ -2021,71 +1835,33 @@ impl Converter {
         Ok(Some(distinct_alternatives(parts)))
     }
 
-    fn object(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
-        let property_names = map
-            .get("propertyNames")
-            .filter(|v| !(*v == &Value::Bool(true) || v.as_object().is_some_and(|o| o.is_empty())))
-            .cloned();
-        for k in ["dependentRequired", "dependentSchemas", "dependencies"] {
-            if let Some(v) = map.get(k) {
-                let trivial =
-                    v == &Value::Bool(true) || v.as_object().is_some_and(|o| o.is_empty());
-                if !trivial {
-                    self.unsupported(k, cx, "keyword not supported")?;
-                }
-            }
+    /// Objects within the node's object keywords.
+    fn object(&mut self, rules: &ir::ObjectRules, cx: &Ctx) -> Result<Frag, SchemaError> {
+        let property_names = rules.property_names;
+        for k in &rules.dependencies {
+            self.unsupported(k, cx, "keyword not supported")?;
         }
         // borrowed: each member's schema holds its whole subtree
-        let props: Vec<(&String, &Value)> = match map.get("properties") {
-            None => Vec::new(),
-            Some(Value::Object(p)) => p.iter().collect(),
-            Some(_) => return Err(Self::invalid("properties", cx, "must be an object")),
-        };
-        let patterns: Vec<(&String, &Value)> = match map.get("patternProperties") {
-            None => Vec::new(),
-            Some(Value::Object(p)) => p.iter().collect(),
-            Some(_) => return Err(Self::invalid("patternProperties", cx, "must be an object")),
-        };
-        let required: Vec<String> = match map.get("required") {
-            None => Vec::new(),
-            Some(Value::Array(a)) => a
-                .iter()
-                .map(|x| {
-                    x.as_str()
-                        .map(str::to_string)
-                        .ok_or_else(|| Self::invalid("required", cx, "must be strings"))
-                })
-                .collect::<Result<_, _>>()?,
-            Some(_) => return Err(Self::invalid("required", cx, "must be an array")),
-        };
+        let props = &rules.properties;
+        let patterns = &rules.pattern_properties;
+        let required = &rules.required;
         // close_objects closes objects that declare their properties; a schema without
         // `properties` is a free-form object
         let closed_by_default = (self.opts.close_objects || self.opts.llama_compat)
-            && !map.contains_key("additionalProperties")
-            && map.contains_key("properties");
-        let additional = match map.get("additionalProperties") {
+            && rules.additional.is_none()
+            && rules.has_properties;
+        let additional = match rules.additional {
             Some(v) => Cow::Borrowed(v),
             None => Cow::Owned(Value::Bool(!closed_by_default)),
         };
-        let count = |k: &str| -> Result<Option<u64>, SchemaError> { count_keyword(map, k, cx) };
-        let min_p = count("minProperties")?.unwrap_or(0);
-        let max_p = count("maxProperties")?;
-        if let Some(hi) = max_p
-            && min_p > hi
-        {
-            return Err(Self::invalid(
-                "minProperties",
-                cx,
-                format!("minProperties {min_p} is above maxProperties {hi}: no object is valid"),
-            ));
-        }
+        let (min_p, max_p) = (rules.min_properties, rules.max_properties);
 
         self.consumed += 1;
         let r = (|| -> Result<Frag, SchemaError> {
             let sp = self.rules.primitive_rule("space");
             // declared properties: (key, kv rule or None when the value can't match, required)
             let mut declared: Vec<(String, Option<RuleName>, bool)> = Vec::new();
-            for (k, s) in &props {
+            for (k, s) in props {
                 let pcx = cx.child("properties", "").child(k, k);
                 let pcx = Ctx {
                     hint: if cx.hint.is_empty() {
@@ -2095,9 +1871,9 @@ impl Converter {
                     },
                     ..pcx
                 };
-                let s = self.with_patterns(k, s, &patterns, cx)?;
+                let s = self.with_patterns(k, s, patterns, cx)?;
                 let mut v = self.child(&s, &pcx)?;
-                if let Some(pn) = &property_names {
+                if let Some(pn) = property_names {
                     match check(&Value::String(k.to_string()), pn) {
                         Some(true) => {}
                         Some(false) => v = None,
@@ -2109,14 +1885,14 @@ impl Converter {
                     }
                 }
                 let kv = v.map(|v| self.kv_rule(&pcx, k, v, &sp));
-                declared.push((k.to_string(), kv, required.contains(k)));
+                declared.push((k.to_string(), kv, required.contains(&k.as_str())));
             }
             let add_cx = cx.child("additionalProperties", "additional");
             let add_value = self.child(&additional, &add_cx)?;
-            for r in &required {
+            for &r in required {
                 if !props.iter().any(|(k, _)| *k == r) {
                     // a closed-by-default object still admits the names it requires
-                    let matched = self.with_patterns(r, &Value::Bool(true), &patterns, cx)?;
+                    let matched = self.with_patterns(r, &Value::Bool(true), patterns, cx)?;
                     let value = if *matched != Value::Bool(true) {
                         let mcx = cx.child("patternProperties", "pattern");
                         self.child(&matched, &mcx)?
@@ -2136,7 +1912,7 @@ impl Converter {
                         };
                         self.kv_rule(&pcx, r, v.clone(), &sp)
                     });
-                    declared.push((r.clone(), kv, true));
+                    declared.push((r.to_string(), kv, true));
                 }
             }
             if let Some((name, _, _)) = declared.iter().find(|(_, kv, req)| *req && kv.is_none()) {
@@ -2174,7 +1950,7 @@ impl Converter {
                 .into_iter()
                 .filter_map(|(name, kv, required)| kv.map(|kv| Member { name, kv, required }))
                 .collect();
-            let key: Option<Expr> = match &property_names {
+            let key: Option<Expr> = match property_names {
                 _ if add_value.is_none() => None,
                 None if names.is_empty() => Some(self.rules.primitive_rule("string")),
                 None => Some(Expr::Rule(self.not_strings(&add_cx, &names))),
@@ -2196,7 +1972,7 @@ impl Converter {
                 _ if !patterns.is_empty() => self
                     .pattern_members(
                         cx,
-                        &patterns,
+                        patterns,
                         &names,
                         add_value.clone(),
                         property_names.is_some(),
@@ -2787,22 +2563,6 @@ struct Member {
     required: bool,
 }
 
-/// A non-negative integer keyword (`2` or `2.0`).
-fn count_keyword(map: &Map<String, Value>, k: &str, cx: &Ctx) -> Result<Option<u64>, SchemaError> {
-    match map.get(k) {
-        None => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .or_else(|| {
-                v.as_f64()
-                    .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1e15)
-                    .map(|f| f as u64)
-            })
-            .map(Some)
-            .ok_or_else(|| Converter::invalid(k, cx, "must be a non-negative integer")),
-    }
-}
-
 /// The schema equivalent to `not: n`, when it can be written without `not`.
 fn negate(n: &Value) -> Option<Value> {
     match n {
@@ -2817,19 +2577,14 @@ fn negate(n: &Value) -> Option<Value> {
                 [] => Some(Value::Bool(false)),
                 ["not"] => Some(o["not"].clone()),
                 ["type"] => {
-                    let names: Vec<&str> = match &o["type"] {
-                        Value::String(s) => vec![s.as_str()],
-                        Value::Array(a) => a.iter().filter_map(|x| x.as_str()).collect(),
-                        _ => return None,
-                    };
+                    let listed = TypeSet::read_lenient(o)?;
                     // not integer: every other type, and numbers with a fraction
-                    let fractional = names.contains(&"integer") && !names.contains(&"number");
-                    let rest: Vec<Value> = ALL_TYPES
-                        .iter()
-                        .filter(|t| {
-                            !(names.contains(t) || (**t == "integer" && names.contains(&"number")))
-                        })
-                        .map(|t| Value::String(t.to_string()))
+                    let fractional =
+                        listed.contains(JsonType::Integer) && !listed.contains(JsonType::Number);
+                    let rest: Vec<Value> = JsonType::ALL
+                        .into_iter()
+                        .filter(|t| !listed.with_integers().contains(*t))
+                        .map(|t| Value::String(t.name().to_string()))
                         .collect();
                     if rest.is_empty() {
                         return Some(Value::Bool(false));
@@ -2837,7 +2592,7 @@ fn negate(n: &Value) -> Option<Value> {
                     if fractional {
                         let mut m = Map::new();
                         m.insert("type".into(), Value::Array(rest));
-                        m.insert(FRACTIONAL.into(), Value::Bool(true));
+                        m.insert(ir::FRACTIONAL.into(), Value::Bool(true));
                         return Some(Value::Object(m));
                     }
                     Some(serde_json::json!({ "type": rest }))
@@ -3030,39 +2785,24 @@ pub(crate) fn never() -> Expr {
     }
 }
 
-fn types_of(m: &Map<String, Value>) -> Vec<&'static str> {
-    if let Some(vals) = m
-        .get("enum")
-        .and_then(|e| e.as_array())
-        .cloned()
-        .or_else(|| m.get("const").map(|c| vec![c.clone()]))
-    {
-        let mut out = Vec::new();
-        for v in &vals {
-            for t in value_types(v) {
-                if !out.contains(t) {
-                    out.push(*t);
-                }
+/// The types of the values a flattened schema may allow: those of its `enum`/`const` values,
+/// else its `type` (every integer being a number), else every type.
+fn types_of(m: &Map<String, Value>) -> TypeSet {
+    let values = match (m.get("enum").and_then(Value::as_array), m.get("const")) {
+        (Some(vals), _) => Some(vals.as_slice()),
+        (None, Some(c)) => Some(std::slice::from_ref(c)),
+        (None, None) => None,
+    };
+    if let Some(vals) = values {
+        let mut out = TypeSet::EMPTY;
+        for v in vals {
+            for t in TypeSet::of_value(v).iter() {
+                out.insert(t);
             }
         }
         return out;
     }
-    let names: Vec<String> = match m.get("type") {
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(a)) => a
-            .iter()
-            .filter_map(|x| x.as_str().map(str::to_string))
-            .collect(),
-        _ => return ALL_TYPES.to_vec(),
-    };
-    let mut out = Vec::new();
-    for t in ALL_TYPES {
-        if names.iter().any(|n| n == t) || (*t == "integer" && names.iter().any(|n| n == "number"))
-        {
-            out.push(*t);
-        }
-    }
-    out
+    TypeSet::read_lenient(m).map_or(TypeSet::ALL, TypeSet::with_integers)
 }
 
 /// Whether no value can satisfy both flattened schemas (a sufficient check).
@@ -3095,11 +2835,9 @@ fn disjoint(a: &Value, b: &Value) -> bool {
             }
         }
     }
-    let ta = types_of(am);
-    let tb = types_of(bm);
-    let common: Vec<&str> = ta.iter().filter(|t| tb.contains(t)).copied().collect();
-    common.iter().all(|t| match *t {
-        "object" => {
+    let common = types_of(am).intersection(types_of(bm));
+    common.iter().all(|t| match t {
+        JsonType::Object => {
             let ra: Vec<&str> = am
                 .get("required")
                 .and_then(|r| r.as_array())
@@ -3122,7 +2860,7 @@ fn disjoint(a: &Value, b: &Value) -> bool {
             };
             apart(&ra, am, bm) || apart(&rb, bm, am)
         }
-        "integer" | "number" => {
+        JsonType::Integer | JsonType::Number => {
             // disjoint numeric intervals
             let get = |m: &Map<String, Value>, k: &str| {
                 m.get(k)
@@ -3148,8 +2886,8 @@ fn disjoint(a: &Value, b: &Value) -> bool {
             below(am, bm) || below(bm, am)
         }
         // lengths or item counts that cannot meet
-        "string" | "array" => {
-            let (lo, hi) = if *t == "string" {
+        JsonType::String | JsonType::Array => {
+            let (lo, hi) = if t == JsonType::String {
                 ("minLength", "maxLength")
             } else {
                 ("minItems", "maxItems")

@@ -77,6 +77,8 @@
 //!
 //! # Layout
 //! - [`convert`]: the walk over a schema (refs, combinators, per-type keywords);
+//! - `ir`: a schema node read into typed keyword groups (types, values, string, number,
+//!   array and object keywords), checked once; what the per-type walk reads;
 //! - [`merge`]: `allOf` as one schema; [`validate`]: checks known values (enum, oneOf);
 //! - `keywords`: which keywords constrain (every other one is ignored);
 //! - [`numbers`]: integer and decimal ranges; [`regex`]: `pattern` via `regex-syntax` HIR;
@@ -91,6 +93,7 @@ mod automaton;
 pub mod convert;
 pub mod expr;
 pub mod formats;
+mod ir;
 mod keywords;
 pub mod limits;
 pub mod llama;

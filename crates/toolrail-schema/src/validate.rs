@@ -74,12 +74,14 @@ pub(crate) fn check(v: &Value, schema: &Value) -> Option<bool> {
         Value::Object(m) => m,
         _ => return None,
     };
-    check_map(v, map)
+    check_siblings(v, map, &[])
 }
 
-fn check_map(v: &Value, map: &Map<String, Value>) -> Option<bool> {
+/// Checks `v` against the keywords of `map` other than those in `skip` (an `enum` member
+/// against the keywords beside `enum` and `const`), without copying the map.
+pub(crate) fn check_siblings(v: &Value, map: &Map<String, Value>, skip: &[&str]) -> Option<bool> {
     let mut results = Vec::new();
-    for (k, kv) in map {
+    for (k, kv) in map.iter().filter(|(k, _)| !skip.contains(&k.as_str())) {
         let r = match k.as_str() {
             k if is_ignored(k) => Some(true),
             "type" => {
