@@ -284,10 +284,13 @@ impl Converter {
             && let Some(Value::Array(list)) = map.get("oneOf")
             && list.len() > 1
         {
-            let branches: Vec<(Value, Ctx)> = list
+            let branches: Vec<(Cow<'_, Value>, Ctx)> = list
                 .iter()
                 .enumerate()
-                .map(|(i, b)| (b.clone(), cx.child("oneOf", "").child(&i.to_string(), "")))
+                .map(|(i, b)| {
+                    let bcx = cx.child("oneOf", "").child(&i.to_string(), "");
+                    (Cow::Borrowed(b), bcx)
+                })
                 .collect();
             if let Some((i, j)) = self.overlapping(&branches) {
                 self.ignored(
@@ -940,129 +943,113 @@ impl Converter {
             return self.visit_exact(&rewritten, cx);
         }
         let map = self.drop_unsupported(map, cx)?;
-        let constraining = |m: &Map<String, Value>, skip: &[&str]| {
-            m.keys()
-                .any(|k| !is_ignored(k) && !skip.contains(&k.as_str()))
+        let (alternation, list) = match ir::Shape::read(&map, &cx.ptr)? {
+            ir::Shape::Reference(r) => return self.visit_ref(cx, r),
+            ir::Shape::Merged => {
+                let flat = self.flatten_map(map, cx, 0)?;
+                return match &flat {
+                    Value::Object(m) => self.visit_map(m, cx),
+                    other => self.visit(other, cx, false),
+                };
+            }
+            ir::Shape::Typed => return self.visit_typed(&map, cx),
+            ir::Shape::Alternatives {
+                alternation,
+                branches,
+            } => (alternation, branches),
         };
-        if let Some(r) = map.get("$ref") {
-            let r = r
-                .as_str()
-                .ok_or_else(|| Self::invalid("$ref", cx, "must be a string"))?
-                .to_string();
-            if !constraining(&map, &["$ref"]) {
-                return self.visit_ref(cx, &r);
-            }
+        let key = alternation.keyword();
+        let one_of = alternation == ir::Alternation::OneOf;
+        if one_of
+            && !self.opts.llama_compat
+            && let Some(alternatives) = exactly_one_required(list)
+        {
+            let mut rewritten = map.as_ref().clone();
+            rewritten.remove("oneOf");
+            rewritten.insert("anyOf".into(), Value::Array(alternatives));
+            return self.visit_exact(&rewritten, cx);
         }
-        if map.contains_key("$ref") || map.contains_key("allOf") {
-            let flat = self.flatten_map(map, cx, 0)?;
-            return match &flat {
-                Value::Object(m) => self.visit_map(m, cx),
-                other => self.visit(other, cx, false),
-            };
-        }
-        for key in ["anyOf", "oneOf"] {
-            let Some(list) = map.get(key) else { continue };
-            let list = list
-                .as_array()
-                .ok_or_else(|| Self::invalid(key, cx, "must be an array"))?
-                .clone();
-            if key == "oneOf"
-                && !self.opts.llama_compat
-                && let Some(alternatives) = exactly_one_required(&list)
-            {
-                let mut rewritten = map.as_ref().clone();
-                rewritten.remove("oneOf");
-                let all = match rewritten.remove("anyOf") {
-                    // anyOf and oneOf side by side: both hold
-                    Some(any) => serde_json::json!({
-                        "allOf": [{"anyOf": any}, {"anyOf": alternatives}]
-                    }),
-                    None => serde_json::json!({ "anyOf": alternatives }),
-                };
-                let merged = match all {
-                    Value::Object(m) => {
-                        let mut r = rewritten;
-                        r.extend(m);
-                        r
-                    }
-                    _ => rewritten,
-                };
-                return self.visit_exact(&merged, cx);
-            }
+        // the other keywords, distributed into every branch (copied only when there are any)
+        let has_rest = map.keys().any(|k| k != key && !is_ignored(k));
+        let rest = has_rest.then(|| {
             let mut rest = map.as_ref().clone();
             rest.remove(key);
-            let has_rest = constraining(&rest, &[]);
-            let mut branches = Vec::new();
-            for (i, b) in list.iter().enumerate() {
-                let bcx = cx
-                    .child(key, "")
-                    .child(&i.to_string(), &format!("{}", i + 1));
-                let bcx = Ctx {
-                    hint: if cx.hint.is_empty() {
-                        format!("alt-{}", i + 1)
-                    } else {
-                        format!("{}-{}", cx.hint, i + 1)
-                    },
-                    ..bcx
-                };
-                let b = if has_rest {
-                    let fb = self.flatten(b, &bcx, 0)?;
-                    self.merge_owned(Value::Object(rest.clone()), fb, &bcx)?
+            rest
+        });
+        let mut branches = Vec::new();
+        for (i, b) in list.iter().enumerate() {
+            let bcx = cx
+                .child(key, "")
+                .child(&i.to_string(), &format!("{}", i + 1));
+            let bcx = Ctx {
+                hint: if cx.hint.is_empty() {
+                    format!("alt-{}", i + 1)
                 } else {
-                    b.clone()
-                };
-                branches.push((b, bcx));
-            }
-            // llama_compat: oneOf is anyOf, as llama.cpp reads it (warned in llama_view)
-            if key == "oneOf" && !self.opts.llama_compat {
-                // `false` never matches; a branch matching everything twice leaves nothing
-                branches.retain(|(b, _)| b != &Value::Bool(false));
-                let trivially_true = |b: &Value| {
-                    b == &Value::Bool(true)
-                        || b.as_object()
-                            .is_some_and(|o| o.keys().all(|k| is_ignored(k)))
-                };
-                if branches.iter().filter(|(b, _)| trivially_true(b)).count() >= 2 {
-                    return Ok(None);
+                    format!("{}-{}", cx.hint, i + 1)
+                },
+                ..bcx
+            };
+            let b = match &rest {
+                Some(rest) => {
+                    let fb = self.flatten(b, &bcx, 0)?;
+                    Cow::Owned(self.merge_owned(Value::Object(rest.clone()), fb, &bcx)?)
                 }
-                // oneOf [B, {}]: exactly one matches ⇔ B does not
-                if let [(x, xcx), (y, ycx)] = branches.as_slice() {
-                    let (other, ocx) = if trivially_true(x) {
-                        (y, ycx)
-                    } else {
-                        (x, xcx)
-                    };
-                    if (trivially_true(x) || trivially_true(y))
-                        && let Some(neg) = negate(other)
-                    {
-                        return self.child(&neg, ocx);
-                    }
-                }
-                self.check_disjoint(&branches, cx)?;
-            }
-            let mut parts = Vec::new();
-            let mut left_out = None;
-            for (b, bcx) in &branches {
-                match self.child(b, bcx) {
-                    Ok(Some(e)) => parts.push(e),
-                    Ok(None) => {}
-                    // an object-only branch that no object satisfies (a required name it
-                    // forbids) matches nothing: the other branches stand
-                    Err(e) if no_object_matches(&e) && object_only(b) => left_out = Some(e),
-                    Err(e) => return Err(e),
-                }
-            }
-            if let Some(e) = left_out
-                && parts.is_empty()
-            {
-                return Err(e);
-            }
-            return Ok(distinct_alternatives(parts));
+                None => Cow::Borrowed(b),
+            };
+            branches.push((b, bcx));
         }
-        self.visit_typed(&map, cx)
+        // llama_compat: oneOf is anyOf, as llama.cpp reads it (warned in llama_view)
+        if one_of && !self.opts.llama_compat {
+            // `false` never matches; a branch matching everything twice leaves nothing
+            branches.retain(|(b, _)| **b != Value::Bool(false));
+            let trivially_true = |b: &Value| {
+                b == &Value::Bool(true)
+                    || b.as_object()
+                        .is_some_and(|o| o.keys().all(|k| is_ignored(k)))
+            };
+            if branches.iter().filter(|(b, _)| trivially_true(b)).count() >= 2 {
+                return Ok(None);
+            }
+            // oneOf [B, {}]: exactly one matches ⇔ B does not
+            if let [(x, xcx), (y, ycx)] = branches.as_slice() {
+                let (other, ocx) = if trivially_true(x) {
+                    (y, ycx)
+                } else {
+                    (x, xcx)
+                };
+                if (trivially_true(x) || trivially_true(y))
+                    && let Some(neg) = negate(other)
+                {
+                    return self.child(&neg, ocx);
+                }
+            }
+            self.check_disjoint(&branches, cx)?;
+        }
+        let mut parts = Vec::new();
+        let mut left_out = None;
+        for (b, bcx) in &branches {
+            match self.child(b, bcx) {
+                Ok(Some(e)) => parts.push(e),
+                Ok(None) => {}
+                // an object-only branch that no object satisfies (a required name it
+                // forbids) matches nothing: the other branches stand
+                Err(e) if no_object_matches(&e) && object_only(b) => left_out = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        if let Some(e) = left_out
+            && parts.is_empty()
+        {
+            return Err(e);
+        }
+        Ok(distinct_alternatives(parts))
     }
 
-    fn check_disjoint(&mut self, branches: &[(Value, Ctx)], cx: &Ctx) -> Result<(), SchemaError> {
+    fn check_disjoint(
+        &mut self,
+        branches: &[(Cow<'_, Value>, Ctx)],
+        cx: &Ctx,
+    ) -> Result<(), SchemaError> {
         match self.overlapping(branches) {
             Some((i, j)) => self.unsupported(
                 "oneOf",
@@ -1074,7 +1061,7 @@ impl Converter {
     }
 
     /// The first two branches not provably disjoint, if any.
-    fn overlapping(&mut self, branches: &[(Value, Ctx)]) -> Option<(usize, usize)> {
+    fn overlapping(&mut self, branches: &[(Cow<'_, Value>, Ctx)]) -> Option<(usize, usize)> {
         let mut flat = Vec::new();
         for (b, bcx) in branches {
             flat.push(self.flatten(b, bcx, 0).ok());

@@ -191,6 +191,80 @@ impl TypeSet {
     }
 }
 
+/// `anyOf` or `oneOf`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Alternation {
+    /// `anyOf`: at least one branch holds.
+    AnyOf,
+    /// `oneOf`: exactly one branch holds.
+    OneOf,
+}
+
+impl Alternation {
+    /// The keyword.
+    pub(crate) fn keyword(self) -> &'static str {
+        match self {
+            Alternation::AnyOf => "anyOf",
+            Alternation::OneOf => "oneOf",
+        }
+    }
+}
+
+/// How the converter takes a schema object apart, once `not`, the dependency keywords and the
+/// unsupported keywords are dealt with: the first of these that applies.
+#[derive(Debug)]
+pub(crate) enum Shape<'a> {
+    /// `$ref` and nothing else that constrains: a reference to the target's rule.
+    Reference(&'a str),
+    /// `$ref` with constraining siblings, or `allOf`: merged into one schema, then read again.
+    Merged,
+    /// `anyOf` (or else `oneOf`); the other keywords hold in every branch.
+    Alternatives {
+        /// Which keyword.
+        alternation: Alternation,
+        /// The branch schemas.
+        branches: &'a [Value],
+    },
+    /// Only per-type keywords (and `enum`/`const`): [`TypeSet`] and the keyword groups.
+    Typed,
+}
+
+impl<'a> Shape<'a> {
+    /// Reads the shape of a schema object; a `$ref` that is not a string or an `anyOf`/`oneOf`
+    /// that is not an array is an error naming it.
+    pub(crate) fn read(map: &'a Map<String, Value>, pointer: &str) -> Result<Self, SchemaError> {
+        if let Some(r) = map.get("$ref") {
+            let r = r
+                .as_str()
+                .ok_or_else(|| invalid("$ref", pointer, "must be a string"))?;
+            let siblings = map
+                .keys()
+                .any(|k| k != "$ref" && !super::keywords::is_ignored(k));
+            return Ok(if siblings {
+                Shape::Merged
+            } else {
+                Shape::Reference(r)
+            });
+        }
+        if map.contains_key("allOf") {
+            return Ok(Shape::Merged);
+        }
+        for alternation in [Alternation::AnyOf, Alternation::OneOf] {
+            let key = alternation.keyword();
+            if let Some(list) = map.get(key) {
+                let branches = list
+                    .as_array()
+                    .ok_or_else(|| invalid(key, pointer, "must be an array"))?;
+                return Ok(Shape::Alternatives {
+                    alternation,
+                    branches,
+                });
+            }
+        }
+        Ok(Shape::Typed)
+    }
+}
+
 /// The values `enum` and `const` allow (`const` narrows `enum` to the members equal to it),
 /// borrowed from the schema; `None` when the node has neither. An empty `enum` and an `enum`
 /// that is not an array are errors.
@@ -562,6 +636,34 @@ mod tests {
         assert!(e.message.contains("must be a string"));
         let n = TypeSet::read(&map(json!({"type": "number"})), "#").unwrap();
         assert!(!n.contains(JsonType::Integer) && n.with_integers().contains(JsonType::Integer));
+    }
+
+    #[test]
+    fn shape_is_the_first_combinator_that_applies() {
+        let m = map(json!({"$ref": "#/$defs/a", "description": "x"}));
+        assert!(matches!(
+            Shape::read(&m, "#").unwrap(),
+            Shape::Reference("#/$defs/a")
+        ));
+        let m = map(json!({"$ref": "#/$defs/a", "minLength": 1}));
+        assert!(matches!(Shape::read(&m, "#").unwrap(), Shape::Merged));
+        let m = map(json!({"oneOf": [true, false], "anyOf": [true]}));
+        let Shape::Alternatives {
+            alternation,
+            branches,
+        } = Shape::read(&m, "#").unwrap()
+        else {
+            panic!("not alternatives");
+        };
+        assert_eq!((alternation, branches.len()), (Alternation::AnyOf, 1));
+        assert!(matches!(
+            Shape::read(&map(json!({"type": "null"})), "#").unwrap(),
+            Shape::Typed
+        ));
+        let e = Shape::read(&map(json!({"$ref": 1})), "#/r").unwrap_err();
+        assert_eq!((e.keyword.as_str(), e.pointer.as_str()), ("$ref", "#/r"));
+        let e = Shape::read(&map(json!({"oneOf": {}})), "#").unwrap_err();
+        assert_eq!(e.keyword, "oneOf");
     }
 
     #[test]
