@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 
 use super::expr::{Expr, RuleName};
 use super::ir::{self, JsonType, TypeSet};
-use super::keywords::{is_ignored, is_unknown};
+use super::keywords::is_ignored;
 use super::numbers::{self, Decimal};
 use super::regex::{self, MAX_REPEAT_TOTAL, pattern_to_gbnf};
 use super::rules::RuleTable;
@@ -32,15 +32,6 @@ use super::{
 
 /// A grammar expression, or None when nothing matches.
 pub(crate) type Frag = Option<Expr>;
-
-/// JSON Schema keywords this converter does not express (checked per type where they apply).
-const ALWAYS_UNSUPPORTED: &[&str] = &[
-    "not",
-    "$dynamicRef",
-    "$recursiveRef",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-];
 
 /// Where a node is: document, pointer, rule-name hint.
 #[derive(Clone)]
@@ -782,30 +773,11 @@ impl Converter {
         cx: &Ctx,
     ) -> Result<Cow<'m, Map<String, Value>>, SchemaError> {
         let mut out = Cow::Borrowed(map);
-        for k in ALWAYS_UNSUPPORTED {
-            if let Some(v) = map.get(*k) {
-                // trivially true forms
-                if matches!(*k, "unevaluatedProperties" | "unevaluatedItems")
-                    && v == &Value::Bool(true)
-                {
-                    continue;
-                }
-                self.unsupported(k, cx, "keyword not supported")?;
-                out.to_mut().remove(*k);
+        for found in ir::unsupported_keywords(map, cx.ptr == "#") {
+            self.unsupported(found.keyword, cx, found.message)?;
+            if found.dropped {
+                out.to_mut().remove(found.keyword);
             }
-        }
-        if map.contains_key("if") && (map.contains_key("then") || map.contains_key("else")) {
-            self.unsupported(
-                "if",
-                cx,
-                "conditional schemas (if/then/else) are not supported",
-            )?;
-            out.to_mut().remove("if");
-        }
-        if let Some(id) = map.get("$id")
-            && cx.ptr != "#"
-        {
-            self.unsupported("$id", cx, format!("embedded schema resource {id}"))?;
         }
         Ok(out)
     }
@@ -820,56 +792,38 @@ impl Converter {
         map: &Map<String, Value>,
         cx: &Ctx,
     ) -> Result<Option<Map<String, Value>>, SchemaError> {
-        const KEYS: [&str; 3] = ["dependentRequired", "dependentSchemas", "dependencies"];
-        if !KEYS.iter().any(|k| map.contains_key(*k)) {
+        let Some(dependencies) = ir::read_dependencies(map, &cx.ptr)? else {
             return Ok(None);
-        }
+        };
         let required: Vec<&str> = map
             .get("required")
             .and_then(|r| r.as_array())
             .map(|r| r.iter().filter_map(|x| x.as_str()).collect())
             .unwrap_or_default();
         let mut rest = map.clone();
+        for keyword in ir::DEPENDENCY_KEYWORDS {
+            rest.remove(keyword);
+        }
         let mut conditions = Vec::new();
-        for key in KEYS {
-            let Some(v) = rest.remove(key) else { continue };
-            let Value::Object(entries) = v else {
-                return Err(Self::invalid(key, cx, "must be an object"));
+        for ir::Dependency { name, need, .. } in dependencies {
+            let present = match need {
+                ir::DependencyNeed::Names(names) => {
+                    let mut all = vec![Value::String(name.clone())];
+                    all.extend(names.iter().cloned());
+                    serde_json::json!({ "required": all })
+                }
+                ir::DependencyNeed::Schema(need) => {
+                    serde_json::json!({ "allOf": [{ "required": [name] }, need] })
+                }
             };
-            for (name, need) in entries {
-                let present = match need {
-                    Value::Array(names) if key != "dependentSchemas" => {
-                        if names.is_empty() {
-                            continue;
-                        }
-                        if names.iter().any(|n| !n.is_string()) {
-                            return Err(Self::invalid(key, cx, "names must be strings"));
-                        }
-                        let mut all = vec![Value::String(name.clone())];
-                        all.extend(names);
-                        serde_json::json!({ "required": all })
-                    }
-                    Value::Bool(true) => continue,
-                    Value::Object(_) | Value::Bool(false) if key != "dependentRequired" => {
-                        serde_json::json!({ "allOf": [{ "required": [name] }, need] })
-                    }
-                    _ => {
-                        return Err(Self::invalid(
-                            key,
-                            cx,
-                            format!("the entry for {name:?} must be a list of names or a schema"),
-                        ));
-                    }
-                };
-                let condition = if required.contains(&name.as_str()) {
-                    present
-                } else {
-                    let mut absent = Map::new();
-                    absent.insert(name.clone(), Value::Bool(false));
-                    serde_json::json!({ "anyOf": [{ "properties": absent }, present] })
-                };
-                conditions.push(condition);
-            }
+            let condition = if required.contains(&name.as_str()) {
+                present
+            } else {
+                let mut absent = Map::new();
+                absent.insert(name.clone(), Value::Bool(false));
+                serde_json::json!({ "anyOf": [{ "properties": absent }, present] })
+            };
+            conditions.push(condition);
         }
         if conditions.len() > MAX_DEPENDENCIES {
             self.unsupported(
@@ -897,7 +851,7 @@ impl Converter {
 
     /// Notes the keywords of `map` that JSON Schema does not define (they are ignored).
     fn note_unknown(&mut self, map: &Map<String, Value>, cx: &Ctx) {
-        for k in map.keys().filter(|k| is_unknown(k)) {
+        for k in ir::unknown_keywords(map) {
             self.note(k, cx, "not a JSON Schema keyword: ignored");
         }
     }

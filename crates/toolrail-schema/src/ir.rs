@@ -191,6 +191,74 @@ impl TypeSet {
     }
 }
 
+/// JSON Schema keywords the converter does not express, whatever the node's type.
+const ALWAYS_UNSUPPORTED: [&str; 5] = [
+    "not",
+    "$dynamicRef",
+    "$recursiveRef",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+];
+
+/// A keyword of a node that the converter cannot express, found by reading it.
+#[derive(Debug)]
+pub(crate) struct UnsupportedKeyword {
+    /// The keyword.
+    pub(crate) keyword: &'static str,
+    /// Why.
+    pub(crate) message: String,
+    /// Whether lenient conversion drops it from the node (else it constrains nothing the
+    /// converter reads, and stays).
+    pub(crate) dropped: bool,
+}
+
+/// The keywords of a node the converter cannot express, whatever its type, in a fixed order:
+/// `not` (when it has no positive form, see the converter), references to dynamic scopes,
+/// `unevaluated*` (unless `true`), `if` with `then`/`else`, and `$id` below the document root
+/// (an embedded resource). The converter reports each as an error or, lenient, a warning.
+pub(crate) fn unsupported_keywords(
+    map: &Map<String, Value>,
+    is_root: bool,
+) -> Vec<UnsupportedKeyword> {
+    let mut out = Vec::new();
+    for keyword in ALWAYS_UNSUPPORTED {
+        let Some(v) = map.get(keyword) else { continue };
+        // trivially true forms
+        if matches!(keyword, "unevaluatedProperties" | "unevaluatedItems")
+            && v == &Value::Bool(true)
+        {
+            continue;
+        }
+        out.push(UnsupportedKeyword {
+            keyword,
+            message: "keyword not supported".to_string(),
+            dropped: true,
+        });
+    }
+    if map.contains_key("if") && (map.contains_key("then") || map.contains_key("else")) {
+        out.push(UnsupportedKeyword {
+            keyword: "if",
+            message: "conditional schemas (if/then/else) are not supported".to_string(),
+            dropped: true,
+        });
+    }
+    if let Some(id) = map.get("$id")
+        && !is_root
+    {
+        out.push(UnsupportedKeyword {
+            keyword: "$id",
+            message: format!("embedded schema resource {id}"),
+            dropped: false,
+        });
+    }
+    out
+}
+
+/// The keywords of a node that JSON Schema does not define (ignored, with a note).
+pub(crate) fn unknown_keywords(map: &Map<String, Value>) -> impl Iterator<Item = &String> {
+    map.keys().filter(|k| super::keywords::is_unknown(k))
+}
+
 /// `anyOf` or `oneOf`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Alternation {
@@ -524,6 +592,70 @@ impl<'a> ArrayRules<'a> {
 pub(crate) const DEPENDENCY_KEYWORDS: [&str; 3] =
     ["dependentRequired", "dependentSchemas", "dependencies"];
 
+/// What a dependency asks of an object that has its trigger name.
+#[derive(Debug)]
+pub(crate) enum DependencyNeed<'a> {
+    /// These names are present too (a non-empty list of strings).
+    Names(&'a [Value]),
+    /// The object satisfies this schema (an object, or `false`).
+    Schema(&'a Value),
+}
+
+/// One entry of `dependentRequired`, `dependentSchemas` or `dependencies`.
+#[derive(Debug)]
+pub(crate) struct Dependency<'a> {
+    /// The trigger name.
+    pub(crate) name: &'a String,
+    /// What the trigger name needs.
+    pub(crate) need: DependencyNeed<'a>,
+}
+
+/// The dependency keywords' entries in keyword order, entries that ask nothing (`true`, no
+/// names) left out; `None` when the node has none of the keywords. A keyword that is not an
+/// object, names that are not strings, and an entry that is neither a list of names (not
+/// under `dependentSchemas`) nor a schema (not under `dependentRequired`) are errors.
+pub(crate) fn read_dependencies<'a>(
+    map: &'a Map<String, Value>,
+    pointer: &str,
+) -> Result<Option<Vec<Dependency<'a>>>, SchemaError> {
+    if !DEPENDENCY_KEYWORDS.iter().any(|k| map.contains_key(*k)) {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    for keyword in DEPENDENCY_KEYWORDS {
+        let Some(v) = map.get(keyword) else { continue };
+        let Value::Object(entries) = v else {
+            return Err(invalid(keyword, pointer, "must be an object"));
+        };
+        for (name, need) in entries {
+            let need = match need {
+                Value::Array(names) if keyword != "dependentSchemas" => {
+                    if names.is_empty() {
+                        continue;
+                    }
+                    if names.iter().any(|n| !n.is_string()) {
+                        return Err(invalid(keyword, pointer, "names must be strings"));
+                    }
+                    DependencyNeed::Names(names)
+                }
+                Value::Bool(true) => continue,
+                Value::Object(_) | Value::Bool(false) if keyword != "dependentRequired" => {
+                    DependencyNeed::Schema(need)
+                }
+                _ => {
+                    return Err(invalid(
+                        keyword,
+                        pointer,
+                        format!("the entry for {name:?} must be a list of names or a schema"),
+                    ));
+                }
+            };
+            out.push(Dependency { name, need });
+        }
+    }
+    Ok(Some(out))
+}
+
 /// The object keywords of a node.
 #[derive(Debug)]
 pub(crate) struct ObjectRules<'a> {
@@ -664,6 +796,49 @@ mod tests {
         assert_eq!((e.keyword.as_str(), e.pointer.as_str()), ("$ref", "#/r"));
         let e = Shape::read(&map(json!({"oneOf": {}})), "#").unwrap_err();
         assert_eq!(e.keyword, "oneOf");
+    }
+
+    #[test]
+    fn unsupported_and_unknown_keywords_are_listed() {
+        let m = map(json!({
+            "unevaluatedItems": true, "unevaluatedProperties": false, "if": {}, "then": {},
+            "$id": "x", "x-vendor": 1, "title": "t"
+        }));
+        let found: Vec<(&str, bool)> = unsupported_keywords(&m, false)
+            .iter()
+            .map(|u| (u.keyword, u.dropped))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("unevaluatedProperties", true),
+                ("if", true),
+                ("$id", false)
+            ]
+        );
+        assert_eq!(unsupported_keywords(&m, true).len(), 2);
+        let unknown: Vec<&String> = unknown_keywords(&m).collect();
+        assert_eq!(unknown, ["x-vendor"]);
+    }
+
+    #[test]
+    fn dependencies_are_read_in_keyword_order() {
+        let m = map(json!({
+            "dependencies": {"c": {"required": ["d"]}, "e": true},
+            "dependentRequired": {"a": ["b"], "z": []}
+        }));
+        let deps = read_dependencies(&m, "#").unwrap().unwrap();
+        let names: Vec<&str> = deps.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["a", "c"]);
+        assert!(matches!(deps[0].need, DependencyNeed::Names(n) if n.len() == 1));
+        assert!(matches!(deps[1].need, DependencyNeed::Schema(_)));
+        assert!(read_dependencies(&map(json!({})), "#").unwrap().is_none());
+        let m = map(json!({"dependentRequired": {"a": {"type": "object"}}}));
+        let e = read_dependencies(&m, "#/o").unwrap_err();
+        assert_eq!(
+            (e.keyword.as_str(), e.pointer.as_str()),
+            ("dependentRequired", "#/o")
+        );
     }
 
     #[test]
