@@ -2561,23 +2561,6 @@ fn object_only(schema: &Value) -> bool {
     }
 }
 
-/// The schema a member named `name` of an object valid against `m` satisfies: its
-/// `properties` entry, else `additionalProperties` (true when absent); None when
-/// `patternProperties` may apply.
-fn member_schema(m: &Map<String, Value>, name: &str) -> Option<Value> {
-    if let Some(p) = m.get("properties").and_then(|p| p.get(name)) {
-        return Some(p.clone());
-    }
-    if m.contains_key("patternProperties") {
-        return None;
-    }
-    Some(
-        m.get("additionalProperties")
-            .cloned()
-            .unwrap_or(Value::Bool(true)),
-    )
-}
-
 /// Most names with `dependencies` / `dependentRequired` / `dependentSchemas` in one schema
 /// (2^n alternatives; the `anyOf` products of `allOf` merging stop at 64).
 const MAX_DEPENDENCIES: usize = 5;
@@ -2726,119 +2709,56 @@ pub(crate) fn never() -> Expr {
     }
 }
 
-/// The types of the values a flattened schema may allow: those of its `enum`/`const` values,
-/// else its `type` (every integer being a number), else every type.
-fn types_of(m: &Map<String, Value>) -> TypeSet {
-    let values = match (m.get("enum").and_then(Value::as_array), m.get("const")) {
-        (Some(vals), _) => Some(vals.as_slice()),
-        (None, Some(c)) => Some(std::slice::from_ref(c)),
-        (None, None) => None,
-    };
-    if let Some(vals) = values {
-        let mut out = TypeSet::EMPTY;
-        for v in vals {
-            for t in TypeSet::of_value(v).iter() {
-                out.insert(t);
-            }
-        }
-        return out;
-    }
-    TypeSet::read_lenient(m).map_or(TypeSet::ALL, TypeSet::with_integers)
-}
-
-/// Whether no value can satisfy both flattened schemas (a sufficient check).
+/// Whether no value can satisfy both flattened schemas (a sufficient check, on what
+/// [`ir::Facts`] reads of each).
 fn disjoint(a: &Value, b: &Value) -> bool {
     let (am, bm) = match (a, b) {
         (Value::Bool(false), _) | (_, Value::Bool(false)) => return true,
         (Value::Object(x), Value::Object(y)) => (x, y),
         _ => return false,
     };
-    if am.contains_key("anyOf")
-        || am.contains_key("oneOf")
-        || bm.contains_key("anyOf")
-        || bm.contains_key("oneOf")
-    {
+    let (fa, fb) = (ir::Facts::read(am), ir::Facts::read(bm));
+    if fa.alternatives || fb.alternatives {
         return false;
     }
     // finite value sets
-    for x in [am, bm] {
-        let vals = x
-            .get("enum")
-            .and_then(|e| e.as_array())
-            .cloned()
-            .or_else(|| x.get("const").map(|c| vec![c.clone()]));
-        if let Some(vals) = vals {
-            let all_fail = vals
+    for facts in [&fa, &fb] {
+        if let Some(vals) = facts.values
+            && vals
                 .iter()
-                .all(|v| check(v, a) == Some(false) || check(v, b) == Some(false));
-            if all_fail {
-                return true;
-            }
+                .all(|v| check(v, a) == Some(false) || check(v, b) == Some(false))
+        {
+            return true;
         }
     }
-    let common = types_of(am).intersection(types_of(bm));
-    common.iter().all(|t| match t {
-        JsonType::Object => {
-            let ra: Vec<&str> = am
-                .get("required")
-                .and_then(|r| r.as_array())
-                .map(|r| r.iter().filter_map(|x| x.as_str()).collect())
-                .unwrap_or_default();
-            let rb: Vec<&str> = bm
-                .get("required")
-                .and_then(|r| r.as_array())
-                .map(|r| r.iter().filter_map(|x| x.as_str()).collect())
-                .unwrap_or_default();
-            // a name one side requires, with values the two sides cannot share (a closed
-            // object that cannot have it at all, different const/enum discriminators...)
-            let apart = |required: &[&str], x: &Map<String, Value>, y: &Map<String, Value>| {
-                required
-                    .iter()
-                    .any(|k| match (member_schema(x, k), member_schema(y, k)) {
-                        (Some(p), Some(q)) => disjoint(&p, &q),
-                        _ => false,
-                    })
-            };
-            apart(&ra, am, bm) || apart(&rb, bm, am)
-        }
-        JsonType::Integer | JsonType::Number => {
-            // disjoint numeric intervals
-            let get = |m: &Map<String, Value>, k: &str| {
-                m.get(k)
-                    .and_then(|v| v.as_number())
-                    .and_then(|n| Decimal::parse(&n.to_string()))
-            };
-            let below = |x: &Map<String, Value>, y: &Map<String, Value>| {
-                // every number of x is below every number of y
-                let hi = get(x, "maximum")
-                    .map(|d| (d, false))
-                    .or_else(|| get(x, "exclusiveMaximum").map(|d| (d, true)));
-                let lo = get(y, "minimum")
-                    .map(|d| (d, false))
-                    .or_else(|| get(y, "exclusiveMinimum").map(|d| (d, true)));
-                match (hi, lo) {
-                    (Some((h, hx)), Some((l, lx))) => {
-                        let o = numbers::cmp_decimal(&h, &l);
-                        o.is_lt() || (o.is_eq() && (hx || lx))
-                    }
-                    _ => false,
-                }
-            };
-            below(am, bm) || below(bm, am)
-        }
-        // lengths or item counts that cannot meet
-        JsonType::String | JsonType::Array => {
-            let (lo, hi) = if t == JsonType::String {
-                ("minLength", "maxLength")
-            } else {
-                ("minItems", "maxItems")
-            };
-            let count = |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_u64);
-            let apart = |x: &Map<String, Value>, y: &Map<String, Value>| {
-                matches!((count(x, hi), count(y, lo)), (Some(h), Some(l)) if h < l)
-            };
-            apart(am, bm) || apart(bm, am)
+    // a name one side requires, with values the two sides cannot share (a closed object that
+    // cannot have it at all, different const/enum discriminators...)
+    let members_apart = |x: &ir::Facts, y: &ir::Facts| {
+        x.required
+            .iter()
+            .any(|k| match (x.member_schema(k), y.member_schema(k)) {
+                (Some(p), Some(q)) => disjoint(p, q),
+                _ => false,
+            })
+    };
+    // every number of x is below every number of y
+    let below = |x: &ir::Facts, y: &ir::Facts| match (&x.upper, &y.lower) {
+        (Some(h), Some(l)) => {
+            let o = numbers::cmp_decimal(&h.value, &l.value);
+            o.is_lt() || (o.is_eq() && (h.exclusive || l.exclusive))
         }
         _ => false,
+    };
+    // lengths or item counts that cannot meet
+    let counts_apart = |x: (Option<u64>, Option<u64>), y: (Option<u64>, Option<u64>)| {
+        matches!((x.1, y.0), (Some(h), Some(l)) if h < l)
+            || matches!((y.1, x.0), (Some(h), Some(l)) if h < l)
+    };
+    fa.types.intersection(fb.types).iter().all(|t| match t {
+        JsonType::Object => members_apart(&fa, &fb) || members_apart(&fb, &fa),
+        JsonType::Integer | JsonType::Number => below(&fa, &fb) || below(&fb, &fa),
+        JsonType::String => counts_apart(fa.lengths, fb.lengths),
+        JsonType::Array => counts_apart(fa.items, fb.items),
+        JsonType::Null | JsonType::Boolean => false,
     })
 }

@@ -732,6 +732,108 @@ impl<'a> ObjectRules<'a> {
     }
 }
 
+/// The `true` schema, for a member no keyword constrains.
+static TRUE_SCHEMA: Value = Value::Bool(true);
+
+/// What the proof that two `oneOf` branches are disjoint reads of a flattened branch. Read
+/// leniently: a keyword of the wrong JSON type is no fact, so the proof fails rather than
+/// succeeds wrongly (the branch itself is read strictly when it is converted).
+#[derive(Debug)]
+pub(crate) struct Facts<'a> {
+    /// The branch has `anyOf` or `oneOf` (nothing is proved about it).
+    pub(crate) alternatives: bool,
+    /// The `enum` values, else the `const` value.
+    pub(crate) values: Option<&'a [Value]>,
+    /// The types its values may have ([`Facts::values`]' types, else `type`, every integer
+    /// being a number, else every type).
+    pub(crate) types: TypeSet,
+    /// `required` names.
+    pub(crate) required: Vec<&'a str>,
+    /// `minimum`, else `exclusiveMinimum`.
+    pub(crate) lower: Option<Bound>,
+    /// `maximum`, else `exclusiveMaximum`.
+    pub(crate) upper: Option<Bound>,
+    /// `minLength`, `maxLength`.
+    pub(crate) lengths: (Option<u64>, Option<u64>),
+    /// `minItems`, `maxItems`.
+    pub(crate) items: (Option<u64>, Option<u64>),
+    /// `properties` as written.
+    properties: Option<&'a Value>,
+    /// `patternProperties` is present.
+    pattern_properties: bool,
+    /// `additionalProperties` as written.
+    additional: Option<&'a Value>,
+}
+
+impl<'a> Facts<'a> {
+    /// Reads the facts of a flattened schema object.
+    pub(crate) fn read(map: &'a Map<String, Value>) -> Self {
+        let values = match (map.get("enum").and_then(Value::as_array), map.get("const")) {
+            (Some(vals), _) => Some(vals.as_slice()),
+            (None, Some(c)) => Some(std::slice::from_ref(c)),
+            (None, None) => None,
+        };
+        let types = match values {
+            Some(vals) => vals.iter().flat_map(|v| TypeSet::of_value(v).iter()).fold(
+                TypeSet::EMPTY,
+                |mut set, t| {
+                    set.insert(t);
+                    set
+                },
+            ),
+            None => TypeSet::read_lenient(map).map_or(TypeSet::ALL, TypeSet::with_integers),
+        };
+        let decimal = |k: &str| {
+            map.get(k)
+                .and_then(Value::as_number)
+                .and_then(|n| Decimal::parse(&n.to_string()))
+        };
+        let bound = |inclusive: &str, exclusive: &str| {
+            decimal(inclusive)
+                .map(|value| Bound {
+                    value,
+                    exclusive: false,
+                })
+                .or_else(|| {
+                    decimal(exclusive).map(|value| Bound {
+                        value,
+                        exclusive: true,
+                    })
+                })
+        };
+        let count = |k: &str| map.get(k).and_then(Value::as_u64);
+        Facts {
+            alternatives: map.contains_key("anyOf") || map.contains_key("oneOf"),
+            values,
+            types,
+            required: map
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default(),
+            lower: bound("minimum", "exclusiveMinimum"),
+            upper: bound("maximum", "exclusiveMaximum"),
+            lengths: (count("minLength"), count("maxLength")),
+            items: (count("minItems"), count("maxItems")),
+            properties: map.get("properties"),
+            pattern_properties: map.contains_key("patternProperties"),
+            additional: map.get("additionalProperties"),
+        }
+    }
+
+    /// The schema a member named `name` satisfies: its `properties` entry, else
+    /// `additionalProperties` (`true` when absent); `None` when `patternProperties` may apply.
+    pub(crate) fn member_schema(&self, name: &str) -> Option<&'a Value> {
+        if let Some(p) = self.properties.and_then(|p| p.get(name)) {
+            return Some(p);
+        }
+        if self.pattern_properties {
+            return None;
+        }
+        Some(self.additional.unwrap_or(&TRUE_SCHEMA))
+    }
+}
+
 impl Bound {
     /// The keyword that sets this bound (`lower`: a minimum).
     pub(crate) fn keyword(&self, lower: bool) -> &'static str {
@@ -838,6 +940,29 @@ mod tests {
         assert_eq!(
             (e.keyword.as_str(), e.pointer.as_str()),
             ("dependentRequired", "#/o")
+        );
+    }
+
+    #[test]
+    fn facts_are_read_leniently() {
+        let m = map(json!({
+            "const": 3, "type": "string", "required": ["a", 1], "maximum": "x",
+            "exclusiveMaximum": 4, "maxLength": 2.5, "properties": {"a": {"type": "null"}},
+            "additionalProperties": false
+        }));
+        let f = Facts::read(&m);
+        assert_eq!(f.values, Some(&[json!(3)][..]));
+        assert!(f.types.contains(JsonType::Integer) && !f.types.contains(JsonType::String));
+        assert_eq!(f.required, ["a"]);
+        assert!(f.upper.as_ref().is_some_and(|b| b.exclusive) && f.lower.is_none());
+        assert_eq!(f.lengths, (None, None));
+        assert_eq!(f.member_schema("a"), Some(&json!({"type": "null"})));
+        assert_eq!(f.member_schema("b"), Some(&json!(false)));
+        let open = map(json!({"patternProperties": {"^x": true}}));
+        assert_eq!(Facts::read(&open).member_schema("b"), None);
+        assert_eq!(
+            Facts::read(&map(json!({}))).member_schema("b"),
+            Some(&json!(true))
         );
     }
 
