@@ -1681,28 +1681,23 @@ impl Converter {
             Value::Object(m) => m,
             _ => return None,
         };
-        if ["anyOf", "oneOf", "not"].iter().any(|k| m.contains_key(*k)) {
+        let facts = ir::Facts::read(m);
+        if facts.alternatives || facts.negation {
             return None;
         }
-        let candidates: Vec<Value> = if let Some(vals) = m.get("enum").and_then(|e| e.as_array()) {
-            vals.clone()
-        } else if let Some(c) = m.get("const") {
-            vec![c.clone()]
-        } else {
-            let types: Vec<&str> = match m.get("type")? {
-                Value::String(t) => vec![t.as_str()],
-                Value::Array(a) => a.iter().filter_map(|x| x.as_str()).collect(),
-                _ => return None,
-            };
-            let mut out = Vec::new();
-            for t in types {
-                match t {
-                    "boolean" => out.extend([Value::Bool(false), Value::Bool(true)]),
-                    "null" => out.push(Value::Null),
-                    _ => return None,
+        let candidates: Vec<Value> = match facts.values {
+            Some(vals) => vals.to_vec(),
+            None => {
+                let mut out = Vec::new();
+                for t in ir::listed_types(m)? {
+                    match t {
+                        JsonType::Boolean => out.extend([Value::Bool(false), Value::Bool(true)]),
+                        JsonType::Null => out.push(Value::Null),
+                        _ => return None,
+                    }
                 }
+                out
             }
-            out
         };
         let mut kept = Vec::new();
         for v in candidates {
@@ -2577,17 +2572,8 @@ const EXACTLY_ONE_MAX_ALTERNATIVES: usize = 32;
 fn exactly_one_required(list: &[Value]) -> Option<Vec<Value>> {
     let mut sets: Vec<Vec<String>> = Vec::new();
     for b in list {
-        let m = b.as_object()?;
-        if m.keys().any(|k| k != "required" && !is_ignored(k)) {
-            return None;
-        }
-        let names: Vec<String> = m
-            .get("required")?
-            .as_array()?
-            .iter()
-            .map(|x| x.as_str().map(str::to_string))
-            .collect::<Option<_>>()?;
-        sets.push(names);
+        let names = ir::required_only(b)?;
+        sets.push(names.into_iter().map(str::to_string).collect());
     }
     if sets.len() < 2 {
         return None;

@@ -333,6 +333,37 @@ impl<'a> Shape<'a> {
     }
 }
 
+/// The `type` names in the order written (entries of a list that are not strings skipped);
+/// `None` when `type` is absent or neither a name nor a list, or names an unknown type.
+pub(crate) fn listed_types(map: &Map<String, Value>) -> Option<Vec<JsonType>> {
+    match map.get("type")? {
+        Value::String(t) => Some(vec![JsonType::from_name(t)?]),
+        Value::Array(a) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(JsonType::from_name)
+            .collect(),
+        _ => None,
+    }
+}
+
+/// The names a schema requires when requiring them is all it does (every other keyword an
+/// annotation): `oneOf` over such branches is written as disjoint alternatives.
+pub(crate) fn required_only(schema: &Value) -> Option<Vec<&str>> {
+    let map = schema.as_object()?;
+    if map
+        .keys()
+        .any(|k| k != "required" && !super::keywords::is_ignored(k))
+    {
+        return None;
+    }
+    map.get("required")?
+        .as_array()?
+        .iter()
+        .map(Value::as_str)
+        .collect()
+}
+
 /// The values `enum` and `const` allow (`const` narrows `enum` to the members equal to it),
 /// borrowed from the schema; `None` when the node has neither. An empty `enum` and an `enum`
 /// that is not an array are errors.
@@ -742,6 +773,8 @@ static TRUE_SCHEMA: Value = Value::Bool(true);
 pub(crate) struct Facts<'a> {
     /// The branch has `anyOf` or `oneOf` (nothing is proved about it).
     pub(crate) alternatives: bool,
+    /// The branch has `not`.
+    pub(crate) negation: bool,
     /// The `enum` values, else the `const` value.
     pub(crate) values: Option<&'a [Value]>,
     /// The types its values may have ([`Facts::values`]' types, else `type`, every integer
@@ -804,6 +837,7 @@ impl<'a> Facts<'a> {
         let count = |k: &str| map.get(k).and_then(Value::as_u64);
         Facts {
             alternatives: map.contains_key("anyOf") || map.contains_key("oneOf"),
+            negation: map.contains_key("not"),
             values,
             types,
             required: map
@@ -964,6 +998,24 @@ mod tests {
             Facts::read(&map(json!({}))).member_schema("b"),
             Some(&json!(true))
         );
+    }
+
+    #[test]
+    fn listed_types_and_required_only_names() {
+        let m = map(json!({"type": ["boolean", 1, "null"]}));
+        assert_eq!(
+            listed_types(&m),
+            Some(vec![JsonType::Boolean, JsonType::Null])
+        );
+        assert_eq!(listed_types(&map(json!({"type": ["null", "nil"]}))), None);
+        assert_eq!(listed_types(&map(json!({}))), None);
+        let b = json!({"required": ["a", "b"], "description": "d"});
+        assert_eq!(required_only(&b), Some(vec!["a", "b"]));
+        assert_eq!(
+            required_only(&json!({"required": ["a"], "type": "object"})),
+            None
+        );
+        assert_eq!(required_only(&json!({"required": [1]})), None);
     }
 
     #[test]
