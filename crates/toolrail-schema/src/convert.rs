@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
 use super::expr::{Expr, RuleName};
-use super::ir::{self, JsonType, TypeSet};
+use super::ir::{self, JsonType, RefTarget, TypeSet};
 use super::keywords::is_ignored;
 use super::numbers::{self, Decimal};
 use super::regex::{self, MAX_REPEAT_TOTAL, pattern_to_gbnf};
@@ -68,8 +68,11 @@ pub(crate) struct Converter {
     pub(crate) notes: Vec<Warning>,
     docs: Vec<Rc<Value>>,
     labels: Vec<String>,
-    refs: FxHashMap<(usize, String), RuleName>,
-    in_progress: FxHashMap<(usize, String), usize>,
+    /// The rule of every `$ref` target met (and of each document's root).
+    refs: FxHashMap<RefTarget, RuleName>,
+    /// The targets being converted, with the nesting of arrays and objects when they were
+    /// entered (a cycle back to one at the same nesting consumes no input).
+    in_progress: FxHashMap<RefTarget, usize>,
     consumed: usize,
     depth: usize,
     root_referenced: bool,
@@ -189,6 +192,13 @@ fn lookup<'a>(root: &'a Value, pointer: &str) -> Option<&'a Value> {
         }?;
     }
     Some(node)
+}
+
+/// The schema a resolved `$ref` points to in its document's root (`false` if it is gone,
+/// which [`Converter::resolve`] rules out).
+fn target_schema<'r>(root: &'r Value, target: &RefTarget) -> &'r Value {
+    static FALSE_SCHEMA: Value = Value::Bool(false);
+    lookup(root, &target.pointer[1..]).unwrap_or(&FALSE_SCHEMA)
 }
 
 fn percent_decode(s: &str) -> String {
@@ -335,8 +345,8 @@ impl Converter {
                 if guard > 32 {
                     return Ok(false);
                 }
-                let (_, ptr, root) = conv.resolve(mcx, r)?;
-                let target = lookup(&root, &ptr[1..]).unwrap_or(&Value::Bool(false));
+                let (target, root) = conv.resolve(mcx, r)?;
+                let target = target_schema(&root, &target);
                 return component(conv, target, required, mcx, acc, guard + 1);
             }
             if ["oneOf", "anyOf", "const"]
@@ -511,7 +521,10 @@ impl Converter {
         let stored = Rc::clone(&self.docs[doc]);
         let root = if has_refs { &*stored } else { schema };
         // the root is reachable as "#": register it so that `{"$ref": "#"}` recursion works
-        let key = (doc, "#".to_string());
+        let key = RefTarget {
+            doc,
+            pointer: "#".to_string(),
+        };
         self.refs.insert(key.clone(), name.clone());
         self.in_progress.insert(key.clone(), self.consumed);
         self.root_referenced = false;
@@ -578,13 +591,9 @@ impl Converter {
         self.visit(schema, cx, true)
     }
 
-    /// Follows a local `$ref`; returns the document, the pointer (`#/...`) and the document's
-    /// root, from which [`lookup`] reads the target without copying it.
-    fn resolve(
-        &self,
-        cx: &Ctx,
-        reference: &str,
-    ) -> Result<(usize, String, Rc<Value>), SchemaError> {
+    /// Follows a local `$ref`; returns its target and the document's root, from which
+    /// [`target_schema`] reads the target without copying it.
+    fn resolve(&self, cx: &Ctx, reference: &str) -> Result<(RefTarget, Rc<Value>), SchemaError> {
         // an absolute reference to the document's own `$id` is local
         let own_id = self.docs[cx.doc]
             .get("$id")
@@ -622,12 +631,15 @@ impl Converter {
                 format!("{reference:?} does not resolve"),
             ));
         }
-        Ok((cx.doc, format!("#{frag}"), root))
+        let target = RefTarget {
+            doc: cx.doc,
+            pointer: format!("#{frag}"),
+        };
+        Ok((target, root))
     }
 
     fn visit_ref(&mut self, cx: &Ctx, reference: &str) -> Result<Frag, SchemaError> {
-        let (doc, ptr, root) = self.resolve(cx, reference)?;
-        let key = (doc, ptr.clone());
+        let (key, root) = self.resolve(cx, reference)?;
         if let Some(&at) = self.in_progress.get(&key)
             && at == self.consumed
         {
@@ -638,20 +650,20 @@ impl Converter {
             ));
         }
         if let Some(name) = self.refs.get(&key) {
-            if ptr == "#" {
+            if key.is_root() {
                 self.root_referenced = true;
             }
             return Ok(Some(Expr::Rule(name.clone())));
         }
-        let seg = ptr.rsplit('/').next().unwrap_or("ref");
-        let hint = if ptr == "#" {
+        let seg = key.pointer.rsplit('/').next().unwrap_or("ref");
+        let hint = if key.is_root() {
             "root-schema".to_string()
         } else {
             percent_decode(seg)
         };
         let tcx = Ctx {
-            doc,
-            ptr: ptr.clone(),
+            doc: key.doc,
+            ptr: key.pointer.clone(),
             hint: hint.clone(),
             top: true,
         };
@@ -662,8 +674,7 @@ impl Converter {
             hint: name.to_string(),
             ..tcx
         };
-        let target = lookup(&root, &ptr[1..]).unwrap_or(&Value::Bool(false));
-        let r = self.visit(target, &tcx, false);
+        let r = self.visit(target_schema(&root, &key), &tcx, false);
         self.in_progress.remove(&key);
         let expr = r?;
         self.rules.fill(&name, expr.unwrap_or_else(never));
@@ -711,9 +722,8 @@ impl Converter {
             let r = r
                 .as_str()
                 .ok_or_else(|| Self::invalid("$ref", cx, "must be a string"))?;
-            let (_, ptr, root) = self.resolve(cx, r)?;
-            let target = lookup(&root, &ptr[1..]).unwrap_or(&Value::Bool(false));
-            acc = self.flatten(target, cx, guard + 1)?;
+            let (target, root) = self.resolve(cx, r)?;
+            acc = self.flatten(target_schema(&root, &target), cx, guard + 1)?;
         }
         if let Some(all) = rest.remove("allOf") {
             let list = all

@@ -259,6 +259,24 @@ pub(crate) fn unknown_keywords(map: &Map<String, Value>) -> impl Iterator<Item =
     map.keys().filter(|k| super::keywords::is_unknown(k))
 }
 
+/// A resolved `$ref`: the document (its index among the converter's documents) and the JSON
+/// pointer of the target in it (`#` or `#/...`). It keys the target's rule, so that a
+/// reference met again (a cycle) becomes a reference to that rule.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RefTarget {
+    /// The document.
+    pub(crate) doc: usize,
+    /// The target's JSON pointer, from `#`.
+    pub(crate) pointer: String,
+}
+
+impl RefTarget {
+    /// Whether the target is the document's root (`#`).
+    pub(crate) fn is_root(&self) -> bool {
+        self.pointer == "#"
+    }
+}
+
 /// `anyOf` or `oneOf`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Alternation {
