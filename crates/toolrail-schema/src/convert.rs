@@ -2730,15 +2730,14 @@ fn disjoint(a: &Value, b: &Value) -> bool {
     // a name one side requires, with values the two sides cannot share (a closed object that
     // cannot have it at all, different const/enum discriminators...)
     let members_apart = |x: &ir::Facts, y: &ir::Facts| {
-        x.required
-            .iter()
+        x.required()
             .any(|k| match (x.member_schema(k), y.member_schema(k)) {
                 (Some(p), Some(q)) => disjoint(p, q),
                 _ => false,
             })
     };
     // every number of x is below every number of y
-    let below = |x: &ir::Facts, y: &ir::Facts| match (&x.upper, &y.lower) {
+    let below = |x: &ir::Facts, y: &ir::Facts| match (x.upper(), y.lower()) {
         (Some(h), Some(l)) => {
             let o = numbers::cmp_decimal(&h.value, &l.value);
             o.is_lt() || (o.is_eq() && (h.exclusive || l.exclusive))
@@ -2750,11 +2749,11 @@ fn disjoint(a: &Value, b: &Value) -> bool {
         matches!((x.1, y.0), (Some(h), Some(l)) if h < l)
             || matches!((y.1, x.0), (Some(h), Some(l)) if h < l)
     };
-    fa.types.intersection(fb.types).iter().all(|t| match t {
+    fa.types().intersection(fb.types()).iter().all(|t| match t {
         JsonType::Object => members_apart(&fa, &fb) || members_apart(&fb, &fa),
         JsonType::Integer | JsonType::Number => below(&fa, &fb) || below(&fb, &fa),
-        JsonType::String => counts_apart(fa.lengths, fb.lengths),
-        JsonType::Array => counts_apart(fa.items, fb.items),
+        JsonType::String => counts_apart(fa.lengths(), fb.lengths()),
+        JsonType::Array => counts_apart(fa.items(), fb.items()),
         JsonType::Null | JsonType::Boolean => false,
     })
 }

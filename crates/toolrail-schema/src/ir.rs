@@ -795,19 +795,8 @@ pub(crate) struct Facts<'a> {
     pub(crate) negation: bool,
     /// The `enum` values, else the `const` value.
     pub(crate) values: Option<&'a [Value]>,
-    /// The types its values may have ([`Facts::values`]' types, else `type`, every integer
-    /// being a number, else every type).
-    pub(crate) types: TypeSet,
-    /// `required` names.
-    pub(crate) required: Vec<&'a str>,
-    /// `minimum`, else `exclusiveMinimum`.
-    pub(crate) lower: Option<Bound>,
-    /// `maximum`, else `exclusiveMaximum`.
-    pub(crate) upper: Option<Bound>,
-    /// `minLength`, `maxLength`.
-    pub(crate) lengths: (Option<u64>, Option<u64>),
-    /// `minItems`, `maxItems`.
-    pub(crate) items: (Option<u64>, Option<u64>),
+    /// The node, for the facts read on demand (bounds, counts, required names).
+    map: &'a Map<String, Value>,
     /// `properties` as written.
     properties: Option<&'a Value>,
     /// `patternProperties` is present.
@@ -824,53 +813,88 @@ impl<'a> Facts<'a> {
             (None, Some(c)) => Some(std::slice::from_ref(c)),
             (None, None) => None,
         };
-        let types = match values {
-            Some(vals) => vals.iter().flat_map(|v| TypeSet::of_value(v).iter()).fold(
-                TypeSet::EMPTY,
-                |mut set, t| {
-                    set.insert(t);
-                    set
-                },
-            ),
-            None => TypeSet::read_lenient(map).map_or(TypeSet::ALL, TypeSet::with_integers),
-        };
-        let decimal = |k: &str| {
-            map.get(k)
-                .and_then(Value::as_number)
-                .and_then(|n| Decimal::parse(&n.to_string()))
-        };
-        let bound = |inclusive: &str, exclusive: &str| {
-            decimal(inclusive)
-                .map(|value| Bound {
-                    value,
-                    exclusive: false,
-                })
-                .or_else(|| {
-                    decimal(exclusive).map(|value| Bound {
-                        value,
-                        exclusive: true,
-                    })
-                })
-        };
-        let count = |k: &str| map.get(k).and_then(Value::as_u64);
         Facts {
             alternatives: map.contains_key("anyOf") || map.contains_key("oneOf"),
             negation: map.contains_key("not"),
             values,
-            types,
-            required: map
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|r| r.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default(),
-            lower: bound("minimum", "exclusiveMinimum"),
-            upper: bound("maximum", "exclusiveMaximum"),
-            lengths: (count("minLength"), count("maxLength")),
-            items: (count("minItems"), count("maxItems")),
+            map,
             properties: map.get("properties"),
             pattern_properties: map.contains_key("patternProperties"),
             additional: map.get("additionalProperties"),
         }
+    }
+
+    /// The types its values may have: [`Facts::values`]' types, else `type` (every integer
+    /// being a number), else every type.
+    pub(crate) fn types(&self) -> TypeSet {
+        match self.values {
+            Some(vals) => {
+                let mut set = TypeSet::EMPTY;
+                for t in vals.iter().flat_map(|v| TypeSet::of_value(v).iter()) {
+                    set.insert(t);
+                }
+                set
+            }
+            None => TypeSet::read_lenient(self.map).map_or(TypeSet::ALL, TypeSet::with_integers),
+        }
+    }
+
+    /// The `required` names (entries that are not strings skipped).
+    pub(crate) fn required(&self) -> impl Iterator<Item = &'a str> {
+        self.map
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+    }
+
+    /// A bound keyword's value, if it is a number.
+    fn decimal(&self, keyword: &str) -> Option<Decimal> {
+        self.map
+            .get(keyword)
+            .and_then(Value::as_number)
+            .and_then(|n| Decimal::parse(&n.to_string()))
+    }
+
+    /// `inclusive` if it is a number, else `exclusive`.
+    fn bound(&self, inclusive: &str, exclusive: &str) -> Option<Bound> {
+        self.decimal(inclusive)
+            .map(|value| Bound {
+                value,
+                exclusive: false,
+            })
+            .or_else(|| {
+                self.decimal(exclusive).map(|value| Bound {
+                    value,
+                    exclusive: true,
+                })
+            })
+    }
+
+    /// `minimum`, else `exclusiveMinimum`.
+    pub(crate) fn lower(&self) -> Option<Bound> {
+        self.bound("minimum", "exclusiveMinimum")
+    }
+
+    /// `maximum`, else `exclusiveMaximum`.
+    pub(crate) fn upper(&self) -> Option<Bound> {
+        self.bound("maximum", "exclusiveMaximum")
+    }
+
+    /// A count keyword's value, if it is a non-negative integer.
+    fn count(&self, keyword: &str) -> Option<u64> {
+        self.map.get(keyword).and_then(Value::as_u64)
+    }
+
+    /// `minLength`, `maxLength`.
+    pub(crate) fn lengths(&self) -> (Option<u64>, Option<u64>) {
+        (self.count("minLength"), self.count("maxLength"))
+    }
+
+    /// `minItems`, `maxItems`.
+    pub(crate) fn items(&self) -> (Option<u64>, Option<u64>) {
+        (self.count("minItems"), self.count("maxItems"))
     }
 
     /// The schema a member named `name` satisfies: its `properties` entry, else
@@ -1004,10 +1028,10 @@ mod tests {
         }));
         let f = Facts::read(&m);
         assert_eq!(f.values, Some(&[json!(3)][..]));
-        assert!(f.types.contains(JsonType::Integer) && !f.types.contains(JsonType::String));
-        assert_eq!(f.required, ["a"]);
-        assert!(f.upper.as_ref().is_some_and(|b| b.exclusive) && f.lower.is_none());
-        assert_eq!(f.lengths, (None, None));
+        assert!(f.types().contains(JsonType::Integer) && !f.types().contains(JsonType::String));
+        assert_eq!(f.required().collect::<Vec<_>>(), ["a"]);
+        assert!(f.upper().is_some_and(|b| b.exclusive) && f.lower().is_none());
+        assert_eq!(f.lengths(), (None, None));
         assert_eq!(f.member_schema("a"), Some(&json!({"type": "null"})));
         assert_eq!(f.member_schema("b"), Some(&json!(false)));
         let open = map(json!({"patternProperties": {"^x": true}}));

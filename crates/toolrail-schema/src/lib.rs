@@ -77,8 +77,9 @@
 //!
 //! # Layout
 //! - [`convert`]: the walk over a schema (refs, combinators, per-type keywords);
-//! - `ir`: a schema node read into typed keyword groups (types, values, string, number,
-//!   array and object keywords), checked once; what the per-type walk reads;
+//! - `ir`: a schema node read once into its shape (reference, merge, alternatives, typed)
+//!   and typed keyword groups (types, values, string, number, array and object keywords),
+//!   checked as read; unsupported and unknown keywords listed; what the walk reads;
 //! - [`merge`]: `allOf` as one schema; [`validate`]: checks known values (enum, oneOf);
 //! - `keywords`: which keywords constrain (every other one is ignored);
 //! - [`numbers`]: integer and decimal ranges; [`regex`]: `pattern` via `regex-syntax` HIR;
