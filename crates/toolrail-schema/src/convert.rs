@@ -23,6 +23,7 @@ use super::numbers::{self, Bound, Decimal};
 use super::regex::{self, MAX_REPEAT_TOTAL, pattern_to_gbnf};
 use super::rules::RuleTable;
 use super::strings::{encoded_char_set, json_encode_char};
+use super::syntax::{self, KeyStyle};
 use super::validate::{check, json_eq, value_types};
 use super::{
     ANY_ORDER_MAX_MEMBERS, ConvertOptions, MemberOrder, SchemaError, Warning, automaton, formats,
@@ -56,6 +57,9 @@ struct Ctx {
     hint: String,
     /// The node's expression becomes a rule body as is (ref targets, document roots).
     top: bool,
+    /// How the node's object members are keyed: a call's keyword arguments (the root of an
+    /// arguments document and its `anyOf`/`oneOf` branches) or a dict.
+    keys: KeyStyle,
 }
 
 impl Ctx {
@@ -70,6 +74,7 @@ impl Ctx {
                 format!("{}-{}", self.hint, hint_seg)
             },
             top: false,
+            keys: KeyStyle::DictKey,
         }
     }
 }
@@ -177,11 +182,6 @@ fn scan_document(schema: &Value) -> Result<bool, SchemaError> {
 /// Whether the expression is a bare rule reference (needs no rule of its own).
 fn is_rule(e: &Expr) -> bool {
     matches!(e, Expr::Rule(_))
-}
-
-/// Whether the expression is a reference to the rule `name` (a primitive such as `value`).
-fn is_named(e: &Expr, name: &str) -> bool {
-    matches!(e, Expr::Rule(r) if r.as_str() == name)
 }
 
 /// The alternation of `parts`, duplicates dropped (first occurrence kept; compared as typed
@@ -486,15 +486,17 @@ impl Converter {
         }
     }
 
-    /// Adds a document; returns the expression for its root (not wrapped in a rule).
     /// Adds a document; returns a rule name (when `want_rule`, or when the root is referenced
-    /// by `#`), or else the root expression itself.
+    /// by `#`), or else the root expression itself. `keys`: how the root object's members are
+    /// keyed ([`KeyStyle::Kwarg`]: a call's keyword arguments; a `$ref` to `#` inside is then
+    /// the root as a dict, a rule of its own).
     pub(crate) fn add_document(
         &mut self,
         label: &str,
         hint: &str,
         schema: &Value,
         want_rule: bool,
+        keys: KeyStyle,
     ) -> Result<Expr, SchemaError> {
         let has_refs = scan_document(schema)?;
         let doc = self.docs.len();
@@ -519,16 +521,22 @@ impl Converter {
                 name.to_string()
             },
             top: true,
+            keys,
         };
         let stored = Rc::clone(&self.docs[doc]);
         let root = if has_refs { &*stored } else { schema };
         // the root is reachable as "#": register it so that `{"$ref": "#"}` recursion works
         let key = (doc, "#".to_string());
-        self.refs.insert(key.clone(), name.clone());
-        self.in_progress.insert(key.clone(), self.consumed);
+        let root_is_value = keys == KeyStyle::DictKey;
+        if root_is_value {
+            self.refs.insert(key.clone(), name.clone());
+            self.in_progress.insert(key.clone(), self.consumed);
+        }
         self.root_referenced = false;
         let expr = self.visit(root, &cx, false);
-        self.in_progress.remove(&key);
+        if root_is_value {
+            self.in_progress.remove(&key);
+        }
         let Some(expr) = expr? else {
             return Err(unsatisfiable(root, &cx));
         };
@@ -536,7 +544,9 @@ impl Converter {
             self.rules.fill(&name, expr);
             Ok(Expr::Rule(name))
         } else {
-            self.refs.remove(&key);
+            if root_is_value {
+                self.refs.remove(&key);
+            }
             self.rules.unreserve(&name);
             Ok(expr)
         }
@@ -571,6 +581,8 @@ impl Converter {
             return Err(Self::invalid("$ref", cx, "schema nesting too deep"));
         }
         let r = match schema {
+            // any keyword arguments
+            Value::Bool(true) if cx.keys == KeyStyle::Kwarg => self.visit_map(&Map::new(), cx),
             Value::Bool(true) => Ok(Some(self.rules.primitive_rule("value"))),
             Value::Bool(false) => Ok(None),
             Value::Object(map) => self
@@ -666,6 +678,7 @@ impl Converter {
             ptr: ptr.clone(),
             hint: hint.clone(),
             top: true,
+            keys: KeyStyle::DictKey,
         };
         let name = self.rules.reserve(&hint, self.comment(&tcx));
         self.refs.insert(key.clone(), name.clone());
@@ -955,7 +968,8 @@ impl Converter {
                 .as_str()
                 .ok_or_else(|| Self::invalid("$ref", cx, "must be a string"))?
                 .to_string();
-            if !constraining(&map, &["$ref"]) {
+            // keyword arguments are not a value another place may refer to: merged in place
+            if !constraining(&map, &["$ref"]) && cx.keys == KeyStyle::DictKey {
                 return self.visit_ref(cx, &r);
             }
         }
@@ -1009,6 +1023,7 @@ impl Converter {
                     } else {
                         format!("{}-{}", cx.hint, i + 1)
                     },
+                    keys: cx.keys,
                     ..bcx
                 };
                 let b = if has_rest {
@@ -1117,6 +1132,26 @@ impl Converter {
                 return Err(Self::invalid("type", cx, format!("unknown type {t:?}")));
             }
         }
+        if cx.keys == KeyStyle::Kwarg {
+            // keyword arguments: an object written without braces, never a literal
+            if !types.contains(&"object") {
+                return Err(Self::invalid(
+                    "type",
+                    cx,
+                    "a call's arguments are keyword arguments: the schema must admit objects",
+                ));
+            }
+            for k in ["enum", "const"] {
+                if map.contains_key(k) {
+                    return Err(Self::invalid(
+                        k,
+                        cx,
+                        "cannot be written as keyword arguments (only properties can)",
+                    ));
+                }
+            }
+            return self.object(map, cx);
+        }
         // enum / const
         if map.contains_key("enum") || map.contains_key("const") {
             let mut values: Vec<Value> = match map.get("enum") {
@@ -1187,7 +1222,7 @@ impl Converter {
         }
         if has("number") {
             if let Some(e) = self.number(map, cx, false)? {
-                plain += usize::from(is_named(&e, "number"));
+                plain += usize::from(self.rules.is_primitive(&e, "number"));
                 parts.push(e);
             }
         } else if has("integer")
@@ -1198,19 +1233,19 @@ impl Converter {
         if has("string")
             && let Some(e) = self.string(map, cx)?
         {
-            plain += usize::from(is_named(&e, "string"));
+            plain += usize::from(self.rules.is_primitive(&e, "string"));
             parts.push(e);
         }
         if has("array")
             && let Some(e) = self.array(map, cx)?
         {
-            plain += usize::from(is_named(&e, "array"));
+            plain += usize::from(self.rules.is_primitive(&e, "array"));
             parts.push(e);
         }
         if has("object")
             && let Some(e) = self.object(map, cx)?
         {
-            plain += usize::from(is_named(&e, "object"));
+            plain += usize::from(self.rules.is_primitive(&e, "object"));
             parts.push(e);
         }
         if plain == 6 {
@@ -1224,7 +1259,8 @@ impl Converter {
     /// [`Self::any_order`]).
     fn literal(&mut self, v: &Value, cx: &Ctx) -> Expr {
         match v {
-            Value::Null | Value::Bool(_) => Expr::literal(v.to_string()),
+            Value::Null => Expr::literal(self.rules.syntax.null()),
+            Value::Bool(b) => Expr::literal(self.rules.syntax.boolean(*b)),
             Value::Number(n) => match Decimal::parse(&n.to_string()) {
                 Some(d) => {
                     let sign = if d.neg {
@@ -2058,6 +2094,24 @@ impl Converter {
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err(Self::invalid("required", cx, "must be an array")),
         };
+        let kwargs = cx.keys == KeyStyle::Kwarg;
+        if kwargs {
+            for (keyword, name) in props
+                .iter()
+                .map(|(k, _)| ("properties", k.as_str()))
+                .chain(required.iter().map(|k| ("required", k.as_str())))
+            {
+                if !syntax::is_identifier(name) {
+                    return Err(Self::invalid(
+                        keyword,
+                        cx,
+                        format!(
+                            "{name:?} cannot be a keyword argument: names must be Python identifiers"
+                        ),
+                    ));
+                }
+            }
+        }
         // close_objects closes objects that declare their properties; a schema without
         // `properties` is a free-form object
         let closed_by_default = (self.opts.close_objects || self.opts.llama_compat)
@@ -2108,7 +2162,7 @@ impl Converter {
                         )?,
                     }
                 }
-                let kv = v.map(|v| self.kv_rule(&pcx, k, v, &sp));
+                let kv = v.map(|v| self.kv_rule(&pcx, k, v, &sp, cx.keys));
                 declared.push((k.to_string(), kv, required.contains(k)));
             }
             let add_cx = cx.child("additionalProperties", "additional");
@@ -2134,7 +2188,7 @@ impl Converter {
                             ),
                             ..add_cx.clone()
                         };
-                        self.kv_rule(&pcx, r, v.clone(), &sp)
+                        self.kv_rule(&pcx, r, v.clone(), &sp, cx.keys)
                     });
                     declared.push((r.clone(), kv, true));
                 }
@@ -2162,11 +2216,14 @@ impl Converter {
             }
             let names: Vec<String> = declared.iter().map(|(k, _, _)| k.clone()).collect();
             if names.is_empty()
+                && !kwargs
                 && patterns.is_empty()
                 && property_names.is_none()
                 && min_p == 0
                 && max_p.is_none()
-                && add_value.as_ref().is_some_and(|v| is_named(v, "value"))
+                && add_value
+                    .as_ref()
+                    .is_some_and(|v| self.rules.is_primitive(v, "value"))
             {
                 return Ok(Some(self.rules.primitive_rule("object")));
             }
@@ -2175,7 +2232,36 @@ impl Converter {
                 .filter_map(|(name, kv, required)| kv.map(|kv| Member { name, kv, required }))
                 .collect();
             let key: Option<Expr> = match &property_names {
-                _ if add_value.is_none() => None,
+                _ if add_value.is_none() && (!kwargs || patterns.is_empty()) => None,
+                // keyword arguments: an identifier, then `=`
+                _ if kwargs => {
+                    for keyword in ["patternProperties", "propertyNames"] {
+                        if map.contains_key(keyword) {
+                            // lenient: any other identifier with any value (wider)
+                            self.unsupported(
+                                keyword,
+                                cx,
+                                "names of undeclared keyword arguments cannot be constrained",
+                            )?;
+                        }
+                    }
+                    let declared: Vec<&str> = names.iter().map(String::as_str).collect();
+                    let key = syntax::identifier_not_in(&declared).ok_or_else(|| {
+                        Self::invalid(
+                            "properties",
+                            cx,
+                            format!(
+                                "a declared name longer than {} characters cannot be told apart from undeclared keyword arguments",
+                                syntax::MAX_EXCLUDED_IDENTIFIER
+                            ),
+                        )
+                    })?;
+                    Some(Expr::Rule(self.rules.add(
+                        &format!("{}-other-name", cx.hint),
+                        key,
+                        None,
+                    )))
+                }
                 None if names.is_empty() => Some(self.rules.primitive_rule("string")),
                 None => Some(Expr::Rule(self.not_strings(&add_cx, &names))),
                 Some(pn) => {
@@ -2193,6 +2279,18 @@ impl Converter {
                 }
             };
             let extra: Option<Expr> = match (&add_value, key) {
+                (_, Some(key)) if kwargs => {
+                    let value = match &add_value {
+                        Some(v) if patterns.is_empty() => v.clone(),
+                        _ => self.rules.primitive_rule("value"),
+                    };
+                    let comment = self.comment(&add_cx);
+                    Some(Expr::Rule(self.rules.add(
+                        &format!("{}-additional-kv", cx.hint),
+                        Expr::seq([key, value]),
+                        comment,
+                    )))
+                }
                 _ if !patterns.is_empty() => self
                     .pattern_members(
                         cx,
@@ -2228,7 +2326,11 @@ impl Converter {
                     ),
                 ));
             }
+            // keyword arguments: the parentheses are the caller's
             let braces = |body: Expr| {
+                if kwargs {
+                    return body;
+                }
                 Expr::seq([
                     Expr::literal("{"),
                     sp.clone(),
@@ -2237,7 +2339,11 @@ impl Converter {
                     Expr::literal("}"),
                 ])
             };
-            let empty_object = Expr::seq([Expr::literal("{"), sp.clone(), Expr::literal("}")]);
+            let empty_object = if kwargs {
+                Expr::Empty
+            } else {
+                Expr::seq([Expr::literal("{"), sp.clone(), Expr::literal("}")])
+            };
             let sep = Expr::seq([Expr::literal(","), sp.clone()]);
             if members.is_empty() {
                 let Some(x) = extra else {
@@ -2456,10 +2562,15 @@ impl Converter {
             values.push(self.child(ps, pcx)?);
         }
         // with additional members of any value, a pattern of any value constrains nothing
-        let open = additional.as_ref().is_some_and(|v| is_named(v, "value"));
+        let open = additional
+            .as_ref()
+            .is_some_and(|v| self.rules.is_primitive(v, "value"));
         let mut kept: Vec<(String, Option<Expr>, Ctx)> = Vec::new();
         for ((p, _, pcx), v) in groups.into_iter().zip(values) {
-            if !(open && v.as_ref().is_some_and(|v| is_named(v, "value"))) {
+            if !(open
+                && v.as_ref()
+                    .is_some_and(|v| self.rules.is_primitive(v, "value")))
+            {
                 kept.push((p, v, pcx));
             }
         }
@@ -2684,10 +2795,16 @@ impl Converter {
         }
     }
 
-    /// The rule `"key" ":" space value` of one declared member.
-    fn kv_rule(&mut self, cx: &Ctx, key: &str, value: Expr, sp: &Expr) -> RuleName {
-        let key_lit = Expr::literal(Value::String(key.to_string()).to_string());
-        let body = Expr::seq([key_lit, Expr::literal(":"), sp.clone(), value]);
+    /// The rule `"key" ":" space value` of one declared member (`key=value` for a keyword
+    /// argument).
+    fn kv_rule(&mut self, cx: &Ctx, key: &str, value: Expr, sp: &Expr, keys: KeyStyle) -> RuleName {
+        let body = match keys {
+            KeyStyle::DictKey => {
+                let key_lit = Expr::literal(Value::String(key.to_string()).to_string());
+                Expr::seq([key_lit, Expr::literal(":"), sp.clone(), value])
+            }
+            KeyStyle::Kwarg => Expr::seq([Expr::literal(format!("{key}=")), value]),
+        };
         self.rules.add(&format!("{}-kv", cx.hint), body, None)
     }
 
