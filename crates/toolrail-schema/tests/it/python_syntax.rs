@@ -134,3 +134,177 @@ fn keyword_arguments_follow_the_object_rules() {
         ("properties", "#")
     );
 }
+
+/// `text` (JSON) as a Python literal: `true`/`false`/`null` outside strings become
+/// `True`/`False`/`None`; everything else is the same text (serde writes no `\/` and no
+/// surrogate escapes, which Python reads differently).
+fn python_literal(json_text: &str) -> String {
+    let mut out = String::with_capacity(json_text.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut rest = json_text;
+    while let Some(c) = rest.chars().next() {
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            rest = &rest[c.len_utf8()..];
+            continue;
+        }
+        let word = [("true", "True"), ("false", "False"), ("null", "None")]
+            .into_iter()
+            .find(|(w, _)| rest.starts_with(w));
+        if let Some((w, py)) = word {
+            out.push_str(py);
+            rest = &rest[w.len()..];
+            continue;
+        }
+        in_string = c == '"';
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// The instance as the keyword arguments of a call `f(...)`, when it is an object whose names
+/// are identifiers (not reserved words).
+fn python_call(data: &Value, sep: &str) -> Option<String> {
+    let members = data.as_object()?;
+    let mut out = String::from("f(");
+    for (i, (k, v)) in members.iter().enumerate() {
+        if !toolrail_schema::is_identifier(k)
+            || toolrail_schema::syntax::PYTHON_KEYWORDS.contains(&k.as_str())
+        {
+            return None;
+        }
+        if i > 0 {
+            out.push_str(sep);
+        }
+        out.push_str(k);
+        out.push('=');
+        out.push_str(&python_literal(&serde_json::to_string(v).ok()?));
+    }
+    out.push(')');
+    Some(out)
+}
+
+/// Whether the grammar accepts `text` (None: checking took too long).
+fn verdict(engine: &mut toolrail_engine::Engine, text: &str) -> Option<bool> {
+    let started = std::time::Instant::now();
+    let mut state = engine.initial();
+    for chunk in text.as_bytes().chunks(64) {
+        match engine.feed(state, chunk) {
+            Ok(next) => state = next,
+            Err(_) => return Some(false),
+        }
+        if started.elapsed() > std::time::Duration::from_secs(2) {
+            return None;
+        }
+    }
+    Some(engine.can_end(state))
+}
+
+/// One walker, one semantics: on every MaskBench schema the converter expresses, the grammar in
+/// Python syntax judges every instance written as a Python literal exactly as the JSON grammar
+/// judges it written as JSON (stored and compact spellings); and where the schema admits
+/// keyword arguments, the call `f(k=v, ...)` of every object instance exactly as the JSON
+/// grammar judges the object. Prints the counts.
+#[test]
+fn maskbench_python_agrees_with_json() {
+    std::thread::Builder::new()
+        .stack_size(8 << 20)
+        .spawn(maskbench_agreement)
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+fn maskbench_agreement() {
+    use toolrail_engine::Engine;
+    use toolrail_schema::schema_to_gbnf;
+    let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .join("../shared/corpus/maskbench/data");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() > 1000, "MaskBench sample not found");
+    let (mut schemas, mut values, mut calls, mut timed_out) = (0, 0, 0, 0);
+    let mut argument_schemas = 0;
+    let mut disagreements = Vec::new();
+    for path in &files {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("?");
+        let file: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let schema = &file["schema"];
+        let Ok(json) = schema_to_gbnf(schema, &ConvertOptions::default()) else {
+            continue;
+        };
+        let mut c = SchemaConverter::with_syntax(ConvertOptions::default(), LiteralSyntax::Python);
+        let value = c
+            .add_schema("value", schema)
+            .unwrap_or_else(|e| panic!("{name}: JSON converts, Python does not: {e}"));
+        let py_text = c.finish(&value);
+        let mut c = SchemaConverter::with_syntax(ConvertOptions::default(), LiteralSyntax::Python);
+        let call_text = c
+            .add_arguments("args", schema)
+            .ok()
+            .map(|args| c.finish(&Expr::seq([Expr::literal("f("), args, Expr::literal(")")])));
+        schemas += 1;
+        argument_schemas += usize::from(call_text.is_some());
+        let engine = |text: &str| {
+            Engine::new(Arc::new(
+                Grammar::parse(text).unwrap_or_else(|e| panic!("{name}: {e}\n{text}")),
+            ))
+        };
+        let mut json_engine = engine(&json.gbnf);
+        let mut py_engine = engine(&py_text);
+        let mut call_engine = call_text.as_deref().map(engine);
+        for (i, case) in file["tests"].as_array().into_iter().flatten().enumerate() {
+            let data = &case["data"];
+            for (pretty, text) in [
+                (true, serde_json::to_string_pretty(data).unwrap()),
+                (false, serde_json::to_string(data).unwrap()),
+            ] {
+                let (Some(j), Some(p)) = (
+                    verdict(&mut json_engine, &text),
+                    verdict(&mut py_engine, &python_literal(&text)),
+                ) else {
+                    timed_out += 1;
+                    continue;
+                };
+                values += 1;
+                if j != p {
+                    disagreements.push(format!("{name} #{i} value: JSON {j}, Python {p}"));
+                }
+                if let (Some(engine), Some(call)) = (
+                    call_engine.as_mut(),
+                    python_call(data, if pretty { ", " } else { "," }),
+                ) {
+                    match verdict(engine, &call) {
+                        Some(k) if k == j => calls += 1,
+                        Some(k) => {
+                            calls += 1;
+                            disagreements
+                                .push(format!("{name} #{i} call: JSON {j}, call {k}: {call}"));
+                        }
+                        None => timed_out += 1,
+                    }
+                }
+            }
+        }
+    }
+    println!(
+        "MaskBench in Python syntax: {schemas} schemas ({argument_schemas} as keyword arguments), \
+         {values} values and {calls} calls judged as in JSON, {} disagreements, {timed_out} timed out",
+        disagreements.len()
+    );
+    assert!(disagreements.is_empty(), "{disagreements:#?}");
+    assert!(schemas > 1300 && values > 5000, "{schemas} {values}");
+}
