@@ -540,7 +540,8 @@ impl Converter {
         let Some(expr) = expr? else {
             return Err(unsatisfiable(root, &cx));
         };
-        if self.root_referenced || (want_rule && !is_rule(&expr)) {
+        // no rule for nothing (the keyword arguments of a call without parameters)
+        if self.root_referenced || (want_rule && !is_rule(&expr) && !expr.is_empty()) {
             self.rules.fill(&name, expr);
             Ok(Expr::Rule(name))
         } else {

@@ -306,5 +306,51 @@ fn maskbench_agreement() {
         disagreements.len()
     );
     assert!(disagreements.is_empty(), "{disagreements:#?}");
-    assert!(schemas > 1300 && values > 5000, "{schemas} {values}");
+    assert!(
+        schemas > 1300 && values > 9000 && calls > 8000,
+        "{schemas} {values} {calls}"
+    );
+}
+
+/// Lenient: keyword arguments whose undeclared names a pattern constrains become any other
+/// identifier with any value (wider, never narrower), with a warning naming the keyword.
+#[test]
+fn lenient_keyword_arguments_only_widen() {
+    let schema = json!({"type": "object", "properties": {"a": {"type": "integer"}},
+        "patternProperties": {"^x_": {"type": "integer"}}, "additionalProperties": false});
+    let mut c = SchemaConverter::with_syntax(ConvertOptions::default(), LiteralSyntax::Python);
+    let err = c.add_arguments("args", &schema).unwrap_err();
+    assert_eq!(
+        (err.keyword.as_str(), err.pointer.as_str()),
+        ("patternProperties", "#")
+    );
+    let lenient = ConvertOptions {
+        lenient: true,
+        ..Default::default()
+    };
+    let mut c = SchemaConverter::with_syntax(lenient, LiteralSyntax::Python);
+    let args = c.add_arguments("args", &schema).unwrap();
+    assert!(
+        c.warnings()
+            .iter()
+            .any(|w| w.keyword == "patternProperties")
+    );
+    let text = c.finish(&Expr::seq([Expr::literal("f("), args, Expr::literal(")")]));
+    let g = Arc::new(Grammar::parse(&text).unwrap());
+    for (call, ok) in [
+        ("f(a=1, x_b=2)", true),
+        ("f(x_b=\"s\", y=None)", true),
+        ("f(a=\"1\")", false),
+        ("f(a=1, a=1)", false),
+    ] {
+        assert_eq!(
+            toolrail_engine::check(&g, call.as_bytes()).is_accepted(),
+            ok,
+            "{call}\n{text}"
+        );
+    }
+    // no parameters: nothing between the parentheses, and no rule for it
+    let mut c = SchemaConverter::with_syntax(ConvertOptions::default(), LiteralSyntax::Python);
+    let closed = json!({"type": "object", "properties": {}, "additionalProperties": false});
+    assert_eq!(c.add_arguments("args", &closed).unwrap(), Expr::Empty);
 }
