@@ -538,7 +538,13 @@ impl Converter {
             self.in_progress.remove(&key);
         }
         let Some(expr) = expr? else {
-            return Err(unsatisfiable(root, &cx));
+            let mut e = unsatisfiable(root, &cx);
+            if !root_is_value {
+                e.message.push_str(
+                    " (a call's arguments are keyword arguments: only objects can be written)",
+                );
+            }
+            return Err(e);
         };
         // no rule for nothing (the keyword arguments of a call without parameters)
         if self.root_referenced || (want_rule && !is_rule(&expr) && !expr.is_empty()) {
@@ -1134,13 +1140,10 @@ impl Converter {
             }
         }
         if cx.keys == KeyStyle::Kwarg {
-            // keyword arguments: an object written without braces, never a literal
+            // keyword arguments: an object written without braces, never a literal; an
+            // `anyOf` branch admitting no object matches no call
             if !types.contains(&"object") {
-                return Err(Self::invalid(
-                    "type",
-                    cx,
-                    "a call's arguments are keyword arguments: the schema must admit objects",
-                ));
+                return Ok(None);
             }
             for k in ["enum", "const"] {
                 if map.contains_key(k) {

@@ -123,6 +123,15 @@ fn keyword_arguments_follow_the_object_rules() {
         .add_arguments("args", &json!({"type": "string"}))
         .unwrap_err();
     assert_eq!((err.keyword.as_str(), err.pointer.as_str()), ("type", "#"));
+    assert!(err.message.contains("only objects"), "{err}");
+    // a branch admitting no object matches no call
+    check(
+        &json!({"anyOf": [{"type": "null"}, {"type": "object",
+            "properties": {"a": {"type": "integer"}}, "additionalProperties": false}]}),
+        true,
+        &["f()", "f(a=1)"],
+        &["f(None)", "f(a=None)"],
+    );
     let err = c
         .add_arguments(
             "args",
