@@ -271,7 +271,8 @@ impl Converter {
         }
     }
 
-    /// A keyword llama.cpp ignores ([`ConvertOptions::llama_compat`]): always a warning (once).
+    /// A keyword llama.cpp ignores ([`ConvertOptions::llama_compat`]), or a constraint no
+    /// grammar can hold (a keyword argument written twice): always a warning (once).
     fn ignored(&mut self, keyword: &str, cx: &Ctx, message: impl Into<String>) {
         let w = Warning {
             keyword: keyword.to_string(),
@@ -2288,6 +2289,13 @@ impl Converter {
                         Some(v) if patterns.is_empty() => v.clone(),
                         _ => self.rules.primitive_rule("value"),
                     };
+                    // a grammar cannot remember which names were written: said, not hidden
+                    self.ignored(
+                        "additionalProperties",
+                        cx,
+                        "undeclared keyword arguments: the grammar cannot forbid repeating one \
+                         (`f(x=1, x=2)`, a Python syntax error that validation rejects)",
+                    );
                     let comment = self.comment(&add_cx);
                     Some(Expr::Rule(self.rules.add(
                         &format!("{}-additional-kv", cx.hint),

@@ -263,7 +263,8 @@ impl SchemaConverter {
         RuleName::new(self.inner.rules.primitive("space"))
     }
 
-    /// Constraints dropped so far (lenient and llama_compat modes).
+    /// Constraints dropped so far (lenient and llama_compat modes; and for keyword arguments,
+    /// that an undeclared one may be written twice, which no grammar can forbid).
     pub fn warnings(&self) -> &[Warning] {
         &self.inner.warnings
     }

@@ -518,6 +518,29 @@ fn pythonic_open_objects_exclude_declared_keys() {
     // Duplicate keys are not valid Python calls and collapse in dicts: the validator's view.
     let r = v.validate_output(Format::Pythonic, "f(a=1, a=2)", ValidateOptions::default());
     assert!(r.feedback().unwrap().contains("duplicate argument 'a'"));
+    // An undeclared name written twice: no grammar can forbid it; the grammar says so.
+    assert!(accepts(&g, "f(a=1, zz=1, zz=2)"));
+    let r = v.validate_output(
+        Format::Pythonic,
+        "f(a=1, zz=1, zz=2)",
+        ValidateOptions::default(),
+    );
+    assert!(r.feedback().unwrap().contains("duplicate argument 'zz'"));
+    let warnings = tool_call_grammar(&tools, &opts(Format::Pythonic))
+        .unwrap()
+        .warnings;
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("additionalProperties") && w.contains("repeating")),
+        "{warnings:?}"
+    );
+    assert!(
+        tool_call_grammar(&tools, &opts(Format::OpenAi))
+            .unwrap()
+            .warnings
+            .is_empty()
+    );
 }
 
 /// The converter's `format` rules and the validator's format assertions agree on sampled values
