@@ -2,7 +2,7 @@
 //!
 //! The converter walks a schema once; what it emits for a value depends only on the literal
 //! syntax of the grammar ([`LiteralSyntax`]) and, for an object, on how its member keys are
-//! written ([`KeyStyle`]). JSON and Python literals share most of their syntax: double-quoted
+//! written (`KeyStyle`). JSON and Python literals share most of their syntax: double-quoted
 //! strings with the escapes `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t` and `\uXXXX` (outside
 //! the surrogates), numbers without a leading `+` or leading zeros, lists `[...]` and dicts with
 //! string keys `{"k": v}`, whitespace between tokens. They differ in the words (`True`,
@@ -13,7 +13,7 @@
 //! enum and const literals) is the same text in both.
 //!
 //! The pythonic call envelope writes a tool's arguments object as keyword arguments
-//! (`name(a=1, b="x")`): [`KeyStyle::Kwarg`], the same object lowering with `a=` in place of
+//! (`name(a=1, b="x")`): `KeyStyle::Kwarg`, the same object lowering with `a=` in place of
 //! `"a": ` and no braces.
 
 use crate::expr::Expr;
