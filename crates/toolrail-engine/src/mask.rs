@@ -119,6 +119,13 @@ impl TokenMask {
         }
     }
 
+    /// Forbids token `id`.
+    fn remove(&mut self, id: u32) {
+        if (id as usize) < self.len {
+            self.bits[id as usize / 64] &= !(1 << (id % 64));
+        }
+    }
+
     /// True if token `id` is allowed.
     pub fn contains(&self, id: u32) -> bool {
         (id as usize) < self.len && self.bits[id as usize / 64] & (1 << (id % 64)) != 0
@@ -547,6 +554,8 @@ pub struct MaskEngine {
     frontier_after: u32,
     /// Masks computed from a string body's frontier so far.
     frontier_starts: u64,
+    /// Subtrees below the root read off a string body's frontier so far.
+    frontier_descents: u64,
     /// Stack steps one mask may take.
     work_limit: u64,
     /// Recognizer memory ([`Engine::memory_entries`]) above which [`Self::bound_memory`]
@@ -588,6 +597,7 @@ impl MaskEngine {
             frontier_demand: FxHashMap::default(),
             frontier_after: FRONTIER_AFTER,
             frontier_starts: 0,
+            frontier_descents: 0,
             work_limit: MASK_WORK_LIMIT,
             engine_memory_limit: crate::check::STREAM_MEMORY_ENTRIES,
             kept_after_compact: 0,
@@ -626,6 +636,12 @@ impl MaskEngine {
     /// a walk from the root) so far: for tests and profiling.
     pub fn frontier_starts(&self) -> u64 {
         self.frontier_starts
+    }
+
+    /// How many subtrees below the root were read off a string body's frontier (instead of
+    /// walked) so far: for tests and profiling.
+    pub fn frontier_descents(&self) -> u64 {
+        self.frontier_descents
     }
 
     /// Keeps the recognizer's memory bounded while one input is walked forward (generation):
@@ -724,6 +740,7 @@ impl MaskEngine {
             frontier_demand,
             frontier_after,
             frontier_starts,
+            frontier_descents,
             work_limit,
             ..
         } = self;
@@ -748,94 +765,44 @@ impl MaskEngine {
                 }
             }
         }
+        let mut memo = StepMemo {
+            engine,
+            tops,
+            profiles,
+            viable_partials,
+            high_steps,
+        };
+        let mut bodies = Bodies {
+            string_bodies,
+            frontiers,
+            frontier_demand,
+            frontier_after: *frontier_after,
+            met: Vec::new(),
+        };
         // Depth-first over the trie; each entry: node index, the state after its byte, and the
         // whole code points read so far.
         let mut todo: Vec<(usize, SetId, PartialUtf8, u32)> = Vec::new();
         // A string body: every token that reads only code points leading back to the set is
         // allowed at once; the walk starts at the frontier. See "Performance notes" above.
-        let body = if state.partial.is_complete() {
-            string_body(engine, tops, profiles, string_bodies, state.set)
+        let at_root = if state.partial.is_complete() {
+            bodies.frontier_chain(trie, &mut memo, state.set, (0, 0))
         } else {
             None
         };
-        let body = body.filter(|&(exceptions, next)| {
-            // A chain that ends at its first step other than as `body_chain` asks: the walk
-            // decides (a known property name's first letters beside `additionalProperties`).
-            if next != state.set
-                && body_chain(
-                    engine,
-                    tops,
-                    profiles,
-                    string_bodies,
-                    (state.set, next),
-                    exceptions,
-                    1,
-                )
-                .is_none()
-            {
-                return false;
-            }
-            if frontiers.contains_key(&exceptions) {
-                return true;
-            }
-            if frontier_demand.len() >= TOPS_LIMIT {
-                frontier_demand.clear();
-            }
-            let met = frontier_demand.entry(exceptions).or_insert(0);
-            *met += 1;
-            *met >= *frontier_after
-        });
-        let chain = match body {
-            Some((exceptions, next)) => {
-                if frontiers.len() >= FRONTIERS_LIMIT && !frontiers.contains_key(&exceptions) {
-                    frontiers.clear();
-                }
-                let frontier = frontiers
-                    .entry(exceptions)
-                    .or_insert_with(|| Frontier::new(trie, exceptions));
-                body_chain(
-                    engine,
-                    tops,
-                    profiles,
-                    string_bodies,
-                    (state.set, next),
-                    exceptions,
-                    frontier.max_depth(),
-                )
-                // Levels are kept as bytes: a chain ending past 253 code points with longer
-                // tokens below is left to the walk.
-                .filter(|(_, last)| {
-                    last.is_none_or(|j| j < u32::from(LEVEL_CAP) || j >= frontier.max_level)
-                })
-                .map(|chain| (frontier, chain))
-            }
-            None => None,
-        };
-        match chain {
-            Some((frontier, (sets, last))) => {
+        match at_root {
+            Some(chain) => {
                 *frontier_starts += 1;
-                frontier.add_allowed(trie, last, &mut mask);
-                for &(child, partial, chars_read) in &frontier.entries {
-                    if last.is_some_and(|j| chars_read > j) {
-                        // Below the end of the chain: a code point that kills the set.
-                        continue;
-                    }
-                    let at = sets[(chars_read as usize).min(sets.len() - 1)];
-                    let byte = trie.nodes[child as usize].byte;
-                    let next = child_state(
-                        engine,
-                        tops,
-                        profiles,
-                        viable_partials,
-                        high_steps,
-                        (at, partial),
-                        byte,
-                    )?;
-                    if let Some((set, partial, read)) = next {
-                        todo.push((child as usize, set, partial, chars_read + read));
-                    }
-                }
-                if engine.work_done() - work_start > *work_limit {
+                bodies.frontiers[&chain.exceptions].descend(
+                    trie,
+                    &mut memo,
+                    0,
+                    0,
+                    (&chain.sets, chain.last),
+                    chain.skip,
+                    &mut mask,
+                    &mut todo,
+                )?;
+                if memo.engine.work_done() - work_start > *work_limit {
                     return Err(MaskError::TooMuchWork {
                         limit: *work_limit,
                         tokens: mask.count(),
@@ -847,7 +814,7 @@ impl MaskEngine {
         while let Some((node, set, partial, chars_read)) = todo.pop() {
             let node_info = trie.nodes[node];
             // Tokens ending here.
-            if node_info.token_count > 0 && end_allows(engine, set, partial) {
+            if node_info.token_count > 0 && end_allows(memo.engine, set, partial) {
                 for &id in &trie.token_ids[node_info.first_token as usize
                     ..(node_info.first_token + node_info.token_count) as usize]
                 {
@@ -858,9 +825,9 @@ impl MaskEngine {
             // (for pieces valid to the end with at least one more whole code point).
             if state.partial.is_complete()
                 && partial.is_complete()
-                && top_classes(engine, tops, profiles, set).token_top
+                && top_classes(memo.engine, memo.tops, memo.profiles, set).token_top
             {
-                for (negated, value) in token_tops(engine, set) {
+                for (negated, value) in token_tops(memo.engine, set) {
                     for id in trie.tokens_below(node) {
                         let PieceInfo { valid, chars } = info[id as usize];
                         if valid && chars > chars_read && (value == id) != negated {
@@ -878,7 +845,7 @@ impl MaskEngine {
                 let below = trie.below[node];
                 let clean = !below.high || below.utf8_ok & 1 != 0;
                 if clean && below.depth <= MAX_CHAIN {
-                    match uniform_chain(engine, tops, profiles, set, below)? {
+                    match uniform_chain(memo.engine, memo.tops, memo.profiles, set, below)? {
                         Chain::AllAllowed => {
                             for &id in trie.ids_below(node) {
                                 mask.insert(id);
@@ -894,23 +861,43 @@ impl MaskEngine {
             let mut child = node + 1;
             while child < end {
                 let c = trie.nodes[child];
-                let next = child_state(
-                    engine,
-                    tops,
-                    profiles,
-                    viable_partials,
-                    high_steps,
-                    (set, partial),
-                    c.byte,
-                )?;
-                if engine.work_done() - work_start > *work_limit {
+                let next = memo.child_state((set, partial), c.byte)?;
+                if memo.engine.work_done() - work_start > *work_limit {
                     return Err(MaskError::TooMuchWork {
                         limit: *work_limit,
                         tokens: mask.count(),
                     });
                 }
                 if let Some((next, p, read)) = next {
-                    todo.push((child, next, p, chars_read + read));
+                    // Entering a string body below the root, along a path of its non-exception
+                    // code points: the rest of the subtree is read off its frontier.
+                    let body = if next != set && p.is_complete() && state.partial.is_complete() {
+                        bodies.frontier_chain(trie, &mut memo, next, (child, chars_read + read))
+                    } else {
+                        None
+                    };
+                    match body {
+                        Some(chain) => {
+                            *frontier_descents += 1;
+                            // Tokens ending at the child end in a live set with nothing pending.
+                            for &id in &trie.token_ids
+                                [c.first_token as usize..(c.first_token + c.token_count) as usize]
+                            {
+                                mask.insert(id);
+                            }
+                            bodies.frontiers[&chain.exceptions].descend(
+                                trie,
+                                &mut memo,
+                                child,
+                                chars_read + read,
+                                (&chain.sets, chain.last),
+                                chain.skip,
+                                &mut mask,
+                                &mut todo,
+                            )?;
+                        }
+                        _ => todo.push((child, next, p, chars_read + read)),
+                    }
                 }
                 child = c.subtree_end as usize;
             }
@@ -996,6 +983,173 @@ fn child_state(
     }
 }
 
+/// The recognizer and the memo tables a walk steps stack sets with.
+struct StepMemo<'a> {
+    engine: &'a mut Engine,
+    tops: &'a mut FxHashMap<SetId, TopClasses>,
+    profiles: &'a mut FxHashMap<u32, (u128, Option<bool>)>,
+    viable_partials: &'a mut FxHashMap<(SetId, PartialUtf8), bool>,
+    high_steps: &'a mut FxHashMap<(SetId, u64), u32>,
+}
+
+impl StepMemo<'_> {
+    /// See [`child_state`].
+    fn child_state(
+        &mut self,
+        from: (SetId, PartialUtf8),
+        byte: u8,
+    ) -> Result<Option<(SetId, PartialUtf8, u32)>, MaskError> {
+        child_state(
+            self.engine,
+            self.tops,
+            self.profiles,
+            self.viable_partials,
+            self.high_steps,
+            from,
+            byte,
+        )
+    }
+}
+
+/// The string-body tables one mask computation uses (see [`MaskEngine::string_bodies`]).
+struct Bodies<'a> {
+    string_bodies: &'a mut FxHashMap<SetId, Option<(u128, SetId)>>,
+    frontiers: &'a mut FxHashMap<u128, Frontier>,
+    frontier_demand: &'a mut FxHashMap<u128, u32>,
+    frontier_after: u32,
+    /// Exception sets whose demand this mask counted already.
+    met: Vec<u128>,
+}
+
+impl Bodies<'_> {
+    /// Where `set`, met at trie node `node` after `base` code points (the root: `(0, 0)`), is a
+    /// string body whose frontier serves the node's subtree: its exceptions (the key of its
+    /// frontier, built here once enough masks asked for it) and its chain of sets (see
+    /// [`body_chain`]). None where the walk decides: no body, a chain that ends at its first step
+    /// other than as `body_chain` asks (a known property name's first letters beside
+    /// `additionalProperties`), no frontier yet, a node not interior to the frontier, or a
+    /// chain whose end the frontier's levels cannot tell.
+    fn frontier_chain(
+        &mut self,
+        trie: &TokenTrie,
+        memo: &mut StepMemo<'_>,
+        set: SetId,
+        (node, base): (usize, u32),
+    ) -> Option<FrontierChain> {
+        let (first_exceptions, next) = string_body(
+            memo.engine,
+            memo.tops,
+            memo.profiles,
+            self.string_bodies,
+            set,
+        )?;
+        let direct = next == set
+            || body_chain(
+                memo.engine,
+                memo.tops,
+                memo.profiles,
+                self.string_bodies,
+                (set, next),
+                first_exceptions,
+                1,
+            )
+            .is_some();
+        // Else a first step into a body with fewer exceptions (a known property name's letters
+        // beside `additionalProperties`: every other code point goes on to the plain string).
+        let (exceptions, after) = if direct {
+            (first_exceptions, next)
+        } else {
+            let (exceptions, after) = string_body(
+                memo.engine,
+                memo.tops,
+                memo.profiles,
+                self.string_bodies,
+                next,
+            )?;
+            let goes_on = after == next
+                || body_chain(
+                    memo.engine,
+                    memo.tops,
+                    memo.profiles,
+                    self.string_bodies,
+                    (next, after),
+                    exceptions,
+                    1,
+                )
+                .is_some();
+            if !goes_on {
+                return None;
+            }
+            (exceptions, after)
+        };
+        if !self.frontiers.contains_key(&exceptions) {
+            if self.met.contains(&exceptions) {
+                return None;
+            }
+            self.met.push(exceptions);
+            if self.frontier_demand.len() >= TOPS_LIMIT {
+                self.frontier_demand.clear();
+            }
+            let met = self.frontier_demand.entry(exceptions).or_insert(0);
+            *met += 1;
+            if *met < self.frontier_after {
+                return None;
+            }
+            if self.frontiers.len() >= FRONTIERS_LIMIT {
+                self.frontiers.clear();
+            }
+            self.frontiers
+                .insert(exceptions, Frontier::new(trie, exceptions));
+        }
+        let frontier = self.frontiers.get(&exceptions)?;
+        if !frontier.is_interior(node) {
+            return None;
+        }
+        let depth = frontier.max_depth().saturating_sub(base);
+        let (sets, last) = if direct {
+            body_chain(
+                memo.engine,
+                memo.tops,
+                memo.profiles,
+                self.string_bodies,
+                (set, next),
+                exceptions,
+                depth,
+            )?
+        } else {
+            let (rest, last) = body_chain(
+                memo.engine,
+                memo.tops,
+                memo.profiles,
+                self.string_bodies,
+                (next, after),
+                exceptions,
+                depth.saturating_sub(1),
+            )?;
+            let mut sets = Vec::with_capacity(rest.len() + 1);
+            sets.push(set);
+            sets.extend(rest);
+            (sets, last.map(|j| j + 1))
+        };
+        frontier.level_fits(base, last).then_some(FrontierChain {
+            exceptions,
+            skip: first_exceptions & !exceptions,
+            sets,
+            last,
+        })
+    }
+}
+
+/// What [`Bodies::frontier_chain`] found: the frontier to read (by its exceptions), the chain of
+/// sets (see [`body_chain`]), and the ASCII code points the chain's first set treats apart from
+/// the frontier's other code points (read by the walk, not off the frontier).
+struct FrontierChain {
+    exceptions: u128,
+    skip: u128,
+    sets: Vec<SetId>,
+    last: Option<u32>,
+}
+
 /// Exception sets whose frontiers are kept at most (each holds a mask, a byte per token and a
 /// node list: about 0.3 MB for a vocabulary of 262,144 tokens).
 const FRONTIERS_LIMIT: usize = 64;
@@ -1029,9 +1183,17 @@ struct Frontier {
     levels: Vec<u8>,
     /// The highest level in `levels`.
     max_level: u32,
+    /// The most code points read before an entry or by a token of `allowed`, plus one.
+    max_depth: u32,
     /// The frontier: a child node, the pending sequence before its byte and the whole code
-    /// points read before it (the set there is the string body itself).
+    /// points read before it (the set there is the string body itself), by node (so the
+    /// entries below one node are one run).
     entries: Vec<(u32, PartialUtf8, u32)>,
+    /// Bit `n`: trie node `n` is reached from the root through non-exception code points only,
+    /// cleanly encoded, and ends a code point. Below such a node the frontier's tokens and
+    /// entries are what a walk that finds a string body with these exceptions there needs (see
+    /// [`Frontier::descend`]).
+    interior: Vec<u64>,
 }
 
 impl Frontier {
@@ -1040,10 +1202,14 @@ impl Frontier {
         let mut levels = vec![u8::MAX; trie.token_ids.len()];
         let mut max_level = 0u32;
         let mut entries = Vec::new();
+        let mut interior = vec![0u64; trie.nodes.len().div_ceil(64)];
         // Depth-first: node, decoder state (see `AFTER_E0`), pending sequence, code points read.
         let mut todo: Vec<(usize, u8, PartialUtf8, u32)> = vec![(0, 0, PartialUtf8::default(), 0)];
         while let Some((node, clean, partial, chars_read)) = todo.pop() {
             let n = trie.nodes[node];
+            if clean == 0 {
+                interior[node / 64] |= 1 << (node % 64);
+            }
             for &id in
                 &trie.token_ids[n.first_token as usize..(n.first_token + n.token_count) as usize]
             {
@@ -1080,32 +1246,113 @@ impl Frontier {
                 child = c.subtree_end as usize;
             }
         }
+        entries.sort_unstable_by_key(|e| e.0);
+        let max_depth = entries
+            .iter()
+            .map(|e| e.2)
+            .max()
+            .unwrap_or(0)
+            .max(max_level + 1);
         Frontier {
             allowed,
             levels,
             max_level,
+            max_depth,
             entries,
+            interior,
         }
     }
 
-    /// Adds to `mask` the tokens of `allowed` whose level is at most `last` (None: all).
-    fn add_allowed(&self, trie: &TokenTrie, last: Option<u32>, mask: &mut TokenMask) {
-        match last {
-            Some(last) if last < self.max_level => {
-                for (&level, &id) in self.levels.iter().zip(&trie.token_ids) {
-                    if u32::from(level) <= last {
-                        mask.insert(id);
+    /// True if `node` is interior to the frontier (see [`Frontier::interior`]).
+    fn is_interior(&self, node: usize) -> bool {
+        self.interior[node / 64] & (1 << (node % 64)) != 0
+    }
+
+    /// True if a chain of sets from an interior node `base` code points deep, ending at `last`,
+    /// can be read off `levels` (capped at [`LEVEL_CAP`]): else the walk decides.
+    fn level_fits(&self, base: u32, last: Option<u32>) -> bool {
+        last.is_none_or(|j| j + base < u32::from(LEVEL_CAP) || j + base >= self.max_level)
+    }
+
+    /// From interior node `node`, `base` code points deep, at a string body whose chain of sets
+    /// (see [`body_chain`]) is `sets` ending at `last`: adds to `mask` the tokens strictly below
+    /// the node that read only non-exception code points up to the chain's end, and steps each
+    /// frontier entry below the node from the chain's set at its depth, onto `todo` (as
+    /// [`MaskEngine::compute`]'s walk does). At the root (`base` 0) this is the whole trie. The
+    /// node's children whose byte is in `skip` (ASCII code points the chain's first set treats
+    /// apart, see [`Bodies::frontier_chain`]) are stepped from the first set onto `todo`
+    /// instead, with nothing below them read off the frontier.
+    #[allow(clippy::too_many_arguments)]
+    fn descend(
+        &self,
+        trie: &TokenTrie,
+        memo: &mut StepMemo<'_>,
+        node: usize,
+        base: u32,
+        (sets, last): (&[SetId], Option<u32>),
+        skip: u128,
+        mask: &mut TokenMask,
+        todo: &mut Vec<(usize, SetId, PartialUtf8, u32)>,
+    ) -> Result<(), MaskError> {
+        let n = trie.nodes[node];
+        let whole = node == 0 && last.is_none_or(|j| j >= self.max_level);
+        if whole {
+            mask.union_with(&self.allowed);
+        }
+        let limit = last.map_or(u32::MAX, |j| j + base);
+        let mut entry = self.entries.partition_point(|e| (e.0 as usize) <= node);
+        let mut child = node + 1;
+        while child < n.subtree_end as usize {
+            let c = trie.nodes[child];
+            let tokens = c.first_token as usize..trie.token_end[child] as usize;
+            let entries_end =
+                entry + self.entries[entry..].partition_point(|e| e.0 < c.subtree_end);
+            if c.byte < 0x80 && skip & (1u128 << c.byte) != 0 {
+                // Decided by the walk below the child (the frontier allows none of its tokens
+                // but through the first set, which does not take this code point as the others).
+                if whole {
+                    for &id in &trie.token_ids[tokens] {
+                        mask.remove(id);
+                    }
+                }
+                if let Some((set, partial, read)) =
+                    memo.child_state((sets[0], PartialUtf8::default()), c.byte)?
+                {
+                    todo.push((child, set, partial, base + read));
+                }
+            } else {
+                if !whole {
+                    for (&level, &id) in self.levels[tokens.clone()]
+                        .iter()
+                        .zip(&trie.token_ids[tokens])
+                    {
+                        if level != u8::MAX && u32::from(level) <= limit {
+                            mask.insert(id);
+                        }
+                    }
+                }
+                for &(at_node, partial, chars_read) in &self.entries[entry..entries_end] {
+                    let depth = chars_read - base;
+                    if last.is_some_and(|j| depth > j) {
+                        // Below the end of the chain: a code point that kills the set.
+                        continue;
+                    }
+                    let at = sets[(depth as usize).min(sets.len() - 1)];
+                    let byte = trie.nodes[at_node as usize].byte;
+                    if let Some((set, partial, read)) = memo.child_state((at, partial), byte)? {
+                        todo.push((at_node as usize, set, partial, chars_read + read));
                     }
                 }
             }
-            _ => mask.union_with(&self.allowed),
+            entry = entries_end;
+            child = c.subtree_end as usize;
         }
+        Ok(())
     }
 
-    /// The most code points read before a frontier entry or by a token of `upto`.
+    /// The most code points read before a frontier entry or by a token of `allowed`.
     fn max_depth(&self) -> u32 {
-        let entries = self.entries.iter().map(|e| e.2).max().unwrap_or(0);
-        entries.max(self.max_level + 1)
+        self.max_depth
     }
 }
 
