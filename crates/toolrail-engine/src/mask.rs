@@ -544,12 +544,12 @@ pub struct MaskEngine {
     /// Per stack set met at the start of a mask (or on a string body's chain): where it is a
     /// string body (see [`string_body`]), its exceptions and the set its other code points
     /// lead to; else None.
-    string_bodies: FxHashMap<SetId, Option<(u128, SetId)>>,
+    string_bodies: FxHashMap<SetId, Option<(BodyKey, SetId)>>,
     /// Per exception set of a string body: its trie frontier (depends on the vocabulary only).
-    frontiers: FxHashMap<u128, Frontier>,
+    frontiers: FxHashMap<BodyKey, Frontier>,
     /// Per exception set without a frontier yet: the cold masks that met it (a frontier is
     /// built at the [`FRONTIER_AFTER`]-th: building one walks the whole trie).
-    frontier_demand: FxHashMap<u128, u32>,
+    frontier_demand: FxHashMap<BodyKey, u32>,
     /// [`FRONTIER_AFTER`] unless set with [`MaskEngine::with_frontier_after`].
     frontier_after: u32,
     /// Masks computed from a string body's frontier so far.
@@ -792,7 +792,7 @@ impl MaskEngine {
         match at_root {
             Some(chain) => {
                 *frontier_starts += 1;
-                bodies.frontiers[&chain.exceptions].descend(
+                bodies.frontiers[&chain.key].descend(
                     trie,
                     &mut memo,
                     0,
@@ -885,7 +885,7 @@ impl MaskEngine {
                             {
                                 mask.insert(id);
                             }
-                            bodies.frontiers[&chain.exceptions].descend(
+                            bodies.frontiers[&chain.key].descend(
                                 trie,
                                 &mut memo,
                                 child,
@@ -1013,12 +1013,12 @@ impl StepMemo<'_> {
 
 /// The string-body tables one mask computation uses (see [`MaskEngine::string_bodies`]).
 struct Bodies<'a> {
-    string_bodies: &'a mut FxHashMap<SetId, Option<(u128, SetId)>>,
-    frontiers: &'a mut FxHashMap<u128, Frontier>,
-    frontier_demand: &'a mut FxHashMap<u128, u32>,
+    string_bodies: &'a mut FxHashMap<SetId, Option<(BodyKey, SetId)>>,
+    frontiers: &'a mut FxHashMap<BodyKey, Frontier>,
+    frontier_demand: &'a mut FxHashMap<BodyKey, u32>,
     frontier_after: u32,
     /// Exception sets whose demand this mask counted already.
-    met: Vec<u128>,
+    met: Vec<BodyKey>,
 }
 
 impl Bodies<'_> {
@@ -1036,7 +1036,7 @@ impl Bodies<'_> {
         set: SetId,
         (node, base): (usize, u32),
     ) -> Option<FrontierChain> {
-        let (first_exceptions, next) = string_body(
+        let (first, next) = string_body(
             memo.engine,
             memo.tops,
             memo.profiles,
@@ -1050,16 +1050,16 @@ impl Bodies<'_> {
                 memo.profiles,
                 self.string_bodies,
                 (set, next),
-                first_exceptions,
+                first,
                 1,
             )
             .is_some();
-        // Else a first step into a body with fewer exceptions (a known property name's letters
+        // Else a first step into a body of another kind (a known property name's letters
         // beside `additionalProperties`: every other code point goes on to the plain string).
-        let (exceptions, after) = if direct {
-            (first_exceptions, next)
+        let (key, after) = if direct {
+            (first, next)
         } else {
-            let (exceptions, after) = string_body(
+            let (key, after) = string_body(
                 memo.engine,
                 memo.tops,
                 memo.profiles,
@@ -1073,38 +1073,48 @@ impl Bodies<'_> {
                     memo.profiles,
                     self.string_bodies,
                     (next, after),
-                    exceptions,
+                    key,
                     1,
                 )
                 .is_some();
-            if !goes_on {
+            // The frontier's first level must not take a code point above U+007F that the
+            // first set does not take as its other code points (the walk only sees ASCII apart).
+            if !goes_on || (key.high && !first.high) {
                 return None;
             }
-            (exceptions, after)
+            (key, after)
         };
-        if !self.frontiers.contains_key(&exceptions) {
-            if self.met.contains(&exceptions) {
+        if !self.frontiers.contains_key(&key) {
+            if self.met.contains(&key) {
                 return None;
             }
-            self.met.push(exceptions);
+            self.met.push(key);
             if self.frontier_demand.len() >= TOPS_LIMIT {
                 self.frontier_demand.clear();
             }
-            let met = self.frontier_demand.entry(exceptions).or_insert(0);
+            let met = self.frontier_demand.entry(key).or_insert(0);
             *met += 1;
             if *met < self.frontier_after {
                 return None;
             }
             if self.frontiers.len() >= FRONTIERS_LIMIT {
-                self.frontiers.clear();
+                // The least used goes (the plain JSON string's stays).
+                let least = self
+                    .frontiers
+                    .iter()
+                    .min_by_key(|(_, f)| f.uses)
+                    .map(|(&k, _)| k);
+                if let Some(least) = least {
+                    self.frontiers.remove(&least);
+                }
             }
-            self.frontiers
-                .insert(exceptions, Frontier::new(trie, exceptions));
+            self.frontiers.insert(key, Frontier::new(trie, key));
         }
-        let frontier = self.frontiers.get(&exceptions)?;
+        let frontier = self.frontiers.get_mut(&key)?;
         if !frontier.is_interior(node) {
             return None;
         }
+        frontier.uses += 1;
         let depth = frontier.max_depth().saturating_sub(base);
         let (sets, last) = if direct {
             body_chain(
@@ -1113,7 +1123,7 @@ impl Bodies<'_> {
                 memo.profiles,
                 self.string_bodies,
                 (set, next),
-                exceptions,
+                key,
                 depth,
             )?
         } else {
@@ -1123,7 +1133,7 @@ impl Bodies<'_> {
                 memo.profiles,
                 self.string_bodies,
                 (next, after),
-                exceptions,
+                key,
                 depth.saturating_sub(1),
             )?;
             let mut sets = Vec::with_capacity(rest.len() + 1);
@@ -1132,22 +1142,31 @@ impl Bodies<'_> {
             (sets, last.map(|j| j + 1))
         };
         frontier.level_fits(base, last).then_some(FrontierChain {
-            exceptions,
-            skip: first_exceptions & !exceptions,
+            key,
+            skip: first.exceptions & !key.exceptions,
             sets,
             last,
         })
     }
 }
 
-/// What [`Bodies::frontier_chain`] found: the frontier to read (by its exceptions), the chain of
+/// What [`Bodies::frontier_chain`] found: the frontier to read (by its key), the chain of
 /// sets (see [`body_chain`]), and the ASCII code points the chain's first set treats apart from
 /// the frontier's other code points (read by the walk, not off the frontier).
 struct FrontierChain {
-    exceptions: u128,
+    key: BodyKey,
     skip: u128,
     sets: Vec<SetId>,
     last: Option<u32>,
+}
+
+/// What makes a set a string body (see [`string_body`]), and keys its frontier: the ASCII code
+/// points apart (`exceptions`), and whether the code points above U+007F go on as the others
+/// (`high`: `[^"\\]`, `.`) or are apart too (`[0-9A-Za-z]`: no class on top takes them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct BodyKey {
+    exceptions: u128,
+    high: bool,
 }
 
 /// Exception sets whose frontiers are kept at most (each holds a mask, a byte per token and a
@@ -1181,6 +1200,9 @@ struct Frontier {
     /// string body for fewer code points than its level and the set after `level` code points is
     /// alive), or `u8::MAX` outside `allowed`.
     levels: Vec<u8>,
+    /// Per level `l` below [`UPTO_LEVELS`] (and up to `max_level`): the tokens of `allowed`
+    /// whose level is at most `l` (a counted chain's end at the root reads its tokens off one).
+    upto: Vec<TokenMask>,
     /// The highest level in `levels`.
     max_level: u32,
     /// The most code points read before an entry or by a token of `allowed`, plus one.
@@ -1194,10 +1216,16 @@ struct Frontier {
     /// entries are what a walk that finds a string body with these exceptions there needs (see
     /// [`Frontier::descend`]).
     interior: Vec<u64>,
+    /// Subtrees read off this frontier so far (the least used is dropped when too many are
+    /// kept).
+    uses: u64,
 }
 
+/// Levels a [`Frontier`] keeps a mask of the tokens up to (each is a mask over the vocabulary).
+const UPTO_LEVELS: usize = 16;
+
 impl Frontier {
-    fn new(trie: &TokenTrie, exceptions: u128) -> Self {
+    fn new(trie: &TokenTrie, key: BodyKey) -> Self {
         let mut allowed = TokenMask::empty(trie.vocab_len);
         let mut levels = vec![u8::MAX; trie.token_ids.len()];
         let mut max_level = 0u32;
@@ -1231,11 +1259,17 @@ impl Frontier {
                 } else {
                     continuation_next(clean, c.byte)
                 };
-                let exception = clean == 0 && c.byte < 0x80 && exceptions & (1u128 << c.byte) != 0;
+                let exception = clean == 0
+                    && if c.byte < 0x80 {
+                        key.exceptions & (1u128 << c.byte) != 0
+                    } else {
+                        !key.high
+                    };
                 match (utf8::step(partial, c.byte), next_clean) {
                     // No set allows anything below an invalid byte.
                     (Utf8Step::Invalid, _) => {}
-                    (Utf8Step::Char(_), Some(0)) if !exception => {
+                    _ if exception => entries.push((child as u32, partial, chars_read)),
+                    (Utf8Step::Char(_), Some(0)) => {
                         todo.push((child, 0, PartialUtf8::default(), chars_read + 1));
                     }
                     (Utf8Step::Pending(p), Some(next)) if next != 0 => {
@@ -1247,6 +1281,17 @@ impl Frontier {
             }
         }
         entries.sort_unstable_by_key(|e| e.0);
+        let mut upto =
+            vec![TokenMask::empty(trie.vocab_len); (max_level as usize + 1).min(UPTO_LEVELS)];
+        for (&level, &id) in levels.iter().zip(&trie.token_ids) {
+            if let Some(mask) = upto.get_mut(usize::from(level)) {
+                mask.insert(id);
+            }
+        }
+        for l in 1..upto.len() {
+            let (below, at) = upto.split_at_mut(l);
+            at[0].union_with(&below[l - 1]);
+        }
         let max_depth = entries
             .iter()
             .map(|e| e.2)
@@ -1256,10 +1301,12 @@ impl Frontier {
         Frontier {
             allowed,
             levels,
+            upto,
             max_level,
             max_depth,
             entries,
             interior,
+            uses: 0,
         }
     }
 
@@ -1295,10 +1342,24 @@ impl Frontier {
         todo: &mut Vec<(usize, SetId, PartialUtf8, u32)>,
     ) -> Result<(), MaskError> {
         let n = trie.nodes[node];
-        let whole = node == 0 && last.is_none_or(|j| j >= self.max_level);
-        if whole {
-            mask.union_with(&self.allowed);
+        let upto = match last {
+            _ if node != 0 => None,
+            Some(j) if j < self.max_level => self.upto.get(j as usize),
+            _ => Some(&self.allowed),
+        };
+        let whole = upto.is_some();
+        if let Some(upto) = upto {
+            mask.union_with(upto);
         }
+        // What each set of the chain takes at all (an entry whose first byte none takes is dead,
+        // known without a step).
+        let takes: Vec<(u128, bool)> = sets
+            .iter()
+            .map(|&set| {
+                let t = top_classes(memo.engine, memo.tops, memo.profiles, set);
+                (t.ascii_any, t.high_any || t.token_top)
+            })
+            .collect();
         let limit = last.map_or(u32::MAX, |j| j + base);
         let mut entry = self.entries.partition_point(|e| (e.0 as usize) <= node);
         let mut child = node + 1;
@@ -1337,9 +1398,24 @@ impl Frontier {
                         // Below the end of the chain: a code point that kills the set.
                         continue;
                     }
-                    let at = sets[(depth as usize).min(sets.len() - 1)];
+                    let level = (depth as usize).min(sets.len() - 1);
                     let byte = trie.nodes[at_node as usize].byte;
-                    if let Some((set, partial, read)) = memo.child_state((at, partial), byte)? {
+                    if partial.is_complete() {
+                        let (ascii, high) = takes[level];
+                        let taken = match byte {
+                            0x00..=0x7F => ascii & (1u128 << byte) != 0,
+                            // Lead bytes of code points above U+007F only (C0, C1, E0 and F0 may
+                            // start overlong forms of ASCII, which llama.cpp decodes).
+                            0xC2..=0xDF | 0xE1..=0xEF | 0xF1..=0xF4 => high,
+                            _ => true,
+                        };
+                        if !taken {
+                            continue;
+                        }
+                    }
+                    if let Some((set, partial, read)) =
+                        memo.child_state((sets[level], partial), byte)?
+                    {
                         todo.push((at_node as usize, set, partial, chars_read + read));
                     }
                 }
@@ -1356,8 +1432,8 @@ impl Frontier {
     }
 }
 
-/// Where `set` is a string body: its exceptions (the ASCII code points that need not lead where
-/// the others do) and the set every other code point leads to (memoized in `bodies`); else
+/// Where `set` is a string body: its key (the ASCII code points that need not lead where the
+/// others do, and whether those above U+007F do) and the set every other code point leads to (memoized in `bodies`); else
 /// None. A string body: no token element on top; every class on top matches all of
 /// U+0080..=U+10FFFF or none of it, and at most 64 ASCII code points differ from that (every
 /// other code point is matched by the same classes, so leads to the same set, alive); and some
@@ -1365,14 +1441,18 @@ impl Frontier {
 /// (`partial_viable`, which reads the class's characters, and `match_partial_char`, which reads
 /// its ranges), so a token ending inside such a sequence is allowed and the walk would descend
 /// below it. `[^"\\]*` is one (it leads back to itself), and so is each position of
-/// `[^"\\]{0,64}` (each leads to the next).
+/// `[^"\\]{0,64}` (each leads to the next). A body of ASCII only: no class on top may match a
+/// code point above U+007F (they are all exceptions, `BodyKey::high` false), and at least
+/// [`MIN_ASCII_BODY`] ASCII code points are matched by the same classes (the largest such group
+/// are the body's code points, every other one an exception): each position of
+/// `[0-9A-Za-z]{8}`, or `[0-9]*`.
 fn string_body(
     engine: &mut Engine,
     tops: &mut FxHashMap<SetId, TopClasses>,
     profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
-    bodies: &mut FxHashMap<SetId, Option<(u128, SetId)>>,
+    bodies: &mut FxHashMap<SetId, Option<(BodyKey, SetId)>>,
     set: SetId,
-) -> Option<(u128, SetId)> {
+) -> Option<(BodyKey, SetId)> {
     if let Some(&known) = bodies.get(&set) {
         return known;
     }
@@ -1386,33 +1466,89 @@ fn string_body_uncached(
     tops: &mut FxHashMap<SetId, TopClasses>,
     profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
     set: SetId,
-) -> Option<(u128, SetId)> {
-    let exceptions = {
+) -> Option<(BodyKey, SetId)> {
+    let (key, step_as) = {
         let t = top_classes(engine, tops, profiles, set);
-        if t.token_top || !t.high_alike || !t.high_any {
+        if t.token_top {
             return None;
         }
-        let mut exceptions = 0u128;
-        for &(ascii, high) in &t.classes {
-            exceptions |= if high == Some(true) { !ascii } else { ascii };
+        if !t.high_any {
+            // No class takes a code point above U+007F: the body is the largest group of ASCII
+            // code points the same classes match (`[0-9A-Za-z]` in `[0-9A-Za-z]{8}`).
+            let group = largest_ascii_group(&t.classes)?;
+            if group.count_ones() < MIN_ASCII_BODY {
+                return None;
+            }
+            let key = BodyKey {
+                exceptions: !group,
+                high: false,
+            };
+            (key, group.trailing_zeros())
+        } else {
+            if !t.high_alike {
+                return None;
+            }
+            let mut exceptions = 0u128;
+            for &(ascii, high) in &t.classes {
+                exceptions |= if high == Some(true) { !ascii } else { ascii };
+            }
+            if exceptions.count_ones() > 64 {
+                return None;
+            }
+            (
+                BodyKey {
+                    exceptions,
+                    high: true,
+                },
+                0x80,
+            )
         }
-        exceptions
     };
-    if exceptions.count_ones() > 64 {
-        return None;
-    }
-    let takes_partials = engine.arena().set(set).iter().any(|&s| {
-        engine.arena().top(s).is_some_and(|pos| {
-            engine.grammar().element(pos).kind.starts_char_class()
-                && profiles.get(&pos).is_some_and(|p| p.1 == Some(true))
-                && takes_every_clean_partial(engine, pos)
-        })
-    });
+    let takes_partials = !key.high
+        || engine.arena().set(set).iter().any(|&s| {
+            engine.arena().top(s).is_some_and(|pos| {
+                engine.grammar().element(pos).kind.starts_char_class()
+                    && profiles.get(&pos).is_some_and(|p| p.1 == Some(true))
+                    && takes_every_clean_partial(engine, pos)
+            })
+        });
     if !takes_partials {
         return None;
     }
-    let next = engine.step_set(set, 0x80);
-    (next != DEAD_SET && next != EXPLODED_SET).then_some((exceptions, next))
+    let next = engine.step_set(set, step_as);
+    (next != DEAD_SET && next != EXPLODED_SET).then_some((key, next))
+}
+
+/// The fewest ASCII code points a body of ASCII only (no class on top takes a code point above
+/// U+007F) gathers: fewer are a literal's few letters, which the walk decides at once.
+const MIN_ASCII_BODY: u32 = 8;
+
+/// The largest group of ASCII code points that some class on top matches and that every class
+/// treats alike (they all lead to one set); None with more than 64 classes.
+fn largest_ascii_group(classes: &[(u128, Option<bool>)]) -> Option<u128> {
+    if classes.len() > 64 {
+        return None;
+    }
+    let mut groups: Vec<(u64, u128)> = Vec::new();
+    for c in 0..128u32 {
+        let mut matched = 0u64;
+        for (i, &(ascii, _)) in classes.iter().enumerate() {
+            if ascii & (1u128 << c) != 0 {
+                matched |= 1 << i;
+            }
+        }
+        if matched == 0 {
+            continue;
+        }
+        match groups.iter_mut().find(|g| g.0 == matched) {
+            Some(group) => group.1 |= 1u128 << c,
+            None => groups.push((matched, 1u128 << c)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, members)| members)
+        .max_by_key(|members| members.count_ones())
 }
 
 /// The sets a string body's non-exception code points lead through, from `(start, next)` (a
@@ -1425,9 +1561,9 @@ fn body_chain(
     engine: &mut Engine,
     tops: &mut FxHashMap<SetId, TopClasses>,
     profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
-    bodies: &mut FxHashMap<SetId, Option<(u128, SetId)>>,
+    bodies: &mut FxHashMap<SetId, Option<(BodyKey, SetId)>>,
     (start, next): (SetId, SetId),
-    exceptions: u128,
+    key: BodyKey,
     max_depth: u32,
 ) -> Option<(Vec<SetId>, Option<u32>)> {
     let mut sets = vec![start];
@@ -1439,10 +1575,10 @@ fn body_chain(
         }
         sets.push(next);
         match string_body(engine, tops, profiles, bodies, next) {
-            Some((e, after)) if e == exceptions => next = after,
+            Some((k, after)) if k == key => next = after,
             _ => {
                 let t = top_classes(engine, tops, profiles, next);
-                let ends = !t.token_top && !t.high_any && t.ascii_any & !exceptions == 0;
+                let ends = !t.token_top && !t.high_any && t.ascii_any & !key.exceptions == 0;
                 return ends.then_some((sets.clone(), Some(sets.len() as u32 - 1)));
             }
         }

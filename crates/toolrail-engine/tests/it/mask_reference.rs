@@ -451,3 +451,63 @@ root ::= "{" ( "\"ab\"" | "\"name\"" | key ) ":" "1" "}""#
         );
     }
 }
+
+/// A set whose classes take no code point above U+007F is a body of ASCII only: the largest
+/// group of ASCII code points its classes treat alike are read off that group's frontier (high
+/// code points are exceptions there, walked). The masks must still be the reference's at every
+/// position of counted chains of such groups, after them, for unbounded ones, and where such a
+/// set's first step leads into a body that takes high code points (which must not be read off
+/// that body's frontier at the first level).
+#[test]
+fn ascii_body_frontier_equals_reference() {
+    let extra: &[&[u8]] = &[
+        b"abcd1234",
+        b"ab12-",
+        b"a1b2c3d4",
+        b"abcdefgh-",
+        b"abcdefgh-ab",
+        b"ABCDEFGH",
+        b"1234",
+        b"12345678",
+        b"ab\"",
+        b"ff\"",
+        "éa".as_bytes(),
+        "abé".as_bytes(),
+        b"a>",
+        b"ab>",
+        b"99!",
+        b"9!",
+    ];
+    let table = vocabulary_with(extra);
+    let mut masks = MaskEngine::new(Arc::clone(&table)).with_frontier_after(1);
+    let text = r#"root ::= "\"" [0-9A-Za-z]{8} "-" [0-9A-Fa-f]{4} "\"" | "<" [a-z] [^>]* ">" | "n" [0-9]* "!""#;
+    let grammar = Arc::new(Grammar::parse(text).unwrap());
+    let mut engine = Engine::new(Arc::clone(&grammar));
+    let initial = engine.initial();
+    let starts_before = masks.frontier_starts();
+    for prefix in [
+        "\"",
+        "\"ab",
+        "\"abcdefg",
+        "\"abcdefgh",
+        "\"abcdefgh-",
+        "\"abcdefgh-ab",
+        "<",
+        "<a",
+        "<ab",
+        "n",
+        "n1",
+        "n12",
+    ] {
+        let Ok(state) = engine.feed(initial, prefix.as_bytes()) else {
+            panic!("prefix {prefix:?} rejected");
+        };
+        if let Err(e) = compare(&mut masks, &mut engine, state, &format!("after {prefix:?}")) {
+            panic!("{e}");
+        }
+    }
+    assert!(
+        masks.frontier_starts() > starts_before,
+        "ASCII bodies start at their frontier"
+    );
+}
