@@ -1366,8 +1366,15 @@ impl Frontier {
         while child < n.subtree_end as usize {
             let c = trie.nodes[child];
             let tokens = c.first_token as usize..trie.token_end[child] as usize;
-            let entries_end =
-                entry + self.entries[entry..].partition_point(|e| e.0 < c.subtree_end);
+            // The entries below this child follow (a few at most: a linear scan).
+            let mut entries_end = entry;
+            while self
+                .entries
+                .get(entries_end)
+                .is_some_and(|e| e.0 < c.subtree_end)
+            {
+                entries_end += 1;
+            }
             if c.byte < 0x80 && skip & (1u128 << c.byte) != 0 {
                 // Decided by the walk below the child (the frontier allows none of its tokens
                 // but through the first set, which does not take this code point as the others).
