@@ -781,22 +781,35 @@ impl MaskEngine {
         };
         // Depth-first over the trie; each entry: node index, the state after its byte, and the
         // whole code points read so far.
-        let mut todo: Vec<(usize, SetId, PartialUtf8, u32)> = Vec::new();
-        // A string body: every token that reads only code points leading back to the set is
-        // allowed at once; the walk starts at the frontier. See "Performance notes" above.
-        let at_root = if state.partial.is_complete() {
-            bodies.frontier_chain(trie, &mut memo, state.set, (0, 0))
-        } else {
-            None
-        };
-        match at_root {
-            Some(chain) => {
-                *frontier_starts += 1;
+        let mut todo: Vec<WalkEntry> = vec![(0, state.set, state.partial, 0, true)];
+        while let Some((node, set, partial, chars_read, entered)) = todo.pop() {
+            let node_info = trie.nodes[node];
+            // Tokens ending here.
+            if node_info.token_count > 0 && end_allows(memo.engine, set, partial) {
+                for &id in &trie.token_ids[node_info.first_token as usize
+                    ..(node_info.first_token + node_info.token_count) as usize]
+                {
+                    mask.insert(id);
+                }
+            }
+            // A string body entered here, along a path of its code points from the root: the
+            // subtree is read off its frontier. See "Performance notes" above.
+            let body = if entered && partial.is_complete() && state.partial.is_complete() {
+                bodies.frontier_chain(trie, &mut memo, set, (node, chars_read))
+            } else {
+                None
+            };
+            if let Some(chain) = body {
+                if node == 0 {
+                    *frontier_starts += 1;
+                } else {
+                    *frontier_descents += 1;
+                }
                 bodies.frontiers[&chain.key].descend(
                     trie,
                     &mut memo,
-                    0,
-                    0,
+                    node,
+                    chars_read,
                     (&chain.sets, chain.last),
                     chain.skip,
                     &mut mask,
@@ -808,18 +821,7 @@ impl MaskEngine {
                         tokens: mask.count(),
                     });
                 }
-            }
-            None => todo.push((0, state.set, state.partial, 0)),
-        }
-        while let Some((node, set, partial, chars_read)) = todo.pop() {
-            let node_info = trie.nodes[node];
-            // Tokens ending here.
-            if node_info.token_count > 0 && end_allows(memo.engine, set, partial) {
-                for &id in &trie.token_ids[node_info.first_token as usize
-                    ..(node_info.first_token + node_info.token_count) as usize]
-                {
-                    mask.insert(id);
-                }
+                continue;
             }
             // A token element on top, met with code points still to read: the id alone decides
             // (for pieces valid to the end with at least one more whole code point).
@@ -869,35 +871,7 @@ impl MaskEngine {
                     });
                 }
                 if let Some((next, p, read)) = next {
-                    // Entering a string body below the root, along a path of its non-exception
-                    // code points: the rest of the subtree is read off its frontier.
-                    let body = if next != set && p.is_complete() && state.partial.is_complete() {
-                        bodies.frontier_chain(trie, &mut memo, next, (child, chars_read + read))
-                    } else {
-                        None
-                    };
-                    match body {
-                        Some(chain) => {
-                            *frontier_descents += 1;
-                            // Tokens ending at the child end in a live set with nothing pending.
-                            for &id in &trie.token_ids
-                                [c.first_token as usize..(c.first_token + c.token_count) as usize]
-                            {
-                                mask.insert(id);
-                            }
-                            bodies.frontiers[&chain.key].descend(
-                                trie,
-                                &mut memo,
-                                child,
-                                chars_read + read,
-                                (&chain.sets, chain.last),
-                                chain.skip,
-                                &mut mask,
-                                &mut todo,
-                            )?;
-                        }
-                        _ => todo.push((child, next, p, chars_read + read)),
-                    }
+                    todo.push((child, next, p, chars_read + read, next != set));
                 }
                 child = c.subtree_end as usize;
             }
@@ -982,6 +956,11 @@ fn child_state(
         Utf8Step::Invalid => Ok(None),
     }
 }
+
+/// A node the walk is to visit: its index, the state after its byte, the whole code points read
+/// from the root, and whether the set changed on the way (the walk then asks whether a string
+/// body starts there).
+type WalkEntry = (usize, SetId, PartialUtf8, u32, bool);
 
 /// The recognizer and the memo tables a walk steps stack sets with.
 struct StepMemo<'a> {
@@ -1339,7 +1318,7 @@ impl Frontier {
         (sets, last): (&[SetId], Option<u32>),
         skip: u128,
         mask: &mut TokenMask,
-        todo: &mut Vec<(usize, SetId, PartialUtf8, u32)>,
+        todo: &mut Vec<WalkEntry>,
     ) -> Result<(), MaskError> {
         let n = trie.nodes[node];
         let upto = match last {
@@ -1386,7 +1365,7 @@ impl Frontier {
                 if let Some((set, partial, read)) =
                     memo.child_state((sets[0], PartialUtf8::default()), c.byte)?
                 {
-                    todo.push((child, set, partial, base + read));
+                    todo.push((child, set, partial, base + read, set != sets[0]));
                 }
             } else {
                 if !whole {
@@ -1423,7 +1402,13 @@ impl Frontier {
                     if let Some((set, partial, read)) =
                         memo.child_state((sets[level], partial), byte)?
                     {
-                        todo.push((at_node as usize, set, partial, chars_read + read));
+                        todo.push((
+                            at_node as usize,
+                            set,
+                            partial,
+                            chars_read + read,
+                            set != sets[level],
+                        ));
                     }
                 }
             }
