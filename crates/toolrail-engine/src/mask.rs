@@ -83,6 +83,43 @@
 //!   `cargo run --release -p toolrail-engine --example mask_replay DUMP` (dump written by
 //!   `toolrail-llm`'s `maskbench_dump` example) replays MaskBench through this engine alone and
 //!   lists the slowest positions.
+//! - **Frontiers below the root.** What was left were key starts (`{"`, `,"`) and the prefixes
+//!   of known property names beside `additionalProperties`: their set is no body at the root,
+//!   but one code point later it is (`char* "\""`), so every cold mask walked the whole string
+//!   trie below a name's prefix, 20,000–70,000 nodes. A frontier also records which trie nodes
+//!   are *interior* (reached through the body's code points only, cleanly, at a character
+//!   boundary); below such a node its tokens (a run of `token_ids`) and its entries (a run of
+//!   the entries, sorted by node) are exactly what a walk that finds the body there needs, with
+//!   levels counted from the node (`Frontier::descend`). So the walk asks, at each node it
+//!   enters with a new set, whether a body starts there (`Bodies::frontier_chain`) and then
+//!   reads the subtree off the frontier. A set whose first code points lead into a body of
+//!   another key (a name's prefix: `[^"\\\x00-\x1Fb]` beside the literal `b`, then the plain
+//!   string) is read off that body's frontier too, with the first set's own exceptions (the
+//!   literal's next letter) walked apart (`FrontierChain::skip`) and its entries stepped from
+//!   the first set; never where that body's frontier would take code points above U+007F the
+//!   first set does not.
+//! - **Bodies of ASCII only.** Counted patterns (`[0-9A-Za-z]{8}` in a UUID, hex ids,
+//!   `[0-9]*`) take no code point above U+007F, so they were no body and each position walked
+//!   every alphanumeric path of the trie (5–20 ms). A set none of whose classes may match above
+//!   U+007F is a body of its largest group of ASCII code points that the same classes match
+//!   (at least `MIN_ASCII_BODY`): its frontier (`BodyKey::high` false) makes every high code
+//!   point an entry. Counted chains' ends at the root read their tokens off per-level masks
+//!   (`Frontier::upto`), and entries whose first byte no set of the chain takes are skipped
+//!   without a step (lead bytes of overlong forms, which llama.cpp decodes to ASCII, excepted).
+//!   Reference tests: `frontier_below_the_root_equals_reference`,
+//!   `ascii_body_frontier_equals_reference` (each checked to fail under deliberate breakages:
+//!   no skip, a chain's end off by one, levels not counted from the node, the first-level
+//!   high-code-point rule dropped, high code points not exceptions, the overlong lead bytes
+//!   filtered). `frontier_check dump150.json`: 28,032 positions, 0 differing, 7,564 masks
+//!   started at a frontier and 73,865 subtrees below the root read off one.
+//!   `mask_replay dump150.json` (release, 2 shared cores at load 4–5 from other builds, runs
+//!   side by side, before → after): replay 14.2–24.3 s → 2.1–3.0 s; mask p50 0.0026–0.0028 →
+//!   0.0024–0.0027 ms, p90 2.37–2.84 → 0.10–0.11 ms, p99 6.68–12.6 → 0.64–0.79 ms; masks over
+//!   1 ms 3,084–3,189 → 140–230. What is left over 1 ms: key starts of large objects (each a
+//!   few hundred new stack sets: the sets of a name trie are new at every key start, as the
+//!   stacks below them differ), patterns that are no body (`char* [0-9A-Za-z]{6} char*`, time
+//!   zones: 5–25 ms), classes that split the high range (`\u2028`-style exclusions beside
+//!   `char`: up to 30–70 ms, the max), and first masks whose grammar takes 50–80 ms to parse.
 //! - Set-up (trie + summaries + piece facts) is 75–230 ms for Gemma's vocabulary, depending on
 //!   the machine's load.
 
@@ -1148,9 +1185,10 @@ struct BodyKey {
     high: bool,
 }
 
-/// Exception sets whose frontiers are kept at most (each holds a mask, a byte per token and a
-/// node list: about 0.3 MB for a vocabulary of 262,144 tokens).
-const FRONTIERS_LIMIT: usize = 64;
+/// Body keys whose frontiers are kept at most (each holds up to 17 masks, a byte per token, a
+/// bit per trie node and a node list: about 0.9 MB for a vocabulary of 262,144 tokens; MaskBench's
+/// first 150 schemas use 21). The least used is dropped first.
+const FRONTIERS_LIMIT: usize = 32;
 
 /// Cold masks at string bodies with one exception set before its frontier is built (the walk
 /// from the root serves the first ones): a grammar meets many exception sets once (each prefix
@@ -1162,13 +1200,14 @@ pub const FRONTIER_AFTER: u32 = 3;
 /// and a chain ending at or past it, short of the deepest token, is left to the walk).
 const LEVEL_CAP: u8 = 254;
 
-/// A string body's trie frontier, for one set of ASCII exceptions (computed once per
-/// vocabulary and exception set). A string body is a stack set that every code point but the
-/// exceptions leads back to (see [`string_body_exceptions`]): along a trie path that reads
-/// only such code points, cleanly encoded, the set never changes, so the tokens there are
-/// allowed whatever the grammar is. The walk only has to start at the first node of each path
-/// that leaves that: an exception at a character boundary, or a byte that makes the encoding
-/// unclean (an overlong form, a value above U+10FFFF, a lenient lead byte).
+/// A string body's trie frontier, for one [`BodyKey`] (computed once per vocabulary and key). A
+/// string body is a stack set that every code point but the exceptions leads to one same set
+/// (see [`string_body`]): along a trie path that reads only such code points, cleanly encoded,
+/// the set follows the body's chain whatever the grammar is, so the tokens there are decided by
+/// their depth alone. The walk only has to start at the first node of each path that leaves
+/// that: an exception at a character boundary (any code point above U+007F where the key's
+/// `high` is false), or a byte that makes the encoding unclean (an overlong form, a value above
+/// U+10FFFF, a lenient lead byte).
 #[derive(Clone, Debug)]
 struct Frontier {
     /// The tokens whose piece reads only non-exception code points, cleanly (possibly ending
