@@ -1059,17 +1059,14 @@ impl Bodies<'_> {
             self.string_bodies,
             set,
         )?;
-        let direct = next == set
-            || body_chain(
-                memo.engine,
-                memo.tops,
-                memo.profiles,
-                self.string_bodies,
-                (set, next),
-                first,
-                1,
-            )
-            .is_some();
+        let direct = body_chain_goes_on(
+            memo.engine,
+            memo.tops,
+            memo.profiles,
+            self.string_bodies,
+            (set, next),
+            first,
+        );
         // Else a first step into a body of another kind (a known property name's letters
         // beside `additionalProperties`: every other code point goes on to the plain string).
         let (key, after) = if direct {
@@ -1082,17 +1079,14 @@ impl Bodies<'_> {
                 self.string_bodies,
                 next,
             )?;
-            let goes_on = after == next
-                || body_chain(
-                    memo.engine,
-                    memo.tops,
-                    memo.profiles,
-                    self.string_bodies,
-                    (next, after),
-                    key,
-                    1,
-                )
-                .is_some();
+            let goes_on = body_chain_goes_on(
+                memo.engine,
+                memo.tops,
+                memo.profiles,
+                self.string_bodies,
+                (next, after),
+                key,
+            );
             // The frontier's first level must not take a code point above U+007F that the
             // first set does not take as its other code points (the walk only sees ASCII apart).
             if !goes_on || (key.high && !first.high) {
@@ -1370,14 +1364,8 @@ impl Frontier {
             mask.union_with(upto);
         }
         // What each set of the chain takes at all (an entry whose first byte none takes is dead,
-        // known without a step).
-        let takes: Vec<(u128, bool)> = sets
-            .iter()
-            .map(|&set| {
-                let t = top_classes(memo.engine, memo.tops, memo.profiles, set);
-                (t.ascii_any, t.high_any || t.token_top)
-            })
-            .collect();
+        // known without a step), filled at the first entry met.
+        let mut takes: Vec<(u128, bool)> = Vec::new();
         let limit = last.map_or(u32::MAX, |j| j + base);
         let mut entry = self.entries.partition_point(|e| (e.0 as usize) <= node);
         let mut child = node + 1;
@@ -1426,6 +1414,15 @@ impl Frontier {
                     let level = (depth as usize).min(sets.len() - 1);
                     let byte = trie.nodes[at_node as usize].byte;
                     if partial.is_complete() {
+                        if takes.is_empty() {
+                            takes = sets
+                                .iter()
+                                .map(|&set| {
+                                    let t = top_classes(memo.engine, memo.tops, memo.profiles, set);
+                                    (t.ascii_any, t.high_any || t.token_top)
+                                })
+                                .collect();
+                        }
                         let (ascii, high) = takes[level];
                         let taken = match byte {
                             0x00..=0x7F => ascii & (1u128 << byte) != 0,
@@ -1612,6 +1609,28 @@ fn body_chain(
                 let ends = !t.token_top && !t.high_any && t.ascii_any & !key.exceptions == 0;
                 return ends.then_some((sets.clone(), Some(sets.len() as u32 - 1)));
             }
+        }
+    }
+}
+
+/// True if [`body_chain`] from `(start, next)` with `key` gives a chain (at depth 1), without
+/// building it.
+fn body_chain_goes_on(
+    engine: &mut Engine,
+    tops: &mut FxHashMap<SetId, TopClasses>,
+    profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
+    bodies: &mut FxHashMap<SetId, Option<(BodyKey, SetId)>>,
+    (start, next): (SetId, SetId),
+    key: BodyKey,
+) -> bool {
+    if next == start {
+        return true;
+    }
+    match string_body(engine, tops, profiles, bodies, next) {
+        Some((k, _)) if k == key => true,
+        _ => {
+            let t = top_classes(engine, tops, profiles, next);
+            !t.token_top && !t.high_any && t.ascii_any & !key.exceptions == 0
         }
     }
 }
