@@ -112,10 +112,13 @@
 //!   high-code-point rule dropped, high code points not exceptions, the overlong lead bytes
 //!   filtered). `frontier_check dump150.json`: 28,032 positions, 0 differing, 7,564 masks
 //!   started at a frontier and 73,865 subtrees below the root read off one.
-//!   `mask_replay dump150.json` (release, 2 shared cores at load 4–5 from other builds, runs
-//!   side by side, before → after): replay 14.2–24.3 s → 2.1–3.0 s; mask p50 0.0026–0.0028 →
-//!   0.0024–0.0027 ms, p90 2.37–2.84 → 0.10–0.11 ms, p99 6.68–12.6 → 0.64–0.79 ms; masks over
-//!   1 ms 3,084–3,189 → 140–230. What is left over 1 ms: key starts of large objects (each a
+//!   `mask_replay dump150.json` (release, 2 shared cores, runs side by side, before → after):
+//!   at load 3–4.5 from other builds, replay 9.9–13.2 s → 1.6–1.9 s; mask p50 0.0025–0.0029 →
+//!   0.0025–0.0027 ms, p90 2.05–2.37 → 0.084–0.099 ms, p99 4.08–6.20 → 0.48–0.56 ms; masks over
+//!   1 ms 3,017–3,052 → 91–117 (at load 4.5–5: p99 6.68–12.6 → 0.64–0.79 ms, over 1 ms
+//!   3,084–3,189 → 140–230). First masks (parse, engine, first mask) p50/p90/p99 0.49–0.57 /
+//!   3.4–5.0 / 25.6–29.6 → 0.37–0.42 / 3.2–3.9 / 24.4–33.0 ms: parsing the grammar sets their
+//!   tail (50–80 ms for two 40–95 KB grammars). What is left over 1 ms: key starts of large objects (each a
 //!   few hundred new stack sets: the sets of a name trie are new at every key start, as the
 //!   stacks below them differ), patterns that are no body (`char* [0-9A-Za-z]{6} char*`, time
 //!   zones: 5–25 ms), classes that split the high range (`\u2028`-style exclusions beside
