@@ -1,6 +1,7 @@
 //! Checks string-body frontiers on a real vocabulary: replays a MaskBench dump (see
-//! `mask_replay`) with two mask engines, one starting string bodies at their frontier at once
-//! and one that always walks from the root, and counts the positions where their masks differ.
+//! `mask_replay`) with two mask engines, one reading string bodies off their frontier at once
+//! (at the root and below it) and one that always walks, and counts the positions where their
+//! masks differ.
 //! `cargo run --release -p toolrail-engine --example frontier_check DUMP`
 
 use std::sync::Arc;
@@ -53,8 +54,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!(
-        "{positions} positions, {differing} with differing masks, {} masks started at a frontier",
-        frontier.frontier_starts()
+        "{positions} positions, {differing} with differing masks, {} masks started at a frontier, \
+         {} subtrees below the root read off one",
+        frontier.frontier_starts(),
+        frontier.frontier_descents()
     );
     Ok(())
 }

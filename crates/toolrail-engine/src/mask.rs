@@ -83,6 +83,46 @@
 //!   `cargo run --release -p toolrail-engine --example mask_replay DUMP` (dump written by
 //!   `toolrail-llm`'s `maskbench_dump` example) replays MaskBench through this engine alone and
 //!   lists the slowest positions.
+//! - **Frontiers below the root.** What was left were key starts (`{"`, `,"`) and the prefixes
+//!   of known property names beside `additionalProperties`: their set is no body at the root,
+//!   but one code point later it is (`char* "\""`), so every cold mask walked the whole string
+//!   trie below a name's prefix, 20,000–70,000 nodes. A frontier also records which trie nodes
+//!   are *interior* (reached through the body's code points only, cleanly, at a character
+//!   boundary); below such a node its tokens (a run of `token_ids`) and its entries (a run of
+//!   the entries, sorted by node) are exactly what a walk that finds the body there needs, with
+//!   levels counted from the node (`Frontier::descend`). So the walk asks, at each node it
+//!   enters with a new set, whether a body starts there (`Bodies::frontier_chain`) and then
+//!   reads the subtree off the frontier. A set whose first code points lead into a body of
+//!   another key (a name's prefix: `[^"\\\x00-\x1Fb]` beside the literal `b`, then the plain
+//!   string) is read off that body's frontier too, with the first set's own exceptions (the
+//!   literal's next letter) walked apart (`FrontierChain::skip`) and its entries stepped from
+//!   the first set; never where that body's frontier would take code points above U+007F the
+//!   first set does not.
+//! - **Bodies of ASCII only.** Counted patterns (`[0-9A-Za-z]{8}` in a UUID, hex ids,
+//!   `[0-9]*`) take no code point above U+007F, so they were no body and each position walked
+//!   every alphanumeric path of the trie (5–20 ms). A set none of whose classes may match above
+//!   U+007F is a body of its largest group of ASCII code points that the same classes match
+//!   (at least `MIN_ASCII_BODY`): its frontier (`BodyKey::high` false) makes every high code
+//!   point an entry. Counted chains' ends at the root read their tokens off per-level masks
+//!   (`Frontier::upto`), and entries whose first byte no set of the chain takes are skipped
+//!   without a step (lead bytes of overlong forms, which llama.cpp decodes to ASCII, excepted).
+//!   Reference tests: `frontier_below_the_root_equals_reference`,
+//!   `ascii_body_frontier_equals_reference` (each checked to fail under deliberate breakages:
+//!   no skip, a chain's end off by one, levels not counted from the node, the first-level
+//!   high-code-point rule dropped, high code points not exceptions, the overlong lead bytes
+//!   filtered). `frontier_check dump150.json`: 28,032 positions, 0 differing, 7,564 masks
+//!   started at a frontier and 73,865 subtrees below the root read off one.
+//!   `mask_replay dump150.json` (release, 2 shared cores, runs side by side, before → after):
+//!   at load 3–4.5 from other builds, replay 9.9–13.2 s → 1.6–1.9 s; mask p50 0.0025–0.0029 →
+//!   0.0025–0.0027 ms, p90 2.05–2.37 → 0.084–0.099 ms, p99 4.08–6.20 → 0.48–0.56 ms; masks over
+//!   1 ms 3,017–3,052 → 91–117 (at load 4.5–5: p99 6.68–12.6 → 0.64–0.79 ms, over 1 ms
+//!   3,084–3,189 → 140–230). First masks (parse, engine, first mask) p50/p90/p99 0.49–0.57 /
+//!   3.4–5.0 / 25.6–29.6 → 0.37–0.42 / 3.2–3.9 / 24.4–33.0 ms: parsing the grammar sets their
+//!   tail (50–80 ms for two 40–95 KB grammars). What is left over 1 ms: key starts of large objects (each a
+//!   few hundred new stack sets: the sets of a name trie are new at every key start, as the
+//!   stacks below them differ), patterns that are no body (`char* [0-9A-Za-z]{6} char*`, time
+//!   zones: 5–25 ms), classes that split the high range (`\u2028`-style exclusions beside
+//!   `char`: up to 30–70 ms, the max), and first masks whose grammar takes 50–80 ms to parse.
 //! - Set-up (trie + summaries + piece facts) is 75–230 ms for Gemma's vocabulary, depending on
 //!   the machine's load.
 
@@ -116,6 +156,13 @@ impl TokenMask {
     pub fn insert(&mut self, id: u32) {
         if (id as usize) < self.len {
             self.bits[id as usize / 64] |= 1 << (id % 64);
+        }
+    }
+
+    /// Forbids token `id`.
+    fn remove(&mut self, id: u32) {
+        if (id as usize) < self.len {
+            self.bits[id as usize / 64] &= !(1 << (id % 64));
         }
     }
 
@@ -537,16 +584,18 @@ pub struct MaskEngine {
     /// Per stack set met at the start of a mask (or on a string body's chain): where it is a
     /// string body (see [`string_body`]), its exceptions and the set its other code points
     /// lead to; else None.
-    string_bodies: FxHashMap<SetId, Option<(u128, SetId)>>,
+    string_bodies: FxHashMap<SetId, Option<(BodyKey, SetId)>>,
     /// Per exception set of a string body: its trie frontier (depends on the vocabulary only).
-    frontiers: FxHashMap<u128, Frontier>,
+    frontiers: FxHashMap<BodyKey, Frontier>,
     /// Per exception set without a frontier yet: the cold masks that met it (a frontier is
     /// built at the [`FRONTIER_AFTER`]-th: building one walks the whole trie).
-    frontier_demand: FxHashMap<u128, u32>,
+    frontier_demand: FxHashMap<BodyKey, u32>,
     /// [`FRONTIER_AFTER`] unless set with [`MaskEngine::with_frontier_after`].
     frontier_after: u32,
     /// Masks computed from a string body's frontier so far.
     frontier_starts: u64,
+    /// Subtrees below the root read off a string body's frontier so far.
+    frontier_descents: u64,
     /// Stack steps one mask may take.
     work_limit: u64,
     /// Recognizer memory ([`Engine::memory_entries`]) above which [`Self::bound_memory`]
@@ -588,6 +637,7 @@ impl MaskEngine {
             frontier_demand: FxHashMap::default(),
             frontier_after: FRONTIER_AFTER,
             frontier_starts: 0,
+            frontier_descents: 0,
             work_limit: MASK_WORK_LIMIT,
             engine_memory_limit: crate::check::STREAM_MEMORY_ENTRIES,
             kept_after_compact: 0,
@@ -626,6 +676,12 @@ impl MaskEngine {
     /// a walk from the root) so far: for tests and profiling.
     pub fn frontier_starts(&self) -> u64 {
         self.frontier_starts
+    }
+
+    /// How many subtrees below the root were read off a string body's frontier (instead of
+    /// walked) so far: for tests and profiling.
+    pub fn frontier_descents(&self) -> u64 {
+        self.frontier_descents
     }
 
     /// Keeps the recognizer's memory bounded while one input is walked forward (generation):
@@ -724,6 +780,7 @@ impl MaskEngine {
             frontier_demand,
             frontier_after,
             frontier_starts,
+            frontier_descents,
             work_limit,
             ..
         } = self;
@@ -748,119 +805,71 @@ impl MaskEngine {
                 }
             }
         }
+        let mut memo = StepMemo {
+            engine,
+            tops,
+            profiles,
+            viable_partials,
+            high_steps,
+        };
+        let mut bodies = Bodies {
+            string_bodies,
+            frontiers,
+            frontier_demand,
+            frontier_after: *frontier_after,
+            met: Vec::new(),
+        };
         // Depth-first over the trie; each entry: node index, the state after its byte, and the
         // whole code points read so far.
-        let mut todo: Vec<(usize, SetId, PartialUtf8, u32)> = Vec::new();
-        // A string body: every token that reads only code points leading back to the set is
-        // allowed at once; the walk starts at the frontier. See "Performance notes" above.
-        let body = if state.partial.is_complete() {
-            string_body(engine, tops, profiles, string_bodies, state.set)
-        } else {
-            None
-        };
-        let body = body.filter(|&(exceptions, next)| {
-            // A chain that ends at its first step other than as `body_chain` asks: the walk
-            // decides (a known property name's first letters beside `additionalProperties`).
-            if next != state.set
-                && body_chain(
-                    engine,
-                    tops,
-                    profiles,
-                    string_bodies,
-                    (state.set, next),
-                    exceptions,
-                    1,
-                )
-                .is_none()
-            {
-                return false;
-            }
-            if frontiers.contains_key(&exceptions) {
-                return true;
-            }
-            if frontier_demand.len() >= TOPS_LIMIT {
-                frontier_demand.clear();
-            }
-            let met = frontier_demand.entry(exceptions).or_insert(0);
-            *met += 1;
-            *met >= *frontier_after
-        });
-        let chain = match body {
-            Some((exceptions, next)) => {
-                if frontiers.len() >= FRONTIERS_LIMIT && !frontiers.contains_key(&exceptions) {
-                    frontiers.clear();
-                }
-                let frontier = frontiers
-                    .entry(exceptions)
-                    .or_insert_with(|| Frontier::new(trie, exceptions));
-                body_chain(
-                    engine,
-                    tops,
-                    profiles,
-                    string_bodies,
-                    (state.set, next),
-                    exceptions,
-                    frontier.max_depth(),
-                )
-                // Levels are kept as bytes: a chain ending past 253 code points with longer
-                // tokens below is left to the walk.
-                .filter(|(_, last)| {
-                    last.is_none_or(|j| j < u32::from(LEVEL_CAP) || j >= frontier.max_level)
-                })
-                .map(|chain| (frontier, chain))
-            }
-            None => None,
-        };
-        match chain {
-            Some((frontier, (sets, last))) => {
-                *frontier_starts += 1;
-                frontier.add_allowed(trie, last, &mut mask);
-                for &(child, partial, chars_read) in &frontier.entries {
-                    if last.is_some_and(|j| chars_read > j) {
-                        // Below the end of the chain: a code point that kills the set.
-                        continue;
-                    }
-                    let at = sets[(chars_read as usize).min(sets.len() - 1)];
-                    let byte = trie.nodes[child as usize].byte;
-                    let next = child_state(
-                        engine,
-                        tops,
-                        profiles,
-                        viable_partials,
-                        high_steps,
-                        (at, partial),
-                        byte,
-                    )?;
-                    if let Some((set, partial, read)) = next {
-                        todo.push((child as usize, set, partial, chars_read + read));
-                    }
-                }
-                if engine.work_done() - work_start > *work_limit {
-                    return Err(MaskError::TooMuchWork {
-                        limit: *work_limit,
-                        tokens: mask.count(),
-                    });
-                }
-            }
-            None => todo.push((0, state.set, state.partial, 0)),
-        }
-        while let Some((node, set, partial, chars_read)) = todo.pop() {
+        let mut todo: Vec<WalkEntry> = vec![(0, state.set, state.partial, 0, true)];
+        while let Some((node, set, partial, chars_read, entered)) = todo.pop() {
             let node_info = trie.nodes[node];
             // Tokens ending here.
-            if node_info.token_count > 0 && end_allows(engine, set, partial) {
+            if node_info.token_count > 0 && end_allows(memo.engine, set, partial) {
                 for &id in &trie.token_ids[node_info.first_token as usize
                     ..(node_info.first_token + node_info.token_count) as usize]
                 {
                     mask.insert(id);
                 }
             }
+            // A string body entered here, along a path of its code points from the root: the
+            // subtree is read off its frontier. See "Performance notes" above.
+            let body = if entered && partial.is_complete() && state.partial.is_complete() {
+                bodies.frontier_chain(trie, &mut memo, set, (node, chars_read))
+            } else {
+                None
+            };
+            if let Some(chain) = body {
+                if node == 0 {
+                    *frontier_starts += 1;
+                } else {
+                    *frontier_descents += 1;
+                }
+                bodies.frontiers[&chain.key].descend(
+                    trie,
+                    &mut memo,
+                    node,
+                    chars_read,
+                    (&chain.sets, chain.last),
+                    chain.skip,
+                    &mut mask,
+                    &mut todo,
+                )?;
+                if memo.engine.work_done() - work_start > *work_limit {
+                    return Err(MaskError::TooMuchWork {
+                        limit: *work_limit,
+                        tokens: mask.count(),
+                    });
+                }
+                continue;
+            }
             // A token element on top, met with code points still to read: the id alone decides
             // (for pieces valid to the end with at least one more whole code point).
             if state.partial.is_complete()
                 && partial.is_complete()
-                && top_classes(engine, tops, profiles, set).token_top
+                && top_classes(memo.engine, memo.tops, memo.profiles, set).token_top
             {
-                for (negated, value) in token_tops(engine, set) {
+                for (negated, value) in token_tops(memo.engine, set) {
                     for id in trie.tokens_below(node) {
                         let PieceInfo { valid, chars } = info[id as usize];
                         if valid && chars > chars_read && (value == id) != negated {
@@ -878,7 +887,7 @@ impl MaskEngine {
                 let below = trie.below[node];
                 let clean = !below.high || below.utf8_ok & 1 != 0;
                 if clean && below.depth <= MAX_CHAIN {
-                    match uniform_chain(engine, tops, profiles, set, below)? {
+                    match uniform_chain(memo.engine, memo.tops, memo.profiles, set, below)? {
                         Chain::AllAllowed => {
                             for &id in trie.ids_below(node) {
                                 mask.insert(id);
@@ -894,23 +903,15 @@ impl MaskEngine {
             let mut child = node + 1;
             while child < end {
                 let c = trie.nodes[child];
-                let next = child_state(
-                    engine,
-                    tops,
-                    profiles,
-                    viable_partials,
-                    high_steps,
-                    (set, partial),
-                    c.byte,
-                )?;
-                if engine.work_done() - work_start > *work_limit {
+                let next = memo.child_state((set, partial), c.byte)?;
+                if memo.engine.work_done() - work_start > *work_limit {
                     return Err(MaskError::TooMuchWork {
                         limit: *work_limit,
                         tokens: mask.count(),
                     });
                 }
                 if let Some((next, p, read)) = next {
-                    todo.push((child, next, p, chars_read + read));
+                    todo.push((child, next, p, chars_read + read, next != set));
                 }
                 child = c.subtree_end as usize;
             }
@@ -996,9 +997,195 @@ fn child_state(
     }
 }
 
-/// Exception sets whose frontiers are kept at most (each holds a mask, a byte per token and a
-/// node list: about 0.3 MB for a vocabulary of 262,144 tokens).
-const FRONTIERS_LIMIT: usize = 64;
+/// A node the walk is to visit: its index, the state after its byte, the whole code points read
+/// from the root, and whether the set changed on the way (the walk then asks whether a string
+/// body starts there).
+type WalkEntry = (usize, SetId, PartialUtf8, u32, bool);
+
+/// The recognizer and the memo tables a walk steps stack sets with.
+struct StepMemo<'a> {
+    engine: &'a mut Engine,
+    tops: &'a mut FxHashMap<SetId, TopClasses>,
+    profiles: &'a mut FxHashMap<u32, (u128, Option<bool>)>,
+    viable_partials: &'a mut FxHashMap<(SetId, PartialUtf8), bool>,
+    high_steps: &'a mut FxHashMap<(SetId, u64), u32>,
+}
+
+impl StepMemo<'_> {
+    /// See [`child_state`].
+    fn child_state(
+        &mut self,
+        from: (SetId, PartialUtf8),
+        byte: u8,
+    ) -> Result<Option<(SetId, PartialUtf8, u32)>, MaskError> {
+        child_state(
+            self.engine,
+            self.tops,
+            self.profiles,
+            self.viable_partials,
+            self.high_steps,
+            from,
+            byte,
+        )
+    }
+}
+
+/// The string-body tables one mask computation uses (see [`MaskEngine::string_bodies`]).
+struct Bodies<'a> {
+    string_bodies: &'a mut FxHashMap<SetId, Option<(BodyKey, SetId)>>,
+    frontiers: &'a mut FxHashMap<BodyKey, Frontier>,
+    frontier_demand: &'a mut FxHashMap<BodyKey, u32>,
+    frontier_after: u32,
+    /// Exception sets whose demand this mask counted already.
+    met: Vec<BodyKey>,
+}
+
+impl Bodies<'_> {
+    /// Where `set`, met at trie node `node` after `base` code points (the root: `(0, 0)`), is a
+    /// string body whose frontier serves the node's subtree: its exceptions (the key of its
+    /// frontier, built here once enough masks asked for it) and its chain of sets (see
+    /// [`body_chain`]). None where the walk decides: no body, a chain that ends at its first step
+    /// other than as `body_chain` asks (a known property name's first letters beside
+    /// `additionalProperties`), no frontier yet, a node not interior to the frontier, or a
+    /// chain whose end the frontier's levels cannot tell.
+    fn frontier_chain(
+        &mut self,
+        trie: &TokenTrie,
+        memo: &mut StepMemo<'_>,
+        set: SetId,
+        (node, base): (usize, u32),
+    ) -> Option<FrontierChain> {
+        let (first, next) = string_body(
+            memo.engine,
+            memo.tops,
+            memo.profiles,
+            self.string_bodies,
+            set,
+        )?;
+        let direct = body_chain_goes_on(
+            memo.engine,
+            memo.tops,
+            memo.profiles,
+            self.string_bodies,
+            (set, next),
+            first,
+        );
+        // Else a first step into a body of another kind (a known property name's letters
+        // beside `additionalProperties`: every other code point goes on to the plain string).
+        let (key, after) = if direct {
+            (first, next)
+        } else {
+            let (key, after) = string_body(
+                memo.engine,
+                memo.tops,
+                memo.profiles,
+                self.string_bodies,
+                next,
+            )?;
+            let goes_on = body_chain_goes_on(
+                memo.engine,
+                memo.tops,
+                memo.profiles,
+                self.string_bodies,
+                (next, after),
+                key,
+            );
+            // The frontier's first level must not take a code point above U+007F that the
+            // first set does not take as its other code points (the walk only sees ASCII apart).
+            if !goes_on || (key.high && !first.high) {
+                return None;
+            }
+            (key, after)
+        };
+        if !self.frontiers.contains_key(&key) {
+            if self.met.contains(&key) {
+                return None;
+            }
+            self.met.push(key);
+            if self.frontier_demand.len() >= TOPS_LIMIT {
+                self.frontier_demand.clear();
+            }
+            let met = self.frontier_demand.entry(key).or_insert(0);
+            *met += 1;
+            if *met < self.frontier_after {
+                return None;
+            }
+            if self.frontiers.len() >= FRONTIERS_LIMIT {
+                // The least used goes (the plain JSON string's stays).
+                let least = self
+                    .frontiers
+                    .iter()
+                    .min_by_key(|(_, f)| f.uses)
+                    .map(|(&k, _)| k);
+                if let Some(least) = least {
+                    self.frontiers.remove(&least);
+                }
+            }
+            self.frontiers.insert(key, Frontier::new(trie, key));
+        }
+        let frontier = self.frontiers.get_mut(&key)?;
+        if !frontier.is_interior(node) {
+            return None;
+        }
+        frontier.uses += 1;
+        let depth = frontier.max_depth().saturating_sub(base);
+        let (sets, last) = if direct {
+            body_chain(
+                memo.engine,
+                memo.tops,
+                memo.profiles,
+                self.string_bodies,
+                (set, next),
+                key,
+                depth,
+            )?
+        } else {
+            let (rest, last) = body_chain(
+                memo.engine,
+                memo.tops,
+                memo.profiles,
+                self.string_bodies,
+                (next, after),
+                key,
+                depth.saturating_sub(1),
+            )?;
+            let mut sets = Vec::with_capacity(rest.len() + 1);
+            sets.push(set);
+            sets.extend(rest);
+            (sets, last.map(|j| j + 1))
+        };
+        frontier.level_fits(base, last).then_some(FrontierChain {
+            key,
+            skip: first.exceptions & !key.exceptions,
+            sets,
+            last,
+        })
+    }
+}
+
+/// What [`Bodies::frontier_chain`] found: the frontier to read (by its key), the chain of
+/// sets (see [`body_chain`]), and the ASCII code points the chain's first set treats apart from
+/// the frontier's other code points (read by the walk, not off the frontier).
+struct FrontierChain {
+    key: BodyKey,
+    skip: u128,
+    sets: Vec<SetId>,
+    last: Option<u32>,
+}
+
+/// What makes a set a string body (see [`string_body`]), and keys its frontier: the ASCII code
+/// points apart (`exceptions`), and whether the code points above U+007F go on as the others
+/// (`high`: `[^"\\]`, `.`) or are apart too (`[0-9A-Za-z]`: no class on top takes them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct BodyKey {
+    exceptions: u128,
+    high: bool,
+}
+
+/// Body keys whose frontiers are kept at most (each holds up to 17 masks, a byte per token, a
+/// bit per trie node and a node list: about 0.9 MB for a vocabulary of 262,144 tokens; MaskBench's
+/// first 150 schemas use 21). The least used is dropped first.
+const FRONTIERS_LIMIT: usize = 32;
 
 /// Cold masks at string bodies with one exception set before its frontier is built (the walk
 /// from the root serves the first ones): a grammar meets many exception sets once (each prefix
@@ -1010,13 +1197,14 @@ pub const FRONTIER_AFTER: u32 = 3;
 /// and a chain ending at or past it, short of the deepest token, is left to the walk).
 const LEVEL_CAP: u8 = 254;
 
-/// A string body's trie frontier, for one set of ASCII exceptions (computed once per
-/// vocabulary and exception set). A string body is a stack set that every code point but the
-/// exceptions leads back to (see [`string_body_exceptions`]): along a trie path that reads
-/// only such code points, cleanly encoded, the set never changes, so the tokens there are
-/// allowed whatever the grammar is. The walk only has to start at the first node of each path
-/// that leaves that: an exception at a character boundary, or a byte that makes the encoding
-/// unclean (an overlong form, a value above U+10FFFF, a lenient lead byte).
+/// A string body's trie frontier, for one [`BodyKey`] (computed once per vocabulary and key). A
+/// string body is a stack set that every code point but the exceptions leads to one same set
+/// (see [`string_body`]): along a trie path that reads only such code points, cleanly encoded,
+/// the set follows the body's chain whatever the grammar is, so the tokens there are decided by
+/// their depth alone. The walk only has to start at the first node of each path that leaves
+/// that: an exception at a character boundary (any code point above U+007F where the key's
+/// `high` is false), or a byte that makes the encoding unclean (an overlong form, a value above
+/// U+10FFFF, a lenient lead byte).
 #[derive(Clone, Debug)]
 struct Frontier {
     /// The tokens whose piece reads only non-exception code points, cleanly (possibly ending
@@ -1027,23 +1215,44 @@ struct Frontier {
     /// string body for fewer code points than its level and the set after `level` code points is
     /// alive), or `u8::MAX` outside `allowed`.
     levels: Vec<u8>,
+    /// Per level `l` below [`UPTO_LEVELS`] (and up to `max_level`): the tokens of `allowed`
+    /// whose level is at most `l` (a counted chain's end at the root reads its tokens off one).
+    upto: Vec<TokenMask>,
     /// The highest level in `levels`.
     max_level: u32,
+    /// The most code points read before an entry or by a token of `allowed`, plus one.
+    max_depth: u32,
     /// The frontier: a child node, the pending sequence before its byte and the whole code
-    /// points read before it (the set there is the string body itself).
+    /// points read before it (the set there is the string body itself), by node (so the
+    /// entries below one node are one run).
     entries: Vec<(u32, PartialUtf8, u32)>,
+    /// Bit `n`: trie node `n` is reached from the root through non-exception code points only,
+    /// cleanly encoded, and ends a code point. Below such a node the frontier's tokens and
+    /// entries are what a walk that finds a string body with these exceptions there needs (see
+    /// [`Frontier::descend`]).
+    interior: Vec<u64>,
+    /// Subtrees read off this frontier so far (the least used is dropped when too many are
+    /// kept).
+    uses: u64,
 }
 
+/// Levels a [`Frontier`] keeps a mask of the tokens up to (each is a mask over the vocabulary).
+const UPTO_LEVELS: usize = 16;
+
 impl Frontier {
-    fn new(trie: &TokenTrie, exceptions: u128) -> Self {
+    fn new(trie: &TokenTrie, key: BodyKey) -> Self {
         let mut allowed = TokenMask::empty(trie.vocab_len);
         let mut levels = vec![u8::MAX; trie.token_ids.len()];
         let mut max_level = 0u32;
         let mut entries = Vec::new();
+        let mut interior = vec![0u64; trie.nodes.len().div_ceil(64)];
         // Depth-first: node, decoder state (see `AFTER_E0`), pending sequence, code points read.
         let mut todo: Vec<(usize, u8, PartialUtf8, u32)> = vec![(0, 0, PartialUtf8::default(), 0)];
         while let Some((node, clean, partial, chars_read)) = todo.pop() {
             let n = trie.nodes[node];
+            if clean == 0 {
+                interior[node / 64] |= 1 << (node % 64);
+            }
             for &id in
                 &trie.token_ids[n.first_token as usize..(n.first_token + n.token_count) as usize]
             {
@@ -1065,11 +1274,17 @@ impl Frontier {
                 } else {
                     continuation_next(clean, c.byte)
                 };
-                let exception = clean == 0 && c.byte < 0x80 && exceptions & (1u128 << c.byte) != 0;
+                let exception = clean == 0
+                    && if c.byte < 0x80 {
+                        key.exceptions & (1u128 << c.byte) != 0
+                    } else {
+                        !key.high
+                    };
                 match (utf8::step(partial, c.byte), next_clean) {
                     // No set allows anything below an invalid byte.
                     (Utf8Step::Invalid, _) => {}
-                    (Utf8Step::Char(_), Some(0)) if !exception => {
+                    _ if exception => entries.push((child as u32, partial, chars_read)),
+                    (Utf8Step::Char(_), Some(0)) => {
                         todo.push((child, 0, PartialUtf8::default(), chars_read + 1));
                     }
                     (Utf8Step::Pending(p), Some(next)) if next != 0 => {
@@ -1080,37 +1295,176 @@ impl Frontier {
                 child = c.subtree_end as usize;
             }
         }
+        entries.sort_unstable_by_key(|e| e.0);
+        let mut upto =
+            vec![TokenMask::empty(trie.vocab_len); (max_level as usize + 1).min(UPTO_LEVELS)];
+        for (&level, &id) in levels.iter().zip(&trie.token_ids) {
+            if let Some(mask) = upto.get_mut(usize::from(level)) {
+                mask.insert(id);
+            }
+        }
+        for l in 1..upto.len() {
+            let (below, at) = upto.split_at_mut(l);
+            at[0].union_with(&below[l - 1]);
+        }
+        let max_depth = entries
+            .iter()
+            .map(|e| e.2)
+            .max()
+            .unwrap_or(0)
+            .max(max_level + 1);
         Frontier {
             allowed,
             levels,
+            upto,
             max_level,
+            max_depth,
             entries,
+            interior,
+            uses: 0,
         }
     }
 
-    /// Adds to `mask` the tokens of `allowed` whose level is at most `last` (None: all).
-    fn add_allowed(&self, trie: &TokenTrie, last: Option<u32>, mask: &mut TokenMask) {
-        match last {
-            Some(last) if last < self.max_level => {
-                for (&level, &id) in self.levels.iter().zip(&trie.token_ids) {
-                    if u32::from(level) <= last {
-                        mask.insert(id);
+    /// True if `node` is interior to the frontier (see [`Frontier::interior`]).
+    fn is_interior(&self, node: usize) -> bool {
+        self.interior[node / 64] & (1 << (node % 64)) != 0
+    }
+
+    /// True if a chain of sets from an interior node `base` code points deep, ending at `last`,
+    /// can be read off `levels` (capped at [`LEVEL_CAP`]): else the walk decides.
+    fn level_fits(&self, base: u32, last: Option<u32>) -> bool {
+        last.is_none_or(|j| j + base < u32::from(LEVEL_CAP) || j + base >= self.max_level)
+    }
+
+    /// From interior node `node`, `base` code points deep, at a string body whose chain of sets
+    /// (see [`body_chain`]) is `sets` ending at `last`: adds to `mask` the tokens strictly below
+    /// the node that read only non-exception code points up to the chain's end, and steps each
+    /// frontier entry below the node from the chain's set at its depth, onto `todo` (as
+    /// [`MaskEngine::compute`]'s walk does). At the root (`base` 0) this is the whole trie. The
+    /// node's children whose byte is in `skip` (ASCII code points the chain's first set treats
+    /// apart, see [`Bodies::frontier_chain`]) are stepped from the first set onto `todo`
+    /// instead, with nothing below them read off the frontier.
+    #[allow(clippy::too_many_arguments)]
+    fn descend(
+        &self,
+        trie: &TokenTrie,
+        memo: &mut StepMemo<'_>,
+        node: usize,
+        base: u32,
+        (sets, last): (&[SetId], Option<u32>),
+        skip: u128,
+        mask: &mut TokenMask,
+        todo: &mut Vec<WalkEntry>,
+    ) -> Result<(), MaskError> {
+        let n = trie.nodes[node];
+        let upto = match last {
+            _ if node != 0 => None,
+            Some(j) if j < self.max_level => self.upto.get(j as usize),
+            _ => Some(&self.allowed),
+        };
+        let whole = upto.is_some();
+        if let Some(upto) = upto {
+            mask.union_with(upto);
+        }
+        // What each set of the chain takes at all (an entry whose first byte none takes is dead,
+        // known without a step), filled at the first entry met.
+        let mut takes: Vec<(u128, bool)> = Vec::new();
+        let limit = last.map_or(u32::MAX, |j| j + base);
+        let mut entry = self.entries.partition_point(|e| (e.0 as usize) <= node);
+        let mut child = node + 1;
+        while child < n.subtree_end as usize {
+            let c = trie.nodes[child];
+            let tokens = c.first_token as usize..trie.token_end[child] as usize;
+            // The entries below this child follow (a few at most: a linear scan).
+            let mut entries_end = entry;
+            while self
+                .entries
+                .get(entries_end)
+                .is_some_and(|e| e.0 < c.subtree_end)
+            {
+                entries_end += 1;
+            }
+            if c.byte < 0x80 && skip & (1u128 << c.byte) != 0 {
+                // Decided by the walk below the child (the frontier allows none of its tokens
+                // but through the first set, which does not take this code point as the others).
+                if whole {
+                    for &id in &trie.token_ids[tokens] {
+                        mask.remove(id);
+                    }
+                }
+                if let Some((set, partial, read)) =
+                    memo.child_state((sets[0], PartialUtf8::default()), c.byte)?
+                {
+                    todo.push((child, set, partial, base + read, set != sets[0]));
+                }
+            } else {
+                if !whole {
+                    for (&level, &id) in self.levels[tokens.clone()]
+                        .iter()
+                        .zip(&trie.token_ids[tokens])
+                    {
+                        if level != u8::MAX && u32::from(level) <= limit {
+                            mask.insert(id);
+                        }
+                    }
+                }
+                for &(at_node, partial, chars_read) in &self.entries[entry..entries_end] {
+                    let depth = chars_read - base;
+                    if last.is_some_and(|j| depth > j) {
+                        // Below the end of the chain: a code point that kills the set.
+                        continue;
+                    }
+                    let level = (depth as usize).min(sets.len() - 1);
+                    let byte = trie.nodes[at_node as usize].byte;
+                    if partial.is_complete() {
+                        if takes.is_empty() {
+                            takes = sets
+                                .iter()
+                                .map(|&set| {
+                                    let t = top_classes(memo.engine, memo.tops, memo.profiles, set);
+                                    (t.ascii_any, t.high_any || t.token_top)
+                                })
+                                .collect();
+                        }
+                        let (ascii, high) = takes[level];
+                        let taken = match byte {
+                            0x00..=0x7F => ascii & (1u128 << byte) != 0,
+                            // Lead bytes of code points above U+007F only (C0, C1, E0 and F0 may
+                            // start overlong forms of ASCII, which llama.cpp decodes).
+                            0xC2..=0xDF | 0xE1..=0xEF | 0xF1..=0xF4 => high,
+                            _ => true,
+                        };
+                        if !taken {
+                            continue;
+                        }
+                    }
+                    if let Some((set, partial, read)) =
+                        memo.child_state((sets[level], partial), byte)?
+                    {
+                        todo.push((
+                            at_node as usize,
+                            set,
+                            partial,
+                            chars_read + read,
+                            set != sets[level],
+                        ));
                     }
                 }
             }
-            _ => mask.union_with(&self.allowed),
+            entry = entries_end;
+            child = c.subtree_end as usize;
         }
+        Ok(())
     }
 
-    /// The most code points read before a frontier entry or by a token of `upto`.
+    /// The most code points read before a frontier entry or by a token of `allowed`.
     fn max_depth(&self) -> u32 {
-        let entries = self.entries.iter().map(|e| e.2).max().unwrap_or(0);
-        entries.max(self.max_level + 1)
+        self.max_depth
     }
 }
 
-/// Where `set` is a string body: its exceptions (the ASCII code points that need not lead where
-/// the others do) and the set every other code point leads to (memoized in `bodies`); else
+/// Where `set` is a string body: its key (the ASCII code points that need not lead where the
+/// others do, and whether those above U+007F do) and the set every other code point leads to (memoized in `bodies`); else
 /// None. A string body: no token element on top; every class on top matches all of
 /// U+0080..=U+10FFFF or none of it, and at most 64 ASCII code points differ from that (every
 /// other code point is matched by the same classes, so leads to the same set, alive); and some
@@ -1118,14 +1472,18 @@ impl Frontier {
 /// (`partial_viable`, which reads the class's characters, and `match_partial_char`, which reads
 /// its ranges), so a token ending inside such a sequence is allowed and the walk would descend
 /// below it. `[^"\\]*` is one (it leads back to itself), and so is each position of
-/// `[^"\\]{0,64}` (each leads to the next).
+/// `[^"\\]{0,64}` (each leads to the next). A body of ASCII only: no class on top may match a
+/// code point above U+007F (they are all exceptions, `BodyKey::high` false), and at least
+/// [`MIN_ASCII_BODY`] ASCII code points are matched by the same classes (the largest such group
+/// are the body's code points, every other one an exception): each position of
+/// `[0-9A-Za-z]{8}`, or `[0-9]*`.
 fn string_body(
     engine: &mut Engine,
     tops: &mut FxHashMap<SetId, TopClasses>,
     profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
-    bodies: &mut FxHashMap<SetId, Option<(u128, SetId)>>,
+    bodies: &mut FxHashMap<SetId, Option<(BodyKey, SetId)>>,
     set: SetId,
-) -> Option<(u128, SetId)> {
+) -> Option<(BodyKey, SetId)> {
     if let Some(&known) = bodies.get(&set) {
         return known;
     }
@@ -1139,33 +1497,89 @@ fn string_body_uncached(
     tops: &mut FxHashMap<SetId, TopClasses>,
     profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
     set: SetId,
-) -> Option<(u128, SetId)> {
-    let exceptions = {
+) -> Option<(BodyKey, SetId)> {
+    let (key, step_as) = {
         let t = top_classes(engine, tops, profiles, set);
-        if t.token_top || !t.high_alike || !t.high_any {
+        if t.token_top {
             return None;
         }
-        let mut exceptions = 0u128;
-        for &(ascii, high) in &t.classes {
-            exceptions |= if high == Some(true) { !ascii } else { ascii };
+        if !t.high_any {
+            // No class takes a code point above U+007F: the body is the largest group of ASCII
+            // code points the same classes match (`[0-9A-Za-z]` in `[0-9A-Za-z]{8}`).
+            let group = largest_ascii_group(&t.classes)?;
+            if group.count_ones() < MIN_ASCII_BODY {
+                return None;
+            }
+            let key = BodyKey {
+                exceptions: !group,
+                high: false,
+            };
+            (key, group.trailing_zeros())
+        } else {
+            if !t.high_alike {
+                return None;
+            }
+            let mut exceptions = 0u128;
+            for &(ascii, high) in &t.classes {
+                exceptions |= if high == Some(true) { !ascii } else { ascii };
+            }
+            if exceptions.count_ones() > 64 {
+                return None;
+            }
+            (
+                BodyKey {
+                    exceptions,
+                    high: true,
+                },
+                0x80,
+            )
         }
-        exceptions
     };
-    if exceptions.count_ones() > 64 {
-        return None;
-    }
-    let takes_partials = engine.arena().set(set).iter().any(|&s| {
-        engine.arena().top(s).is_some_and(|pos| {
-            engine.grammar().element(pos).kind.starts_char_class()
-                && profiles.get(&pos).is_some_and(|p| p.1 == Some(true))
-                && takes_every_clean_partial(engine, pos)
-        })
-    });
+    let takes_partials = !key.high
+        || engine.arena().set(set).iter().any(|&s| {
+            engine.arena().top(s).is_some_and(|pos| {
+                engine.grammar().element(pos).kind.starts_char_class()
+                    && profiles.get(&pos).is_some_and(|p| p.1 == Some(true))
+                    && takes_every_clean_partial(engine, pos)
+            })
+        });
     if !takes_partials {
         return None;
     }
-    let next = engine.step_set(set, 0x80);
-    (next != DEAD_SET && next != EXPLODED_SET).then_some((exceptions, next))
+    let next = engine.step_set(set, step_as);
+    (next != DEAD_SET && next != EXPLODED_SET).then_some((key, next))
+}
+
+/// The fewest ASCII code points a body of ASCII only (no class on top takes a code point above
+/// U+007F) gathers: fewer are a literal's few letters, which the walk decides at once.
+const MIN_ASCII_BODY: u32 = 8;
+
+/// The largest group of ASCII code points that some class on top matches and that every class
+/// treats alike (they all lead to one set); None with more than 64 classes.
+fn largest_ascii_group(classes: &[(u128, Option<bool>)]) -> Option<u128> {
+    if classes.len() > 64 {
+        return None;
+    }
+    let mut groups: Vec<(u64, u128)> = Vec::new();
+    for c in 0..128u32 {
+        let mut matched = 0u64;
+        for (i, &(ascii, _)) in classes.iter().enumerate() {
+            if ascii & (1u128 << c) != 0 {
+                matched |= 1 << i;
+            }
+        }
+        if matched == 0 {
+            continue;
+        }
+        match groups.iter_mut().find(|g| g.0 == matched) {
+            Some(group) => group.1 |= 1u128 << c,
+            None => groups.push((matched, 1u128 << c)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, members)| members)
+        .max_by_key(|members| members.count_ones())
 }
 
 /// The sets a string body's non-exception code points lead through, from `(start, next)` (a
@@ -1178,9 +1592,9 @@ fn body_chain(
     engine: &mut Engine,
     tops: &mut FxHashMap<SetId, TopClasses>,
     profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
-    bodies: &mut FxHashMap<SetId, Option<(u128, SetId)>>,
+    bodies: &mut FxHashMap<SetId, Option<(BodyKey, SetId)>>,
     (start, next): (SetId, SetId),
-    exceptions: u128,
+    key: BodyKey,
     max_depth: u32,
 ) -> Option<(Vec<SetId>, Option<u32>)> {
     let mut sets = vec![start];
@@ -1192,12 +1606,34 @@ fn body_chain(
         }
         sets.push(next);
         match string_body(engine, tops, profiles, bodies, next) {
-            Some((e, after)) if e == exceptions => next = after,
+            Some((k, after)) if k == key => next = after,
             _ => {
                 let t = top_classes(engine, tops, profiles, next);
-                let ends = !t.token_top && !t.high_any && t.ascii_any & !exceptions == 0;
+                let ends = !t.token_top && !t.high_any && t.ascii_any & !key.exceptions == 0;
                 return ends.then_some((sets.clone(), Some(sets.len() as u32 - 1)));
             }
+        }
+    }
+}
+
+/// True if [`body_chain`] from `(start, next)` with `key` gives a chain (at depth 1), without
+/// building it.
+fn body_chain_goes_on(
+    engine: &mut Engine,
+    tops: &mut FxHashMap<SetId, TopClasses>,
+    profiles: &mut FxHashMap<u32, (u128, Option<bool>)>,
+    bodies: &mut FxHashMap<SetId, Option<(BodyKey, SetId)>>,
+    (start, next): (SetId, SetId),
+    key: BodyKey,
+) -> bool {
+    if next == start {
+        return true;
+    }
+    match string_body(engine, tops, profiles, bodies, next) {
+        Some((k, _)) if k == key => true,
+        _ => {
+            let t = top_classes(engine, tops, profiles, next);
+            !t.token_top && !t.high_any && t.ascii_any & !key.exceptions == 0
         }
     }
 }

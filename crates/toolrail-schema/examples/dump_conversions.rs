@@ -1,5 +1,5 @@
 //! Writes every conversion of the MaskBench schemas and of the JSON-Schema-Test-Suite schemas
-//! (under several option sets) into a directory, one file per schema and option set: the
+//! (under several option sets, and as a Python call's keyword arguments) into a directory, one file per schema and option set: the
 //! grammar, or the error, then the warnings and notes. Two dumps (before and after a change to
 //! the converter) are compared with `diff -r` to prove the output byte-identical.
 //!
@@ -9,7 +9,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use toolrail_schema::{ConvertOptions, MemberOrder, Whitespace, schema_to_gbnf};
+use toolrail_schema::{
+    ConvertOptions, LiteralSyntax, MemberOrder, SchemaConverter, Whitespace, schema_to_gbnf,
+};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = PathBuf::from(
@@ -101,9 +103,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             std::fs::write(out.join(format!("{name}.{label}.txt")), text)?;
         }
+        // the schema as a Python call's keyword arguments, in Python literal syntax
+        let mut text = String::new();
+        let mut converter =
+            SchemaConverter::with_syntax(ConvertOptions::default(), LiteralSyntax::Python);
+        match converter.add_arguments("args", schema) {
+            Ok(root) => {
+                for w in converter.warnings() {
+                    writeln!(text, "warning {} {}: {}", w.keyword, w.pointer, w.message)?;
+                }
+                text.push_str(&converter.finish(&root));
+            }
+            Err(e) => writeln!(text, "error {} {}: {}", e.keyword, e.pointer, e.message)?,
+        }
+        std::fs::write(out.join(format!("{name}.python-kwargs.txt")), text)?;
     }
     println!(
-        "{} schemas, {} option sets",
+        "{} schemas, {} option sets and Python keyword arguments",
         schemas.len(),
         option_sets.len()
     );

@@ -592,9 +592,11 @@ pub(crate) fn format_within(
         .map(|i| rules.reserve(&format!("{hint}-{format}-{i}"), None))
         .collect();
     let mut uses_char = false;
+    // the `char` primitive of the grammar's literal syntax
+    let char_name = rules.syntax.primitive("char");
     let mut char_rule = || {
         uses_char = true;
-        Expr::Rule(RuleName::new("char"))
+        Expr::Rule(RuleName::new(char_name))
     };
     for (c, &s) in representatives.iter().enumerate() {
         let mut by_target: Vec<(usize, Vec<(u32, u32)>)> = Vec::new();

@@ -24,6 +24,7 @@ use super::numbers::{self, Decimal};
 use super::regex::{self, MAX_REPEAT_TOTAL, pattern_to_gbnf};
 use super::rules::RuleTable;
 use super::strings::{encoded_char_set, json_encode_char};
+use super::syntax::{self, KeyStyle};
 use super::validate::{check, check_siblings, json_eq};
 use super::{
     ANY_ORDER_MAX_MEMBERS, ConvertOptions, MemberOrder, SchemaError, Warning, automaton, formats,
@@ -41,6 +42,9 @@ struct Ctx {
     hint: String,
     /// The node's expression becomes a rule body as is (ref targets, document roots).
     top: bool,
+    /// How the node's object members are keyed: a call's keyword arguments (the root of an
+    /// arguments document and its `anyOf`/`oneOf` branches) or a dict.
+    keys: KeyStyle,
 }
 
 impl Ctx {
@@ -55,6 +59,7 @@ impl Ctx {
                 format!("{}-{}", self.hint, hint_seg)
             },
             top: false,
+            keys: KeyStyle::DictKey,
         }
     }
 }
@@ -167,11 +172,6 @@ fn is_rule(e: &Expr) -> bool {
     matches!(e, Expr::Rule(_))
 }
 
-/// Whether the expression is a reference to the rule `name` (a primitive such as `value`).
-fn is_named(e: &Expr, name: &str) -> bool {
-    matches!(e, Expr::Rule(r) if r.as_str() == name)
-}
-
 /// The alternation of `parts`, duplicates dropped (first occurrence kept; compared as typed
 /// values in a hash set, so that an enum of 100,000 values stays near-linear).
 fn distinct_alternatives(parts: Vec<Expr>) -> Option<Expr> {
@@ -266,7 +266,8 @@ impl Converter {
         }
     }
 
-    /// A keyword llama.cpp ignores ([`ConvertOptions::llama_compat`]): always a warning (once).
+    /// A keyword llama.cpp ignores ([`ConvertOptions::llama_compat`]), or a constraint no
+    /// grammar can hold (a keyword argument written twice): always a warning (once).
     fn ignored(&mut self, keyword: &str, cx: &Ctx, message: impl Into<String>) {
         let w = Warning {
             keyword: keyword.to_string(),
@@ -484,15 +485,17 @@ impl Converter {
         }
     }
 
-    /// Adds a document; returns the expression for its root (not wrapped in a rule).
     /// Adds a document; returns a rule name (when `want_rule`, or when the root is referenced
-    /// by `#`), or else the root expression itself.
+    /// by `#`), or else the root expression itself. `keys`: how the root object's members are
+    /// keyed ([`KeyStyle::Kwarg`]: a call's keyword arguments; a `$ref` to `#` inside is then
+    /// the root as a dict, a rule of its own).
     pub(crate) fn add_document(
         &mut self,
         label: &str,
         hint: &str,
         schema: &Value,
         want_rule: bool,
+        keys: KeyStyle,
     ) -> Result<Expr, SchemaError> {
         let has_refs = scan_document(schema)?;
         let doc = self.docs.len();
@@ -517,6 +520,7 @@ impl Converter {
                 name.to_string()
             },
             top: true,
+            keys,
         };
         let stored = Rc::clone(&self.docs[doc]);
         let root = if has_refs { &*stored } else { schema };
@@ -525,19 +529,33 @@ impl Converter {
             doc,
             pointer: "#".to_string(),
         };
-        self.refs.insert(key.clone(), name.clone());
-        self.in_progress.insert(key.clone(), self.consumed);
+        let root_is_value = keys == KeyStyle::DictKey;
+        if root_is_value {
+            self.refs.insert(key.clone(), name.clone());
+            self.in_progress.insert(key.clone(), self.consumed);
+        }
         self.root_referenced = false;
         let expr = self.visit(root, &cx, false);
-        self.in_progress.remove(&key);
+        if root_is_value {
+            self.in_progress.remove(&key);
+        }
         let Some(expr) = expr? else {
-            return Err(unsatisfiable(root, &cx));
+            let mut e = unsatisfiable(root, &cx);
+            if !root_is_value {
+                e.message.push_str(
+                    " (a call's arguments are keyword arguments: only objects can be written)",
+                );
+            }
+            return Err(e);
         };
-        if self.root_referenced || (want_rule && !is_rule(&expr)) {
+        // no rule for nothing (the keyword arguments of a call without parameters)
+        if self.root_referenced || (want_rule && !is_rule(&expr) && !expr.is_empty()) {
             self.rules.fill(&name, expr);
             Ok(Expr::Rule(name))
         } else {
-            self.refs.remove(&key);
+            if root_is_value {
+                self.refs.remove(&key);
+            }
             self.rules.unreserve(&name);
             Ok(expr)
         }
@@ -572,6 +590,8 @@ impl Converter {
             return Err(Self::invalid("$ref", cx, "schema nesting too deep"));
         }
         let r = match schema {
+            // any keyword arguments
+            Value::Bool(true) if cx.keys == KeyStyle::Kwarg => self.visit_map(&Map::new(), cx),
             Value::Bool(true) => Ok(Some(self.rules.primitive_rule("value"))),
             Value::Bool(false) => Ok(None),
             Value::Object(map) => self
@@ -666,6 +686,7 @@ impl Converter {
             ptr: key.pointer.clone(),
             hint: hint.clone(),
             top: true,
+            keys: KeyStyle::DictKey,
         };
         let name = self.rules.reserve(&hint, self.comment(&tcx));
         self.refs.insert(key.clone(), name.clone());
@@ -908,8 +929,11 @@ impl Converter {
         }
         let map = self.drop_unsupported(map, cx)?;
         let (alternation, list) = match ir::Shape::read(&map, &cx.ptr)? {
-            ir::Shape::Reference(r) => return self.visit_ref(cx, r),
-            ir::Shape::Merged => {
+            // keyword arguments are not a value another place may refer to: merged in place
+            ir::Shape::Reference(r) if cx.keys == KeyStyle::DictKey => {
+                return self.visit_ref(cx, r);
+            }
+            ir::Shape::Reference(_) | ir::Shape::Merged => {
                 let flat = self.flatten_map(map, cx, 0)?;
                 return match &flat {
                     Value::Object(m) => self.visit_map(m, cx),
@@ -951,6 +975,7 @@ impl Converter {
                 } else {
                     format!("{}-{}", cx.hint, i + 1)
                 },
+                keys: cx.keys,
                 ..bcx
             };
             let b = match &rest {
@@ -1048,6 +1073,23 @@ impl Converter {
     /// alternative per type it admits, each from that type's keyword group ([`ir`]).
     fn visit_typed(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
         let types = ir::TypeSet::read(map, &cx.ptr)?;
+        if cx.keys == KeyStyle::Kwarg {
+            // keyword arguments: an object written without braces, never a literal; an
+            // `anyOf` branch admitting no object matches no call
+            if !types.contains(JsonType::Object) {
+                return Ok(None);
+            }
+            for k in ["enum", "const"] {
+                if map.contains_key(k) {
+                    return Err(Self::invalid(
+                        k,
+                        cx,
+                        "cannot be written as keyword arguments (only properties can)",
+                    ));
+                }
+            }
+            return self.object(&ir::ObjectRules::read(map, &cx.ptr)?, cx);
+        }
         if let Some(values) = ir::read_values(map, &cx.ptr)? {
             let mut kept = Vec::new();
             for v in values {
@@ -1096,7 +1138,7 @@ impl Converter {
             let rules = ir::NumberRules::read(map, &cx.ptr)?;
             if has(JsonType::Number) {
                 if let Some(e) = self.number(&rules, cx, false)? {
-                    plain += usize::from(is_named(&e, "number"));
+                    plain += usize::from(self.rules.is_primitive(&e, "number"));
                     parts.push(e);
                 }
             } else if let Some(e) = self.number(&rules, cx, true)? {
@@ -1106,19 +1148,19 @@ impl Converter {
         if has(JsonType::String)
             && let Some(e) = self.string(&ir::StringRules::read(map, &cx.ptr)?, cx)?
         {
-            plain += usize::from(is_named(&e, "string"));
+            plain += usize::from(self.rules.is_primitive(&e, "string"));
             parts.push(e);
         }
         if has(JsonType::Array)
             && let Some(e) = self.array(&ir::ArrayRules::read(map, &cx.ptr)?, cx)?
         {
-            plain += usize::from(is_named(&e, "array"));
+            plain += usize::from(self.rules.is_primitive(&e, "array"));
             parts.push(e);
         }
         if has(JsonType::Object)
             && let Some(e) = self.object(&ir::ObjectRules::read(map, &cx.ptr)?, cx)?
         {
-            plain += usize::from(is_named(&e, "object"));
+            plain += usize::from(self.rules.is_primitive(&e, "object"));
             parts.push(e);
         }
         if plain == 6 {
@@ -1132,7 +1174,8 @@ impl Converter {
     /// [`Self::any_order`]).
     fn literal(&mut self, v: &Value, cx: &Ctx) -> Expr {
         match v {
-            Value::Null | Value::Bool(_) => Expr::literal(v.to_string()),
+            Value::Null => Expr::literal(self.rules.syntax.null()),
+            Value::Bool(b) => Expr::literal(self.rules.syntax.boolean(*b)),
             Value::Number(n) => match Decimal::parse(&n.to_string()) {
                 Some(d) => {
                     let sign = if d.neg {
@@ -1791,6 +1834,24 @@ impl Converter {
         let props = &rules.properties;
         let patterns = &rules.pattern_properties;
         let required = &rules.required;
+        let kwargs = cx.keys == KeyStyle::Kwarg;
+        if kwargs {
+            for (keyword, name) in props
+                .iter()
+                .map(|(k, _)| ("properties", k.as_str()))
+                .chain(required.iter().map(|k| ("required", *k)))
+            {
+                if !syntax::is_identifier(name) {
+                    return Err(Self::invalid(
+                        keyword,
+                        cx,
+                        format!(
+                            "{name:?} cannot be a keyword argument: names must be Python identifiers"
+                        ),
+                    ));
+                }
+            }
+        }
         // close_objects closes objects that declare their properties; a schema without
         // `properties` is a free-form object
         let closed_by_default = (self.opts.close_objects || self.opts.llama_compat)
@@ -1830,7 +1891,7 @@ impl Converter {
                         )?,
                     }
                 }
-                let kv = v.map(|v| self.kv_rule(&pcx, k, v, &sp));
+                let kv = v.map(|v| self.kv_rule(&pcx, k, v, &sp, cx.keys));
                 declared.push((k.to_string(), kv, required.contains(&k.as_str())));
             }
             let add_cx = cx.child("additionalProperties", "additional");
@@ -1856,7 +1917,7 @@ impl Converter {
                             ),
                             ..add_cx.clone()
                         };
-                        self.kv_rule(&pcx, r, v.clone(), &sp)
+                        self.kv_rule(&pcx, r, v.clone(), &sp, cx.keys)
                     });
                     declared.push((r.to_string(), kv, true));
                 }
@@ -1884,11 +1945,14 @@ impl Converter {
             }
             let names: Vec<String> = declared.iter().map(|(k, _, _)| k.clone()).collect();
             if names.is_empty()
+                && !kwargs
                 && patterns.is_empty()
                 && property_names.is_none()
                 && min_p == 0
                 && max_p.is_none()
-                && add_value.as_ref().is_some_and(|v| is_named(v, "value"))
+                && add_value
+                    .as_ref()
+                    .is_some_and(|v| self.rules.is_primitive(v, "value"))
             {
                 return Ok(Some(self.rules.primitive_rule("object")));
             }
@@ -1897,7 +1961,34 @@ impl Converter {
                 .filter_map(|(name, kv, required)| kv.map(|kv| Member { name, kv, required }))
                 .collect();
             let key: Option<Expr> = match property_names {
-                _ if add_value.is_none() => None,
+                _ if add_value.is_none() && (!kwargs || patterns.is_empty()) => None,
+                // keyword arguments: an identifier, then `=`
+                _ if kwargs => {
+                    for &keyword in &rules.name_keywords {
+                        // lenient: any other identifier with any value (wider)
+                        self.unsupported(
+                            keyword,
+                            cx,
+                            "names of undeclared keyword arguments cannot be constrained",
+                        )?;
+                    }
+                    let declared: Vec<&str> = names.iter().map(String::as_str).collect();
+                    let key = syntax::identifier_not_in(&declared).ok_or_else(|| {
+                        Self::invalid(
+                            "properties",
+                            cx,
+                            format!(
+                                "a declared name longer than {} characters cannot be told apart from undeclared keyword arguments",
+                                syntax::MAX_EXCLUDED_IDENTIFIER
+                            ),
+                        )
+                    })?;
+                    Some(Expr::Rule(self.rules.add(
+                        &format!("{}-other-name", cx.hint),
+                        key,
+                        None,
+                    )))
+                }
                 None if names.is_empty() => Some(self.rules.primitive_rule("string")),
                 None => Some(Expr::Rule(self.not_strings(&add_cx, &names))),
                 Some(pn) => {
@@ -1915,6 +2006,25 @@ impl Converter {
                 }
             };
             let extra: Option<Expr> = match (&add_value, key) {
+                (_, Some(key)) if kwargs => {
+                    let value = match &add_value {
+                        Some(v) if patterns.is_empty() => v.clone(),
+                        _ => self.rules.primitive_rule("value"),
+                    };
+                    // a grammar cannot remember which names were written: said, not hidden
+                    self.ignored(
+                        "additionalProperties",
+                        cx,
+                        "undeclared keyword arguments: the grammar cannot forbid repeating one \
+                         (`f(x=1, x=2)`, a Python syntax error that validation rejects)",
+                    );
+                    let comment = self.comment(&add_cx);
+                    Some(Expr::Rule(self.rules.add(
+                        &format!("{}-additional-kv", cx.hint),
+                        Expr::seq([key, value]),
+                        comment,
+                    )))
+                }
                 _ if !patterns.is_empty() => self
                     .pattern_members(
                         cx,
@@ -1950,7 +2060,11 @@ impl Converter {
                     ),
                 ));
             }
+            // keyword arguments: the parentheses are the caller's
             let braces = |body: Expr| {
+                if kwargs {
+                    return body;
+                }
                 Expr::seq([
                     Expr::literal("{"),
                     sp.clone(),
@@ -1959,7 +2073,11 @@ impl Converter {
                     Expr::literal("}"),
                 ])
             };
-            let empty_object = Expr::seq([Expr::literal("{"), sp.clone(), Expr::literal("}")]);
+            let empty_object = if kwargs {
+                Expr::Empty
+            } else {
+                Expr::seq([Expr::literal("{"), sp.clone(), Expr::literal("}")])
+            };
             let sep = Expr::seq([Expr::literal(","), sp.clone()]);
             if members.is_empty() {
                 let Some(x) = extra else {
@@ -2178,10 +2296,15 @@ impl Converter {
             values.push(self.child(ps, pcx)?);
         }
         // with additional members of any value, a pattern of any value constrains nothing
-        let open = additional.as_ref().is_some_and(|v| is_named(v, "value"));
+        let open = additional
+            .as_ref()
+            .is_some_and(|v| self.rules.is_primitive(v, "value"));
         let mut kept: Vec<(String, Option<Expr>, Ctx)> = Vec::new();
         for ((p, _, pcx), v) in groups.into_iter().zip(values) {
-            if !(open && v.as_ref().is_some_and(|v| is_named(v, "value"))) {
+            if !(open
+                && v.as_ref()
+                    .is_some_and(|v| self.rules.is_primitive(v, "value")))
+            {
                 kept.push((p, v, pcx));
             }
         }
@@ -2406,10 +2529,16 @@ impl Converter {
         }
     }
 
-    /// The rule `"key" ":" space value` of one declared member.
-    fn kv_rule(&mut self, cx: &Ctx, key: &str, value: Expr, sp: &Expr) -> RuleName {
-        let key_lit = Expr::literal(Value::String(key.to_string()).to_string());
-        let body = Expr::seq([key_lit, Expr::literal(":"), sp.clone(), value]);
+    /// The rule `"key" ":" space value` of one declared member (`key=value` for a keyword
+    /// argument).
+    fn kv_rule(&mut self, cx: &Ctx, key: &str, value: Expr, sp: &Expr, keys: KeyStyle) -> RuleName {
+        let body = match keys {
+            KeyStyle::DictKey => {
+                let key_lit = Expr::literal(Value::String(key.to_string()).to_string());
+                Expr::seq([key_lit, Expr::literal(":"), sp.clone(), value])
+            }
+            KeyStyle::Kwarg => Expr::seq([Expr::literal(format!("{key}=")), value]),
+        };
         self.rules.add(&format!("{}-kv", cx.hint), body, None)
     }
 

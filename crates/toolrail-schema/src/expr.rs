@@ -191,8 +191,8 @@ impl Expr {
     }
 
     /// The expression as GBNF text to be placed in a sequence written as text (an
-    /// alternation comes parenthesised): for the pythonic envelope's value builder, which
-    /// still writes its rules as text until the converter's walker replaces it.
+    /// alternation comes parenthesised): for a user's own argument grammar, whose rules stay
+    /// text and refer to the converter's rules by name.
     pub fn to_gbnf_item(&self) -> String {
         let mut out = String::new();
         self.print(Place::SeqItem, &mut out, usize::MAX);

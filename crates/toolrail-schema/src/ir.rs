@@ -720,6 +720,9 @@ pub(crate) struct ObjectRules<'a> {
     pub(crate) additional: Option<&'a Value>,
     /// `propertyNames` unless trivially true.
     pub(crate) property_names: Option<&'a Value>,
+    /// The keywords that constrain undeclared names (`patternProperties`, `propertyNames`)
+    /// present, even trivially: a call's keyword arguments cannot have them.
+    pub(crate) name_keywords: Vec<&'static str>,
     /// The dependency keywords present and not trivially true.
     pub(crate) dependencies: Vec<&'static str>,
     /// `minProperties` (0 when absent; at most `maxProperties`).
@@ -771,6 +774,10 @@ impl<'a> ObjectRules<'a> {
             required,
             additional: map.get("additionalProperties"),
             property_names: map.get("propertyNames").filter(|v| !trivial(v)),
+            name_keywords: ["patternProperties", "propertyNames"]
+                .into_iter()
+                .filter(|k| map.contains_key(*k))
+                .collect(),
             dependencies: DEPENDENCY_KEYWORDS
                 .into_iter()
                 .filter(|k| map.get(*k).is_some_and(|v| !trivial(v)))

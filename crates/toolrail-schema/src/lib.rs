@@ -84,6 +84,7 @@
 //! - `keywords`: which keywords constrain (every other one is ignored);
 //! - [`numbers`]: integer and decimal ranges; [`regex`]: `pattern` via `regex-syntax` HIR;
 //! - [`formats`]: `format` rules; [`strings`]: JSON string encoding as GBNF;
+//! - [`syntax`]: JSON or Python literals ([`LiteralSyntax`]), keys or keyword arguments;
 //! - `automaton`: a `format` with `pattern`/`minLength`/`maxLength`, as a product of automata;
 //! - [`llama`]: what llama.cpp reads of a schema ([`ConvertOptions::llama_compat`]);
 //! - [`expr`]: typed GBNF expressions and their one printer (parentheses by precedence);
@@ -104,6 +105,7 @@ pub mod numbers;
 pub mod regex;
 pub mod rules;
 pub mod strings;
+pub mod syntax;
 pub mod validate;
 
 use serde_json::Value;
@@ -113,6 +115,7 @@ pub use expr::{Expr, RuleName};
 pub use locations::RuleLocation;
 pub use regex::MAX_REPEAT_TOTAL;
 pub use strings::gbnf_literal;
+pub use syntax::{LiteralSyntax, is_identifier};
 
 /// Whitespace allowed between JSON tokens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -207,19 +210,42 @@ pub struct SchemaConverter {
 }
 
 impl SchemaConverter {
-    /// A converter with the given options.
+    /// A converter with the given options, writing JSON text.
     pub fn new(options: ConvertOptions) -> Self {
-        Self {
-            inner: convert::Converter::new(options),
-        }
+        Self::with_syntax(options, LiteralSyntax::Json)
+    }
+
+    /// A converter with the given options whose grammar writes values in `syntax` (the
+    /// pythonic call envelope: [`LiteralSyntax::Python`]). The same walk, the same rules for
+    /// every keyword; only the spelling of literals differs (see [`syntax`]).
+    pub fn with_syntax(options: ConvertOptions, syntax: LiteralSyntax) -> Self {
+        let mut inner = convert::Converter::new(options);
+        inner.rules.syntax = syntax;
+        Self { inner }
     }
 
     /// Adds one schema (its own document for `$ref` resolution); returns the expression
-    /// (usually a rule reference) matching any JSON value valid against it. `name_hint` is a
-    /// kebab-case prefix, e.g. `get-weather-args`.
+    /// (usually a rule reference) matching any value valid against it, in the converter's
+    /// syntax. `name_hint` is a kebab-case prefix, e.g. `get-weather-args`.
     pub fn add_schema(&mut self, name_hint: &str, schema: &Value) -> Result<Expr, SchemaError> {
         let hint = rules::sanitize(name_hint);
-        self.inner.add_document(&hint, &hint, schema, true)
+        self.inner
+            .add_document(&hint, &hint, schema, true, syntax::KeyStyle::DictKey)
+    }
+
+    /// Adds a call's arguments schema, its root object written as keyword arguments
+    /// (`a=1, b="x"`, without the parentheses) and everything inside it in the converter's
+    /// syntax: the object lowering of [`SchemaConverter::add_schema`] with `name=` for
+    /// `"name": ` (required, optional, member order, `additionalProperties`,
+    /// `minProperties`/`maxProperties`, `anyOf`/`oneOf`/`allOf`/`$ref` at the root all as for
+    /// an object). Names must be Python identifiers ([`is_identifier`]); undeclared names are
+    /// any other identifier. An error names the keyword and pointer where the root cannot be
+    /// written as keyword arguments (not an object, `enum`/`const`, `patternProperties` or
+    /// `propertyNames` constraining undeclared names).
+    pub fn add_arguments(&mut self, name_hint: &str, schema: &Value) -> Result<Expr, SchemaError> {
+        let hint = rules::sanitize(name_hint);
+        self.inner
+            .add_document(&hint, &hint, schema, true, syntax::KeyStyle::Kwarg)
     }
 
     /// Adds an envelope rule to the grammar's rules (rendered among the converter's, in
@@ -241,7 +267,8 @@ impl SchemaConverter {
         RuleName::new(self.inner.rules.primitive("space"))
     }
 
-    /// Constraints dropped so far (lenient and llama_compat modes).
+    /// Constraints dropped so far (lenient and llama_compat modes; and for keyword arguments,
+    /// that an undeclared one may be written twice, which no grammar can forbid).
     pub fn warnings(&self) -> &[Warning] {
         &self.inner.warnings
     }
@@ -282,7 +309,7 @@ pub struct Conversion {
 /// Converts one schema into a complete grammar whose `root` matches exactly its valid values.
 pub fn schema_to_gbnf(schema: &Value, options: &ConvertOptions) -> Result<Conversion, SchemaError> {
     let mut c = convert::Converter::new(options.clone());
-    let expr = c.add_document("", "", schema, false)?;
+    let expr = c.add_document("", "", schema, false, syntax::KeyStyle::DictKey)?;
     let warnings = std::mem::take(&mut c.warnings);
     let notes = std::mem::take(&mut c.notes);
     let rule_locations = locations::rule_locations(&c.rules);

@@ -15,6 +15,7 @@ use rustc_hash::FxHashMap;
 use super::Whitespace;
 use super::expr::{Expr, RuleName};
 use super::limits::{INLINE_RULES, MAX_REPETITION};
+use super::syntax::LiteralSyntax;
 
 /// A built-in rule: its name and the primitives its body uses (the body is
 /// [`primitive_body`]).
@@ -72,6 +73,42 @@ const PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "space",
+        deps: &[],
+    },
+    // Python literals ([`LiteralSyntax::Python`]); numbers and `space` are shared
+    Primitive {
+        name: "py-value",
+        deps: &[
+            "py-dict",
+            "py-list",
+            "py-string",
+            "number",
+            "py-boolean",
+            "py-none",
+        ],
+    },
+    Primitive {
+        name: "py-dict",
+        deps: &["space", "py-string", "py-value"],
+    },
+    Primitive {
+        name: "py-list",
+        deps: &["space", "py-value"],
+    },
+    Primitive {
+        name: "py-string",
+        deps: &["py-char"],
+    },
+    Primitive {
+        name: "py-char",
+        deps: &["hex"],
+    },
+    Primitive {
+        name: "py-boolean",
+        deps: &[],
+    },
+    Primitive {
+        name: "py-none",
         deps: &[],
     },
 ];
@@ -179,6 +216,52 @@ fn primitive_body(name: &str, style: PrimitiveStyle) -> Expr {
         }
         "boolean" => alt(vec![lit("true"), lit("false")]),
         "null" => lit("null"),
+        "py-value" => alt([
+            "py-dict",
+            "py-list",
+            "py-string",
+            "number",
+            "py-boolean",
+            "py-none",
+        ]
+        .into_iter()
+        .map(rule)
+        .collect()),
+        "py-dict" => list(
+            "{",
+            Expr::seq([rule("py-string"), lit(":"), rule("space"), rule("py-value")]),
+            "}",
+        ),
+        "py-list" => list("[", rule("py-value"), "]"),
+        "py-string" => Expr::seq([lit("\""), star(rule("py-char")), lit("\"")]),
+        // JSON's escapes that Python reads the same: no `\/` (Python keeps the backslash)
+        // and no surrogate pairs (Python keeps two lone surrogates); such characters are
+        // written raw
+        "py-char" => {
+            let hex = |n: u32| Expr::repeat(rule("hex"), n, Some(n));
+            let escaped = alt(vec![
+                one_of("\"\\bfnrt"),
+                Expr::seq([
+                    lit("u"),
+                    alt(vec![
+                        Expr::seq([
+                            class(&[('0', '9'), ('a', 'c'), ('A', 'C'), ('e', 'f'), ('E', 'F')]),
+                            hex(3),
+                        ]),
+                        Expr::seq([one_of("dD"), class(&[('0', '7')]), hex(2)]),
+                    ]),
+                ]),
+            ]);
+            alt(vec![
+                Expr::Class {
+                    ranges: vec![('"' as u32, '"' as u32), (0x5C, 0x5C), (0, 0x1F)],
+                    negated: true,
+                },
+                Expr::seq([lit("\\"), escaped]),
+            ])
+        }
+        "py-boolean" => alt(vec![lit("True"), lit("False")]),
+        "py-none" => lit("None"),
         "space" => match style.whitespace {
             // llama.cpp's: nothing, one space, or one or two newlines and indentation
             Whitespace::Spaced => alt(vec![
@@ -266,6 +349,8 @@ struct Rule {
 /// The rule table of one grammar under construction.
 pub(crate) struct RuleTable {
     whitespace: Whitespace,
+    /// The literal syntax: which primitives stand for `value`, `string`, `null`, ...
+    pub(crate) syntax: LiteralSyntax,
     /// `integral-part` stops at 16 digits, as llama.cpp's
     /// ([`crate::ConvertOptions::llama_compat`]); otherwise any number of digits.
     pub(crate) capped_digits: bool,
@@ -286,6 +371,7 @@ impl RuleTable {
     pub(crate) fn new(whitespace: Whitespace) -> Self {
         Self {
             whitespace,
+            syntax: LiteralSyntax::Json,
             capped_digits: false,
             rules: Vec::new(),
             by_name: FxHashMap::default(),
@@ -296,22 +382,37 @@ impl RuleTable {
         }
     }
 
-    /// Marks a primitive (and what it uses) as used and returns a reference to it.
+    /// Marks a primitive (and what it uses) as used and returns a reference to it. `name` is
+    /// the JSON primitive's name; in [`LiteralSyntax::Python`] the Python one is used
+    /// ([`LiteralSyntax::primitive`]).
     pub(crate) fn primitive_rule(&mut self, name: &'static str) -> Expr {
         Expr::Rule(RuleName::new(self.primitive(name)))
     }
 
-    /// Marks a primitive (and what it uses) as used and returns its name.
+    /// Marks a primitive (and what it uses) as used and returns its name in this table's
+    /// syntax (`name` is the JSON primitive's name, see [`RuleTable::primitive_rule`]).
     pub(crate) fn primitive(&mut self, name: &'static str) -> &'static str {
+        let name = self.syntax.primitive(name);
+        self.mark_used(name);
+        name
+    }
+
+    /// Whether `e` refers to the primitive standing for the JSON primitive `name` in this
+    /// table's syntax.
+    pub(crate) fn is_primitive(&self, e: &Expr, name: &'static str) -> bool {
+        matches!(e, Expr::Rule(r) if r.as_str() == self.syntax.primitive(name))
+    }
+
+    /// Marks the primitive `name` (its own name) and its dependencies as used.
+    fn mark_used(&mut self, name: &'static str) {
         if let Some(i) = PRIMITIVES.iter().position(|p| p.name == name)
             && !self.used_primitives[i]
         {
             self.used_primitives[i] = true;
             for dep in PRIMITIVES[i].deps {
-                self.primitive(dep);
+                self.mark_used(dep);
             }
         }
-        name
     }
 
     /// Adds the rules for a string with format `format` (each once); returns the rule name

@@ -13,11 +13,12 @@
 //! Only keyword arguments are accepted. An output is a pythonic call when it starts with
 //! `[A-Za-z_][A-Za-z0-9_.-]*(`; anything else is plain text. String escapes are JSON's (`\n`, `\t`, `\"`, `\\`, `\/`,
 //! `\uXXXX`) plus Python's `\'`, `\xHH`, `\UXXXXXXXX` and `\0`; the grammar only ever produces
-//! double-quoted strings with JSON escapes, which mean the same thing in both languages.
+//! double-quoted strings with the escapes that mean the same thing in both languages (not `\/`
+//! nor surrogate pairs, see `toolrail_schema::syntax`).
 //!
 //! This module parses outputs ([`parse_calls`]) and renders calls ([`render_call`],
 //! [`render_calls`]); the grammar builder ([`crate::grammar`]) produces exactly the texts
-//! the renderer writes (in declared property order), and the validator
+//! the renderer writes (members in the map's order), and the validator
 //! ([`crate::validate`]) parses with this module.
 
 use serde_json::{Map, Number, Value};

@@ -15,29 +15,31 @@
 //! converter ([`toolrail_schema`]) applied to [`Tool::arguments_schema`] (objects closed unless the
 //! schema says otherwise); the validator checks against the very same schema.
 //!
-//! `pythonic` calls are `name(arg=value, ...)` with Python literals. Arguments are written as
-//! keyword arguments **in the schema's declared property order**: required ones always, optional
-//! ones optionally, separated by `","` and the whitespace rule. (The validator accepts any order,
-//! since Python keyword arguments mean the same in any order; everything the grammar accepts, it
-//! accepts.) Values follow the schema: `True`/`False`, `None`, lists, dicts with double-quoted keys,
-//! enum/const values as Python literals; strings and numbers reuse the converter's JSON rules
-//! (JSON string and number syntax is valid Python), so `pattern`, `format`, length and range
-//! keywords hold there too. Keywords the pythonic builder cannot express exactly are an error
-//! naming the keyword and pointer (a warning with `lenient`).
+//! `pythonic` calls are `name(arg=value, ...)` with Python literals, from the same converter
+//! walk as the JSON envelopes ([`SchemaConverter::with_syntax`] with
+//! [`LiteralSyntax::Python`], [`SchemaConverter::add_arguments`]): the arguments object is
+//! written as keyword arguments with exactly the object rules of JSON (required ones always,
+//! optional ones optionally, in any order for small objects as JSON members are,
+//! `additionalProperties` as any other identifier), and every value as a Python literal:
+//! `True`/`False`, `None`, lists, dicts with double-quoted keys, double-quoted strings with the
+//! escapes JSON and Python read alike. Every keyword the converter expresses for JSON holds
+//! for Python calls too; what it cannot express is the same error naming keyword and pointer
+//! (a warning with `lenient`). The validator reads the call text back into a JSON value
+//! ([`crate::envelope`]) and checks it against the same schema.
 //!
 //! Options: `parallel` (JSON envelopes: a JSON list of one or more calls; others: calls separated
 //! by `"\n"`), `auto` (plain text not starting like a call, or the calls), whitespace style
 //! (`compact`), `lenient`.
 
 use crate::custom_grammar::{BaseType, CustomGrammar};
-use crate::envelope::{Format, Spacing, is_name_char, write_python};
-use crate::toolset::{Tool, ToolSet, escape_pointer};
-use serde_json::{Map, Value};
+use crate::envelope::{Format, Spacing, is_name_char};
+use crate::toolset::{Tool, ToolSet};
+use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use toolrail_schema::{
-    ConvertOptions, Expr, MemberOrder, RuleName, SchemaConverter, SchemaError, Whitespace,
-    gbnf_literal,
+    ConvertOptions, Expr, LiteralSyntax, MemberOrder, RuleName, SchemaConverter, SchemaError,
+    Whitespace, is_identifier,
 };
 
 /// Options of the tool-call grammar.
@@ -93,18 +95,6 @@ pub enum GrammarError {
         tool: String,
         /// The converter's error (keyword, pointer, message).
         error: SchemaError,
-    },
-    /// The pythonic builder cannot express a keyword exactly.
-    #[error("tool '{tool}', {pointer}: unsupported in pythonic calls: {keyword} ({message})")]
-    Unsupported {
-        /// The tool.
-        tool: String,
-        /// JSON pointer into the tool's parameters schema.
-        pointer: String,
-        /// The keyword.
-        keyword: String,
-        /// Why.
-        message: String,
     },
     /// A tool or argument name cannot be written in this envelope (pythonic calls need
     /// identifier-like names; gemma tool names cannot contain whitespace or `{`).
@@ -228,7 +218,7 @@ fn convert_options(opts: &GrammarOptions, close_objects: bool) -> ConvertOptions
 
 /// Builds the tool-call grammar for a tool set.
 ///
-/// The envelope's own rules (`call`, `call-<tool>`, `calls`, `plain-text`, `py-…`) are appended
+/// The envelope's own rules (`call`, `call-<tool>`, `calls`, `plain-text`) are appended
 /// after the converter's rules. Their names come from the converter's one rule namespace
 /// ([`SchemaConverter::reserve_rule_name`]), so they can never clash with a converter rule, and
 /// their bodies are [`Expr`] values printed by the converter's one printer.
@@ -241,7 +231,12 @@ pub fn tool_call_grammar(
     }
     // Objects are closed explicitly in `arguments_schema`, so the converter sees exactly the schema
     // the validator uses.
-    let mut conv = SchemaConverter::new(convert_options(opts, false));
+    let syntax = if opts.format == Format::Pythonic {
+        LiteralSyntax::Python
+    } else {
+        LiteralSyntax::Json
+    };
+    let mut conv = SchemaConverter::with_syntax(convert_options(opts, false), syntax);
     let space_name = conv.space_rule();
     let space = Expr::rule(&space_name);
     let mut out = Emitter::default();
@@ -249,7 +244,6 @@ pub fn tool_call_grammar(
     let mut tool_rules = Vec::new();
     let mut documents = HashMap::new();
     let mut pairs = Vec::new();
-    let mut py = PyBuilder::new(space_name.to_string(), opts.lenient);
     let mut bases: HashMap<BaseType, Expr> = HashMap::new();
     // `"name"` `,` space `"arguments"` `:` space args: the JSON envelopes' name-and-arguments pair
     let json_pair = |name: &str, args: Expr| {
@@ -274,12 +268,10 @@ pub fn tool_call_grammar(
             }
             _ => String::new(),
         };
-        if opts.format != Format::Pythonic {
-            documents.insert(format!("args-{slug}"), (Some(tool.name.clone()), base));
-        }
+        documents.insert(format!("args-{slug}"), (Some(tool.name.clone()), base));
         let comment = tool_comment(tool);
         if let Some(custom) = &tool.custom_grammar {
-            let args = custom_args(tool, custom, &slug, opts, &mut conv, &mut out, &mut bases)?;
+            let args = custom_args(tool, custom, &slug, &mut conv, &mut out, &mut bases)?;
             let body = match opts.format {
                 Format::OpenAi | Format::Llama3 | Format::Hermes => json_pair(&tool.name, args),
                 Format::Gemma => Expr::seq([Expr::literal(&tool.name), args]),
@@ -310,24 +302,26 @@ pub fn tool_call_grammar(
                     out.define(&pair_name, body, Some(&comment));
                 }
                 Format::Pythonic => {
-                    // The keyword arguments are the pythonic value builder's text (see
-                    // `Emitter::rule`), so this one pair rule is written as text too.
-                    let kwargs = py.kwargs(tool, &schema, &mut conv, &mut out)?;
-                    let name = Expr::literal(&tool.name).to_gbnf();
-                    let body = if kwargs.is_empty() {
-                        format!("{name} \"()\"")
-                    } else {
-                        format!("{name} \"(\" {kwargs} \")\"")
-                    };
-                    out.comment(&comment);
-                    out.rule(pair_name.as_str(), &body);
+                    check_argument_names(tool, &schema)?;
+                    let args = conv
+                        .add_arguments(&format!("args-{slug}"), &schema)
+                        .map_err(|error| GrammarError::Schema {
+                            tool: tool.name.clone(),
+                            error,
+                        })?;
+                    let body = Expr::seq([
+                        Expr::literal(&tool.name),
+                        Expr::literal("("),
+                        args,
+                        Expr::literal(")"),
+                    ]);
+                    out.define(&pair_name, body, Some(&comment));
                 }
             }
         }
         tool_rules.push((tool.name.clone(), pair_name.to_string()));
         pairs.push(Expr::rule(&pair_name));
     }
-    warnings.append(&mut py.warnings);
     let union = Expr::alt(pairs).ok_or(GrammarError::Empty)?;
     let newline = || Expr::literal("\n");
     let (sep, one) = match opts.format {
@@ -474,7 +468,6 @@ fn custom_args(
     tool: &Tool,
     custom: &CustomGrammar,
     slug: &str,
-    opts: &GrammarOptions,
     conv: &mut SchemaConverter,
     out: &mut Emitter,
     bases: &mut HashMap<BaseType, Expr>,
@@ -484,18 +477,13 @@ fn custom_args(
         let rule = match bases.get(base) {
             Some(rule) => rule.clone(),
             None => {
-                let rule = if opts.format == Format::Pythonic && *base == BaseType::Bool {
-                    let rule = out.name(conv, "py-bool");
-                    let body = Expr::alt([Expr::literal("True"), Expr::literal("False")]);
-                    out.define(&rule, body.unwrap_or(Expr::Empty), None);
-                    Expr::rule(&rule)
-                } else {
-                    conv.add_schema(&format!("base-{}", base.name()), &base.schema())
-                        .map_err(|error| GrammarError::Schema {
-                            tool: tool.name.clone(),
-                            error,
-                        })?
-                };
+                // in the envelope's literal syntax (`True`/`False` in pythonic calls)
+                let rule = conv
+                    .add_schema(&format!("base-{}", base.name()), &base.schema())
+                    .map_err(|error| GrammarError::Schema {
+                        tool: tool.name.clone(),
+                        error,
+                    })?;
                 bases.insert(*base, rule.clone());
                 rule
             }
@@ -550,13 +538,20 @@ fn check_tool_name(tool: &Tool, format: Format) -> Result<(), GrammarError> {
     }
 }
 
-/// True when `name` is a Python identifier (ASCII): usable as a keyword argument.
-fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+/// A pythonic tool's declared argument names must be Python identifiers (the converter says
+/// so too, with a pointer, for names deeper in `anyOf`/`allOf`/`$ref`).
+fn check_argument_names(tool: &Tool, schema: &Value) -> Result<(), GrammarError> {
+    if let Some(props) = schema.get("properties").and_then(Value::as_object)
+        && let Some(bad) = props.keys().find(|k| !is_identifier(k))
+    {
+        return Err(GrammarError::BadName {
+            tool: tool.name.clone(),
+            name: bad.clone(),
+            format: Format::Pythonic,
+            why: "keyword arguments must be Python identifiers",
+        });
+    }
+    Ok(())
 }
 
 /// The texts a call starts with, for the `auto` option's "plain text" branch.
@@ -598,17 +593,6 @@ fn not_prefixed(prefixes: &[String]) -> Expr {
         Expr::alt(alts).unwrap_or(Expr::Empty)
     }
     expr(&root)
-}
-
-/// A character inside a class written as text (the pythonic value builder's key rules).
-fn class_char(c: char) -> String {
-    match c {
-        // llama.cpp knows `\\ \] \[ \-` but not `\^`: hex for that one.
-        '\\' | ']' | '[' | '-' => format!("\\{c}"),
-        '^' => "\\x5E".to_owned(),
-        c if (c as u32) < 0x20 || c as u32 == 0x7f => format!("\\x{:02X}", c as u32),
-        c => c.to_string(),
-    }
 }
 
 fn tool_comment(tool: &Tool) -> String {
@@ -653,8 +637,7 @@ enum Item {
     },
     /// A comment line.
     Comment(String),
-    /// Rules written as text: a tool's own argument grammar (the user's rules, renamed) and,
-    /// until the converter's walker replaces it, the pythonic value builder's rules.
+    /// Rules written as text: a tool's own argument grammar (the user's rules, renamed).
     Text(String),
 }
 
@@ -690,16 +673,6 @@ impl Emitter {
         self.items.push(Item::Text(text.to_owned()));
     }
 
-    /// A rule name for the pythonic value builder, which writes its rules as text.
-    fn fresh(&mut self, conv: &mut SchemaConverter, hint: &str) -> String {
-        conv.reserve_rule_name(hint).into()
-    }
-
-    /// A rule of the pythonic value builder, written as text.
-    fn rule(&mut self, name: &str, body: &str) {
-        self.verbatim(&format!("{name} ::= {}", body.trim_end()));
-    }
-
     /// Appends every entry, one line each (a text entry as its lines).
     fn render_into(&self, out: &mut String) {
         for item in &self.items {
@@ -717,784 +690,4 @@ impl Emitter {
             }
         }
     }
-}
-
-/// Keywords that never constrain values.
-const ANNOTATIONS: &[&str] = &[
-    "description",
-    "title",
-    "default",
-    "examples",
-    "example",
-    "$comment",
-    "$schema",
-    "$id",
-    "$anchor",
-    "deprecated",
-    "readOnly",
-    "writeOnly",
-    "$defs",
-    "definitions",
-];
-
-const STRING_KEYWORDS: &[&str] = &[
-    "minLength",
-    "maxLength",
-    "pattern",
-    "format",
-    "contentEncoding",
-    "contentMediaType",
-];
-const NUMBER_KEYWORDS: &[&str] = &[
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-];
-
-/// How object keys are written in pythonic calls.
-#[derive(Clone, Copy)]
-enum KeyStyle {
-    /// `name=` (the call's keyword arguments).
-    Kwarg,
-    /// `"name": ` (a dict literal).
-    DictKey,
-}
-
-/// Builds Python-literal value rules.
-struct PyBuilder {
-    space: String,
-    lenient: bool,
-    warnings: Vec<String>,
-    generic: Option<String>,
-    /// The rule for any Python string literal, once built.
-    py_string: Option<String>,
-    /// Rules built for `$ref` targets, by (tool, ref).
-    refs: HashMap<(String, String), String>,
-    /// Converter rules for string/number leaves, by the leaf schema's JSON text.
-    leaves: HashMap<String, String>,
-}
-
-struct Ctx<'a> {
-    tool: &'a str,
-    root: &'a Value,
-}
-
-impl PyBuilder {
-    fn new(space: String, lenient: bool) -> Self {
-        Self {
-            space,
-            lenient,
-            warnings: Vec::new(),
-            generic: None,
-            py_string: None,
-            refs: HashMap::new(),
-            leaves: HashMap::new(),
-        }
-    }
-
-    fn unsupported(
-        &mut self,
-        ctx: &Ctx<'_>,
-        pointer: &str,
-        keyword: &str,
-        message: &str,
-    ) -> Result<(), GrammarError> {
-        if self.lenient {
-            self.warnings.push(format!(
-                "tool '{}', {pointer}: {keyword} not enforced in pythonic calls ({message})",
-                ctx.tool
-            ));
-            Ok(())
-        } else {
-            Err(GrammarError::Unsupported {
-                tool: ctx.tool.to_owned(),
-                pointer: pointer.to_owned(),
-                keyword: keyword.to_owned(),
-                message: message.to_owned(),
-            })
-        }
-    }
-
-    /// The keyword arguments of a tool: an expression (not a rule) to put between the parentheses.
-    fn kwargs(
-        &mut self,
-        tool: &Tool,
-        schema: &Value,
-        conv: &mut SchemaConverter,
-        out: &mut Emitter,
-    ) -> Result<String, GrammarError> {
-        let ctx = Ctx {
-            tool: &tool.name,
-            root: schema,
-        };
-        let obj = schema.as_object().cloned().unwrap_or_default();
-        for key in obj.keys() {
-            let k = key.as_str();
-            if ANNOTATIONS.contains(&k)
-                || matches!(
-                    k,
-                    "type" | "properties" | "required" | "additionalProperties"
-                )
-            {
-                continue;
-            }
-            self.unsupported(&ctx, "", k, "keyword on the arguments object")?;
-        }
-        if let Some(props) = obj.get("properties").and_then(Value::as_object)
-            && let Some(bad) = props.keys().find(|k| !is_identifier(k))
-        {
-            return Err(GrammarError::BadName {
-                tool: tool.name.clone(),
-                name: bad.clone(),
-                format: Format::Pythonic,
-                why: "keyword arguments must be Python identifiers",
-            });
-        }
-        let slug = slug(&tool.name);
-        self.entries(&ctx, &obj, "", &slug, conv, out, KeyStyle::Kwarg)
-    }
-
-    /// The sequence of `key value` entries of an object, in declared order, keys written as
-    /// keyword arguments (`a=`) or dict keys (`"a": `).
-    #[allow(clippy::too_many_arguments)]
-    fn entries(
-        &mut self,
-        ctx: &Ctx<'_>,
-        obj: &Map<String, Value>,
-        pointer: &str,
-        hint: &str,
-        conv: &mut SchemaConverter,
-        out: &mut Emitter,
-        style: KeyStyle,
-    ) -> Result<String, GrammarError> {
-        let required: Vec<&str> = obj
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let empty = Map::new();
-        let props = obj
-            .get("properties")
-            .and_then(Value::as_object)
-            .unwrap_or(&empty);
-        let additional = obj.get("additionalProperties");
-        let closed = matches!(additional, Some(Value::Bool(false)));
-        for r in &required {
-            if !props.contains_key(*r) && closed {
-                self.unsupported(
-                    ctx,
-                    pointer,
-                    "required",
-                    &format!("'{r}' is required but the object admits no such key"),
-                )?;
-            }
-        }
-        let space = self.space.clone();
-        let sep = format!("\",\" {space}");
-        let key = |k: &str| match style {
-            KeyStyle::Kwarg => gbnf_literal(&format!("{k}=")),
-            KeyStyle::DictKey => {
-                format!("{} {space}", gbnf_literal(&format!("{}:", json_string(k))))
-            }
-        };
-        // Values of undeclared members (also of required names missing from `properties`).
-        let extra_value = if closed {
-            None
-        } else {
-            Some(match additional {
-                Some(s @ Value::Object(_)) => self.value(
-                    ctx,
-                    s,
-                    &format!("{pointer}/additionalProperties"),
-                    &format!("{hint}-extra"),
-                    conv,
-                    out,
-                )?,
-                _ => self.generic(conv, out),
-            })
-        };
-        let mut items: Vec<(String, bool)> = Vec::new();
-        let mut declared: Vec<String> = Vec::new();
-        for (name, sub) in props {
-            let p = format!("{pointer}/properties/{}", escape_pointer(name));
-            let v = self.value(ctx, sub, &p, &format!("{hint}-{}", slug(name)), conv, out)?;
-            items.push((
-                format!("{} {v}", key(name)),
-                required.contains(&name.as_str()),
-            ));
-            declared.push(name.clone());
-        }
-        if let Some(v) = &extra_value {
-            for r in &required {
-                if !props.contains_key(*r) && !declared.iter().any(|d| d == r) {
-                    items.push((format!("{} {v}", key(r)), true));
-                    declared.push((*r).to_owned());
-                }
-            }
-        }
-        // Undeclared members come after the declared ones, with keys that are none of them.
-        let (tail_written, tail_empty) = match &extra_value {
-            None => (String::new(), "\"\"".to_owned()),
-            Some(v) => {
-                let k = self.excluded_key(ctx, pointer, &declared, style, hint, conv, out)?;
-                let kv = match style {
-                    KeyStyle::DictKey => format!("{k} \":\" {space} {v}"),
-                    KeyStyle::Kwarg => format!("{k} {v}"),
-                };
-                (
-                    format!("( {sep} {kv} )*"),
-                    format!("( {kv} ( {sep} {kv} )* )?"),
-                )
-            }
-        };
-        if items.is_empty() {
-            return Ok(tail_empty);
-        }
-        // start(i): nothing written yet; after(i): something written, each item needs `sep`.
-        let after = |i: usize| -> String {
-            let mut parts: Vec<String> = items[i..]
-                .iter()
-                .map(|(kv, req)| {
-                    if *req {
-                        format!("{sep} {kv}")
-                    } else {
-                        format!("( {sep} {kv} )?")
-                    }
-                })
-                .collect();
-            if !tail_written.is_empty() {
-                parts.push(tail_written.clone());
-            }
-            parts.join(" ")
-        };
-        let mut start = String::new();
-        let mut closing = 0usize;
-        for (i, (kv, req)) in items.iter().enumerate() {
-            let rest = after(i + 1);
-            let seq = if rest.is_empty() {
-                kv.clone()
-            } else {
-                format!("{kv} {rest}")
-            };
-            if *req {
-                start.push_str(&seq);
-                break;
-            }
-            start.push_str(&format!("( {seq} | "));
-            closing += 1;
-            if i + 1 == items.len() {
-                start.push_str(&tail_empty);
-            }
-        }
-        for _ in 0..closing {
-            start.push_str(" )");
-        }
-        Ok(start)
-    }
-
-    /// A rule for the key of an undeclared member (with its `=` for keyword arguments): any key
-    /// except the `declared` names. Dict keys are JSON strings without `\\u` or `\\/` escapes,
-    /// so no other spelling can denote a declared name; keyword names are Python identifiers.
-    // the converter (for rule names) travels beside the emitter, as in every builder method
-    #[allow(clippy::too_many_arguments)]
-    fn excluded_key(
-        &mut self,
-        ctx: &Ctx<'_>,
-        pointer: &str,
-        declared: &[String],
-        style: KeyStyle,
-        hint: &str,
-        conv: &mut SchemaConverter,
-        out: &mut Emitter,
-    ) -> Result<String, GrammarError> {
-        #[derive(Default)]
-        struct Node {
-            end: bool,
-            children: BTreeMap<char, Node>,
-        }
-        let mut root = Node::default();
-        for name in declared {
-            let ok = match style {
-                KeyStyle::Kwarg => is_identifier(name),
-                KeyStyle::DictKey => !name.chars().any(|c| c == '"' || c == '\\' || c < ' '),
-            };
-            if !ok {
-                self.unsupported(
-                    ctx,
-                    pointer,
-                    "properties",
-                    &format!("cannot exclude the key {name:?} from undeclared members"),
-                )?;
-                continue;
-            }
-            let mut n = &mut root;
-            for c in name.chars() {
-                n = n.children.entry(c).or_default();
-            }
-            n.end = true;
-        }
-        let name = out.fresh(conv, &format!("{hint}-extra-key"));
-        let body = match style {
-            KeyStyle::DictKey => {
-                let ch = "[^\"\\\\\\x00-\\x1F]";
-                let esc = "\"\\\\\" [\"\\\\bfnrt]";
-                let rest = format!("( {ch} | {esc} )* \"\\\"\"");
-                fn expr(node: &Node, rest: &str, esc: &str) -> String {
-                    let mut alts = Vec::new();
-                    if !node.end {
-                        alts.push("\"\\\"\"".to_owned());
-                    }
-                    let kids: String = node.children.keys().map(|&c| class_char(c)).collect();
-                    alts.push(format!("( [^\"\\\\\\x00-\\x1F{kids}] | {esc} ) {rest}"));
-                    for (c, child) in &node.children {
-                        alts.push(format!(
-                            "{} {}",
-                            gbnf_literal(&c.to_string()),
-                            expr(child, rest, esc)
-                        ));
-                    }
-                    format!("( {} )", alts.join(" | "))
-                }
-                format!("\"\\\"\" {}", expr(&root, &rest, esc))
-            }
-            KeyStyle::Kwarg => {
-                fn class_without(chars: &str, kids: &BTreeMap<char, Node>) -> String {
-                    let keep: String = chars.chars().filter(|c| !kids.contains_key(c)).collect();
-                    if keep.is_empty() {
-                        String::new()
-                    } else {
-                        format!("[{keep}]")
-                    }
-                }
-                const FIRST: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_";
-                const NEXT: &str =
-                    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_";
-                fn expr(node: &Node, first: bool) -> String {
-                    let mut alts = Vec::new();
-                    if !node.end && !first {
-                        alts.push("\"=\"".to_owned());
-                    }
-                    let class = class_without(if first { FIRST } else { NEXT }, &node.children);
-                    if !class.is_empty() {
-                        alts.push(format!("{class} [a-zA-Z0-9_]* \"=\""));
-                    }
-                    for (c, child) in &node.children {
-                        alts.push(format!(
-                            "{} {}",
-                            gbnf_literal(&c.to_string()),
-                            expr(child, false)
-                        ));
-                    }
-                    format!("( {} )", alts.join(" | "))
-                }
-                expr(&root, true)
-            }
-        };
-        out.comment(&format!(
-            "keys other than {}",
-            declared
-                .iter()
-                .map(|d| format!("'{d}'"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        out.rule(&name, &body);
-        Ok(name)
-    }
-
-    fn generic(&mut self, conv: &mut SchemaConverter, out: &mut Emitter) -> String {
-        if let Some(g) = &self.generic {
-            return g.clone();
-        }
-        let s = self.space.clone();
-        let value = out.fresh(conv, "py-value");
-        let list = out.fresh(conv, "py-list");
-        let dict = out.fresh(conv, "py-dict");
-        let string = self.generic_string(conv, out);
-        let number = out.fresh(conv, "py-number");
-        out.comment("any Python literal");
-        out.rule(
-            &value,
-            &format!("{string} | {number} | \"True\" | \"False\" | \"None\" | {list} | {dict}"),
-        );
-        out.rule(
-            &list,
-            &format!("\"[\" {s} ( {value} ( \",\" {s} {value} )* )? \"]\""),
-        );
-        out.rule(
-            &dict,
-            &format!(
-                "\"{{\" {s} ( {string} \":\" {s} {value} ( \",\" {s} {string} \":\" {s} {value} )* )? \"}}\""
-            ),
-        );
-        out.rule(
-            &number,
-            "\"-\"? ( [0-9] | [1-9] [0-9]{1,15} ) ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?",
-        );
-        self.generic = Some(value.clone());
-        value
-    }
-
-    fn generic_string(&mut self, conv: &mut SchemaConverter, out: &mut Emitter) -> String {
-        if let Some(name) = &self.py_string {
-            return name.clone();
-        }
-        let name = out.fresh(conv, "py-string");
-        out.rule(
-            &name,
-            "\"\\\"\" ( [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} ) )* \"\\\"\"",
-        );
-        self.py_string = Some(name.clone());
-        name
-    }
-
-    /// A rule (or expression) for a Python literal satisfying `schema`.
-    fn value(
-        &mut self,
-        ctx: &Ctx<'_>,
-        schema: &Value,
-        pointer: &str,
-        hint: &str,
-        conv: &mut SchemaConverter,
-        out: &mut Emitter,
-    ) -> Result<String, GrammarError> {
-        let obj = match schema {
-            Value::Bool(true) => return Ok(self.generic(conv, out)),
-            Value::Bool(false) => {
-                self.unsupported(ctx, pointer, "false", "a schema that accepts nothing")?;
-                return Ok(self.generic(conv, out));
-            }
-            Value::Object(o) => o,
-            _ => return Ok(self.generic(conv, out)),
-        };
-        if let Some(Value::String(r)) = obj.get("$ref") {
-            return self.reference(ctx, r, pointer, conv, out);
-        }
-        if let Some(c) = obj.get("const") {
-            return Ok(literal_alts(std::slice::from_ref(c)));
-        }
-        if let Some(Value::Array(values)) = obj.get("enum") {
-            if values.is_empty() {
-                self.unsupported(ctx, &format!("{pointer}/enum"), "enum", "an empty enum")?;
-                return Ok(self.generic(conv, out));
-            }
-            return Ok(literal_alts(values));
-        }
-        for key in ["anyOf", "oneOf"] {
-            if let Some(Value::Array(alts)) = obj.get(key) {
-                if key == "oneOf" {
-                    self.warnings.push(format!(
-                        "tool '{}', {pointer}: oneOf is treated as anyOf in pythonic calls",
-                        ctx.tool
-                    ));
-                }
-                let mut parts = Vec::new();
-                for (i, a) in alts.iter().enumerate() {
-                    let merged = merge_siblings(obj, a, key);
-                    parts.push(self.value(
-                        ctx,
-                        &merged,
-                        &format!("{pointer}/{key}/{i}"),
-                        &format!("{hint}-{i}"),
-                        conv,
-                        out,
-                    )?);
-                }
-                let name = out.fresh(conv, hint);
-                out.rule(&name, &parts.join(" | "));
-                return Ok(name);
-            }
-        }
-        if let Some(Value::Array(all)) = obj.get("allOf") {
-            if all.len() == 1 {
-                let merged = merge_siblings(obj, &all[0], "allOf");
-                return self.value(ctx, &merged, &format!("{pointer}/allOf/0"), hint, conv, out);
-            }
-            self.unsupported(ctx, pointer, "allOf", "several allOf members")?;
-        }
-        let types: Vec<String> = match obj.get("type") {
-            Some(Value::String(t)) => vec![t.clone()],
-            Some(Value::Array(ts)) => ts
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect(),
-            _ => infer_types(obj),
-        };
-        let known: &[&str] = &[
-            "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable",
-        ];
-        for key in obj.keys() {
-            let k = key.as_str();
-            let relevant = ANNOTATIONS.contains(&k)
-                || known.contains(&k)
-                || STRING_KEYWORDS.contains(&k)
-                || NUMBER_KEYWORDS.contains(&k)
-                || matches!(
-                    k,
-                    "properties"
-                        | "required"
-                        | "additionalProperties"
-                        | "items"
-                        | "prefixItems"
-                        | "minItems"
-                        | "maxItems"
-                );
-            if !relevant {
-                self.unsupported(ctx, &format!("{pointer}/{k}"), k, "keyword")?;
-            }
-        }
-        if types.is_empty() {
-            return Ok(self.generic(conv, out));
-        }
-        let mut parts = Vec::new();
-        for t in &types {
-            let part = match t.as_str() {
-                "null" => "\"None\"".to_owned(),
-                "boolean" => "( \"True\" | \"False\" )".to_owned(),
-                "string" | "number" | "integer" => {
-                    let allowed: &[&str] = if t == "string" {
-                        STRING_KEYWORDS
-                    } else {
-                        NUMBER_KEYWORDS
-                    };
-                    let mut leaf = Map::new();
-                    leaf.insert("type".into(), Value::String(t.clone()));
-                    for (k, v) in obj {
-                        if allowed.contains(&k.as_str()) {
-                            leaf.insert(k.clone(), v.clone());
-                        }
-                    }
-                    let leaf = Value::Object(leaf);
-                    let memo_key = leaf.to_string();
-                    match self.leaves.get(&memo_key) {
-                        Some(rule) => rule.clone(),
-                        None => {
-                            let leaf_hint = if leaf.as_object().is_some_and(|m| m.len() == 1) {
-                                format!("py-{t}-value")
-                            } else {
-                                format!("py-{hint}-{t}")
-                            };
-                            let rule = conv
-                                .add_schema(&leaf_hint, &leaf)
-                                .map_err(|error| GrammarError::Schema {
-                                    tool: ctx.tool.to_owned(),
-                                    error: pointed(error, pointer),
-                                })?
-                                .to_gbnf_item();
-                            self.leaves.insert(memo_key, rule.clone());
-                            rule
-                        }
-                    }
-                }
-                "array" => self.array(ctx, obj, pointer, hint, conv, out)?,
-                "object" => {
-                    let s = self.space.clone();
-                    let entries =
-                        self.entries(ctx, obj, pointer, hint, conv, out, KeyStyle::DictKey)?;
-                    let name = out.fresh(conv, hint);
-                    out.rule(&name, &format!("\"{{\" {s} {entries} {s} \"}}\""));
-                    name
-                }
-                other => {
-                    self.unsupported(ctx, &format!("{pointer}/type"), "type", other)?;
-                    self.generic(conv, out)
-                }
-            };
-            parts.push(part);
-        }
-        if parts.len() == 1 {
-            return Ok(parts.remove(0));
-        }
-        Ok(format!("( {} )", parts.join(" | ")))
-    }
-
-    fn array(
-        &mut self,
-        ctx: &Ctx<'_>,
-        obj: &Map<String, Value>,
-        pointer: &str,
-        hint: &str,
-        conv: &mut SchemaConverter,
-        out: &mut Emitter,
-    ) -> Result<String, GrammarError> {
-        let s = self.space.clone();
-        let min = obj.get("minItems").and_then(Value::as_u64).unwrap_or(0) as usize;
-        let max = obj
-            .get("maxItems")
-            .and_then(Value::as_u64)
-            .map(|m| m as usize);
-        let mut prefix = Vec::new();
-        if let Some(Value::Array(pi)) = obj.get("prefixItems") {
-            for (i, sub) in pi.iter().enumerate() {
-                prefix.push(self.value(
-                    ctx,
-                    sub,
-                    &format!("{pointer}/prefixItems/{i}"),
-                    &format!("{hint}-{i}"),
-                    conv,
-                    out,
-                )?);
-            }
-        }
-        let item = match obj.get("items") {
-            Some(Value::Bool(false)) => None,
-            Some(Value::Array(_)) => {
-                self.unsupported(ctx, &format!("{pointer}/items"), "items", "array form")?;
-                Some(self.generic(conv, out))
-            }
-            Some(sub) => Some(self.value(
-                ctx,
-                sub,
-                &format!("{pointer}/items"),
-                &format!("{hint}-item"),
-                conv,
-                out,
-            )?),
-            None => Some(self.generic(conv, out)),
-        };
-        if !prefix.is_empty() && (min > 0 || max.is_some()) {
-            self.unsupported(ctx, pointer, "minItems", "bounds together with prefixItems")?;
-        }
-        let sep = format!("\",\" {s}");
-        let body = if !prefix.is_empty() {
-            // Prefix items: all of them, possibly fewer (a prefix), then more items.
-            let mut seq = String::new();
-            let mut close = 0;
-            for (i, p) in prefix.iter().enumerate() {
-                if i == 0 {
-                    seq.push_str(&format!("( {p} "));
-                } else {
-                    seq.push_str(&format!("( {sep} {p} "));
-                }
-                close += 1;
-            }
-            if let Some(item) = &item {
-                seq.push_str(&format!("( {sep} {item} )* "));
-            }
-            for _ in 0..close {
-                seq.push_str(")? ");
-            }
-            seq
-        } else if let Some(item) = &item {
-            match (min, max) {
-                (0, None) => format!("( {item} ( {sep} {item} )* )?"),
-                (1, None) => format!("{item} ( {sep} {item} )*"),
-                (m, None) => format!("{item} ( {sep} {item} ){{{},}}", m - 1),
-                (0, Some(0)) => String::new(),
-                (0, Some(n)) => format!("( {item} ( {sep} {item} ){{0,{}}} )?", n - 1),
-                (m, Some(n)) => format!(
-                    "{item} ( {sep} {item} ){{{},{}}}",
-                    m - 1,
-                    n.saturating_sub(1).max(m - 1)
-                ),
-            }
-        } else {
-            String::new()
-        };
-        let name = out.fresh(conv, hint);
-        out.rule(&name, &format!("\"[\" {s} {body} {s} \"]\""));
-        Ok(name)
-    }
-
-    fn reference(
-        &mut self,
-        ctx: &Ctx<'_>,
-        reference: &str,
-        pointer: &str,
-        conv: &mut SchemaConverter,
-        out: &mut Emitter,
-    ) -> Result<String, GrammarError> {
-        let key = (ctx.tool.to_owned(), reference.to_owned());
-        if let Some(rule) = self.refs.get(&key) {
-            return Ok(rule.clone());
-        }
-        let Some(frag) = reference.strip_prefix('#') else {
-            self.unsupported(
-                ctx,
-                &format!("{pointer}/$ref"),
-                "$ref",
-                "only local references",
-            )?;
-            return Ok(self.generic(conv, out));
-        };
-        let Some(target) = ctx.root.pointer(frag).cloned() else {
-            self.unsupported(
-                ctx,
-                &format!("{pointer}/$ref"),
-                "$ref",
-                "unresolved reference",
-            )?;
-            return Ok(self.generic(conv, out));
-        };
-        let hint = slug(frag.rsplit('/').next().unwrap_or("ref"));
-        let name = out.fresh(conv, &format!("ref-{hint}"));
-        self.refs.insert(key, name.clone());
-        let body = self.value(ctx, &target, frag, &format!("{hint}-v"), conv, out)?;
-        out.rule(&name, &body);
-        Ok(name)
-    }
-}
-
-fn pointed(mut e: SchemaError, prefix: &str) -> SchemaError {
-    if !prefix.is_empty() && !e.pointer.starts_with(prefix) {
-        e.pointer = format!("{prefix}{}", e.pointer);
-    }
-    e
-}
-
-/// Merges the keywords beside an `anyOf`/`oneOf`/`allOf` into one of its members.
-fn merge_siblings(parent: &Map<String, Value>, member: &Value, key: &str) -> Value {
-    let Value::Object(m) = member else {
-        return member.clone();
-    };
-    let mut merged = m.clone();
-    for (k, v) in parent {
-        if k != key && !ANNOTATIONS.contains(&k.as_str()) && !merged.contains_key(k) {
-            merged.insert(k.clone(), v.clone());
-        }
-    }
-    Value::Object(merged)
-}
-
-fn infer_types(obj: &Map<String, Value>) -> Vec<String> {
-    let mut t = Vec::new();
-    if obj.keys().any(|k| STRING_KEYWORDS.contains(&k.as_str())) {
-        t.push("string".to_owned());
-    }
-    if obj.keys().any(|k| NUMBER_KEYWORDS.contains(&k.as_str())) {
-        t.push("number".to_owned());
-    }
-    if obj.contains_key("properties")
-        || obj.contains_key("required")
-        || obj.contains_key("additionalProperties")
-    {
-        t.push("object".to_owned());
-    }
-    if obj.contains_key("items")
-        || obj.contains_key("prefixItems")
-        || obj.contains_key("minItems")
-        || obj.contains_key("maxItems")
-    {
-        t.push("array".to_owned());
-    }
-    t
-}
-
-/// Alternatives matching exactly these values written as Python literals (spaced and compact).
-fn literal_alts(values: &[Value]) -> String {
-    let mut alts: Vec<String> = Vec::new();
-    for v in values {
-        for spacing in [Spacing::Spaced, Spacing::Compact] {
-            let mut s = String::new();
-            write_python(v, spacing, &mut s);
-            let lit = gbnf_literal(&s);
-            if !alts.contains(&lit) {
-                alts.push(lit);
-            }
-        }
-    }
-    format!("( {} )", alts.join(" | "))
 }

@@ -591,12 +591,6 @@ fn tool_set_grammar(input: &AnalysisInput, part: &mut GrammarPart) -> Option<Too
                     error.pointer.as_str(),
                     error.keyword.as_str(),
                 )),
-                GrammarError::Unsupported {
-                    tool,
-                    pointer,
-                    keyword,
-                    ..
-                } => Some((tool.as_str(), pointer.as_str(), keyword.as_str())),
                 _ => None,
             };
             let span = place.and_then(|(tool, pointer, keyword)| {

@@ -347,6 +347,8 @@ pub struct TemplateSettings {
     pub thinking: TemplateThinking,
     /// The reasoning format.
     pub reasoning_format: ReasoningFormat,
+    /// llama-server's reasoning budget for runs (`None`: no limit, the server's default).
+    pub budget: Option<crate::transcript::ThinkingBudget>,
 }
 
 /// Everything the app keeps across restarts.

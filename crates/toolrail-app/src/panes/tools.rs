@@ -8,9 +8,15 @@ use crate::Shared;
 use crate::highlight::{self, Mark, MarkKind};
 use toolrail_tools::envelope::Format;
 use toolrail_workbench::samples::SAMPLES;
+use toolrail_workbench::transcript::ThinkingBudget;
 use toolrail_workbench::workspace::{
     GrammarSource, ReasoningFormat, SchemaMode, TemplateThinking, TemplateToolChoice,
 };
+
+/// The thinking budget a newly ticked "thinking budget" box starts at.
+const DEFAULT_THINKING_BUDGET: u32 = 256;
+/// The largest thinking budget the field takes (a run's context is far smaller).
+const MAX_THINKING_BUDGET: u32 = 1_000_000;
 
 /// The Tools / Schema pane's own UI state.
 #[derive(Default)]
@@ -320,6 +326,36 @@ fn template_row(ui: &mut egui::Ui, shared: &mut Shared) {
             })
             .response
             .labelled_by(label.id);
+        let mut limited = template.budget.is_some();
+        if ui
+            .checkbox(&mut limited, "thinking budget")
+            .on_hover_text(
+                "llama-server's --reasoning-budget: at most this many thinking tokens, then the \
+                 message and the end tag are forced (templates without thinking tags ignore it)",
+            )
+            .changed()
+        {
+            template.budget = limited.then(|| ThinkingBudget {
+                tokens: DEFAULT_THINKING_BUDGET,
+                message: String::new(),
+            });
+        }
+        if let Some(budget) = template.budget.as_mut() {
+            ui.add(
+                egui::DragValue::new(&mut budget.tokens)
+                    .range(0..=MAX_THINKING_BUDGET)
+                    .suffix(" tokens"),
+            )
+            .on_hover_text("The most thinking tokens (0: the end is forced at once)");
+            let label = ui.label("message");
+            ui.add(
+                egui::TextEdit::singleline(&mut budget.message)
+                    .desired_width(160.0)
+                    .hint_text("forced before the end tag"),
+            )
+            .labelled_by(label.id)
+            .on_hover_text("--reasoning-budget-message: text forced when the budget runs out");
+        }
         if open {
             pick_template(shared);
         }

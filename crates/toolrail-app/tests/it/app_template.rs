@@ -277,3 +277,36 @@ fn snapshot_generation_pane_replaying_a_template_run() {
 fn snapshot_validator_pane_replaying_a_template_run() {
     template_pane_snapshot(toolrail_app::PaneKind::Validator, "template_validator_pane");
 }
+
+#[test]
+fn the_thinking_budget_box_sets_the_budget_runs_get_and_unticking_clears_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = AppOptions {
+        workspace_path: dir.path().join("workspace.json"),
+        autosave: false,
+        screenshot: None,
+        settle: true,
+        demo_run: false,
+    };
+    let mut harness = Harness::builder()
+        .with_size([1440.0, 900.0])
+        .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
+    harness.step();
+    pick(&mut harness, "Grammar from", "llama.cpp template");
+    assert_eq!(harness.state().shared.workspace.template.budget, None);
+    harness.get_by_label("thinking budget").click();
+    harness.run_steps(2);
+    let budget = harness.state().shared.workspace.template.budget.clone();
+    assert_eq!(budget.map(|b| b.tokens), Some(256));
+    // The message field shows once the box is ticked; what is typed there is the budget's.
+    harness.get_by_label("message").click();
+    harness.run_steps(1);
+    harness.get_by_label("message").type_text("Time to answer.");
+    harness.run_steps(2);
+    let budget = harness.state().shared.workspace.template.budget.clone();
+    assert_eq!(budget.unwrap().message, "Time to answer.");
+    harness.get_by_label("thinking budget").click();
+    harness.run_steps(2);
+    assert_eq!(harness.state().shared.workspace.template.budget, None);
+    assert!(harness.query_by_label("message").is_none());
+}

@@ -13,6 +13,11 @@ use toolrail_engine::{Engine, MaskEngine, State, TokenTable};
 use toolrail_gbnf::Grammar;
 
 fn vocabulary() -> Arc<TokenTable> {
+    vocabulary_with(&[])
+}
+
+/// [`vocabulary`] with `extra` pieces added before the end-of-generation tokens.
+fn vocabulary_with(extra: &[&[u8]]) -> Arc<TokenTable> {
     let mut pieces: Vec<Vec<u8>> = (0u8..=255).map(|b| vec![b]).collect();
     let words: &[&str] = &[
         "{",
@@ -128,6 +133,7 @@ fn vocabulary() -> Arc<TokenTable> {
         "  \n  ".as_bytes().to_vec(),
         "é\u{10FFFF}".bytes().chain([0xC3]).collect(),
     ]);
+    pieces.extend(extra.iter().map(|p| p.to_vec()));
     let eog = [pieces.len() as u32, pieces.len() as u32 + 1];
     pieces.push(b"<eos>".to_vec());
     pieces.push(Vec::new());
@@ -373,4 +379,135 @@ fn string_body_frontier_equals_reference() {
             "{text}: the string body starts at its frontier"
         );
     }
+}
+
+/// A walk that enters a string body below the root (a key name that leaves every known property
+/// name, beside `additionalProperties`) reads that subtree off the body's frontier, and a set
+/// whose first code points lead into a body with fewer exceptions (a known name's letters
+/// apart) reads its whole trie off that body's frontier, walking only the letters apart: the
+/// masks must still be the reference's, for a plain body (`char*`), a counted one
+/// (`char{0,3}`), and with pieces that run past the key into the value.
+#[test]
+fn frontier_below_the_root_equals_reference() {
+    let extra: &[&[u8]] = &[
+        b"na",
+        b"nam",
+        b"named",
+        b"name\":1}",
+        b"nx",
+        b"nx\":1}",
+        b"nab\\n",
+        b"na\"",
+        "abé".as_bytes(),
+        b"ab\":1}",
+        b"abc\":1}",
+        b"xyz",
+        b"xy\"",
+        b"xy\\",
+        b"x\\t",
+        b"x\xC3\xA9\xC3",
+        b"xabcdef",
+        b"xab\":1}",
+        b"\"n",
+        b"\"na",
+        b"\"nx",
+        b"\"xy",
+        b"\"xy\":",
+    ];
+    let table = vocabulary_with(extra);
+    // llama.cpp's JSON-schema converter spells "any key but `ab` and `name`" as a trie of the
+    // names' prefixes, each beside a class of every other first letter.
+    let key = |rest: &str| {
+        r#"key ::= "\"" ( "a" ( "b" char REST "\"" | [^"\\b\x00-\x1F] REST "\"" | "\"" ) | "n" ( "a" ( "m" ( "e" char REST "\"" | [^"\\e\x00-\x1F] REST "\"" | "\"" ) | [^"\\m\x00-\x1F] REST "\"" | "\"" ) | [^"\\a\x00-\x1F] REST "\"" | "\"" ) | [^"\\an\x00-\x1F] REST "\"" | "\"" )
+char ::= [^"\\\x00-\x1F] | "\\" ["\\nt]
+root ::= "{" ( "\"ab\"" | "\"name\"" | key ) ":" "1" "}""#
+            .replace("REST", rest)
+    };
+    let mut masks = MaskEngine::new(Arc::clone(&table)).with_frontier_after(1);
+    for text in [key("char*"), key("char{0,3}")] {
+        let grammar = Arc::new(Grammar::parse(&text).unwrap());
+        let mut engine = Engine::new(Arc::clone(&grammar));
+        let initial = engine.initial();
+        let descents_before = masks.frontier_descents();
+        for prefix in [
+            "{", "{\"", "{\"a", "{\"n", "{\"na", "{\"nam", "{\"name", "{\"ab", "{\"x", "{\"xy",
+            "{\"nx", "{\"namex",
+        ] {
+            let Ok(state) = engine.feed(initial, prefix.as_bytes()) else {
+                panic!("{text}: prefix {prefix:?} rejected");
+            };
+            if let Err(e) = compare(
+                &mut masks,
+                &mut engine,
+                state,
+                &format!("{text} after {prefix:?}"),
+            ) {
+                panic!("{e}");
+            }
+        }
+        assert!(
+            masks.frontier_descents() > descents_before,
+            "{text}: some subtree below the root is read off a frontier"
+        );
+    }
+}
+
+/// A set whose classes take no code point above U+007F is a body of ASCII only: the largest
+/// group of ASCII code points its classes treat alike are read off that group's frontier (high
+/// code points are exceptions there, walked). The masks must still be the reference's at every
+/// position of counted chains of such groups, after them, for unbounded ones, and where such a
+/// set's first step leads into a body that takes high code points (which must not be read off
+/// that body's frontier at the first level).
+#[test]
+fn ascii_body_frontier_equals_reference() {
+    let extra: &[&[u8]] = &[
+        b"abcd1234",
+        b"ab12-",
+        b"a1b2c3d4",
+        b"abcdefgh-",
+        b"abcdefgh-ab",
+        b"ABCDEFGH",
+        b"1234",
+        b"12345678",
+        b"ab\"",
+        b"ff\"",
+        "éa".as_bytes(),
+        "abé".as_bytes(),
+        b"a>",
+        b"ab>",
+        b"99!",
+        b"9!",
+    ];
+    let table = vocabulary_with(extra);
+    let mut masks = MaskEngine::new(Arc::clone(&table)).with_frontier_after(1);
+    let text = r#"root ::= "\"" [0-9A-Za-z]{8} "-" [0-9A-Fa-f]{4} "\"" | "<" [a-z] [^>]* ">" | "n" [0-9]* "!""#;
+    let grammar = Arc::new(Grammar::parse(text).unwrap());
+    let mut engine = Engine::new(Arc::clone(&grammar));
+    let initial = engine.initial();
+    let starts_before = masks.frontier_starts();
+    for prefix in [
+        "\"",
+        "\"ab",
+        "\"abcdefg",
+        "\"abcdefgh",
+        "\"abcdefgh-",
+        "\"abcdefgh-ab",
+        "<",
+        "<a",
+        "<ab",
+        "n",
+        "n1",
+        "n12",
+    ] {
+        let Ok(state) = engine.feed(initial, prefix.as_bytes()) else {
+            panic!("prefix {prefix:?} rejected");
+        };
+        if let Err(e) = compare(&mut masks, &mut engine, state, &format!("after {prefix:?}")) {
+            panic!("{e}");
+        }
+    }
+    assert!(
+        masks.frontier_starts() > starts_before,
+        "ASCII bodies start at their frontier"
+    );
 }

@@ -9,4 +9,5 @@ mod limits;
 mod llama_vectors;
 mod maskbench;
 mod props;
+mod python_syntax;
 mod suite;

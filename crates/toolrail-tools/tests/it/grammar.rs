@@ -288,7 +288,7 @@ fn auto_allows_text_that_does_not_start_like_a_call() {
 }
 
 #[test]
-fn pythonic_literals_and_declared_order() {
+fn pythonic_literals_and_member_order() {
     let tools = sample("planner_get_inputs.json");
     let (text, g) = compile(&tools, &opts(Format::Pythonic));
     let ok = render_call(
@@ -299,11 +299,27 @@ fn pythonic_literals_and_declared_order() {
     );
     assert!(ok.contains("from_step=1"), "{ok}");
     assert!(accepts(&g, &ok), "{ok}\n{text}");
-    // Declared order: the same arguments in another order are outside the grammar (the validator,
-    // which judges meaning, accepts them).
-    let swapped = r#"get_inputs(dialog=[], title="Slots")"#;
-    assert!(!accepts(&g, swapped));
-    assert!(accepts(&g, r#"get_inputs(title="Slots", dialog=[])"#));
+    // Keyword arguments come in any order, as a JSON object's members do (small objects), each
+    // at most once, required ones always.
+    let v = Validator::new(&tools).unwrap();
+    for swapped in [
+        r#"get_inputs(dialog=[], title="Slots")"#,
+        r#"get_inputs(from_step=2, dialog=[], title="Slots")"#,
+        r#"get_inputs(title="Slots", dialog=[])"#,
+    ] {
+        assert!(accepts(&g, swapped), "{swapped}");
+        let r = v.validate_output(Format::Pythonic, swapped, ValidateOptions::default());
+        assert!(r.is_valid_call(), "{swapped}: {:?}", r.feedback());
+    }
+    for wrong in [
+        r#"get_inputs(dialog=[])"#,
+        r#"get_inputs(title="Slots", dialog=[], title="Slots")"#,
+        r#"get_inputs(title="Slots", dialog=[], colour="red")"#,
+    ] {
+        assert!(!accepts(&g, wrong), "{wrong}");
+        let r = v.validate_output(Format::Pythonic, wrong, ValidateOptions::default());
+        assert!(!r.is_valid_call(), "{wrong}");
+    }
     // Python spellings.
     let bfcl = sample("bfcl_excerpt.json");
     let (_, g) = compile(&bfcl, &opts(Format::Pythonic));
@@ -335,29 +351,39 @@ fn recursive_ref_tool() {
 
 #[test]
 fn pythonic_unsupported_keywords_are_errors_or_warnings() {
+    // the converter's own error, keyword and pointer, as for JSON envelopes
     let tools = ToolSet::from_value(&json!([{"name": "f", "parameters": {"type": "object",
-        "properties": {"a": {"type": "object", "minProperties": 1}}}}]))
+        "properties": {"a": {"type": "array", "contains": {"type": "integer"}}}}}]))
+    .unwrap();
+    for format in [Format::Pythonic, Format::OpenAi] {
+        let err = tool_call_grammar(&tools, &opts(format)).unwrap_err();
+        match &err {
+            GrammarError::Schema { tool, error } => {
+                assert_eq!(tool, "f");
+                assert_eq!(error.keyword, "contains");
+                assert_eq!(error.pointer, "#/properties/a");
+            }
+            other => panic!("{other}"),
+        }
+        let lenient = GrammarOptions {
+            lenient: true,
+            ..opts(format)
+        };
+        let g = tool_call_grammar(&tools, &lenient).unwrap();
+        assert!(
+            g.warnings.iter().any(|w| w.contains("contains")),
+            "{format}"
+        );
+    }
+    // Keyword arguments whose undeclared names a pattern constrains cannot be written.
+    let tools = ToolSet::from_value(&json!([{"name": "f", "parameters": {"type": "object",
+        "patternProperties": {"^x_": {"type": "integer"}}}}]))
     .unwrap();
     let err = tool_call_grammar(&tools, &opts(Format::Pythonic)).unwrap_err();
-    match &err {
-        GrammarError::Unsupported {
-            tool,
-            pointer,
-            keyword,
-            ..
-        } => {
-            assert_eq!(tool, "f");
-            assert_eq!(keyword, "minProperties");
-            assert_eq!(pointer, "/properties/a/minProperties");
-        }
-        other => panic!("{other}"),
-    }
-    let lenient = GrammarOptions {
-        lenient: true,
-        ..opts(Format::Pythonic)
-    };
-    let g = tool_call_grammar(&tools, &lenient).unwrap();
-    assert!(g.warnings.iter().any(|w| w.contains("minProperties")));
+    assert!(
+        matches!(&err, GrammarError::Schema { error, .. } if error.keyword == "patternProperties"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -472,6 +498,10 @@ fn pythonic_open_objects_exclude_declared_keys() {
         (r#"f(a=1)"#, true),
         (r#"f(a=1, zz=True, b=None)"#, true),
         (r#"f(a=1, a=2)"#, false),
+        // Python's reserved words are no keyword argument names
+        (r#"f(a=1, from=2)"#, false),
+        (r#"f(a=1, None=2)"#, false),
+        (r#"f(a=1, fromage=2, Nonesuch=3)"#, true),
         (r#"f(a=1, m={"x": 1, "y": "s", "xy": "t", "": "u"})"#, true),
         (r#"f(a=1, m={"x": 1, "y": "s", "x": "t"})"#, false),
         (r#"f(a=1, m={"x": 1, "y": "s", "y": "t"})"#, false),
@@ -488,6 +518,29 @@ fn pythonic_open_objects_exclude_declared_keys() {
     // Duplicate keys are not valid Python calls and collapse in dicts: the validator's view.
     let r = v.validate_output(Format::Pythonic, "f(a=1, a=2)", ValidateOptions::default());
     assert!(r.feedback().unwrap().contains("duplicate argument 'a'"));
+    // An undeclared name written twice: no grammar can forbid it; the grammar says so.
+    assert!(accepts(&g, "f(a=1, zz=1, zz=2)"));
+    let r = v.validate_output(
+        Format::Pythonic,
+        "f(a=1, zz=1, zz=2)",
+        ValidateOptions::default(),
+    );
+    assert!(r.feedback().unwrap().contains("duplicate argument 'zz'"));
+    let warnings = tool_call_grammar(&tools, &opts(Format::Pythonic))
+        .unwrap()
+        .warnings;
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("additionalProperties") && w.contains("repeating")),
+        "{warnings:?}"
+    );
+    assert!(
+        tool_call_grammar(&tools, &opts(Format::OpenAi))
+            .unwrap()
+            .warnings
+            .is_empty()
+    );
 }
 
 /// The converter's `format` rules and the validator's format assertions agree on sampled values
@@ -649,4 +702,191 @@ fn keywords_json_schema_does_not_define_are_named_in_the_warnings() {
         "{:?}",
         g.warnings
     );
+}
+
+/// One walker for JSON and Python calls: keywords the pythonic value builder refused
+/// (`patternProperties`, `dependentRequired` and `$ref`/`anyOf` on the arguments, `minProperties`,
+/// `uniqueItems`, `not`) convert for pythonic calls as for JSON, with Python literals inside.
+/// Handwritten calls are judged alike by grammar and validator, and sampled grammar strings all
+/// validate.
+#[test]
+fn pythonic_calls_get_every_keyword_of_the_converter() {
+    use toolrail_engine::sample::{Sampler, SplitMix64};
+    let tools = ToolSet::from_value(&json!([
+        {"name": "tag", "parameters": {
+            "$defs": {
+                "Labels": {"type": "object",
+                    "patternProperties": {"^x_": {"type": "integer"}},
+                    "additionalProperties": false, "minProperties": 1},
+                "Base": {"type": "object", "properties": {"id": {"type": "string",
+                    "pattern": "^[a-z]+$"}}, "required": ["id"], "additionalProperties": true},
+                "Args": {"type": "object", "properties": {
+                    "id": {"type": "string"},
+                    "labels": {"$ref": "#/$defs/Labels"}}}},
+            "$ref": "#/$defs/Args",
+            "allOf": [{"$ref": "#/$defs/Base"}]
+        }},
+        tools_shape()
+    ]))
+    .unwrap();
+    let (text, g) = compile(&tools, &opts(Format::Pythonic));
+    let v = Validator::new(&tools).unwrap();
+    let cases = [
+        (r#"tag(id="abc")"#, true),
+        (r#"tag(labels={"x_a": 1}, id="abc")"#, true),
+        (r#"tag(id="abc", labels={"x_a": 1, "x_b": -2})"#, true),
+        (r#"tag(id="Abc")"#, false),
+        (r#"tag(labels={"x_a": 1})"#, false),
+        (r#"tag(id="abc", labels={})"#, false),
+        (r#"tag(id="abc", labels={"y": 1})"#, false),
+        (r#"tag(id="abc", labels={"x_a": "1"})"#, false),
+        (r#"shape(s={"kind": "circle", "r": 1.5})"#, true),
+        (
+            r#"shape(s={"kind": "square", "side": 2}, flags=[True, False])"#,
+            true,
+        ),
+        (r#"shape(s={"kind": "square", "side": 2}, a=1, b=2)"#, true),
+        (r#"shape(a=1, s={"r": 2, "kind": "circle"})"#, true),
+        (
+            r#"shape(s={"kind": "circle", "r": 1}, note="n", meta={"ok": True, "none": None})"#,
+            true,
+        ),
+        (
+            r#"shape(s={"kind": "circle", "r": 1}, meta={"none": None, "ok": True})"#,
+            true,
+        ),
+        (r#"shape(s={"kind": "circle", "side": 1})"#, false),
+        (r#"shape(s={"kind": "square", "side": 2}, b=2)"#, false),
+        (
+            r#"shape(s={"kind": "square", "side": 2}, flags=[True, True])"#,
+            false,
+        ),
+        (r#"shape(s={"kind": "circle", "r": 1}, note=None)"#, false),
+        (
+            r#"shape(s={"kind": "circle", "r": 1}, meta={"ok": true, "none": null})"#,
+            false,
+        ),
+        (r#"shape(s={"kind": "circle", "r": 1}, c=1)"#, false),
+    ];
+    for (call, ok) in cases {
+        assert_eq!(accepts(&g, call), ok, "grammar: {call}\n{text}");
+        let r = v.validate_output(Format::Pythonic, call, ValidateOptions::default());
+        assert_eq!(
+            r.is_valid_call(),
+            ok,
+            "validator: {call}: {:?}",
+            r.feedback()
+        );
+    }
+    let sampler = Sampler::new(&g);
+    let mut rng = SplitMix64::new(3);
+    let mut checked = 0;
+    for _ in 0..300 {
+        let s = sampler.sample(&mut rng, 400).unwrap();
+        let r = v.validate_output(Format::Pythonic, &s, ValidateOptions::default());
+        // numbers beyond f64 (`1e400`) are grammatical but cannot be read (as in
+        // `sampled_grammar_strings_validate`)
+        if r.parse_error
+            .as_ref()
+            .is_some_and(|e| e.message.contains("invalid number"))
+        {
+            continue;
+        }
+        assert!(r.is_valid_call(), "{s}: {:?}\n{text}", r.feedback());
+        checked += 1;
+    }
+    assert!(checked > 200, "{checked}");
+}
+
+fn tools_shape() -> Value {
+    json!({"name": "shape", "parameters": {"type": "object",
+        "properties": {
+            "s": {"oneOf": [
+                {"type": "object", "properties": {"kind": {"const": "circle"},
+                    "r": {"type": "number"}}, "required": ["kind", "r"],
+                    "additionalProperties": false},
+                {"type": "object", "properties": {"kind": {"const": "square"},
+                    "side": {"type": "integer"}}, "required": ["kind", "side"],
+                    "additionalProperties": false}]},
+            "flags": {"type": "array", "items": {"type": "boolean"}, "uniqueItems": true},
+            "note": {"not": {"type": "null"}, "type": ["string", "null"]},
+            "meta": {"const": {"ok": true, "none": null}},
+            "a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["s"],
+        "dependentRequired": {"b": ["a"]},
+        "additionalProperties": false}})
+}
+
+/// The arguments document refers to itself: `$ref: "#"` inside is the arguments object as a
+/// dict value (a rule of its own), while the call writes it as keyword arguments. A name
+/// that is not a Python identifier anywhere in the arguments object is the converter's error
+/// with its pointer.
+#[test]
+fn pythonic_arguments_refer_to_themselves_as_dicts() {
+    let tools = ToolSet::from_value(&json!([{"name": "node", "parameters": {"type": "object",
+        "properties": {"name": {"type": "string"}, "child": {"$ref": "#"}},
+        "required": ["name"]}}]))
+    .unwrap();
+    let (text, g) = compile(&tools, &opts(Format::Pythonic));
+    let v = Validator::new(&tools).unwrap();
+    let cases = [
+        (r#"node(name="a")"#, true),
+        (r#"node(name="a", child={"name": "b"})"#, true),
+        (
+            r#"node(child={"child": {"name": "c"}, "name": "b"}, name="a")"#,
+            true,
+        ),
+        (r#"node(name="a", child=node(name="b"))"#, false),
+        (r#"node(name="a", child={"child": {}, "name": "b"})"#, false),
+        (r#"node(name="a", child={"name": "b", "extra": 1})"#, false),
+    ];
+    for (call, ok) in cases {
+        assert_eq!(accepts(&g, call), ok, "grammar: {call}\n{text}");
+        let r = v.validate_output(Format::Pythonic, call, ValidateOptions::default());
+        assert_eq!(
+            r.is_valid_call(),
+            ok,
+            "validator: {call}: {:?}",
+            r.feedback()
+        );
+    }
+    let tools = ToolSet::from_value(&json!([{"name": "f", "parameters": {"anyOf": [
+        {"type": "object", "properties": {"a": {"type": "string"}}},
+        {"type": "object", "properties": {"b-c": {"type": "string"}}}]}}]))
+    .unwrap();
+    let err = tool_call_grammar(&tools, &opts(Format::Pythonic)).unwrap_err();
+    match &err {
+        GrammarError::Schema { tool, error } => {
+            assert_eq!(tool, "f");
+            assert_eq!(error.keyword, "properties");
+            assert_eq!(error.pointer, "#/anyOf/1");
+            assert!(error.message.contains("\"b-c\""), "{err}");
+        }
+        other => panic!("{other}"),
+    }
+    assert!(tool_call_grammar(&tools, &opts(Format::OpenAi)).is_ok());
+}
+
+/// Python strings: the escapes JSON and Python read alike, never `\/` (Python keeps the
+/// backslash) or a surrogate pair (Python keeps two lone surrogates); such characters raw.
+#[test]
+fn pythonic_strings_mean_the_same_in_python() {
+    let tools = ToolSet::from_value(&json!([{"name": "say", "parameters": {"type": "object",
+        "properties": {"text": {"type": "string"}, "any": {}}, "required": ["text"]}}]))
+    .unwrap();
+    let (text, g) = compile(&tools, &opts(Format::Pythonic));
+    for (call, ok) in [
+        (r#"say(text="a\"b\\c\n\t\u00e9 😀 /")"#, true),
+        (
+            r#"say(text="x", any={"k": [1, "\u0041", None, True]})"#,
+            true,
+        ),
+        (r#"say(text="a\/b")"#, false),
+        (r#"say(text="\ud83d\ude00")"#, false),
+        (r#"say(text="x", any={"k": "\/"})"#, false),
+        (r#"say(text='single')"#, false),
+        (r#"say(text="x", any=null)"#, false),
+    ] {
+        assert_eq!(accepts(&g, call), ok, "{call}\n{text}");
+    }
 }

@@ -319,8 +319,12 @@ fn template_request(
         .as_ref()
         .map_err(|e| RunError::Template(e.clone()))?;
     let result = &template.result;
+    let (budget, message) = template
+        .budget
+        .as_ref()
+        .map_or((None, ""), |b| (Some(b.tokens), b.message.as_str()));
     let gate = result
-        .gate_setup_with_budget(None, "")
+        .gate_setup_with_budget(budget, message)
         .map_err(|e| RunError::Template(e.to_string()))?;
     let constrained = !result.grammar.is_empty() && setup.engine != EngineKind::None;
     if setup.engine == EngineKind::Llguidance && constrained {

@@ -189,6 +189,7 @@ impl RunState {
                         result,
                         parsed: None,
                         parse_error: None,
+                        budget: analysis.input.template.budget.clone(),
                     })
             }),
         }

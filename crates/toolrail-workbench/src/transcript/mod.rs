@@ -95,6 +95,21 @@ pub struct TemplateRun {
     /// Why llama.cpp's parser refused the output, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parse_error: Option<String>,
+    /// llama-server's reasoning budget for the run (`None`: no limit, the server's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<ThinkingBudget>,
+}
+
+/// llama-server's reasoning budget (`--reasoning-budget N`, `--reasoning-budget-message M`): at
+/// most `tokens` tokens of thinking, then `message` and the end tag are forced. Templates
+/// without thinking tags ignore it, as the server does.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ThinkingBudget {
+    /// The most thinking tokens.
+    pub tokens: u32,
+    /// The text forced before the end tag when the budget runs out.
+    pub message: String,
 }
 
 /// A run on a llama-server, as recorded.

@@ -6,15 +6,17 @@
 
 use std::time::{Duration, Instant};
 
-use toolrail_llm::record::LazyNote;
+use toolrail_llm::record::{LazyNote, ThinkingNote};
 use toolrail_llm::worker::EngineKind;
 use toolrail_workbench::analysis::{Analysis, AnalysisInput, Computer};
 use toolrail_workbench::run::{
     Replay, RunController, RunId, RunPhase, RunSetup, RunState, StartMode,
 };
 use toolrail_workbench::template_info;
-use toolrail_workbench::transcript::Sampling;
-use toolrail_workbench::workspace::{SchemaSettings, TemplateSettings, TemplateToolChoice};
+use toolrail_workbench::transcript::{Sampling, ThinkingBudget};
+use toolrail_workbench::workspace::{
+    SchemaSettings, TemplateSettings, TemplateThinking, TemplateToolChoice,
+};
 
 const HERMES: &str = "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja";
 
@@ -242,4 +244,58 @@ fn a_template_run_records_the_trigger_timeline_the_parse_and_the_template_in_its
     assert_eq!(replay.transcript, saved);
     let line = template_info::timeline(template, &replay.transcript.tokens, output).unwrap();
     assert!(line.contains("trigger fired"), "{line}");
+}
+
+#[test]
+fn a_thinking_budget_set_for_the_template_source_forces_the_end_of_thinking_and_is_recorded() {
+    const QWQ: &str = "Qwen-QwQ-32B.jinja";
+    let Some(mut input) = input(QWQ, TemplateToolChoice::Auto) else {
+        return;
+    };
+    input.template.thinking = TemplateThinking::On;
+    input.template.budget = Some(ThinkingBudget {
+        tokens: 4,
+        message: "Enough.".into(),
+    });
+    let analysis = Computer::default().compute(&input);
+    let inputs = RunState::inputs(&analysis);
+    let recorded = inputs.template.as_ref().unwrap().as_ref().unwrap();
+    assert_eq!(recorded.budget, input.template.budget);
+    let model = crate::common::model().unwrap().clone();
+    let mut c = RunController::with_model(model, std::sync::Arc::new(|| {}));
+    let id = c.start(&setup(24), &inputs, StartMode::Run).unwrap();
+    let run = c.run(id).unwrap();
+    let reasoning = run.request.gate.as_ref().unwrap().reasoning.as_ref();
+    assert_eq!(
+        reasoning.map(|r| (r.budget, r.message.as_str())),
+        Some((Some(4), "Enough."))
+    );
+    wait_for(&mut c, "the end", |c| {
+        c.run(id).is_some_and(|r| r.phase == RunPhase::Finished)
+    });
+    let run = c.run(id).unwrap();
+    let notes: Vec<_> = run.tokens.iter().map(|t| t.thinking.clone()).collect();
+    eprintln!("{notes:?}");
+    // The template's generation prompt opens thinking; after 4 tokens the budget is spent and
+    // the message and the end tag are forced, one token at a time, ending with the end tag.
+    let spent = notes
+        .iter()
+        .position(|n| matches!(n, Some(ThinkingNote::Exhausted)))
+        .expect("the budget ran out");
+    assert!(spent <= 4, "{spent}");
+    let forced: Vec<_> = notes[spent + 1..]
+        .iter()
+        .take_while(|n| matches!(n, Some(ThinkingNote::Forced { .. })))
+        .collect();
+    assert!(!forced.is_empty(), "{notes:?}");
+    let output = &run.finish.as_ref().unwrap().output;
+    assert!(output.contains("Enough."), "{output:?}");
+    assert!(output.contains("</think>"), "{output:?}");
+    // The transcript keeps the budget.
+    let dir = tempfile::tempdir().unwrap();
+    let saved = c.export(id, &dir.path().join("run.json"), None).unwrap();
+    assert_eq!(
+        saved.template.as_ref().unwrap().budget,
+        input.template.budget
+    );
 }

@@ -25,7 +25,7 @@ use toolrail_tools::validate::{ValidateOptions, Validator};
 use toolrail_workbench::run::{family_for, sampling_with_defaults};
 use toolrail_workbench::transcript::{
     ModelInfo, Sampling, ServerRequest, ServerRun, Stop, TRANSCRIPT_VERSION, TemplateRun,
-    Transcript,
+    ThinkingBudget, Transcript,
 };
 
 /// Arguments of `toolrail generate`.
@@ -360,6 +360,13 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         (Some(file), Some(tools)) => Some(apply_template(args, file, &spec, tools)?),
         _ => None,
     };
+    // the transcript records the budget the run had
+    if let Some(t) = template.as_mut() {
+        t.budget = budget.map(|tokens| ThinkingBudget {
+            tokens,
+            message: args.reasoning_budget_message.clone().unwrap_or_default(),
+        });
+    }
     let grammar = match (&tools, &args.grammar) {
         (Some(_), _) if template.is_some() => template
             .as_ref()
@@ -848,6 +855,7 @@ fn apply_template(
         result,
         parsed: None,
         parse_error: None,
+        budget: None,
     })
 }
 
