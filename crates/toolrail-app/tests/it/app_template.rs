@@ -281,17 +281,7 @@ fn snapshot_validator_pane_replaying_a_template_run() {
 #[test]
 fn the_thinking_budget_box_sets_the_budget_runs_get_and_unticking_clears_it() {
     let dir = tempfile::tempdir().unwrap();
-    let options = AppOptions {
-        workspace_path: dir.path().join("workspace.json"),
-        autosave: false,
-        screenshot: None,
-        settle: true,
-        demo_run: false,
-    };
-    let mut harness = Harness::builder()
-        .with_size([1440.0, 900.0])
-        .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
-    harness.step();
+    let mut harness = crate::common::app::app(dir.path());
     pick(&mut harness, "Grammar from", "llama.cpp template");
     assert_eq!(harness.state().shared.workspace.template.budget, None);
     harness.get_by_label("thinking budget").click();

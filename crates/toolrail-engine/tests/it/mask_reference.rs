@@ -212,6 +212,26 @@ fn compare(
     Ok(())
 }
 
+/// Feeds each of `prefixes` from the grammar's start and compares the mask there with the
+/// reference, panicking on a rejected prefix or the first differing token (`what` names the
+/// grammar in messages).
+fn compare_after_prefixes<'p>(
+    masks: &mut MaskEngine,
+    engine: &mut Engine,
+    what: &str,
+    prefixes: impl IntoIterator<Item = &'p str>,
+) {
+    let initial = engine.initial();
+    for prefix in prefixes {
+        let Ok(state) = engine.feed(initial, prefix.as_bytes()) else {
+            panic!("{what}: prefix {prefix:?} rejected");
+        };
+        if let Err(e) = compare(masks, engine, state, &format!("{what} after {prefix:?}")) {
+            panic!("{e}");
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
@@ -359,21 +379,8 @@ fn string_body_frontier_equals_reference() {
     ] {
         let grammar = Arc::new(Grammar::parse(text).unwrap());
         let mut engine = Engine::new(Arc::clone(&grammar));
-        let initial = engine.initial();
         let starts_before = masks.frontier_starts();
-        for prefix in prefixes {
-            let Ok(state) = engine.feed(initial, prefix.as_bytes()) else {
-                panic!("{text}: prefix {prefix:?} rejected");
-            };
-            if let Err(e) = compare(
-                &mut masks,
-                &mut engine,
-                state,
-                &format!("{text} after {prefix:?}"),
-            ) {
-                panic!("{e}");
-            }
-        }
+        compare_after_prefixes(&mut masks, &mut engine, text, prefixes.iter().copied());
         assert!(
             masks.frontier_starts() > starts_before,
             "{text}: the string body starts at its frontier"
@@ -427,24 +434,16 @@ root ::= "{" ( "\"ab\"" | "\"name\"" | key ) ":" "1" "}""#
     for text in [key("char*"), key("char{0,3}")] {
         let grammar = Arc::new(Grammar::parse(&text).unwrap());
         let mut engine = Engine::new(Arc::clone(&grammar));
-        let initial = engine.initial();
         let descents_before = masks.frontier_descents();
-        for prefix in [
-            "{", "{\"", "{\"a", "{\"n", "{\"na", "{\"nam", "{\"name", "{\"ab", "{\"x", "{\"xy",
-            "{\"nx", "{\"namex",
-        ] {
-            let Ok(state) = engine.feed(initial, prefix.as_bytes()) else {
-                panic!("{text}: prefix {prefix:?} rejected");
-            };
-            if let Err(e) = compare(
-                &mut masks,
-                &mut engine,
-                state,
-                &format!("{text} after {prefix:?}"),
-            ) {
-                panic!("{e}");
-            }
-        }
+        compare_after_prefixes(
+            &mut masks,
+            &mut engine,
+            &text,
+            [
+                "{", "{\"", "{\"a", "{\"n", "{\"na", "{\"nam", "{\"name", "{\"ab", "{\"x", "{\"xy",
+                "{\"nx", "{\"namex",
+            ],
+        );
         assert!(
             masks.frontier_descents() > descents_before,
             "{text}: some subtree below the root is read off a frontier"
@@ -483,29 +482,26 @@ fn ascii_body_frontier_equals_reference() {
     let text = r#"root ::= "\"" [0-9A-Za-z]{8} "-" [0-9A-Fa-f]{4} "\"" | "<" [a-z] [^>]* ">" | "n" [0-9]* "!""#;
     let grammar = Arc::new(Grammar::parse(text).unwrap());
     let mut engine = Engine::new(Arc::clone(&grammar));
-    let initial = engine.initial();
     let starts_before = masks.frontier_starts();
-    for prefix in [
-        "\"",
-        "\"ab",
-        "\"abcdefg",
-        "\"abcdefgh",
-        "\"abcdefgh-",
-        "\"abcdefgh-ab",
-        "<",
-        "<a",
-        "<ab",
-        "n",
-        "n1",
-        "n12",
-    ] {
-        let Ok(state) = engine.feed(initial, prefix.as_bytes()) else {
-            panic!("prefix {prefix:?} rejected");
-        };
-        if let Err(e) = compare(&mut masks, &mut engine, state, &format!("after {prefix:?}")) {
-            panic!("{e}");
-        }
-    }
+    compare_after_prefixes(
+        &mut masks,
+        &mut engine,
+        "ASCII bodies",
+        [
+            "\"",
+            "\"ab",
+            "\"abcdefg",
+            "\"abcdefgh",
+            "\"abcdefgh-",
+            "\"abcdefgh-ab",
+            "<",
+            "<a",
+            "<ab",
+            "n",
+            "n1",
+            "n12",
+        ],
+    );
     assert!(
         masks.frontier_starts() > starts_before,
         "ASCII bodies start at their frontier"
