@@ -207,7 +207,15 @@ pub const FRAME_CHARS: usize = 40;
 fn verdict(ui: &mut egui::Ui, shared: &Shared) {
     let analysis = &shared.analysis;
     if analysis.grammar.is_none() {
-        ui.label(egui::RichText::new("No grammar: fix the schema or the GBNF first.").weak());
+        let why = match analysis.template.as_ref().map(|view| &view.result) {
+            Some(Ok(_)) => {
+                "No grammar: the template builds none here (tool_choice none, or a format \
+                 without tool calls), so runs are not constrained."
+            }
+            Some(Err(_)) => "No grammar: the template could not be built (see the Grammar pane).",
+            None => "No grammar: fix the schema or the GBNF first.",
+        };
+        ui.label(egui::RichText::new(why).weak());
         return;
     }
     let Some(report) = &analysis.test else {

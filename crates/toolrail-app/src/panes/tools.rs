@@ -316,7 +316,8 @@ fn template_row(ui: &mut egui::Ui, shared: &mut Shared) {
             })
             .response
             .labelled_by(label.id);
-        let label = ui.label("reasoning format");
+        let label =
+            ui.add(egui::Label::new("reasoning format").wrap_mode(egui::TextWrapMode::Extend));
         egui::ComboBox::from_id_salt("tools-template-reasoning")
             .selected_text(template.reasoning_format.label())
             .show_ui(ui, |ui| {

@@ -284,6 +284,9 @@ fn the_thinking_budget_box_sets_the_budget_runs_get_and_unticking_clears_it() {
     let mut harness = crate::common::app::app(dir.path());
     pick(&mut harness, "Grammar from", "llama.cpp template");
     assert_eq!(harness.state().shared.workspace.template.budget, None);
+    // With no model loaded the template cannot be built: the Test input pane says where to look.
+    harness.run_steps(4);
+    harness.get_by_label_contains("No grammar: the template could not be built");
     harness.get_by_label("thinking budget").click();
     harness.run_steps(2);
     let budget = harness.state().shared.workspace.template.budget.clone();
