@@ -148,42 +148,63 @@ fn primitive_body(name: &str, style: PrimitiveStyle) -> Expr {
             lit(close),
         ])
     };
+    // JSON's values and Python's literals share their shapes; `py-*` rules are Python's.
+    let python = name.starts_with("py-");
+    let (value, string, char) = if python {
+        ("py-value", "py-string", "py-char")
+    } else {
+        ("value", "string", "char")
+    };
     match name {
-        "value" => alt(["object", "array", "string", "number", "boolean", "null"]
-            .into_iter()
-            .map(rule)
-            .collect()),
-        "object" => list(
+        "value" | "py-value" => {
+            let alternatives: [&str; 6] = if python {
+                [
+                    "py-dict",
+                    "py-list",
+                    "py-string",
+                    "number",
+                    "py-boolean",
+                    "py-none",
+                ]
+            } else {
+                ["object", "array", "string", "number", "boolean", "null"]
+            };
+            alt(alternatives.into_iter().map(rule).collect())
+        }
+        "object" | "py-dict" => list(
             "{",
-            Expr::seq([rule("string"), lit(":"), rule("space"), rule("value")]),
+            Expr::seq([rule(string), lit(":"), rule("space"), rule(value)]),
             "}",
         ),
-        "array" => list("[", rule("value"), "]"),
-        "string" => Expr::seq([lit("\""), star(rule("char")), lit("\"")]),
-        "char" => {
+        "array" | "py-list" => list("[", rule(value), "]"),
+        "string" | "py-string" => Expr::seq([lit("\""), star(rule(char)), lit("\"")]),
+        // Python's: JSON's escapes that Python reads the same, so no `\/` (Python keeps the
+        // backslash) and no surrogate pairs (Python keeps two lone surrogates); such
+        // characters are written raw
+        "char" | "py-char" => {
             let hex = |n: u32| Expr::repeat(rule("hex"), n, Some(n));
             let d = || one_of("dD");
-            let escaped = alt(vec![
-                one_of("\"\\/bfnrt"),
+            let mut unicode = vec![
                 Expr::seq([
-                    lit("u"),
-                    alt(vec![
-                        Expr::seq([
-                            class(&[('0', '9'), ('a', 'c'), ('A', 'C'), ('e', 'f'), ('E', 'F')]),
-                            hex(3),
-                        ]),
-                        Expr::seq([d(), class(&[('0', '7')]), hex(2)]),
-                        Expr::seq([
-                            d(),
-                            one_of("89abAB"),
-                            hex(2),
-                            lit("\\u"),
-                            d(),
-                            class(&[('c', 'f'), ('C', 'F')]),
-                            hex(2),
-                        ]),
-                    ]),
+                    class(&[('0', '9'), ('a', 'c'), ('A', 'C'), ('e', 'f'), ('E', 'F')]),
+                    hex(3),
                 ]),
+                Expr::seq([d(), class(&[('0', '7')]), hex(2)]),
+            ];
+            if !python {
+                unicode.push(Expr::seq([
+                    d(),
+                    one_of("89abAB"),
+                    hex(2),
+                    lit("\\u"),
+                    d(),
+                    class(&[('c', 'f'), ('C', 'F')]),
+                    hex(2),
+                ]));
+            }
+            let escaped = alt(vec![
+                one_of(if python { "\"\\bfnrt" } else { "\"\\/bfnrt" }),
+                Expr::seq([lit("u"), alt(unicode)]),
             ]);
             alt(vec![
                 Expr::Class {
@@ -216,50 +237,6 @@ fn primitive_body(name: &str, style: PrimitiveStyle) -> Expr {
         }
         "boolean" => alt(vec![lit("true"), lit("false")]),
         "null" => lit("null"),
-        "py-value" => alt([
-            "py-dict",
-            "py-list",
-            "py-string",
-            "number",
-            "py-boolean",
-            "py-none",
-        ]
-        .into_iter()
-        .map(rule)
-        .collect()),
-        "py-dict" => list(
-            "{",
-            Expr::seq([rule("py-string"), lit(":"), rule("space"), rule("py-value")]),
-            "}",
-        ),
-        "py-list" => list("[", rule("py-value"), "]"),
-        "py-string" => Expr::seq([lit("\""), star(rule("py-char")), lit("\"")]),
-        // JSON's escapes that Python reads the same: no `\/` (Python keeps the backslash)
-        // and no surrogate pairs (Python keeps two lone surrogates); such characters are
-        // written raw
-        "py-char" => {
-            let hex = |n: u32| Expr::repeat(rule("hex"), n, Some(n));
-            let escaped = alt(vec![
-                one_of("\"\\bfnrt"),
-                Expr::seq([
-                    lit("u"),
-                    alt(vec![
-                        Expr::seq([
-                            class(&[('0', '9'), ('a', 'c'), ('A', 'C'), ('e', 'f'), ('E', 'F')]),
-                            hex(3),
-                        ]),
-                        Expr::seq([one_of("dD"), class(&[('0', '7')]), hex(2)]),
-                    ]),
-                ]),
-            ]);
-            alt(vec![
-                Expr::Class {
-                    ranges: vec![('"' as u32, '"' as u32), (0x5C, 0x5C), (0, 0x1F)],
-                    negated: true,
-                },
-                Expr::seq([lit("\\"), escaped]),
-            ])
-        }
         "py-boolean" => alt(vec![lit("True"), lit("False")]),
         "py-none" => lit("None"),
         "space" => match style.whitespace {
