@@ -494,9 +494,7 @@ fn template_view(
             ));
         }
         request.tool_choice = settings.tool_choice.to_request();
-        if settings.parallel {
-            request.parallel_tool_calls = Some(true);
-        }
+        request.parallel_tool_calls = settings.parallel.to_request();
         request.enable_thinking = settings.thinking.to_request();
         request.reasoning_format = settings.reasoning_format.name().map(str::to_owned);
         loaded.apply(&request).map_err(|e| format!("{source}: {e}"))

@@ -214,42 +214,44 @@ impl TemplateToolChoice {
     }
 }
 
-/// Thinking on or off in a template request.
+/// A request switch llama-server has its own default for (`enable_thinking`,
+/// `parallel_tool_calls`): left to the server, or sent on or off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
-pub enum TemplateThinking {
-    /// llama-server's rule: on when the template supports it.
+pub enum ServerSwitch {
+    /// Not sent: the server's rule for the template (thinking and parallel calls: on when the
+    /// template supports them).
     #[default]
     ServerDefault,
-    /// `enable_thinking: true`.
+    /// Sent as `true`.
     On,
-    /// `enable_thinking: false`.
+    /// Sent as `false`.
     Off,
 }
 
-impl TemplateThinking {
+impl ServerSwitch {
     /// Every choice, in menu order.
-    pub const ALL: [TemplateThinking; 3] = [
-        TemplateThinking::ServerDefault,
-        TemplateThinking::On,
-        TemplateThinking::Off,
+    pub const ALL: [ServerSwitch; 3] = [
+        ServerSwitch::ServerDefault,
+        ServerSwitch::On,
+        ServerSwitch::Off,
     ];
 
     /// The words the Tools pane shows.
     pub fn label(self) -> &'static str {
         match self {
-            TemplateThinking::ServerDefault => "server default",
-            TemplateThinking::On => "on",
-            TemplateThinking::Off => "off",
+            ServerSwitch::ServerDefault => "server default",
+            ServerSwitch::On => "on",
+            ServerSwitch::Off => "off",
         }
     }
 
-    /// The request's `enable_thinking`.
+    /// The request's value (`None`: not sent).
     pub fn to_request(self) -> Option<bool> {
         match self {
-            TemplateThinking::ServerDefault => None,
-            TemplateThinking::On => Some(true),
-            TemplateThinking::Off => Some(false),
+            ServerSwitch::ServerDefault => None,
+            ServerSwitch::On => Some(true),
+            ServerSwitch::Off => Some(false),
         }
     }
 }
@@ -341,14 +343,32 @@ pub struct TemplateSettings {
     pub text: String,
     /// `tool_choice`.
     pub tool_choice: TemplateToolChoice,
-    /// `parallel_tool_calls: true` (off: llama-server's default for the template).
-    pub parallel: bool,
+    /// `parallel_tool_calls` (workspaces from before the choice kept `true` for on, `false` for
+    /// the server's default).
+    #[serde(deserialize_with = "switch_or_bool")]
+    pub parallel: ServerSwitch,
     /// Thinking on or off.
-    pub thinking: TemplateThinking,
+    pub thinking: ServerSwitch,
     /// The reasoning format.
     pub reasoning_format: ReasoningFormat,
     /// llama-server's reasoning budget for runs (`None`: no limit, the server's default).
     pub budget: Option<crate::transcript::ThinkingBudget>,
+}
+
+/// Reads a [`ServerSwitch`], or the `true`/`false` older workspaces kept (`false` left the
+/// choice to the server).
+fn switch_or_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ServerSwitch, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Stored {
+        Old(bool),
+        Now(ServerSwitch),
+    }
+    Ok(match Stored::deserialize(d)? {
+        Stored::Old(true) => ServerSwitch::On,
+        Stored::Old(false) => ServerSwitch::ServerDefault,
+        Stored::Now(switch) => switch,
+    })
 }
 
 /// Everything the app keeps across restarts.
@@ -917,8 +937,8 @@ mod tests {
             file: Some(PathBuf::from("Qwen3-Coder.jinja")),
             text: "{{ messages }}".into(),
             tool_choice: TemplateToolChoice::Named("get_weather".into()),
-            parallel: true,
-            thinking: TemplateThinking::Off,
+            parallel: ServerSwitch::Off,
+            thinking: ServerSwitch::Off,
             reasoning_format: ReasoningFormat::DeepseekLegacy,
             ..TemplateSettings::default()
         };
@@ -944,6 +964,18 @@ mod tests {
         .unwrap();
         let notice = load(&path).notice.unwrap();
         assert!(notice.contains("ponder"), "{notice}");
+        // Parallel calls were a box: ticked was `true`, unticked the server's default.
+        for (stored, switch) in [
+            ("true", ServerSwitch::On),
+            ("false", ServerSwitch::ServerDefault),
+        ] {
+            std::fs::write(
+                &path,
+                format!(r#"{{"version": 1, "template": {{"parallel": {stored}}}}}"#),
+            )
+            .unwrap();
+            assert_eq!(load(&path).workspace.template.parallel, switch);
+        }
     }
 
     #[test]

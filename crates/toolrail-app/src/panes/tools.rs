@@ -10,7 +10,7 @@ use toolrail_tools::envelope::Format;
 use toolrail_workbench::samples::SAMPLES;
 use toolrail_workbench::transcript::ThinkingBudget;
 use toolrail_workbench::workspace::{
-    GrammarSource, ReasoningFormat, SchemaMode, TemplateThinking, TemplateToolChoice,
+    GrammarSource, ReasoningFormat, SchemaMode, ServerSwitch, TemplateToolChoice,
 };
 
 /// The thinking budget a newly ticked "thinking budget" box starts at.
@@ -304,13 +304,25 @@ fn template_row(ui: &mut egui::Ui, shared: &mut Shared) {
             .response
             .labelled_by(label.id)
             .on_hover_text("auto, required, none, or a tool the model must call");
-        ui.checkbox(&mut template.parallel, "parallel calls")
-            .on_hover_text("parallel_tool_calls: true (off: the server's default)");
+        let label =
+            ui.add(egui::Label::new("parallel calls").wrap_mode(egui::TextWrapMode::Extend));
+        egui::ComboBox::from_id_salt("tools-template-parallel")
+            .selected_text(template.parallel.label())
+            .show_ui(ui, |ui| {
+                for choice in ServerSwitch::ALL {
+                    ui.selectable_value(&mut template.parallel, choice, choice.label());
+                }
+            })
+            .response
+            .labelled_by(label.id)
+            .on_hover_text(
+                "parallel_tool_calls: left to the server (the Grammar pane shows what it chose), on or off",
+            );
         let label = ui.label("thinking");
         egui::ComboBox::from_id_salt("tools-template-thinking")
             .selected_text(template.thinking.label())
             .show_ui(ui, |ui| {
-                for choice in TemplateThinking::ALL {
+                for choice in ServerSwitch::ALL {
                     ui.selectable_value(&mut template.thinking, choice, choice.label());
                 }
             })

@@ -15,6 +15,7 @@ use toolrail_app::panes::transcript::{export_to, open_from};
 use toolrail_app::{AppOptions, ToolrailApp};
 use toolrail_llm::record::LazyNote;
 use toolrail_workbench::run::{LoadState, RunPhase, StartMode};
+use toolrail_workbench::workspace::ServerSwitch;
 
 const HERMES: &str = "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja";
 
@@ -279,7 +280,7 @@ fn snapshot_validator_pane_replaying_a_template_run() {
 }
 
 #[test]
-fn the_thinking_budget_box_sets_the_budget_runs_get_and_unticking_clears_it() {
+fn the_thinking_budget_and_parallel_calls_are_set_in_the_template_row() {
     let dir = tempfile::tempdir().unwrap();
     let mut harness = crate::common::app::app(dir.path());
     pick(&mut harness, "Grammar from", "llama.cpp template");
@@ -302,4 +303,14 @@ fn the_thinking_budget_box_sets_the_budget_runs_get_and_unticking_clears_it() {
     harness.run_steps(2);
     assert_eq!(harness.state().shared.workspace.template.budget, None);
     assert!(harness.query_by_label("message").is_none());
+    // Parallel calls are left to the server unless set: off is sent as off.
+    assert_eq!(
+        harness.state().shared.workspace.template.parallel,
+        ServerSwitch::ServerDefault
+    );
+    pick(&mut harness, "parallel calls", "off");
+    assert_eq!(
+        harness.state().shared.workspace.template.parallel,
+        ServerSwitch::Off
+    );
 }

@@ -15,7 +15,7 @@ use toolrail_workbench::run::{
 use toolrail_workbench::template_info;
 use toolrail_workbench::transcript::{Sampling, ThinkingBudget};
 use toolrail_workbench::workspace::{
-    SchemaSettings, TemplateSettings, TemplateThinking, TemplateToolChoice,
+    SchemaSettings, ServerSwitch, TemplateSettings, TemplateToolChoice,
 };
 
 const HERMES: &str = "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja";
@@ -252,7 +252,7 @@ fn a_thinking_budget_set_for_the_template_source_forces_the_end_of_thinking_and_
     let Some(mut input) = input(QWQ, TemplateToolChoice::Auto) else {
         return;
     };
-    input.template.thinking = TemplateThinking::On;
+    input.template.thinking = ServerSwitch::On;
     input.template.budget = Some(ThinkingBudget {
         tokens: 4,
         message: "Enough.".into(),
