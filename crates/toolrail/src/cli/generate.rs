@@ -159,9 +159,10 @@ pub struct GenerateArgs {
     /// With --template: `auto`, `required`, `none`, or a tool name.
     #[arg(long, default_value = "auto", requires = "template")]
     pub tool_choice: String,
-    /// With --template: allow parallel tool calls (default: llama-server's).
-    #[arg(long, requires = "template")]
-    pub parallel: bool,
+    /// With --template: `--parallel` or `--parallel true` allows parallel tool calls,
+    /// `--parallel false` forbids them (default: llama-server's).
+    #[arg(long, requires = "template", num_args = 0..=1, default_missing_value = "true")]
+    pub parallel: Option<bool>,
     /// With --template: thinking on or off (default: llama-server's rule).
     #[arg(long, requires = "template")]
     pub thinking: Option<bool>,
@@ -823,9 +824,7 @@ fn apply_template(
             tools.names().join(", ")
         );
     }
-    if args.parallel {
-        request.parallel_tool_calls = Some(true);
-    }
+    request.parallel_tool_calls = args.parallel;
     request.enable_thinking = args.thinking;
     request.reasoning_format = args.reasoning_format.clone();
     let result = templates.apply(&request).with_context(|| source.clone())?;

@@ -36,9 +36,10 @@ pub struct TemplateArgs {
     /// `auto`, `required`, `none`, or a tool name (llama-server b11434 treats a name as `auto`).
     #[arg(long, default_value = "auto")]
     pub tool_choice: String,
-    /// Allow parallel tool calls (default: llama-server's, on when the template supports them).
-    #[arg(long)]
-    pub parallel: bool,
+    /// Parallel tool calls: `--parallel` or `--parallel true` allows them, `--parallel false`
+    /// forbids them (default: llama-server's, on when the template supports them).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    pub parallel: Option<bool>,
     /// A JSON array of OpenAI messages (default: one user message, --user).
     #[arg(long)]
     pub messages: Option<String>,
@@ -135,9 +136,7 @@ pub fn run(args: &TemplateArgs) -> anyhow::Result<ExitCode> {
             tools.names().join(", ")
         );
     }
-    if args.parallel {
-        request.parallel_tool_calls = Some(true);
-    }
+    request.parallel_tool_calls = args.parallel;
     request.enable_thinking = args.thinking;
     request.reasoning_format = args.reasoning_format.clone();
     if args.struct_defaults {

@@ -391,3 +391,35 @@ fn generate_with_a_reasoning_budget_forces_the_end_of_thinking_and_records_it() 
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--reasoning-budget -2"), "{stderr}");
 }
+
+#[test]
+fn parallel_calls_can_be_left_to_the_server_allowed_or_forbidden() {
+    let Some(path) = template("Qwen-QwQ-32B") else {
+        return;
+    };
+    let report = |parallel: &[&str]| {
+        let mut args = vec!["template", "--template", &path];
+        args.extend_from_slice(parallel);
+        args.extend_from_slice(&["--tools", WEATHER, "--json"]);
+        let (code, stdout, stderr) = run(&args);
+        assert_eq!(code, 0, "{parallel:?}: {stderr}");
+        let report: Value = serde_json::from_str(&stdout).unwrap();
+        (
+            report["inputs"]["parallel_tool_calls"].as_bool(),
+            report["grammar"].as_str().unwrap().to_owned(),
+        )
+    };
+    // One `<tool_call>` block holds several calls only where parallel calls are on (the
+    // server's default for this template, `--parallel`, `--parallel true`).
+    let several = "(space \",\" space (tool-get-weather))*";
+    for parallel in [&[][..], &["--parallel"], &["--parallel", "true"]] {
+        let (on, grammar) = report(parallel);
+        assert_eq!(on, Some(true), "{parallel:?}");
+        assert!(grammar.contains(several), "{parallel:?}: {grammar}");
+    }
+    let (on, grammar) = report(&["--parallel", "false"]);
+    assert_eq!(on, Some(false));
+    assert!(!grammar.contains(several), "{grammar}");
+    let (code, _, stderr) = run(&["template", "--template", &path, "--parallel", "maybe"]);
+    assert_eq!(code, 2, "{stderr}");
+}
