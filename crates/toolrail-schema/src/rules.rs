@@ -156,21 +156,14 @@ fn primitive_body(name: &str, style: PrimitiveStyle) -> Expr {
         ("value", "string", "char")
     };
     match name {
-        "value" | "py-value" => {
-            let alternatives: [&str; 6] = if python {
-                [
-                    "py-dict",
-                    "py-list",
-                    "py-string",
-                    "number",
-                    "py-boolean",
-                    "py-none",
-                ]
-            } else {
-                ["object", "array", "string", "number", "boolean", "null"]
-            };
-            alt(alternatives.into_iter().map(rule).collect())
-        }
+        // any value: one of the primitives it depends on, in their order
+        "value" | "py-value" => alt(PRIMITIVES
+            .iter()
+            .find(|p| p.name == name)
+            .map_or(&[][..], |p| p.deps)
+            .iter()
+            .map(|dep| rule(dep))
+            .collect()),
         "object" | "py-dict" => list(
             "{",
             Expr::seq([rule(string), lit(":"), rule("space"), rule(value)]),
