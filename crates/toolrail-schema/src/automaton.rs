@@ -51,6 +51,25 @@ impl Nfa {
         Ok(self.eps.len() - 1)
     }
 
+    /// Adds a chain of states reading `chars` one after another from `from` to `to` (an empty
+    /// text is an epsilon move).
+    fn literal(&mut self, chars: &[u32], from: usize, to: usize) -> Result<(), String> {
+        if chars.is_empty() {
+            self.eps[from].push(to);
+        }
+        let mut at = from;
+        for (i, &c) in chars.iter().enumerate() {
+            let next = if i + 1 == chars.len() {
+                to
+            } else {
+                self.state()?
+            };
+            self.moves[at].push((c, c, next));
+            at = next;
+        }
+        Ok(())
+    }
+
     /// Adds the states for `e` between `from` and `to`.
     fn expr(&mut self, e: &Expr, from: usize, to: usize, depth: u32) -> Result<(), String> {
         if depth > 64 {
@@ -60,19 +79,7 @@ impl Nfa {
             Expr::Empty => self.eps[from].push(to),
             Expr::Literal(text) => {
                 let chars = decoded(text);
-                let mut at = from;
-                for (i, c) in chars.iter().enumerate() {
-                    let next = if i + 1 == chars.len() {
-                        to
-                    } else {
-                        self.state()?
-                    };
-                    self.moves[at].push((*c, *c, next));
-                    at = next;
-                }
-                if chars.is_empty() {
-                    self.eps[from].push(to);
-                }
+                self.literal(&chars, from, to)?;
             }
             Expr::Class { ranges, negated } => {
                 let set = if *negated {
@@ -156,19 +163,7 @@ impl Nfa {
                 let text = std::str::from_utf8(&lit.0)
                     .map_err(|_| "a pattern literal that is not UTF-8".to_string())?;
                 let chars: Vec<u32> = text.chars().map(u32::from).collect();
-                let mut at = from;
-                for (i, c) in chars.iter().enumerate() {
-                    let next = if i + 1 == chars.len() {
-                        to
-                    } else {
-                        self.state()?
-                    };
-                    self.moves[at].push((*c, *c, next));
-                    at = next;
-                }
-                if chars.is_empty() {
-                    self.eps[from].push(to);
-                }
+                self.literal(&chars, from, to)?;
             }
             HirKind::Class(Class::Unicode(c)) => {
                 for r in c.iter() {
