@@ -423,16 +423,9 @@ fn legend_entries(harness: &Harness<'_, ToolrailApp>, name: &str) -> usize {
         .count()
 }
 
-#[test]
-fn the_mask_plot_draws_one_named_line_per_engine_of_a_compared_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut harness = window(dir.path());
-    // A real toolrail run on the weather sample with llama.cpp and llguidance compared
-    // (`toolrail generate --compare llama,llguidance --transcript …`).
-    open_from(
-        &mut harness.state_mut().shared,
-        Path::new("tests/fixtures/weather_three_engines_run.json"),
-    );
+/// Opens the transcript `fixture` and shows its last token.
+fn replay_to_its_end(harness: &mut Harness<'_, ToolrailApp>, fixture: &str) {
+    open_from(&mut harness.state_mut().shared, Path::new(fixture));
     harness.step();
     let replay = harness
         .state_mut()
@@ -441,6 +434,22 @@ fn the_mask_plot_draws_one_named_line_per_engine_of_a_compared_run() {
         .controller
         .replay_mut()
         .unwrap();
+    let end = replay.len();
+    replay.seek(end);
+    harness.run_steps(4);
+}
+
+#[test]
+fn the_mask_plot_draws_one_named_line_per_engine_of_a_compared_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = window(dir.path());
+    // A real toolrail run on the weather sample with llama.cpp and llguidance compared
+    // (`toolrail generate --compare llama,llguidance --transcript …`).
+    replay_to_its_end(
+        &mut harness,
+        "tests/fixtures/weather_three_engines_run.json",
+    );
+    let replay = harness.state().shared.run.controller.replay().unwrap();
     assert!(
         replay
             .transcript
@@ -448,9 +457,6 @@ fn the_mask_plot_draws_one_named_line_per_engine_of_a_compared_run() {
             .iter()
             .all(|t| t.other_masks.len() == 2)
     );
-    let end = replay.len();
-    replay.seek(end);
-    harness.run_steps(4);
     harness.get_by_label("Mask time per token (ms)");
     for name in ["toolrail", "llama", "llguidance"] {
         assert!(
@@ -463,21 +469,7 @@ fn the_mask_plot_draws_one_named_line_per_engine_of_a_compared_run() {
     harness.get_by_label_contains("llguidance mask ");
 
     // a run of one engine draws one line, without a legend
-    open_from(
-        &mut harness.state_mut().shared,
-        Path::new("tests/fixtures/weather_run.json"),
-    );
-    harness.step();
-    let replay = harness
-        .state_mut()
-        .shared
-        .run
-        .controller
-        .replay_mut()
-        .unwrap();
-    let end = replay.len();
-    replay.seek(end);
-    harness.run_steps(4);
+    replay_to_its_end(&mut harness, "tests/fixtures/weather_run.json");
     harness.get_by_label("Mask time per token (ms)");
     for name in ["toolrail", "llama", "llguidance"] {
         assert_eq!(legend_entries(&harness, name), 0, "{name}");
