@@ -12,7 +12,7 @@ pub fn settings() -> &'static SyntectSettings {
     SETTINGS.get_or_init(|| {
         let mut builder = syntect::parsing::SyntaxSet::load_defaults_newlines().into_builder();
         if let Ok(gbnf) = syntect::parsing::SyntaxDefinition::load_from_str(
-            include_str!("../assets/gbnf.sublime-syntax"),
+            include_str!("../../../assets/gbnf.sublime-syntax"),
             true,
             None,
         ) {

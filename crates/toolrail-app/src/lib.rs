@@ -21,6 +21,7 @@ pub mod conversation_view;
 pub mod dialogs;
 pub mod editor;
 pub mod highlight;
+pub mod icon;
 pub mod panes;
 pub mod renderer;
 pub mod run_history;

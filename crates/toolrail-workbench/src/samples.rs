@@ -69,11 +69,11 @@ pub fn find(file: &str) -> Option<&'static Sample> {
     SAMPLES.iter().find(|s| s.file == file)
 }
 
-/// The recorded demo run shipped with the app (`assets/demo/weather_run.json`: the test model,
+/// The recorded demo run shipped with the app (`assets/demo_run.json` at the repository root: the test model,
 /// Gemma 3 270M, calling `get_weather` under the default sample's grammar), replayed in a fresh
 /// workspace so the Generation and Transcript panes show tokens, candidates and stacks before any
 /// model is loaded.
-pub const DEMO_RUN: &str = include_str!("../assets/demo_run.json");
+pub const DEMO_RUN: &str = include_str!("../../../assets/demo_run.json");
 
 /// How many tokens of the demo run are shown when it opens: up to `"unit":`, a step whose
 /// candidates include masked ones and whose four stacks lead to the unit's enum.

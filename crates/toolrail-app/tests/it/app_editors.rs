@@ -262,7 +262,7 @@ fn recent_files_reopen_and_the_workspace_can_be_saved_as_and_opened() {
 /// The demo transcript's fixture, replayed in the Transcript pane (token chips to right-click).
 /// Relative to the package (the tests' working directory), so that the path the pane shows, and
 /// so its snapshots, do not depend on where the repository is checked out.
-const FIXTURE: &str = "../toolrail-workbench/assets/demo_run.json";
+const FIXTURE: &str = "../../assets/demo_run.json";
 
 #[test]
 fn a_token_chip_copies_its_id_and_piece() {

@@ -8,11 +8,11 @@ use std::process::{Command, Output, Stdio};
 const TOOLRAIL: &str = env!("CARGO_BIN_EXE_toolrail");
 const WEATHER: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../sample_schemas/weather.json"
+    "/sample_schemas/weather.json"
 );
 const JSON_GBNF: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/corpus/gbnf/json.gbnf"
+    "/../shared/corpus/gbnf/json.gbnf"
 );
 
 fn toolrail(args: &[&str]) -> Output {

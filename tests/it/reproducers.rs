@@ -12,13 +12,13 @@ use std::time::{Duration, Instant};
 const TOOLRAIL: &str = env!("CARGO_BIN_EXE_toolrail");
 const JSON_GBNF: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/corpus/gbnf/json.gbnf"
+    "/../shared/corpus/gbnf/json.gbnf"
 );
 
 /// A reproducer file.
 fn reproducer(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/reliability")
+        .join("../shared/reliability")
         .join(name);
     assert!(path.is_file(), "reproducer {} is missing", path.display());
     path.to_string_lossy().into_owned()

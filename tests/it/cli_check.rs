@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-const GBNF: &str = "../../../shared/corpus/gbnf";
+const GBNF: &str = "../shared/corpus/gbnf";
 
 struct Case {
     grammar: &'static str,

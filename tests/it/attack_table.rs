@@ -236,7 +236,7 @@ fn write(dir: &Path, name: &str, contents: impl AsRef<[u8]>) -> String {
 
 fn corpus(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/corpus/gbnf")
+        .join("../shared/corpus/gbnf")
         .join(name)
         .to_string_lossy()
         .into_owned()

@@ -6,8 +6,8 @@ use std::process::Command;
 use serde_json::Value;
 
 const TOOLRAIL: &str = env!("CARGO_BIN_EXE_toolrail");
-const TEMPLATES: &str = "../../../shared/corpus/llama-cpp-chat/templates";
-const WEATHER: &str = "../../sample_schemas/weather.json";
+const TEMPLATES: &str = "../shared/corpus/llama-cpp-chat/templates";
+const WEATHER: &str = "sample_schemas/weather.json";
 
 fn template(name: &str) -> Option<String> {
     let path = format!("{TEMPLATES}/{name}.jinja");

@@ -7,7 +7,7 @@ use std::process::Command;
 use serde_json::Value;
 
 const TOOLRAIL: &str = env!("CARGO_BIN_EXE_toolrail");
-const WEATHER: &str = "../../sample_schemas/weather.json";
+const WEATHER: &str = "sample_schemas/weather.json";
 
 fn run(args: &[&str]) -> (i32, String) {
     let out = Command::new(TOOLRAIL)

@@ -38,10 +38,14 @@ pub fn run(args: &GuiArgs) -> anyhow::Result<ExitCode> {
     // The window opens at the size it had when the app last closed (kept in the workspace).
     let size = toolrail_workbench::workspace::saved_window_size(&options.workspace_path)
         .unwrap_or([1440.0, 900.0]);
+    let mut viewport = egui::ViewportBuilder::default()
+        .with_title("toolrail")
+        .with_inner_size(size);
+    if let Some(icon) = toolrail_app::icon::window_icon() {
+        viewport = viewport.with_icon(icon);
+    }
     let native = eframe::NativeOptions {
-        viewport: egui::ViewportBuilder::default()
-            .with_title("toolrail")
-            .with_inner_size(size),
+        viewport,
         ..Default::default()
     };
     eframe::run_native(

@@ -5,7 +5,7 @@
 use std::process::{Command, Output};
 
 #[allow(dead_code)] // the harness is shared with toolrail-llm's tests, which use all of it
-#[path = "../../../toolrail-llm/tests/it/common/llama_server.rs"]
+#[path = "../../crates/toolrail-llm/tests/it/common/llama_server.rs"]
 mod llama_server;
 
 use llama_server::{API_KEY, LlamaServer};
@@ -20,7 +20,7 @@ fn server_and_model() -> Option<(LlamaServer, String)> {
 
 fn generate(server: &LlamaServer, model: &str, extra: &[&str]) -> (Output, String) {
     let out = Command::new(TOOLRAIL)
-        .current_dir("../..")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(["generate", "--model", model, "--server", &server.url])
         .args([
             "--api-key-env",
@@ -160,7 +160,7 @@ fn bench_calls_answers_on_the_server() {
         return;
     };
     let out = Command::new(TOOLRAIL)
-        .current_dir("../..")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(["bench-calls", "--model", &model, "--server", &server.url])
         .args(["--api-key-env", "TOOLRAIL_TEST_SERVER_KEY"])
         .args([
@@ -202,7 +202,7 @@ fn template_with_server_compares_the_servers_build_with_the_local_one() {
         return;
     };
     let out = Command::new(TOOLRAIL)
-        .current_dir("../..")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args([
             "template",
             "--model",

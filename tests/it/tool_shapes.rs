@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 const TOOLRAIL: &str = env!("CARGO_BIN_EXE_toolrail");
 const MEMORY: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/corpus/tool-sets/mcp__server-memory.json"
+    "/../shared/corpus/tool-sets/mcp__server-memory.json"
 );
 
 fn run(args: &[&str], stdin: &[u8]) -> Output {
