@@ -6,10 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 const TOOLRAIL: &str = env!("CARGO_BIN_EXE_toolrail");
-const WEATHER: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/sample_schemas/weather.json"
-);
+const WEATHER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample_schemas/weather.json");
 const JSON_GBNF: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../shared/corpus/gbnf/json.gbnf"
