@@ -13,7 +13,7 @@ use super::grammar::FormatArg;
 use toolrail_app::run_speed::WindowSize;
 use toolrail_llm::Model;
 use toolrail_llm::bench::{BenchOptions, BenchReport, bench};
-use toolrail_llm::bench_masks::{MaskBenchOptions, MaskEngineKind, bench_masks};
+use toolrail_llm::bench_masks::{MaskBenchOptions, bench_masks};
 use toolrail_llm::worker::EngineKind;
 use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
 use toolrail_tools::prompt::build_prompt;
@@ -267,12 +267,12 @@ pub enum MaskEngineArg {
     Llama,
 }
 
-impl From<MaskEngineArg> for MaskEngineKind {
+impl From<MaskEngineArg> for EngineKind {
     fn from(e: MaskEngineArg) -> Self {
         match e {
-            MaskEngineArg::Toolrail => MaskEngineKind::Toolrail,
-            MaskEngineArg::Llguidance => MaskEngineKind::Llguidance,
-            MaskEngineArg::Llama => MaskEngineKind::Llama,
+            MaskEngineArg::Toolrail => EngineKind::Toolrail,
+            MaskEngineArg::Llguidance => EngineKind::Llguidance,
+            MaskEngineArg::Llama => EngineKind::Llama,
         }
     }
 }
@@ -281,7 +281,7 @@ impl From<MaskEngineArg> for MaskEngineKind {
 fn run_masks(args: &MasksArgs) -> anyhow::Result<ExitCode> {
     let spec = args.model.resolve()?;
     let model = Model::load(&spec, |_| true)?;
-    let mut engines: Vec<MaskEngineKind> = Vec::new();
+    let mut engines: Vec<EngineKind> = Vec::new();
     for e in &args.engines {
         if !engines.contains(&(*e).into()) {
             engines.push((*e).into());

@@ -454,7 +454,7 @@ fn mask_difference_section(
     ui: &mut egui::Ui,
     difference: &toolrail_workbench::transcript::MaskDifference,
 ) {
-    let engine = difference.engine.as_str();
+    let engine = difference.engine.name();
     egui::CollapsingHeader::new(
         RichText::new(format!(
             "Masks differ: {} token(s) only {engine} allows, {} only toolrail allows",

@@ -17,13 +17,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::llguidance::{LlgMatcher, Llguidance};
-use super::sampling::{argmax, penalized};
-use super::worker::EngineKind;
-use super::{LlamaGrammarSampler, LlmError, Model, Session, SessionOptions};
-use crate::record::PENALTY_WINDOW;
-use toolrail_engine::{BudgetGuard, Engine, MaskEngine, State, TokenMask};
-use toolrail_gbnf::{Grammar, TokenVocabulary};
+use crate::engine_kind::EngineKind;
+use crate::record::{Sampling, Stop};
+use crate::step::{ConstrainedRun, Following, Recording, Step, StepSetup, compare_masks};
+use crate::{LlmError, Model, Session, SessionOptions};
+use toolrail_engine::{MaskEngine, TokenMask};
 
 /// Why a greedy run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -37,29 +35,18 @@ pub enum RunEnd {
     DeadEnd,
 }
 
-/// One greedy generation under one engine, advanced a token at a time.
+/// One greedy generation under one engine, advanced a token at a time: the one stepping path
+/// ([`ConstrainedRun`], lean recording, greedy arg-max) on a context of its own.
 pub struct GreedyRun<'m> {
-    kind: EngineKind,
+    run: ConstrainedRun<'m>,
     model: &'m Model,
     session: Session<'m>,
-    /// toolrail's recognizer (the `toolrail` engine only).
-    track: Option<(Engine, State)>,
-    /// llama.cpp's sampler (the `llama` engine only).
-    llama: Option<LlamaGrammarSampler>,
-    /// llguidance's matcher (the `llguidance` engine only).
-    guidance: Option<LlgMatcher>,
     max_tokens: u32,
+    /// The tokens taken (an end-of-generation token included).
     tokens: Vec<u32>,
-    output: Vec<u8>,
     end: Option<RunEnd>,
     mask_ms: Vec<f64>,
     step_ms: f64,
-    last_mask: Option<TokenMask>,
-    /// llama.cpp-style repetition penalty over the last [`PENALTY_WINDOW`] generated tokens
-    /// (1.0: off).
-    repeat_penalty: f32,
-    /// Keeps the run able to finish its grammar within `max_tokens` (`toolrail` engine only).
-    guard: Option<BudgetGuard>,
     /// Steps where the guard replaced the greedy choice.
     budget_replaced: u32,
 }
@@ -67,7 +54,7 @@ pub struct GreedyRun<'m> {
 impl std::fmt::Debug for GreedyRun<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GreedyRun")
-            .field("kind", &self.kind)
+            .field("kind", &self.run.engine())
             .field("tokens", &self.tokens.len())
             .field("end", &self.end)
             .finish_non_exhaustive()
@@ -77,7 +64,8 @@ impl std::fmt::Debug for GreedyRun<'_> {
 impl<'m> GreedyRun<'m> {
     /// A run of `kind` on a fresh context holding `prompt` (already tokenized). `grammar` is
     /// required by the constrained engines and ignored by `none`. The `llguidance` engine sets
-    /// llguidance up for the model's vocabulary for this run.
+    /// llguidance up for the model's vocabulary for this run. Only a `toolrail` run is
+    /// followed by toolrail's recognizer, so each engine is timed on its own work.
     pub fn new(
         model: &'m Model,
         kind: EngineKind,
@@ -86,82 +74,59 @@ impl<'m> GreedyRun<'m> {
         max_tokens: u32,
         options: SessionOptions,
     ) -> Result<GreedyRun<'m>, LlmError> {
-        let needs_grammar = || {
-            grammar.ok_or_else(|| {
-                LlmError::Generation(format!("the {} engine needs a grammar", kind.name()))
-            })
+        if kind.constrains() && grammar.is_none() {
+            return Err(LlmError::Generation(format!(
+                "the {kind} engine needs a grammar"
+            )));
+        }
+        let sampling = Sampling {
+            temperature: 0.0,
+            max_tokens,
+            finish_in_budget: false,
+            repeat_penalty: 1.0,
+            ..Sampling::default()
         };
-        let mut guidance = None;
-        let (track, llama) = match kind {
-            EngineKind::Toolrail => {
-                let compiled = Grammar::parse_with(
-                    needs_grammar()?,
-                    "root",
-                    Some(model as &dyn TokenVocabulary),
-                )?;
-                let engine = Engine::new(Arc::new(compiled));
-                let state = engine.initial();
-                (Some((engine, state)), None)
-            }
-            EngineKind::Llama => (
-                None,
-                Some(LlamaGrammarSampler::new(model, needs_grammar()?, "root")?),
-            ),
-            EngineKind::Llguidance => {
-                let compiled = Grammar::parse_with(
-                    needs_grammar()?,
-                    "root",
-                    Some(model as &dyn TokenVocabulary),
-                )?;
-                let llg = Llguidance::new(&model.shared_token_table())
-                    .map_err(|e| LlmError::Generation(format!("llguidance: {e}")))?;
-                guidance = Some(llg.gbnf_matcher(&compiled).map_err(|e| {
-                    LlmError::Generation(format!("llguidance cannot take this grammar: {e}"))
-                })?);
-                (None, None)
-            }
-            EngineKind::None => (None, None),
+        let setup = StepSetup {
+            engine: kind,
+            compare: &[],
+            grammar,
+            schema: None,
+            gate: None,
+            sampling: &sampling,
+            recording: Recording::Lean,
+            following: Following::OwnRunOnly,
         };
+        let (run, _) = ConstrainedRun::new(model, &model.shared_token_table(), &mut None, setup)?;
         let mut session = model.session(options)?;
         session.decode(prompt)?;
         Ok(GreedyRun {
-            kind,
+            run,
             model,
             session,
-            track,
-            llama,
-            guidance,
             max_tokens,
             tokens: Vec::new(),
-            output: Vec::new(),
             end: None,
             mask_ms: Vec::new(),
             step_ms: 0.0,
-            last_mask: None,
-            repeat_penalty: 1.0,
-            guard: None,
             budget_replaced: 0,
         })
     }
 
     /// Applies llama.cpp's repetition penalty to the tokens among the last
-    /// [`PENALTY_WINDOW`] generated ones before each greedy choice: a positive logit is divided
-    /// by `penalty`, a negative one multiplied (1.0 turns it off).
+    /// [`crate::record::PENALTY_WINDOW`] generated ones before each greedy choice: a positive
+    /// logit is divided by `penalty`, a negative one multiplied (1.0 turns it off).
     pub fn with_repeat_penalty(mut self, penalty: f32) -> Self {
-        self.repeat_penalty = penalty;
+        self.run.set_repeat_penalty(penalty);
         self
     }
 
-    /// Turns on the budget guard ([`BudgetGuard`]) for a `toolrail` run: near `max_tokens`, a
-    /// greedy choice that would leave the grammar unable to finish in the tokens left is
-    /// replaced by the most likely token that can. Off by default: `toolrail bench` compares
-    /// the engines on the model's own choices.
+    /// Turns on the budget guard ([`toolrail_engine::BudgetGuard`]) for a `toolrail` run: near
+    /// `max_tokens`, a greedy choice that would leave the grammar unable to finish in the tokens
+    /// left is replaced by the most likely token that can. Off by default: `toolrail bench`
+    /// compares the engines on the model's own choices.
     pub fn with_budget_guard(mut self) -> Self {
-        let table = self.model.shared_token_table();
-        self.guard = self
-            .track
-            .as_ref()
-            .map(|(engine, _)| BudgetGuard::new(engine.grammar(), table));
+        self.run
+            .set_finish_in_budget(true, &self.model.shared_token_table());
         self
     }
 
@@ -172,7 +137,7 @@ impl<'m> GreedyRun<'m> {
 
     /// The engine.
     pub fn kind(&self) -> EngineKind {
-        self.kind
+        self.run.engine()
     }
 
     /// True until the run has ended.
@@ -192,7 +157,7 @@ impl<'m> GreedyRun<'m> {
 
     /// The generated text so far (end-of-generation pieces excluded).
     pub fn output(&self) -> &[u8] {
-        &self.output
+        self.run.output()
     }
 
     /// The milliseconds each mask took, in order.
@@ -207,7 +172,7 @@ impl<'m> GreedyRun<'m> {
 
     /// The mask of the last step (None for `none`, or before the first step).
     pub fn last_mask(&self) -> Option<&TokenMask> {
-        self.last_mask.as_ref()
+        self.run.last_mask()
     }
 
     /// Takes one token: the mask, the greedy choice, the grammar advanced, the token decoded.
@@ -218,76 +183,38 @@ impl<'m> GreedyRun<'m> {
         }
         if self.tokens.len() >= self.max_tokens as usize {
             self.end = Some(RunEnd::MaxTokens);
-            self.last_mask = None;
+            self.run.clear_last_mask();
             return Ok(());
         }
         let started = Instant::now();
-        let mask = match (&mut self.track, &mut self.llama) {
-            (Some((engine, state)), _) => Some(
-                masks
-                    .mask(engine, *state)
-                    .map_err(|e| LlmError::Generation(e.to_string()))?,
-            ),
-            (None, Some(llama)) => Some(llama.token_mask()?),
-            (None, None) => match &mut self.guidance {
-                Some(guidance) => Some(
-                    guidance
-                        .mask()
-                        .map_err(|e| LlmError::Generation(format!("llguidance: {e}")))?,
-                ),
-                None => None,
-            },
-        };
-        if mask.is_some() {
-            self.mask_ms.push(ms(started));
+        let step = self.run.step(masks, self.session.logits()?, None, 0.0)?;
+        if let Some(mask_ms) = self.run.last_mask_ms() {
+            self.mask_ms.push(mask_ms);
         }
-        // The most likely allowed token after the repetition penalty (the guard sees the same
-        // logits).
-        let recent = &self.tokens[self.tokens.len().saturating_sub(PENALTY_WINDOW)..];
-        let logits = penalized(self.session.logits()?, recent, self.repeat_penalty);
-        let mut choice = argmax(&logits, |id| mask.as_ref().is_none_or(|m| m.contains(id)));
-        if let (Some(guard), Some((engine, state)), Some(mask), Some(token)) =
-            (&self.guard, &mut self.track, &mask, choice)
-        {
-            let remaining = self.max_tokens - self.tokens.len() as u32;
-            if let Some(instead) = guard
-                .steer(engine, *state, mask, &logits, token, remaining)
-                .map(|r| r.token)
-            {
-                choice = Some(instead);
-                self.budget_replaced += 1;
+        match step {
+            Step::Took(took) => {
+                self.tokens.push(took.record.id);
+                self.budget_replaced += u32::from(took.record.budget_replaced.is_some());
+                self.session.feed(took.record.id)?;
+            }
+            Step::EndOfGeneration { token } => {
+                // Counted among the tokens taken, not decoded.
+                self.tokens.push(token);
+                self.end = Some(RunEnd::EndOfGeneration);
+            }
+            Step::Ended(Stop::DeadEnd { .. }) => self.end = Some(RunEnd::DeadEnd),
+            Step::Ended(Stop::Error { message }) => return Err(LlmError::Generation(message)),
+            Step::Ended(other) => {
+                return Err(LlmError::Generation(format!(
+                    "a greedy run ended unexpectedly: {other:?}"
+                )));
+            }
+            Step::Refused { token, reason } => {
+                return Err(LlmError::Generation(format!(
+                    "a greedy run forced no token, yet token {token} was refused: {reason}"
+                )));
             }
         }
-        self.last_mask = mask;
-        let Some(token) = choice else {
-            self.end = Some(RunEnd::DeadEnd);
-            self.step_ms += ms(started);
-            return Ok(());
-        };
-        self.tokens.push(token);
-        if self.model.is_eog(token) {
-            self.end = Some(RunEnd::EndOfGeneration);
-            self.step_ms += ms(started);
-            return Ok(());
-        }
-        let piece = self.model.piece(token);
-        if let Some((engine, state)) = &mut self.track {
-            *state = engine.accept_token(*state, token, &piece).ok_or_else(|| {
-                LlmError::Generation(format!(
-                    "token {token} was allowed by the mask but not accepted by the grammar"
-                ))
-            })?;
-        }
-        if let Some(llama) = &mut self.llama {
-            llama.accept(token)?;
-        }
-        if let Some(guidance) = &mut self.guidance {
-            guidance
-                .consume(token)
-                .map_err(|e| LlmError::Generation(format!("llguidance: {e}")))?;
-        }
-        self.output.extend_from_slice(&piece);
-        self.session.feed(token)?;
         self.step_ms += ms(started);
         Ok(())
     }
@@ -308,7 +235,7 @@ impl<'m> GreedyRun<'m> {
         sorted.sort_by(f64::total_cmp);
         let n = self.tokens.len() as u32;
         EngineFigures {
-            engine: self.kind,
+            engine: self.run.engine(),
             mask_ms_p50: percentile(&sorted, 0.50),
             mask_ms_p99: percentile(&sorted, 0.99),
             mask_ms_max: sorted.last().copied().unwrap_or(0.0),
@@ -511,8 +438,7 @@ pub fn bench(
                 llguidance_compared_steps += 1;
                 if differing > 0
                     && llguidance_examples.len() < 5
-                    && let Some(d) =
-                        super::worker::compare_masks(model, EngineKind::Llguidance, b, a)
+                    && let Some(d) = compare_masks(model, EngineKind::Llguidance, b, a)
                 {
                     llguidance_examples.push(format!("step {n}: {}", d.describe()));
                 }

@@ -28,33 +28,11 @@ use serde_json::Value;
 use super::bench::percentile;
 use super::llguidance::{LlgMatcher, Llguidance};
 use super::{LlamaGrammarSampler, LlmError, Model};
+use crate::engine_kind::EngineKind;
 use toolrail_engine::sample::SplitMix64;
 use toolrail_engine::{Engine, MaskEngine, State, TokenMask};
 use toolrail_gbnf::{Grammar, TokenVocabulary};
 use toolrail_schema::{ConvertOptions, schema_to_gbnf};
-
-/// The engines `bench masks` can time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MaskEngineKind {
-    /// toolrail's masks (token trie + memoized recognizer) on toolrail's GBNF.
-    Toolrail,
-    /// llguidance on the JSON Schema (its own compiler).
-    Llguidance,
-    /// llama.cpp's grammar sampler on toolrail's GBNF.
-    Llama,
-}
-
-impl MaskEngineKind {
-    /// The name on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            MaskEngineKind::Toolrail => "toolrail",
-            MaskEngineKind::Llguidance => "llguidance",
-            MaskEngineKind::Llama => "llama",
-        }
-    }
-}
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -62,7 +40,7 @@ pub struct MaskBenchOptions {
     /// A MaskBench folder (its `data/` subfolder is used when there is one).
     pub dir: PathBuf,
     /// The engines, in the order they are timed at each position.
-    pub engines: Vec<MaskEngineKind>,
+    pub engines: Vec<EngineKind>,
     /// At most this many schema files, drawn with `seed` (all, in name order, when None).
     pub limit: Option<usize>,
     /// The draw's seed (also for the positions llama.cpp computes).
@@ -104,7 +82,7 @@ impl Quantiles {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MaskEngineFigures {
     /// The engine.
-    pub engine: MaskEngineKind,
+    pub engine: EngineKind,
     /// Schemas it compiled.
     pub compiled: usize,
     /// Time to first mask per compiled schema.
@@ -230,21 +208,28 @@ fn describe(model: &Model, a: &TokenMask, a_name: &str, b: &TokenMask, b_name: &
 
 /// Runs the benchmark on `model`'s vocabulary.
 pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenchReport, LlmError> {
+    if options.engines.contains(&EngineKind::None) {
+        return Err(LlmError::Generation(
+            "bench masks times mask engines: `none` computes no mask (use toolrail, llama or \
+             llguidance)"
+                .to_owned(),
+        ));
+    }
     let files = files(options)?;
-    let wants = |k: MaskEngineKind| options.engines.contains(&k);
+    let wants = |k: EngineKind| options.engines.contains(&k);
     let table = model.shared_token_table();
     let mut masks = MaskEngine::new(Arc::clone(&table));
-    let llg = if wants(MaskEngineKind::Llguidance) {
+    let llg = if wants(EngineKind::Llguidance) {
         Some(Llguidance::new(&table).map_err(LlmError::Generation)?)
     } else {
         None
     };
-    let mut compile: [Vec<f64>; 3] = Default::default();
-    let mut mask_times: [Vec<f64>; 3] = Default::default();
-    let mut rejected = [0usize; 3];
-    let mut skipped = [0usize; 3];
+    let mut compile: [Vec<f64>; 4] = Default::default();
+    let mut mask_times: [Vec<f64>; 4] = Default::default();
+    let mut rejected = [0usize; 4];
+    let mut skipped = [0usize; 4];
     let mut draw_rng = SplitMix64::new(options.seed ^ 0x6c6c_616d_612e_6370);
-    let slot = |k: MaskEngineKind| k as usize;
+    let slot = |k: EngineKind| k as usize;
     let mut report = MaskBenchReport {
         schemas: files.len(),
         instances: 0,
@@ -276,7 +261,7 @@ pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenc
         // instances share it (and it is cleared for the next schema).
         let mut engine: Option<Engine> = None;
         let mut text_grammar = String::new();
-        if wants(MaskEngineKind::Toolrail) || wants(MaskEngineKind::Llama) {
+        if wants(EngineKind::Toolrail) || wants(EngineKind::Llama) {
             let started = Instant::now();
             if let Ok(c) = schema_to_gbnf(&schema, &ConvertOptions::default())
                 && let Ok(g) =
@@ -285,24 +270,24 @@ pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenc
                 masks.clear_cache();
                 let mut e = Engine::new(Arc::new(g));
                 let state = e.initial();
-                if masks.mask(&mut e, state).is_ok() && wants(MaskEngineKind::Toolrail) {
-                    compile[slot(MaskEngineKind::Toolrail)].push(ms(started));
+                if masks.mask(&mut e, state).is_ok() && wants(EngineKind::Toolrail) {
+                    compile[slot(EngineKind::Toolrail)].push(ms(started));
                 }
                 text_grammar = c.gbnf;
                 engine = Some(e);
             }
         }
         let mut llama_ok = false;
-        if wants(MaskEngineKind::Llama) && engine.is_some() {
+        if wants(EngineKind::Llama) && engine.is_some() {
             let started = Instant::now();
             if let Ok(mut s) = LlamaGrammarSampler::new(model, &text_grammar, "root")
                 && s.token_mask().is_ok()
             {
-                compile[slot(MaskEngineKind::Llama)].push(ms(started));
+                compile[slot(EngineKind::Llama)].push(ms(started));
                 llama_ok = true;
             }
         }
-        if wants(MaskEngineKind::Llama) && !llama_ok {
+        if wants(EngineKind::Llama) && !llama_ok {
             report.llama_not_run += 1;
         }
         let mut llg_ok = false;
@@ -311,7 +296,7 @@ pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenc
             if let Ok(mut m) = llg.schema_matcher(&schema)
                 && m.mask().is_ok()
             {
-                compile[slot(MaskEngineKind::Llguidance)].push(ms(started));
+                compile[slot(EngineKind::Llguidance)].push(ms(started));
                 llg_ok = true;
             }
         }
@@ -339,7 +324,7 @@ pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenc
             let mut f = Followers {
                 toolrail: engine
                     .as_ref()
-                    .filter(|_| wants(MaskEngineKind::Toolrail) || llama_ok)
+                    .filter(|_| wants(EngineKind::Toolrail) || llama_ok)
                     .map(Engine::initial),
                 llama: if llama_ok {
                     LlamaGrammarSampler::new(model, &text_grammar, "root").ok()
@@ -366,12 +351,12 @@ pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenc
                 for &kind in &options.engines {
                     let started = Instant::now();
                     match kind {
-                        MaskEngineKind::Toolrail => {
+                        EngineKind::Toolrail => {
                             if let (Some(state), Some(engine)) = (f.toolrail, engine.as_mut()) {
                                 ours = masks.mask(engine, state).ok();
                             }
                         }
-                        MaskEngineKind::Llama => {
+                        EngineKind::Llama => {
                             if let Some(s) = f.llama.as_mut() {
                                 if llama_computes {
                                     theirs = s.token_mask().ok();
@@ -380,17 +365,19 @@ pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenc
                                 }
                             }
                         }
-                        MaskEngineKind::Llguidance => {
+                        EngineKind::Llguidance => {
                             if let Some(m) = f.llguidance.as_mut() {
                                 llgs = m.mask().ok();
                             }
                         }
+                        EngineKind::None => {}
                     }
                     let took = ms(started);
                     let computed = match kind {
-                        MaskEngineKind::Toolrail => ours.is_some() && wants(kind),
-                        MaskEngineKind::Llama => theirs.is_some(),
-                        MaskEngineKind::Llguidance => llgs.is_some(),
+                        EngineKind::Toolrail => ours.is_some() && wants(kind),
+                        EngineKind::Llama => theirs.is_some(),
+                        EngineKind::Llguidance => llgs.is_some(),
+                        EngineKind::None => false,
                     };
                     if computed {
                         mask_times[slot(kind)].push(took);
@@ -430,7 +417,7 @@ pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenc
                     match engine.accept_token(*state, token, &piece) {
                         Some(next) => *state = next,
                         None => {
-                            rejected[slot(MaskEngineKind::Toolrail)] += 1;
+                            rejected[slot(EngineKind::Toolrail)] += 1;
                             f.toolrail = None;
                         }
                     }
@@ -438,13 +425,13 @@ pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenc
                 if let Some(s) = f.llama.as_mut()
                     && s.accept(token).is_err()
                 {
-                    rejected[slot(MaskEngineKind::Llama)] += 1;
+                    rejected[slot(EngineKind::Llama)] += 1;
                     f.llama = None;
                 }
                 if let Some(m) = f.llguidance.as_mut()
                     && m.consume(token).is_err()
                 {
-                    rejected[slot(MaskEngineKind::Llguidance)] += 1;
+                    rejected[slot(EngineKind::Llguidance)] += 1;
                     f.llguidance = None;
                 }
             }

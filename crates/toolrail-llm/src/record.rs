@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use toolrail_engine::Snapshot;
 
-use crate::worker::EngineKind;
+use crate::engine_kind::EngineKind;
 
 /// Sampling parameters (temperature 0 is greedy).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -217,8 +217,8 @@ pub struct OtherMask {
 /// how many tokens each allows that the other forbids, and the first of them by id.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MaskDifference {
-    /// The engine compared with toolrail's (its name: `llama`, `llguidance`).
-    pub engine: String,
+    /// The engine compared with toolrail's (`llama`, `llguidance`).
+    pub engine: EngineKind,
     /// Tokens the engine allows and toolrail forbids.
     pub only_engine: u32,
     /// Tokens toolrail allows and the engine forbids.
@@ -252,7 +252,7 @@ impl MaskDifference {
             })
         };
         [
-            side(true, self.only_engine, &self.engine),
+            side(true, self.only_engine, self.engine.name()),
             side(false, self.only_toolrail, "toolrail"),
         ]
         .into_iter()

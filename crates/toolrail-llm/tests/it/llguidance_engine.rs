@@ -71,7 +71,7 @@ fn llguidance_on_the_weather_sample_agrees_with_toolrail_but_for_invalid_utf8_le
             continue;
         };
         differing += 1;
-        assert_eq!(d.engine, "llguidance");
+        assert_eq!(d.engine, EngineKind::Llguidance);
         assert_eq!(
             d.only_engine,
             0,
@@ -236,7 +236,7 @@ fn a_toolrail_run_compared_with_both_engines_records_three_engines_times() {
         );
         // llguidance: only the lead bytes 0xF5–0xFF, which toolrail (as llama.cpp) allows
         if let Some(d) = &t.other_masks[1].difference {
-            assert_eq!(d.engine, "llguidance");
+            assert_eq!(d.engine, EngineKind::Llguidance);
             assert_eq!(d.only_engine, 0, "step {}: {}", t.index, d.describe());
             assert!(
                 d.tokens

@@ -6,8 +6,9 @@
 use std::path::PathBuf;
 
 use toolrail_llm::bench_masks::{
-    MaskBenchOptions, MaskBenchReport, MaskEngineFigures, MaskEngineKind, bench_masks,
+    MaskBenchOptions, MaskBenchReport, MaskEngineFigures, bench_masks,
 };
+use toolrail_llm::engine_kind::EngineKind;
 
 fn corpus() -> Option<PathBuf> {
     let dir = PathBuf::from(concat!(
@@ -26,7 +27,7 @@ fn corpus() -> Option<PathBuf> {
     }
 }
 
-fn figures(report: &MaskBenchReport, kind: MaskEngineKind) -> &MaskEngineFigures {
+fn figures(report: &MaskBenchReport, kind: EngineKind) -> &MaskEngineFigures {
     report
         .engines
         .iter()
@@ -34,10 +35,10 @@ fn figures(report: &MaskBenchReport, kind: MaskEngineKind) -> &MaskEngineFigures
         .unwrap_or_else(|| panic!("no {} figures", kind.name()))
 }
 
-const ALL: [MaskEngineKind; 3] = [
-    MaskEngineKind::Toolrail,
-    MaskEngineKind::Llguidance,
-    MaskEngineKind::Llama,
+const ALL: [EngineKind; 3] = [
+    EngineKind::Toolrail,
+    EngineKind::Llguidance,
+    EngineKind::Llama,
 ];
 
 /// The counts every report must satisfy.
@@ -55,9 +56,9 @@ fn check_counts(report: &MaskBenchReport) {
         );
         assert!(e.compiled <= report.schemas);
     }
-    let toolrail = figures(report, MaskEngineKind::Toolrail);
-    let llama = figures(report, MaskEngineKind::Llama);
-    let llguidance = figures(report, MaskEngineKind::Llguidance);
+    let toolrail = figures(report, EngineKind::Toolrail);
+    let llama = figures(report, EngineKind::Llama);
+    let llguidance = figures(report, EngineKind::Llguidance);
     assert_eq!(toolrail.positions_skipped, 0);
     assert_eq!(llguidance.positions_skipped, 0);
     // the same GBNF: toolrail computed wherever llama.cpp did, and they agree there
@@ -103,8 +104,8 @@ fn bench_masks_runs_three_engines_and_its_counts_add_up() {
     let full = run(None);
     check_counts(&full);
     assert_eq!(full.schemas, 3);
-    let toolrail = figures(&full, MaskEngineKind::Toolrail);
-    let llama = figures(&full, MaskEngineKind::Llama);
+    let toolrail = figures(&full, EngineKind::Toolrail);
+    let llama = figures(&full, EngineKind::Llama);
     assert!(llama.compiled > 0, "{full:?}");
     assert_eq!(llama.positions_skipped, 0);
     assert_eq!(llama.mask_ms.count, toolrail.mask_ms.count, "{full:?}");
@@ -114,7 +115,7 @@ fn bench_masks_runs_three_engines_and_its_counts_add_up() {
     check_counts(&capped);
     assert_eq!(capped.positions, full.positions);
     assert_eq!(capped.tokens, full.tokens);
-    let capped_llama = figures(&capped, MaskEngineKind::Llama);
+    let capped_llama = figures(&capped, EngineKind::Llama);
     assert!(
         capped_llama.mask_ms.count <= 4 * capped_llama.compiled,
         "{capped:?}"

@@ -205,7 +205,7 @@ fn a_run_compared_with_other_engines_keeps_each_engines_times_and_differences() 
         t.totals.add_other_masks(&r.other_masks);
     }
     t.tokens[3].other_masks[1].difference = Some(MaskDifference {
-        engine: "llguidance".into(),
+        engine: EngineKind::Llguidance,
         only_engine: 0,
         only_toolrail: 1,
         tokens: vec![DifferingToken {
