@@ -47,7 +47,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 64)]
     pub tokens: u32,
     /// Decoding threads per engine (1 keeps ggml's thread pool from spinning on busy cores).
-    #[arg(long, default_value_t = 1, value_parser = super::parse_threads)]
+    #[arg(long, default_value_t = 1, value_parser = super::common::parse_threads)]
     pub threads: u32,
     /// Print one JSON object instead of a table.
     #[arg(long)]
@@ -383,8 +383,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     .resolve()?;
     let (grammar, prompt, what) = match (&args.tools, &args.grammar) {
         (Some(path), _) => {
-            let text = super::read_text(path, "the tool set")?;
-            let tools = super::load_tool_set(&text, path)?;
+            let text = super::common::read_text(path, "the tool set")?;
+            let tools = super::common::load_tool_set(&text, path)?;
             let opts = GrammarOptions {
                 format: args.format.into(),
                 ..GrammarOptions::default()
@@ -400,7 +400,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             (grammar, prompt, path.clone())
         }
         (None, Some(path)) => (
-            super::read_grammar(path)?,
+            super::common::read_grammar(path)?,
             args.prompt
                 .clone()
                 .unwrap_or_else(|| DEFAULT_GRAMMAR_PROMPT.to_owned()),

@@ -50,7 +50,7 @@ pub struct BenchCallsArgs {
     #[arg(long)]
     pub no_budget_guard: bool,
     /// Decoding threads (1 keeps ggml's thread pool from spinning on busy cores).
-    #[arg(long, default_value_t = 1, value_parser = super::parse_threads)]
+    #[arg(long, default_value_t = 1, value_parser = super::common::parse_threads)]
     pub threads: u32,
     /// Print one JSON object (summary and every answer) instead of a table.
     #[arg(long)]

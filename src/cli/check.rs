@@ -35,11 +35,11 @@ struct JsonVerdict {
 
 /// Runs `toolrail check`.
 pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
-    let grammar = match super::load_grammar(&args.grammar) {
+    let grammar = match super::common::load_grammar(&args.grammar) {
         Ok(g) => Arc::new(g),
         Err(code) => return Ok(code),
     };
-    if let Err(code) = super::refuse_unusable(grammar.source(), &args.grammar) {
+    if let Err(code) = super::common::refuse_unusable(grammar.source(), &args.grammar) {
         return Ok(code);
     }
     // The input is streamed: memory stays bounded and reading stops at the first rejected byte.
@@ -48,7 +48,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         check_reader(&mut engine, &mut std::io::stdin().lock())
             .map_err(|e| anyhow::anyhow!("cannot read standard input: {e}"))?
     } else {
-        let cannot = |e: std::io::Error| super::cannot_read(&args.input, &e);
+        let cannot = |e: std::io::Error| super::common::cannot_read(&args.input, &e);
         let mut file = std::fs::File::open(&args.input).map_err(cannot)?;
         check_reader(&mut engine, &mut file).map_err(cannot)?
     };

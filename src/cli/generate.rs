@@ -324,7 +324,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     }
     let schema: Option<Value> = match &args.schema {
         Some(path) => {
-            let bytes = super::read_input(path)?;
+            let bytes = super::common::read_input(path)?;
             Some(
                 serde_json::from_slice(&bytes)
                     .with_context(|| format!("{path}: not a JSON Schema (not JSON)"))?,
@@ -334,8 +334,8 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     };
     let grammar_text = match &args.grammar {
         Some(path) if args.tools.is_none() => {
-            let text = super::read_grammar(path)?;
-            if let Err(code) = super::refuse_unusable(&text, path) {
+            let text = super::common::read_grammar(path)?;
+            if let Err(code) = super::common::refuse_unusable(&text, path) {
                 return Ok(code);
             }
             Some(text)
@@ -352,8 +352,8 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     }
     let tools = match &args.tools {
         Some(path) => {
-            let text = super::read_text(path, "the tool set")?;
-            Some(super::load_tool_set(&text, path)?)
+            let text = super::common::read_text(path, "the tool set")?;
+            Some(super::common::load_tool_set(&text, path)?)
         }
         None => None,
     };
@@ -803,7 +803,7 @@ fn apply_template(
         None
     } else {
         Some(
-            String::from_utf8(super::read_input(file)?)
+            String::from_utf8(super::common::read_input(file)?)
                 .with_context(|| format!("{file}: the template is not UTF-8"))?,
         )
     };

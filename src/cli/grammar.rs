@@ -106,7 +106,7 @@ pub fn run(args: &GrammarArgs) -> anyhow::Result<ExitCode> {
     } else {
         "the tool set"
     };
-    let text = super::read_text(&args.file, what)?;
+    let text = super::common::read_text(&args.file, what)?;
     let opts = GrammarOptions {
         format: args.format.unwrap_or(FormatArg::Openai).into(),
         parallel: args.parallel,
@@ -119,7 +119,7 @@ pub fn run(args: &GrammarArgs) -> anyhow::Result<ExitCode> {
             serde_json::from_str(&text).with_context(|| format!("{}: not JSON", args.file))?;
         schema_grammar(&schema, &opts).with_context(|| args.file.clone())?
     } else {
-        let tools = super::load_tool_set_from(&text, &args.file, args.from.into())?;
+        let tools = super::common::load_tool_set_from(&text, &args.file, args.from.into())?;
         tool_call_grammar(&tools, &opts).with_context(|| args.file.clone())?
     };
     for w in &grammar.warnings {

@@ -19,7 +19,7 @@ pub struct LintArgs {
 
 /// Runs `toolrail lint`: exit 0 when there is no error finding, 1 otherwise.
 pub fn run(args: &LintArgs) -> anyhow::Result<ExitCode> {
-    let text = super::read_grammar(&args.grammar)?;
+    let text = super::common::read_grammar(&args.grammar)?;
     let findings = lint(&text, &args.root);
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&findings)?)?;
@@ -52,7 +52,7 @@ pub struct CompileArgs {
 
 /// Runs `toolrail compile`.
 pub fn run_compile(args: &CompileArgs) -> anyhow::Result<ExitCode> {
-    match super::load_grammar(&args.grammar) {
+    match super::common::load_grammar(&args.grammar) {
         Ok(grammar) => {
             out!("{}", print_compiled(&grammar))?;
             Ok(ExitCode::SUCCESS)

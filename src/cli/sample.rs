@@ -25,7 +25,7 @@ pub struct SampleArgs {
 
 /// Runs `toolrail sample`.
 pub fn run(args: &SampleArgs) -> anyhow::Result<ExitCode> {
-    let grammar = match super::load_grammar(&args.grammar) {
+    let grammar = match super::common::load_grammar(&args.grammar) {
         Ok(g) => g,
         Err(code) => return Ok(code),
     };

@@ -83,12 +83,12 @@ pub struct TemplateArgs {
 
 /// Runs `toolrail template`: exit 0, or 2 when llama.cpp refuses the template or request.
 pub fn run(args: &TemplateArgs) -> anyhow::Result<ExitCode> {
-    let tools_text = String::from_utf8(super::read_input(&args.tools)?)
+    let tools_text = String::from_utf8(super::common::read_input(&args.tools)?)
         .with_context(|| format!("{}: the tool set is not UTF-8", args.tools))?;
-    let tools = super::load_tool_set(&tools_text, &args.tools)?;
+    let tools = super::common::load_tool_set(&tools_text, &args.tools)?;
     let template_text = match &args.template {
         Some(path) => Some(
-            String::from_utf8(super::read_input(path)?)
+            String::from_utf8(super::common::read_input(path)?)
                 .with_context(|| format!("{path}: the template is not UTF-8"))?,
         ),
         None => None,
@@ -119,7 +119,7 @@ pub fn run(args: &TemplateArgs) -> anyhow::Result<ExitCode> {
     let mut request = TemplateRequest::for_tools(&tools, &args.user);
     request.tools = openai_tools(&tools);
     if let Some(path) = &args.messages {
-        let text = super::read_input(path)?;
+        let text = super::common::read_input(path)?;
         let value: Value =
             serde_json::from_slice(&text).with_context(|| format!("{path}: not JSON"))?;
         let Value::Array(messages) = value else {
@@ -148,7 +148,7 @@ pub fn run(args: &TemplateArgs) -> anyhow::Result<ExitCode> {
             .insert("date_string".into(), json!(date));
     }
     if let Some(path) = &args.grammar {
-        request.grammar = Some(super::read_grammar(path)?);
+        request.grammar = Some(super::common::read_grammar(path)?);
     }
     // What llama-server refuses before it builds anything.
     let refused = lint_request(&request);
@@ -174,7 +174,7 @@ pub fn run(args: &TemplateArgs) -> anyhow::Result<ExitCode> {
     };
     let parsed = match &args.parse {
         Some(path) => {
-            let bytes = super::read_input(path)?;
+            let bytes = super::common::read_input(path)?;
             let text = String::from_utf8(bytes)
                 .with_context(|| format!("{path}: the output is not UTF-8"))?;
             Some(result.parse(&text, args.partial).map_err(|e| e.to_string()))

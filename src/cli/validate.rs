@@ -36,10 +36,10 @@ pub struct ValidateArgs {
 
 /// Runs `toolrail validate`.
 pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
-    let tools_text = super::read_text(&args.tools, "the tool set")?;
-    let tools = super::load_tool_set(&tools_text, &args.tools)?;
+    let tools_text = super::common::read_text(&args.tools, "the tool set")?;
+    let tools = super::common::load_tool_set(&tools_text, &args.tools)?;
     let validator = Validator::new(&tools)?;
-    let output = super::read_text(&args.output, "the model output")?;
+    let output = super::common::read_text(&args.output, "the model output")?;
     let opts = ValidateOptions {
         parallel: args.parallel,
         auto: args.auto,
@@ -143,7 +143,7 @@ fn print_report(report: &Report) -> std::io::Result<()> {
 
 /// The verdict as JSON (`--json`), with the tool set's `shape` and load `warnings`.
 fn report_json(report: &Report, tools: &ToolSet) -> Value {
-    let (shape, warnings) = super::tool_set_json(tools);
+    let (shape, warnings) = super::common::tool_set_json(tools);
     let calls: Vec<Value> = report
         .calls
         .iter()
@@ -212,7 +212,7 @@ mod tests {
         )
         .unwrap();
         let tools =
-            super::super::load_tool_set(&std::fs::read_to_string(&tools).unwrap(), "t").unwrap();
+            super::super::common::load_tool_set(&std::fs::read_to_string(&tools).unwrap(), "t").unwrap();
         let a = args(dir.path(), "", FormatArg::Openai);
         let stop = grammar_stop(
             &tools,

@@ -10,5 +10,6 @@ mod cli_models;
 mod cli_server;
 mod cli_template;
 mod layers;
+mod modules;
 mod reproducers;
 mod tool_shapes;

@@ -10,6 +10,11 @@
 //! (siblings distributed into each branch); `enum`/`const` become literals checked against their
 //! siblings ([`super::validate`]); everything else is split by JSON type, each type's keywords
 //! producing that type's grammar.
+//!
+//! This module is the walk; the phases it calls live beside it: `$ref` resolution and targets
+//! ([`super::refs`]), the proofs on JSON values (`oneOf` disjointness, `not` rewritten, finite
+//! value sets, unsatisfiable schemas: `proofs`), number grammars ([`super::numbers`]) and
+//! llama.cpp's reading of a schema ([`super::llama`]).
 
 use std::borrow::Cow;
 use std::rc::Rc;
@@ -17,19 +22,24 @@ use std::rc::Rc;
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
-use super::expr::{Expr, RuleName};
-use super::ir::{self, JsonType, RefTarget, TypeSet};
+use super::error::{Report, SchemaError, Warning, invalid};
+use super::expr::{Expr, RuleName, never};
+use super::ir::{self, JsonType};
 use super::keywords::is_ignored;
 use super::numbers::{self, Decimal};
+use super::options::{ANY_ORDER_MAX_MEMBERS, ConvertOptions, MemberOrder};
+use super::pointer::JsonPointer;
+use super::proofs::{
+    exactly_one_required, first_overlap, literal_prefix, negate, no_object_matches, object_only,
+    unsatisfiable,
+};
+use super::refs::{self, RefTarget, target_schema};
 use super::regex::{self, MAX_REPEAT_TOTAL, pattern_to_gbnf};
 use super::rules::RuleTable;
 use super::strings::{encoded_char_set, json_encode_char};
 use super::syntax::{self, KeyStyle};
 use super::validate::{check, check_siblings, json_eq};
-use super::{
-    ANY_ORDER_MAX_MEMBERS, ConvertOptions, MemberOrder, SchemaError, Warning, automaton, formats,
-    llama, merge, rules,
-};
+use super::{automaton, formats, llama, merge, rules};
 
 /// A grammar expression, or None when nothing matches.
 pub(crate) type Frag = Option<Expr>;
@@ -38,7 +48,7 @@ pub(crate) type Frag = Option<Expr>;
 #[derive(Clone)]
 struct Ctx {
     doc: usize,
-    ptr: String,
+    ptr: JsonPointer,
     hint: String,
     /// The node's expression becomes a rule body as is (ref targets, document roots).
     top: bool,
@@ -49,10 +59,9 @@ struct Ctx {
 
 impl Ctx {
     fn child(&self, seg: &str, hint_seg: &str) -> Ctx {
-        let esc = seg.replace('~', "~0").replace('/', "~1");
         Ctx {
             doc: self.doc,
-            ptr: format!("{}/{}", self.ptr, esc),
+            ptr: self.ptr.with_key(seg),
             hint: if self.hint.is_empty() {
                 hint_seg.to_string()
             } else {
@@ -61,6 +70,11 @@ impl Ctx {
             top: false,
             keys: KeyStyle::DictKey,
         }
+    }
+
+    /// The node's JSON pointer from `#`, as errors and warnings name it.
+    fn at(&self) -> String {
+        self.ptr.fragment()
     }
 }
 
@@ -126,11 +140,11 @@ fn scan_document(schema: &Value) -> Result<bool, SchemaError> {
                 cursor = path[i].0;
             }
             segments.reverse();
-            let mut pointer = "#".to_string();
+            let mut pointer = JsonPointer::root();
             for seg in &segments {
-                pointer.push('/');
-                pointer.push_str(&seg.replace('~', "~0").replace('/', "~1"));
+                pointer.push_key(seg);
             }
+            let pointer = pointer.fragment();
             return Err(SchemaError {
                 keyword: segments
                     .last()
@@ -179,49 +193,6 @@ fn distinct_alternatives(parts: Vec<Expr>) -> Option<Expr> {
     Expr::alt(parts.into_iter().filter(|p| seen.insert(p.clone())))
 }
 
-/// The value at the JSON pointer `pointer` (`/a/b`, segments percent-encoded as in a URI
-/// fragment) inside `root`; `None` when it does not resolve.
-fn lookup<'a>(root: &'a Value, pointer: &str) -> Option<&'a Value> {
-    let mut node = root;
-    for seg in pointer.split('/').skip(1) {
-        let seg = percent_decode(seg).replace("~1", "/").replace("~0", "~");
-        node = match node {
-            Value::Object(m) => m.get(&seg),
-            Value::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)),
-            _ => None,
-        }?;
-    }
-    Some(node)
-}
-
-/// The schema a resolved `$ref` points to in its document's root (`false` if it is gone,
-/// which [`Converter::resolve`] rules out).
-fn target_schema<'r>(root: &'r Value, target: &RefTarget) -> &'r Value {
-    static FALSE_SCHEMA: Value = Value::Bool(false);
-    lookup(root, &target.pointer[1..]).unwrap_or(&FALSE_SCHEMA)
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%'
-            && i + 3 <= b.len()
-            && let Some(v) = std::str::from_utf8(&b[i + 1..i + 3])
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        {
-            out.push(v);
-            i += 3;
-            continue;
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 impl Converter {
     /// A converter with no schemas yet.
     pub(crate) fn new(opts: ConvertOptions) -> Self {
@@ -243,49 +214,35 @@ impl Converter {
         }
     }
 
+    /// Where unsupported and ignored keywords are reported.
+    fn report(&mut self) -> Report<'_> {
+        Report {
+            lenient: self.opts.lenient,
+            warnings: &mut self.warnings,
+        }
+    }
+
+    /// An unsupported keyword: an error, or in lenient mode a warning (the constraint dropped).
     fn unsupported(
         &mut self,
         keyword: &str,
         cx: &Ctx,
         message: impl Into<String>,
     ) -> Result<(), SchemaError> {
-        let message = message.into();
-        if self.opts.lenient {
-            self.warnings.push(Warning {
-                keyword: keyword.to_string(),
-                pointer: cx.ptr.clone(),
-                message,
-            });
-            Ok(())
-        } else {
-            Err(SchemaError {
-                keyword: keyword.to_string(),
-                pointer: cx.ptr.clone(),
-                message,
-            })
-        }
+        self.report().unsupported(keyword, &cx.at(), message)
     }
 
     /// A keyword llama.cpp ignores ([`ConvertOptions::llama_compat`]), or a constraint no
     /// grammar can hold (a keyword argument written twice): always a warning (once).
     fn ignored(&mut self, keyword: &str, cx: &Ctx, message: impl Into<String>) {
-        let w = Warning {
-            keyword: keyword.to_string(),
-            pointer: cx.ptr.clone(),
-            message: message.into(),
-        };
-        if !self.warnings.contains(&w) {
-            self.warnings.push(w);
-        }
+        self.report().ignored(keyword, &cx.at(), message);
     }
 
-    /// llama_compat: the schema llama.cpp reads of `map` ([`llama::view`]), with a warning for
-    /// each keyword it ignores.
+    /// llama_compat: the schema llama.cpp reads of `map` ([`llama::reading`]), with a warning
+    /// for each keyword it ignores; `oneOf` branches not provably disjoint are warned about,
+    /// since llama.cpp reads `oneOf` as `anyOf`.
     fn llama_view(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Value, SchemaError> {
-        if !map.contains_key("$ref")
-            && let Some(Value::Array(list)) = map.get("oneOf")
-            && list.len() > 1
-        {
+        if let Some(list) = llama::one_of_branches(map) {
             let branches: Vec<(Cow<'_, Value>, Ctx)> = list
                 .iter()
                 .enumerate()
@@ -295,168 +252,16 @@ impl Converter {
                 })
                 .collect();
             if let Some((i, j)) = self.overlapping(&branches) {
-                self.ignored(
-                    "oneOf",
-                    cx,
-                    format!("llama.cpp reads oneOf as anyOf: branches {i} and {j} may overlap, and a value matching both is accepted"),
-                );
+                self.ignored("oneOf", cx, llama::one_of_overlap(i, j));
             }
         }
-        let (view, ignored) =
-            llama::view(map, cx.ptr == "#").map_err(|(k, m)| Self::invalid(&k, cx, m))?;
-        for (k, m) in ignored {
-            self.ignored(&k, cx, m);
-        }
-        match view.get("allOf") {
-            Some(Value::Array(list)) => {
-                let list = list.clone();
-                self.llama_all_of(&list, cx)
-            }
-            Some(_) => Err(Self::invalid("allOf", cx, "must be an array")),
-            None => Ok(view),
-        }
+        let root = Rc::clone(&self.docs[cx.doc]);
+        llama::reading(map, &cx.ptr, &root, cx.doc, &mut self.report())
     }
 
-    /// llama_compat: `allOf` as llama.cpp reads it ([`llama`]): the enum values common to all
-    /// members if there are any, else a closed object with the members' properties, all
-    /// required except those of `anyOf` members; whatever else the members say is ignored.
-    fn llama_all_of(&mut self, list: &[Value], cx: &Ctx) -> Result<Value, SchemaError> {
-        #[derive(Default)]
-        struct Acc {
-            props: Vec<(String, Value)>,
-            required: Vec<String>,
-            enums: Vec<(Value, usize)>,
-        }
-        // one member: follows $refs, reads an object's properties or an enum's values
-        fn component(
-            conv: &mut Converter,
-            schema: &Value,
-            required: bool,
-            mcx: &Ctx,
-            acc: &mut Acc,
-            guard: usize,
-        ) -> Result<bool, SchemaError> {
-            let Some(m) = schema.as_object() else {
-                return Ok(false);
-            };
-            if let Some(r) = m.get("$ref") {
-                let r = r
-                    .as_str()
-                    .ok_or_else(|| Converter::invalid("$ref", mcx, "must be a string"))?;
-                if guard > 32 {
-                    return Ok(false);
-                }
-                let (target, root) = conv.resolve(mcx, r)?;
-                let target = target_schema(&root, &target);
-                return component(conv, target, required, mcx, acc, guard + 1);
-            }
-            if ["oneOf", "anyOf", "const"]
-                .iter()
-                .any(|k| m.contains_key(*k))
-                || m.get("type").is_some_and(Value::is_array)
-            {
-                return Ok(false);
-            }
-            if let Some(Value::Array(vals)) = m.get("enum") {
-                for v in vals {
-                    match acc.enums.iter_mut().find(|(x, _)| x == v) {
-                        Some((_, n)) => *n += 1,
-                        None => acc.enums.push((v.clone(), 1)),
-                    }
-                }
-                return Ok(true);
-            }
-            let (view, _) =
-                llama::view(m, false).map_err(|(k, msg)| Converter::invalid(&k, mcx, msg))?;
-            let is_object = view.get("type") == Some(&Value::String("object".into()))
-                && view.get("allOf").is_none();
-            if !is_object {
-                return Ok(false);
-            }
-            if let Some(Value::Object(props)) = view.get("properties") {
-                for (k, v) in props {
-                    acc.props.push((k.clone(), v.clone()));
-                    if required && !acc.required.contains(k) {
-                        acc.required.push(k.clone());
-                    }
-                }
-            }
-            Ok(true)
-        }
-        let mut acc = Acc::default();
-        for (i, member) in list.iter().enumerate() {
-            let mcx = cx.child("allOf", "").child(&i.to_string(), "");
-            let alts = member.as_object().and_then(|m| {
-                if m.contains_key("$ref") {
-                    None
-                } else if let Some(Value::Array(a)) = m.get("oneOf").or_else(|| m.get("anyOf")) {
-                    Some(a.clone())
-                } else if let Some(Value::Array(ts)) = m.get("type") {
-                    Some(
-                        ts.iter()
-                            .map(|t| {
-                                let mut b = m.clone();
-                                b.insert("type".into(), t.clone());
-                                Value::Object(b)
-                            })
-                            .collect(),
-                    )
-                } else {
-                    None
-                }
-            });
-            let read = match alts {
-                Some(alts) => {
-                    let mut any = false;
-                    for a in &alts {
-                        any |= component(self, a, false, &mcx, &mut acc, 0)?;
-                    }
-                    any
-                }
-                None => component(self, member, true, &mcx, &mut acc, 0)?,
-            };
-            if !read {
-                self.ignored(
-                    "allOf",
-                    &mcx,
-                    "ignored by llama.cpp: of allOf members it reads only object properties and enum values",
-                );
-            }
-        }
-        let common: Vec<Value> = acc
-            .enums
-            .iter()
-            .filter(|(_, n)| *n == list.len())
-            .map(|(v, _)| v.clone())
-            .collect();
-        if !common.is_empty() {
-            return Ok(serde_json::json!({ "enum": common }));
-        }
-        if !acc.props.is_empty() {
-            self.ignored(
-                "allOf",
-                cx,
-                "read as llama.cpp reads it: one closed object with the members' properties, all required except those of anyOf members",
-            );
-        }
-        let mut props = Map::new();
-        for (k, v) in acc.props {
-            props.insert(k, v);
-        }
-        Ok(serde_json::json!({
-            "type": "object",
-            "properties": props,
-            "required": acc.required,
-            "additionalProperties": false,
-        }))
-    }
-
+    /// The error for `keyword` at the node.
     fn invalid(keyword: &str, cx: &Ctx, message: impl Into<String>) -> SchemaError {
-        SchemaError {
-            keyword: keyword.to_string(),
-            pointer: cx.ptr.clone(),
-            message: message.into(),
-        }
+        invalid(keyword, &cx.at(), message)
     }
 
     /// A size keyword's value (`minLength`, `maxItems`, ...) checked against
@@ -513,7 +318,7 @@ impl Converter {
         );
         let cx = Ctx {
             doc,
-            ptr: "#".to_string(),
+            ptr: JsonPointer::root(),
             hint: if hint.is_empty() {
                 String::new()
             } else {
@@ -527,7 +332,7 @@ impl Converter {
         // the root is reachable as "#": register it so that `{"$ref": "#"}` recursion works
         let key = RefTarget {
             doc,
-            pointer: "#".to_string(),
+            pointer: JsonPointer::root().fragment(),
         };
         let root_is_value = keys == KeyStyle::DictKey;
         if root_is_value {
@@ -540,7 +345,7 @@ impl Converter {
             self.in_progress.remove(&key);
         }
         let Some(expr) = expr? else {
-            let mut e = unsatisfiable(root, &cx);
+            let mut e = unsatisfiable(root, &cx.at());
             if !root_is_value {
                 e.message.push_str(
                     " (a call's arguments are keyword arguments: only objects can be written)",
@@ -565,7 +370,7 @@ impl Converter {
         Some(format!(
             "{}{}",
             self.labels.get(cx.doc).map(String::as_str).unwrap_or(""),
-            cx.ptr
+            cx.at()
         ))
     }
 
@@ -611,53 +416,16 @@ impl Converter {
         self.visit(schema, cx, true)
     }
 
-    /// Follows a local `$ref`; returns its target and the document's root, from which
-    /// [`target_schema`] reads the target without copying it.
+    /// Follows a local `$ref` ([`refs::resolve`]); returns its target and the document's root,
+    /// from which [`target_schema`] reads the target without copying it.
     fn resolve(&self, cx: &Ctx, reference: &str) -> Result<(RefTarget, Rc<Value>), SchemaError> {
-        // an absolute reference to the document's own `$id` is local
-        let own_id = self.docs[cx.doc]
-            .get("$id")
-            .and_then(|v| v.as_str())
-            .unwrap_or("");
-        let reference = match reference.strip_prefix(own_id) {
-            Some(rest) if !own_id.is_empty() && (rest.is_empty() || rest.starts_with('#')) => {
-                if rest.is_empty() {
-                    "#"
-                } else {
-                    rest
-                }
-            }
-            _ => reference,
-        };
-        let Some(frag) = reference.strip_prefix('#') else {
-            return Err(Self::invalid(
-                "$ref",
-                cx,
-                format!("only local references (#...) are supported, not {reference:?}"),
-            ));
-        };
-        if !frag.is_empty() && !frag.starts_with('/') {
-            return Err(Self::invalid(
-                "$ref",
-                cx,
-                format!("anchor references ({reference:?}) are not supported"),
-            ));
-        }
         let root = Rc::clone(&self.docs[cx.doc]);
-        if lookup(&root, frag).is_none() {
-            return Err(Self::invalid(
-                "$ref",
-                cx,
-                format!("{reference:?} does not resolve"),
-            ));
-        }
-        let target = RefTarget {
-            doc: cx.doc,
-            pointer: format!("#{frag}"),
-        };
+        let target =
+            refs::resolve(&root, cx.doc, reference).map_err(|m| Self::invalid("$ref", cx, m))?;
         Ok((target, root))
     }
 
+    /// A `$ref` in place: the target's rule (named after the target, converted once).
     fn visit_ref(&mut self, cx: &Ctx, reference: &str) -> Result<Frag, SchemaError> {
         let (key, root) = self.resolve(cx, reference)?;
         if let Some(&at) = self.in_progress.get(&key)
@@ -675,15 +443,10 @@ impl Converter {
             }
             return Ok(Some(Expr::Rule(name.clone())));
         }
-        let seg = key.pointer.rsplit('/').next().unwrap_or("ref");
-        let hint = if key.is_root() {
-            "root-schema".to_string()
-        } else {
-            percent_decode(seg)
-        };
+        let hint = key.hint();
         let tcx = Ctx {
             doc: key.doc,
-            ptr: key.pointer.clone(),
+            ptr: key.json_pointer(),
             hint: hint.clone(),
             top: true,
             keys: KeyStyle::DictKey,
@@ -804,7 +567,7 @@ impl Converter {
         cx: &Ctx,
     ) -> Result<Cow<'m, Map<String, Value>>, SchemaError> {
         let mut out = Cow::Borrowed(map);
-        for found in ir::unsupported_keywords(map, cx.ptr == "#") {
+        for found in ir::unsupported_keywords(map, cx.ptr.is_root()) {
             self.unsupported(found.keyword, cx, found.message)?;
             if found.dropped {
                 out.to_mut().remove(found.keyword);
@@ -823,7 +586,7 @@ impl Converter {
         map: &Map<String, Value>,
         cx: &Ctx,
     ) -> Result<Option<Map<String, Value>>, SchemaError> {
-        let Some(dependencies) = ir::read_dependencies(map, &cx.ptr)? else {
+        let Some(dependencies) = ir::read_dependencies(map, &cx.at())? else {
             return Ok(None);
         };
         let required: Vec<&str> = map
@@ -892,7 +655,7 @@ impl Converter {
     fn note(&mut self, keyword: &str, cx: &Ctx, message: impl Into<String>) {
         let note = Warning {
             keyword: keyword.to_string(),
-            pointer: cx.ptr.clone(),
+            pointer: cx.at(),
             message: message.into(),
         };
         if !self.notes.contains(&note) {
@@ -928,7 +691,7 @@ impl Converter {
             return self.visit_exact(&rewritten, cx);
         }
         let map = self.drop_unsupported(map, cx)?;
-        let (alternation, list) = match ir::Shape::read(&map, &cx.ptr)? {
+        let (alternation, list) = match ir::Shape::read(&map, &cx.at())? {
             // keyword arguments are not a value another place may refer to: merged in place
             ir::Shape::Reference(r) if cx.keys == KeyStyle::DictKey => {
                 return self.visit_ref(cx, r);
@@ -1049,30 +812,20 @@ impl Converter {
         }
     }
 
-    /// The first two branches not provably disjoint, if any.
+    /// The first two branches not provably disjoint, if any ([`first_overlap`] of the
+    /// flattened branches).
     fn overlapping(&mut self, branches: &[(Cow<'_, Value>, Ctx)]) -> Option<(usize, usize)> {
         let mut flat = Vec::new();
         for (b, bcx) in branches {
             flat.push(self.flatten(b, bcx, 0).ok());
         }
-        for i in 0..flat.len() {
-            for j in i + 1..flat.len() {
-                let ok = match (&flat[i], &flat[j]) {
-                    (Some(a), Some(b)) => disjoint(a, b),
-                    _ => false,
-                };
-                if !ok {
-                    return Some((i, j));
-                }
-            }
-        }
-        None
+        first_overlap(&flat)
     }
 
     /// A node without combinators or references: its `enum`/`const` values, or else one
     /// alternative per type it admits, each from that type's keyword group ([`ir`]).
     fn visit_typed(&mut self, map: &Map<String, Value>, cx: &Ctx) -> Result<Frag, SchemaError> {
-        let types = ir::TypeSet::read(map, &cx.ptr)?;
+        let types = ir::TypeSet::read(map, &cx.at())?;
         if cx.keys == KeyStyle::Kwarg {
             // keyword arguments: an object written without braces, never a literal; an
             // `anyOf` branch admitting no object matches no call
@@ -1088,9 +841,9 @@ impl Converter {
                     ));
                 }
             }
-            return self.object(&ir::ObjectRules::read(map, &cx.ptr)?, cx);
+            return self.object(&ir::ObjectRules::read(map, &cx.at())?, cx);
         }
-        if let Some(values) = ir::read_values(map, &cx.ptr)? {
+        if let Some(values) = ir::read_values(map, &cx.at())? {
             let mut kept = Vec::new();
             for v in values {
                 match check_siblings(v, map, &["enum", "const"]) {
@@ -1135,7 +888,7 @@ impl Converter {
             plain += 1;
         }
         if has(JsonType::Number) || has(JsonType::Integer) {
-            let rules = ir::NumberRules::read(map, &cx.ptr)?;
+            let rules = ir::NumberRules::read(map, &cx.at())?;
             if has(JsonType::Number) {
                 if let Some(e) = self.number(&rules, cx, false)? {
                     plain += usize::from(self.rules.is_primitive(&e, "number"));
@@ -1146,19 +899,19 @@ impl Converter {
             }
         }
         if has(JsonType::String)
-            && let Some(e) = self.string(&ir::StringRules::read(map, &cx.ptr)?, cx)?
+            && let Some(e) = self.string(&ir::StringRules::read(map, &cx.at())?, cx)?
         {
             plain += usize::from(self.rules.is_primitive(&e, "string"));
             parts.push(e);
         }
         if has(JsonType::Array)
-            && let Some(e) = self.array(&ir::ArrayRules::read(map, &cx.ptr)?, cx)?
+            && let Some(e) = self.array(&ir::ArrayRules::read(map, &cx.at())?, cx)?
         {
             plain += usize::from(self.rules.is_primitive(&e, "array"));
             parts.push(e);
         }
         if has(JsonType::Object)
-            && let Some(e) = self.object(&ir::ObjectRules::read(map, &cx.ptr)?, cx)?
+            && let Some(e) = self.object(&ir::ObjectRules::read(map, &cx.at())?, cx)?
         {
             plain += usize::from(self.rules.is_primitive(&e, "object"));
             parts.push(e);
@@ -1291,226 +1044,25 @@ impl Converter {
         }
     }
 
-    /// Numbers (integers when `integer`) within the node's number keywords.
+    /// Numbers (integers when `integer`) within the node's number keywords ([`numbers::number`]).
     fn number(
         &mut self,
         rules: &ir::NumberRules,
         cx: &Ctx,
         integer: bool,
     ) -> Result<Frag, SchemaError> {
-        let bounded = rules.bounded();
-        if rules.fractional {
-            if integer {
-                return Ok(None);
-            }
-            if bounded || rules.multiple_of.is_some() {
-                self.unsupported("not", cx, "not integer combined with numeric bounds")?;
-            } else {
-                let digits = || Expr::repeat(numbers::digit(), 0, None);
-                return Ok(Some(Expr::seq([
-                    Expr::repeat(Expr::literal("-"), 0, Some(1)),
-                    self.rules.primitive_rule("integral-part"),
-                    Expr::literal("."),
-                    digits(),
-                    numbers::digit_class(b'1', b'9'),
-                    digits(),
-                ])));
-            }
-        }
-        if let Some(d) = &rules.multiple_of {
-            // m = p / 10^q
-            let digits = format!("{}{}", d.int, d.frac);
-            let p: Option<u64> = digits.trim_start_matches('0').parse().ok();
-            let q = d.frac.len();
-            match p {
-                Some(1) if integer => {}
-                Some(p) if !bounded && p <= 64 && (p as usize) * (q + 1) <= 512 => {
-                    return Ok(Some(Expr::Rule(self.multiple_of(cx, p, q, integer))));
-                }
-                _ => {
-                    let why = if bounded {
-                        "multipleOf combined with bounds"
-                    } else {
-                        "divisor too large to express"
-                    };
-                    self.unsupported("multipleOf", cx, why)?;
-                }
-            }
-        }
-        let (lo, hi) = (&rules.lower, &rules.upper);
-        if lo.is_none() && hi.is_none() {
-            return Ok(Some(self.rules.primitive_rule(if integer {
-                "integer"
-            } else {
-                "number"
-            })));
-        }
-        let too_big = || Self::invalid("minimum", cx, "bound too large");
-        if integer {
-            let l = match lo {
-                Some(b) => {
-                    let v = b.value.to_i128(true).ok_or_else(too_big)?;
-                    Some(if b.exclusive && b.value.is_integer() {
-                        v + 1
-                    } else {
-                        v
-                    })
-                }
-                None => None,
-            };
-            let h = match hi {
-                Some(b) => {
-                    let v = b.value.to_i128(false).ok_or_else(too_big)?;
-                    Some(if b.exclusive && b.value.is_integer() {
-                        v - 1
-                    } else {
-                        v
-                    })
-                }
-                None => None,
-            };
-            if let (Some(l), Some(h)) = (l, h)
-                && l > h
-            {
-                return Err(Self::invalid(
-                    "minimum",
-                    cx,
-                    "the bounds leave no integer between them: no integer is valid",
-                ));
-            }
-            Ok(numbers::int_range(l, h, self.opts.llama_compat)
-                .map(|r| Expr::seq([r, numbers::zero_frac()])))
-        } else {
-            numbers::number_range(lo.as_ref(), hi.as_ref(), self.opts.llama_compat)
-                .map_err(|m| Self::invalid("minimum", cx, m))
-        }
-    }
-
-    /// Numbers (integers when `integer`) that are multiples of p / 10^q: a DFA over the digits
-    /// tracking the remainder modulo p of the value times 10^q.
-    fn multiple_of(&mut self, cx: &Ctx, p: u64, q: usize, integer: bool) -> RuleName {
-        let base = format!(
-            "{}-multiple",
-            if cx.hint.is_empty() {
-                "number"
-            } else {
-                &cx.hint
-            }
-        );
-        let pow = |j: usize| -> u64 { (0..j).fold(1u64, |acc, _| (acc * 10) % p) };
-        // digit classes from state r: (target, class)
-        let steps = |r: u64, from: u8| -> Vec<(u64, Expr)> {
-            let mut by_target: Vec<(u64, Vec<(u32, u32)>)> = Vec::new();
-            for d in from..=9u8 {
-                let t = (10 * r + d as u64) % p;
-                let cp = (b'0' + d) as u32;
-                match by_target.iter_mut().find(|(x, _)| *x == t) {
-                    Some((_, v)) => v.push((cp, cp)),
-                    None => by_target.push((t, vec![(cp, cp)])),
-                }
-            }
-            by_target
-                .into_iter()
-                .map(|(t, v)| {
-                    (
-                        t,
-                        Expr::Class {
-                            ranges: super::strings::normalize(v),
-                            negated: false,
-                        },
-                    )
-                })
-                .collect()
+        let pointer = cx.at();
+        let site = numbers::Site {
+            hint: &cx.hint,
+            comment: self.comment(cx),
+            pointer: &pointer,
+            llama_compat: self.opts.llama_compat,
         };
-        let comment = self.comment(cx);
-        // fraction states E(r, j): digits consumed after the point, value-so-far mod p
-        let mut frac: FxHashMap<(u64, usize), Option<RuleName>> = FxHashMap::default();
-        if !integer {
-            for j in (1..=q).rev() {
-                for r in 0..p {
-                    let body = if j == q {
-                        (r == 0).then(|| Expr::repeat(Expr::literal("0"), 0, None))
-                    } else {
-                        let mut alts_v = Vec::new();
-                        if (r * pow(q - j)).is_multiple_of(p) {
-                            alts_v.push(Expr::Empty);
-                        }
-                        for (t, class) in steps(r, 0) {
-                            if let Some(Some(next)) = frac.get(&(t, j + 1)) {
-                                alts_v.push(Expr::seq([class, Expr::rule(next)]));
-                            }
-                        }
-                        Expr::alt(alts_v)
-                    };
-                    let name = body.map(|b| {
-                        self.rules
-                            .add(&format!("{base}-f{r}-{j}"), b, comment.clone())
-                    });
-                    frac.insert((r, j), name);
-                }
-            }
-        }
-        // the part after the integer digits, from state r
-        let tail = |r: u64, frac: &FxHashMap<(u64, usize), Option<RuleName>>| -> Option<Expr> {
-            let end_ok = (r * pow(q)).is_multiple_of(p);
-            if integer {
-                return end_ok.then(numbers::zero_frac);
-            }
-            let mut v = Vec::new();
-            if end_ok {
-                v.push(Expr::Empty);
-            }
-            if q == 0 {
-                if r == 0 {
-                    v.push(Expr::seq([
-                        Expr::literal("."),
-                        Expr::repeat(Expr::literal("0"), 1, None),
-                    ]));
-                }
-            } else {
-                let firsts: Vec<Expr> = steps(r, 0)
-                    .into_iter()
-                    .filter_map(|(t, class)| {
-                        frac.get(&(t, 1))
-                            .cloned()
-                            .flatten()
-                            .map(|n| Expr::seq([class, Expr::Rule(n)]))
-                    })
-                    .collect();
-                if let Some(f) = Expr::alt(firsts) {
-                    v.push(Expr::seq([Expr::literal("."), f]));
-                }
-            }
-            Expr::alt(v)
+        let mut report = Report {
+            lenient: self.opts.lenient,
+            warnings: &mut self.warnings,
         };
-        // integer states I(r)
-        let names: Vec<RuleName> = (0..p)
-            .map(|r| self.rules.reserve(&format!("{base}-i{r}"), comment.clone()))
-            .collect();
-        for r in 0..p {
-            let mut v: Vec<Expr> = steps(r, 0)
-                .into_iter()
-                .map(|(t, class)| Expr::seq([class, Expr::rule(&names[t as usize])]))
-                .collect();
-            if let Some(t) = tail(r, &frac) {
-                v.push(t);
-            }
-            let body = Expr::alt(v).unwrap_or_else(never);
-            self.rules.fill(&names[r as usize], body);
-        }
-        let mut start: Vec<Expr> = steps(0, 1)
-            .into_iter()
-            .map(|(t, class)| Expr::seq([class, Expr::rule(&names[t as usize])]))
-            .collect();
-        start.push(Expr::seq([
-            Expr::literal("0"),
-            tail(0, &frac).unwrap_or(Expr::Empty),
-        ]));
-        let body = Expr::seq([
-            Expr::repeat(Expr::literal("-"), 0, Some(1)),
-            Expr::alt(start).unwrap_or_else(never),
-        ]);
-        self.rules.add(&base, body, comment)
+        numbers::number(&mut self.rules, rules, &site, integer, &mut report)
     }
 
     /// Strings within the node's string keywords.
@@ -1726,39 +1278,11 @@ impl Converter {
         Ok(self.name(cx, e, true))
     }
 
-    /// The finite set of values a schema allows, when it is small and known.
+    /// The finite set of values a schema allows, when it is small and known
+    /// ([`crate::proofs::finite_values`] of the flattened schema).
     fn finite_values(&mut self, schema: &Value, cx: &Ctx) -> Option<Vec<Value>> {
         let flat = self.flatten(schema, cx, 0).ok()?;
-        let m = match &flat {
-            Value::Bool(false) => return Some(Vec::new()),
-            Value::Object(m) => m,
-            _ => return None,
-        };
-        let facts = ir::Facts::read(m);
-        if facts.alternatives || facts.negation {
-            return None;
-        }
-        let candidates: Vec<Value> = match facts.values {
-            Some(vals) => vals.to_vec(),
-            None => {
-                let mut out = Vec::new();
-                for t in ir::listed_types(m)? {
-                    match t {
-                        JsonType::Boolean => out.extend([Value::Bool(false), Value::Bool(true)]),
-                        JsonType::Null => out.push(Value::Null),
-                        _ => return None,
-                    }
-                }
-                out
-            }
-        };
-        let mut kept = Vec::new();
-        for v in candidates {
-            if check(&v, &flat)? && !kept.iter().any(|k| json_eq(k, &v)) {
-                kept.push(v);
-            }
-        }
-        Some(kept)
+        crate::proofs::finite_values(&flat)
     }
 
     /// `uniqueItems` over items with finite value sets: every array of distinct values, listed.
@@ -2638,251 +2162,6 @@ struct Member {
     required: bool,
 }
 
-/// The schema equivalent to `not: n`, when it can be written without `not`.
-fn negate(n: &Value) -> Option<Value> {
-    match n {
-        Value::Bool(b) => Some(Value::Bool(!b)),
-        Value::Object(o) => {
-            let constraining: Vec<&str> = o
-                .keys()
-                .map(String::as_str)
-                .filter(|k| !is_ignored(k))
-                .collect();
-            match constraining.as_slice() {
-                [] => Some(Value::Bool(false)),
-                ["not"] => Some(o["not"].clone()),
-                ["type"] => {
-                    let listed = TypeSet::read_lenient(o)?;
-                    // not integer: every other type, and numbers with a fraction
-                    let fractional =
-                        listed.contains(JsonType::Integer) && !listed.contains(JsonType::Number);
-                    let rest: Vec<Value> = JsonType::ALL
-                        .into_iter()
-                        .filter(|t| !listed.with_integers().contains(*t))
-                        .map(|t| Value::String(t.name().to_string()))
-                        .collect();
-                    if rest.is_empty() {
-                        return Some(Value::Bool(false));
-                    }
-                    if fractional {
-                        let mut m = Map::new();
-                        m.insert("type".into(), Value::Array(rest));
-                        m.insert(ir::FRACTIONAL.into(), Value::Bool(true));
-                        return Some(Value::Object(m));
-                    }
-                    Some(serde_json::json!({ "type": rest }))
-                }
-                _ => None,
-            }
-        }
-        _ => None,
-    }
-}
-
-/// A rule body that matches nothing.
-/// Whether `e` says that no object satisfies a schema because a required name can never be
-/// present.
-fn no_object_matches(e: &SchemaError) -> bool {
-    e.keyword == "required" && e.message.contains("can never be present")
-}
-
-/// Whether a schema admits objects only (`type: "object"` or `["object"]`).
-fn object_only(schema: &Value) -> bool {
-    match schema.get("type") {
-        Some(Value::String(t)) => t == "object",
-        Some(Value::Array(ts)) => !ts.is_empty() && ts.iter().all(|t| t == "object"),
-        _ => false,
-    }
-}
-
 /// Most names with `dependencies` / `dependentRequired` / `dependentSchemas` in one schema
 /// (2^n alternatives; the `anyOf` products of `allOf` merging stop at 64).
 const MAX_DEPENDENCIES: usize = 5;
-
-/// Most alternatives [`exactly_one_required`] writes for one `oneOf`.
-const EXACTLY_ONE_MAX_ALTERNATIVES: usize = 32;
-
-/// `oneOf` over branches that only require names (`[{"required": ["a"]}, {"required": ["b",
-/// "c"]}]`) as alternatives that are disjoint by construction: each branch's names present
-/// and, for every other branch, one of the names it requires absent (a property `false`);
-/// only objects (every branch matches any other value, so with two or more branches no other
-/// value is valid). None when a branch says more, or the alternatives would exceed
-/// [`EXACTLY_ONE_MAX_ALTERNATIVES`].
-fn exactly_one_required(list: &[Value]) -> Option<Vec<Value>> {
-    let mut sets: Vec<Vec<String>> = Vec::new();
-    for b in list {
-        let names = ir::required_only(b)?;
-        sets.push(names.into_iter().map(str::to_string).collect());
-    }
-    if sets.len() < 2 {
-        return None;
-    }
-    let mut out = Vec::new();
-    for (i, mine) in sets.iter().enumerate() {
-        // one name to leave out per other branch: every combination
-        let mut choices: Vec<Vec<String>> = vec![Vec::new()];
-        for (j, theirs) in sets.iter().enumerate() {
-            if i == j {
-                continue;
-            }
-            let missing: Vec<&String> = theirs.iter().filter(|k| !mine.contains(k)).collect();
-            let mut next = Vec::new();
-            for c in &choices {
-                for k in &missing {
-                    let mut c = c.clone();
-                    if !c.contains(k) {
-                        c.push((*k).clone());
-                    }
-                    next.push(c);
-                }
-            }
-            // no name to leave out: this branch implies the other, so never exactly one
-            choices = next;
-            if choices.len() > EXACTLY_ONE_MAX_ALTERNATIVES {
-                return None;
-            }
-        }
-        for absent in choices {
-            let props: Map<String, Value> = absent
-                .into_iter()
-                .map(|k| (k, Value::Bool(false)))
-                .collect();
-            out.push(serde_json::json!({
-                "type": "object",
-                "required": mine,
-                "properties": props,
-            }));
-            if out.len() > EXACTLY_ONE_MAX_ALTERNATIVES {
-                return None;
-            }
-        }
-    }
-    Some(out)
-}
-
-/// The literal text a pattern anchored with `^` requires its matches to start with (`^x-` →
-/// `x-`), cut before any quantifier; None without `^` or a literal start.
-fn literal_prefix(pattern: &str) -> Option<String> {
-    let rest = pattern.strip_prefix('^')?;
-    if rest.contains('|') {
-        return None;
-    }
-    let mut out: Vec<char> = Vec::new();
-    for c in rest.chars() {
-        if c.is_alphanumeric() || c == '_' || c == '-' || c == ':' || c == '/' {
-            out.push(c);
-        } else {
-            if matches!(c, '?' | '*' | '{') {
-                out.pop();
-            }
-            break;
-        }
-    }
-    (!out.is_empty()).then(|| out.into_iter().collect())
-}
-
-/// The error for a whole schema no value satisfies (a grammar matching nothing is useless and
-/// easy to miss): names the schema's keywords, which between them conflict.
-fn unsatisfiable(schema: &Value, cx: &Ctx) -> SchemaError {
-    const ANNOTATIONS: [&str; 9] = [
-        "title",
-        "description",
-        "$schema",
-        "$id",
-        "$comment",
-        "examples",
-        "default",
-        "$defs",
-        "definitions",
-    ];
-    let keywords: Vec<&str> = match schema {
-        Value::Object(map) => map
-            .keys()
-            .map(String::as_str)
-            .filter(|k| !ANNOTATIONS.contains(k))
-            .collect(),
-        _ => Vec::new(),
-    };
-    let (keyword, message) = match keywords.as_slice() {
-        [] => (
-            "false".to_string(),
-            "the schema is `false`: no value is valid".to_string(),
-        ),
-        [one] => (
-            (*one).to_string(),
-            format!("no value satisfies `{one}`: the grammar would match nothing"),
-        ),
-        many => (
-            many[0].to_string(),
-            format!(
-                "no value satisfies {} together: they conflict, and the grammar would match nothing",
-                many.iter()
-                    .map(|k| format!("`{k}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        ),
-    };
-    Converter::invalid(&keyword, cx, message)
-}
-
-/// An expression no text matches (GBNF cannot write "nothing": a class of no character).
-pub(crate) fn never() -> Expr {
-    Expr::Class {
-        ranges: vec![(0, 0x10FFFF)],
-        negated: true,
-    }
-}
-
-/// Whether no value can satisfy both flattened schemas (a sufficient check, on what
-/// [`ir::Facts`] reads of each).
-fn disjoint(a: &Value, b: &Value) -> bool {
-    let (am, bm) = match (a, b) {
-        (Value::Bool(false), _) | (_, Value::Bool(false)) => return true,
-        (Value::Object(x), Value::Object(y)) => (x, y),
-        _ => return false,
-    };
-    let (fa, fb) = (ir::Facts::read(am), ir::Facts::read(bm));
-    if fa.alternatives || fb.alternatives {
-        return false;
-    }
-    // finite value sets
-    for facts in [&fa, &fb] {
-        if let Some(vals) = facts.values
-            && vals
-                .iter()
-                .all(|v| check(v, a) == Some(false) || check(v, b) == Some(false))
-        {
-            return true;
-        }
-    }
-    // a name one side requires, with values the two sides cannot share (a closed object that
-    // cannot have it at all, different const/enum discriminators...)
-    let members_apart = |x: &ir::Facts, y: &ir::Facts| {
-        x.required()
-            .any(|k| match (x.member_schema(k), y.member_schema(k)) {
-                (Some(p), Some(q)) => disjoint(p, q),
-                _ => false,
-            })
-    };
-    // every number of x is below every number of y
-    let below = |x: &ir::Facts, y: &ir::Facts| match (x.upper(), y.lower()) {
-        (Some(h), Some(l)) => {
-            let o = numbers::cmp_decimal(&h.value, &l.value);
-            o.is_lt() || (o.is_eq() && (h.exclusive || l.exclusive))
-        }
-        _ => false,
-    };
-    // lengths or item counts that cannot meet
-    let counts_apart = |x: (Option<u64>, Option<u64>), y: (Option<u64>, Option<u64>)| {
-        matches!((x.1, y.0), (Some(h), Some(l)) if h < l)
-            || matches!((y.1, x.0), (Some(h), Some(l)) if h < l)
-    };
-    fa.types().intersection(fb.types()).iter().all(|t| match t {
-        JsonType::Object => members_apart(&fa, &fb) || members_apart(&fb, &fa),
-        JsonType::Integer | JsonType::Number => below(&fa, &fb) || below(&fb, &fa),
-        JsonType::String => counts_apart(fa.lengths(), fb.lengths()),
-        JsonType::Array => counts_apart(fa.items(), fb.items()),
-        JsonType::Null | JsonType::Boolean => false,
-    })
-}

@@ -18,7 +18,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use crate::strings::{push_char_class, push_gbnf_literal};
+use crate::gbnf_text::{push_char_class, push_gbnf_literal};
 
 /// The name of a rule of the grammar under construction, as the rule table handed it out.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -311,6 +311,14 @@ impl Expr {
             }
         };
         group.saturating_add(inner)
+    }
+}
+
+/// An expression no text matches (GBNF cannot write "nothing": a class of no character).
+pub(crate) fn never() -> Expr {
+    Expr::Class {
+        ranges: vec![(0, 0x10FFFF)],
+        negated: true,
     }
 }
 

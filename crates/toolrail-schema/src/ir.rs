@@ -15,7 +15,8 @@
 
 use serde_json::{Map, Value};
 
-use super::SchemaError;
+use super::error::SchemaError;
+pub(crate) use super::numbers::NumberRules;
 use super::numbers::{self, Bound, Decimal};
 use super::validate::value_types;
 
@@ -259,24 +260,6 @@ pub(crate) fn unknown_keywords(map: &Map<String, Value>) -> impl Iterator<Item =
     map.keys().filter(|k| super::keywords::is_unknown(k))
 }
 
-/// A resolved `$ref`: the document (its index among the converter's documents) and the JSON
-/// pointer of the target in it (`#` or `#/...`). It keys the target's rule, so that a
-/// reference met again (a cycle) becomes a reference to that rule.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct RefTarget {
-    /// The document.
-    pub(crate) doc: usize,
-    /// The target's JSON pointer, from `#`.
-    pub(crate) pointer: String,
-}
-
-impl RefTarget {
-    /// Whether the target is the document's root (`#`).
-    pub(crate) fn is_root(&self) -> bool {
-        self.pointer == "#"
-    }
-}
-
 /// `anyOf` or `oneOf`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Alternation {
@@ -481,19 +464,6 @@ impl<'a> StringRules<'a> {
     }
 }
 
-/// The number keywords of a node.
-#[derive(Debug)]
-pub(crate) struct NumberRules {
-    /// Only numbers with a non-zero fraction (`not: {type: integer}`, see [`FRACTIONAL`]).
-    pub(crate) fractional: bool,
-    /// `multipleOf` (positive).
-    pub(crate) multiple_of: Option<Decimal>,
-    /// The tighter of `minimum` and `exclusiveMinimum`.
-    pub(crate) lower: Option<Bound>,
-    /// The tighter of `maximum` and `exclusiveMaximum`.
-    pub(crate) upper: Option<Bound>,
-}
-
 impl NumberRules {
     /// Reads `multipleOf` and the four bounds; bounds that leave no number between them are an
     /// error naming both.
@@ -540,11 +510,6 @@ impl NumberRules {
             lower,
             upper,
         })
-    }
-
-    /// Whether a bound is set.
-    pub(crate) fn bounded(&self) -> bool {
-        self.lower.is_some() || self.upper.is_some()
     }
 }
 

@@ -93,8 +93,10 @@
 
 mod automaton;
 pub mod convert;
+mod error;
 pub mod expr;
 pub mod formats;
+mod gbnf_text;
 mod ir;
 mod keywords;
 pub mod limits;
@@ -102,6 +104,10 @@ pub mod llama;
 pub mod locations;
 pub mod merge;
 pub mod numbers;
+mod options;
+pub mod pointer;
+mod proofs;
+mod refs;
 pub mod regex;
 pub mod rules;
 pub mod strings;
@@ -111,98 +117,14 @@ pub mod validate;
 use serde_json::Value;
 
 pub use convert::{MAX_DOCUMENT_DEPTH, check_depth};
+pub use error::{SchemaError, Warning};
 pub use expr::{Expr, RuleName};
+pub use gbnf_text::gbnf_literal;
 pub use locations::RuleLocation;
+pub use options::{ANY_ORDER_MAX_MEMBERS, ConvertOptions, MemberOrder, Whitespace};
+pub use pointer::JsonPointer;
 pub use regex::MAX_REPEAT_TOTAL;
-pub use strings::gbnf_literal;
 pub use syntax::{LiteralSyntax, is_identifier};
-
-/// Whitespace allowed between JSON tokens.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Whitespace {
-    /// Compact JSON, single spaces, or newlines with indentation (llama.cpp's `space` rule).
-    #[default]
-    Spaced,
-    /// No whitespace at all.
-    Compact,
-}
-
-/// Objects with at most this many declared members accept them in any order (one rule per set
-/// of members still to come: 2^n - 1 rules at most, 63 for 6 members); larger objects keep the
-/// declared order, so that a grammar stays small.
-pub const ANY_ORDER_MAX_MEMBERS: usize = 6;
-
-/// The order in which an object's declared members may appear.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum MemberOrder {
-    /// Any order, for objects with at most [`ANY_ORDER_MAX_MEMBERS`] declared members (larger
-    /// objects: declared order).
-    #[default]
-    Any,
-    /// The order of `properties` (a smaller grammar; the model writes one canonical order).
-    Declared,
-}
-
-/// Options for a conversion.
-#[derive(Clone, Debug, Default)]
-pub struct ConvertOptions {
-    /// Whitespace between tokens.
-    pub whitespace: Whitespace,
-    /// Order of declared object members ([`ConvertOptions::llama_compat`] always uses llama.cpp's
-    /// fixed order).
-    pub member_order: MemberOrder,
-    /// Turn "unsupported" errors into warnings and drop the constraint.
-    pub lenient: bool,
-    /// Objects that declare `properties` but no `additionalProperties` are closed to the names
-    /// they declare or require (tool arguments), instead of open. Objects without `properties`
-    /// stay free-form.
-    pub close_objects: bool,
-    /// Convert as llama.cpp's `json_schema_to_grammar` does (the one vendored by
-    /// llama-cpp-sys-2 0.1.161), so that the grammar is the one llama-server would enforce for
-    /// the schema, instead of standard JSON Schema semantics (see "llama.cpp compatibility" in
-    /// the module docs and [`llama`]):
-    /// - without `type`, the type is inferred from the keywords as llama.cpp does
-    ///   (`properties` or a non-`true` `additionalProperties` → object, `items`/`prefixItems` →
-    ///   array, `pattern`/`minLength`/`maxLength`/known `format` → string, else any value);
-    /// - objects with `properties` are closed unless `additionalProperties` says otherwise;
-    ///   required members come first, then optional ones, then additional ones;
-    /// - keywords llama.cpp ignores are dropped with a [`Warning`] instead of an error.
-    pub llama_compat: bool,
-}
-
-/// A schema the converter cannot express exactly (or that is malformed).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unsupported: {keyword} at {pointer}: {message}")]
-pub struct SchemaError {
-    /// The keyword, e.g. `not`.
-    pub keyword: String,
-    /// JSON pointer of the schema holding the keyword, e.g. `#/properties/a`.
-    pub pointer: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-/// A constraint dropped in lenient mode, or a keyword llama.cpp ignores in
-/// [`ConvertOptions::llama_compat`] mode.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Warning {
-    /// The keyword that was dropped.
-    pub keyword: String,
-    /// JSON pointer of the schema holding the keyword.
-    pub pointer: String,
-    /// Why.
-    pub message: String,
-}
-
-impl std::fmt::Display for Warning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "dropped: {} at {}: {}",
-            self.keyword, self.pointer, self.message
-        )
-    }
-}
 
 /// Builds one grammar from any number of schemas and hand-written rules.
 pub struct SchemaConverter {

@@ -34,7 +34,10 @@
 
 use serde_json::{Map, Value};
 
+use super::error::{Report, SchemaError, invalid};
 use super::keywords::ANNOTATIONS;
+use super::pointer::JsonPointer;
+use super::refs;
 
 /// A keyword llama.cpp ignores: (keyword, why).
 pub(crate) type Ignored = (String, String);
@@ -414,4 +417,187 @@ fn pattern_unsupported(p: &str) -> Option<&'static str> {
         }
     }
     None
+}
+
+/// The `oneOf` branches llama.cpp reads as `anyOf` (more than one, beside no `$ref`): the walk
+/// proves them disjoint or warns ([`one_of_overlap`]).
+pub(crate) fn one_of_branches(map: &Map<String, Value>) -> Option<&[Value]> {
+    if map.contains_key("$ref") {
+        return None;
+    }
+    match map.get("oneOf") {
+        Some(Value::Array(list)) if list.len() > 1 => Some(list),
+        _ => None,
+    }
+}
+
+/// The warning for `oneOf` branches `i` and `j` that may overlap, read as `anyOf`.
+pub(crate) fn one_of_overlap(i: usize, j: usize) -> String {
+    format!(
+        "llama.cpp reads oneOf as anyOf: branches {i} and {j} may overlap, and a value matching both is accepted"
+    )
+}
+
+/// The schema llama.cpp reads of `map` at `at` ([`view`], then `allOf` as llama.cpp reads it),
+/// with a warning for each keyword it ignores. `doc_root` is the document `$ref`s resolve in.
+pub(crate) fn reading(
+    map: &Map<String, Value>,
+    at: &JsonPointer,
+    doc_root: &Value,
+    doc: usize,
+    report: &mut Report<'_>,
+) -> Result<Value, SchemaError> {
+    let here = at.fragment();
+    let (view, ignored) = view(map, at.is_root()).map_err(|(k, m)| invalid(&k, &here, m))?;
+    for (k, m) in ignored {
+        report.ignored(&k, &here, m);
+    }
+    match view.get("allOf") {
+        Some(Value::Array(list)) => {
+            let list = list.clone();
+            all_of(&list, at, doc_root, doc, report)
+        }
+        Some(_) => Err(invalid("allOf", &here, "must be an array")),
+        None => Ok(view),
+    }
+}
+
+/// `allOf` as llama.cpp reads it: the enum values common to all
+/// members if there are any, else a closed object with the members' properties, all
+/// required except those of `anyOf` members; whatever else the members say is ignored.
+fn all_of(
+    list: &[Value],
+    at: &JsonPointer,
+    doc_root: &Value,
+    doc: usize,
+    report: &mut Report<'_>,
+) -> Result<Value, SchemaError> {
+    #[derive(Default)]
+    struct Acc {
+        props: Vec<(String, Value)>,
+        required: Vec<String>,
+        enums: Vec<(Value, usize)>,
+    }
+    // one member: follows $refs, reads an object's properties or an enum's values
+    fn component(
+        (doc_root, doc): (&Value, usize),
+        schema: &Value,
+        required: bool,
+        mcx: &JsonPointer,
+        acc: &mut Acc,
+        guard: usize,
+    ) -> Result<bool, SchemaError> {
+        let Some(m) = schema.as_object() else {
+            return Ok(false);
+        };
+        if let Some(r) = m.get("$ref") {
+            let r = r
+                .as_str()
+                .ok_or_else(|| invalid("$ref", &mcx.fragment(), "must be a string"))?;
+            if guard > 32 {
+                return Ok(false);
+            }
+            let target =
+                refs::resolve(doc_root, doc, r).map_err(|m| invalid("$ref", &mcx.fragment(), m))?;
+            let target = refs::target_schema(doc_root, &target);
+            return component((doc_root, doc), target, required, mcx, acc, guard + 1);
+        }
+        if ["oneOf", "anyOf", "const"]
+            .iter()
+            .any(|k| m.contains_key(*k))
+            || m.get("type").is_some_and(Value::is_array)
+        {
+            return Ok(false);
+        }
+        if let Some(Value::Array(vals)) = m.get("enum") {
+            for v in vals {
+                match acc.enums.iter_mut().find(|(x, _)| x == v) {
+                    Some((_, n)) => *n += 1,
+                    None => acc.enums.push((v.clone(), 1)),
+                }
+            }
+            return Ok(true);
+        }
+        let (view, _) = view(m, false).map_err(|(k, msg)| invalid(&k, &mcx.fragment(), msg))?;
+        let is_object = view.get("type") == Some(&Value::String("object".into()))
+            && view.get("allOf").is_none();
+        if !is_object {
+            return Ok(false);
+        }
+        if let Some(Value::Object(props)) = view.get("properties") {
+            for (k, v) in props {
+                acc.props.push((k.clone(), v.clone()));
+                if required && !acc.required.contains(k) {
+                    acc.required.push(k.clone());
+                }
+            }
+        }
+        Ok(true)
+    }
+    let mut acc = Acc::default();
+    for (i, member) in list.iter().enumerate() {
+        let mcx = at.with_key("allOf").with_index(i);
+        let alts = member.as_object().and_then(|m| {
+            if m.contains_key("$ref") {
+                None
+            } else if let Some(Value::Array(a)) = m.get("oneOf").or_else(|| m.get("anyOf")) {
+                Some(a.clone())
+            } else if let Some(Value::Array(ts)) = m.get("type") {
+                Some(
+                    ts.iter()
+                        .map(|t| {
+                            let mut b = m.clone();
+                            b.insert("type".into(), t.clone());
+                            Value::Object(b)
+                        })
+                        .collect(),
+                )
+            } else {
+                None
+            }
+        });
+        let read = match alts {
+            Some(alts) => {
+                let mut any = false;
+                for a in &alts {
+                    any |= component((doc_root, doc), a, false, &mcx, &mut acc, 0)?;
+                }
+                any
+            }
+            None => component((doc_root, doc), member, true, &mcx, &mut acc, 0)?,
+        };
+        if !read {
+            report.ignored(
+                "allOf",
+                &mcx.fragment(),
+                "ignored by llama.cpp: of allOf members it reads only object properties and enum values",
+            );
+        }
+    }
+    let common: Vec<Value> = acc
+        .enums
+        .iter()
+        .filter(|(_, n)| *n == list.len())
+        .map(|(v, _)| v.clone())
+        .collect();
+    if !common.is_empty() {
+        return Ok(serde_json::json!({ "enum": common }));
+    }
+    if !acc.props.is_empty() {
+        report.ignored(
+            "allOf",
+            &at.fragment(),
+            "read as llama.cpp reads it: one closed object with the members' properties, all required except those of anyOf members",
+        );
+    }
+    let mut props = Map::new();
+    for (k, v) in acc.props {
+        props.insert(k, v);
+    }
+    Ok(serde_json::json!({
+        "type": "object",
+        "properties": props,
+        "required": acc.required,
+        "additionalProperties": false,
+    }))
 }

@@ -90,21 +90,4 @@ mod tests {
         assert_eq!(instance("").as_deref(), Some(""));
         assert_eq!(instance("/$defs/unit"), None);
     }
-
-    #[test]
-    fn a_converted_enum_records_its_location() {
-        let schema = serde_json::json!({
-            "type": "object",
-            "properties": {"sortBy": {"enum": ["name", "size", "mtime"]}}
-        });
-        let mut conv = crate::SchemaConverter::new(crate::ConvertOptions::default());
-        conv.add_schema("args-ls", &schema).expect("converts");
-        let found = conv
-            .rule_locations()
-            .into_iter()
-            .find(|(_, l)| l.pointer == "/properties/sortBy")
-            .expect("the enum's rule has a location");
-        assert_eq!(found.1.document, "args-ls");
-        assert!(found.0.starts_with("args-ls"), "{found:?}");
-    }
 }

@@ -5,7 +5,12 @@
 //! `-?int(.frac)?` (bounded numbers are written without exponent); integer part, then fraction
 //! digits compared digit by digit against the bound's fraction. Built as typed [`Expr`]s.
 
-use crate::expr::Expr;
+use rustc_hash::FxHashMap;
+
+use crate::error::{Report, SchemaError, invalid};
+use crate::expr::{Expr, RuleName, never};
+use crate::rules::RuleTable;
+use crate::strings::normalize;
 
 /// A decimal value split into sign, integer digits (no leading zeros, "0" for zero) and fraction
 /// digits (no trailing zeros).
@@ -492,6 +497,262 @@ pub(crate) fn number_range(
         }
     }
     Ok(alts(parts))
+}
+
+/// The number keywords of a node (read by [`crate::ir`]).
+#[derive(Debug)]
+pub(crate) struct NumberRules {
+    /// Only numbers with a non-zero fraction (`not: {type: integer}`, see [`crate::ir::FRACTIONAL`]).
+    pub(crate) fractional: bool,
+    /// `multipleOf` (positive).
+    pub(crate) multiple_of: Option<Decimal>,
+    /// The tighter of `minimum` and `exclusiveMinimum`.
+    pub(crate) lower: Option<Bound>,
+    /// The tighter of `maximum` and `exclusiveMaximum`.
+    pub(crate) upper: Option<Bound>,
+}
+
+impl NumberRules {
+    /// Whether a bound is set.
+    pub(crate) fn bounded(&self) -> bool {
+        self.lower.is_some() || self.upper.is_some()
+    }
+}
+
+/// Where a number node is, for its rules: the rule-name hint, the comment its rules carry (the
+/// schema location), its JSON pointer for errors, and whether llama.cpp's digit limits apply.
+pub(crate) struct Site<'a> {
+    /// The rule-name hint (empty: the node is not named).
+    pub(crate) hint: &'a str,
+    /// The comment of the node's rules.
+    pub(crate) comment: Option<String>,
+    /// The node's JSON pointer, from `#`.
+    pub(crate) pointer: &'a str,
+    /// [`crate::ConvertOptions::llama_compat`].
+    pub(crate) llama_compat: bool,
+}
+
+/// Numbers (integers when `integer`) within the node's number keywords.
+pub(crate) fn number(
+    table: &mut RuleTable,
+    rules: &NumberRules,
+    at: &Site<'_>,
+    integer: bool,
+    report: &mut Report<'_>,
+) -> Result<Option<Expr>, SchemaError> {
+    let bounded = rules.bounded();
+    if rules.fractional {
+        if integer {
+            return Ok(None);
+        }
+        if bounded || rules.multiple_of.is_some() {
+            report.unsupported(
+                "not",
+                at.pointer,
+                "not integer combined with numeric bounds",
+            )?;
+        } else {
+            let digits = || Expr::repeat(digit(), 0, None);
+            return Ok(Some(Expr::seq([
+                Expr::repeat(Expr::literal("-"), 0, Some(1)),
+                table.primitive_rule("integral-part"),
+                Expr::literal("."),
+                digits(),
+                digit_class(b'1', b'9'),
+                digits(),
+            ])));
+        }
+    }
+    if let Some(d) = &rules.multiple_of {
+        // m = p / 10^q
+        let digits = format!("{}{}", d.int, d.frac);
+        let p: Option<u64> = digits.trim_start_matches('0').parse().ok();
+        let q = d.frac.len();
+        match p {
+            Some(1) if integer => {}
+            Some(p) if !bounded && p <= 64 && (p as usize) * (q + 1) <= 512 => {
+                return Ok(Some(Expr::Rule(multiple_of(table, at, p, q, integer))));
+            }
+            _ => {
+                let why = if bounded {
+                    "multipleOf combined with bounds"
+                } else {
+                    "divisor too large to express"
+                };
+                report.unsupported("multipleOf", at.pointer, why)?;
+            }
+        }
+    }
+    let (lo, hi) = (&rules.lower, &rules.upper);
+    if lo.is_none() && hi.is_none() {
+        return Ok(Some(table.primitive_rule(if integer {
+            "integer"
+        } else {
+            "number"
+        })));
+    }
+    let too_big = || invalid("minimum", at.pointer, "bound too large");
+    if integer {
+        let l = match lo {
+            Some(b) => {
+                let v = b.value.to_i128(true).ok_or_else(too_big)?;
+                Some(if b.exclusive && b.value.is_integer() {
+                    v + 1
+                } else {
+                    v
+                })
+            }
+            None => None,
+        };
+        let h = match hi {
+            Some(b) => {
+                let v = b.value.to_i128(false).ok_or_else(too_big)?;
+                Some(if b.exclusive && b.value.is_integer() {
+                    v - 1
+                } else {
+                    v
+                })
+            }
+            None => None,
+        };
+        if let (Some(l), Some(h)) = (l, h)
+            && l > h
+        {
+            return Err(invalid(
+                "minimum",
+                at.pointer,
+                "the bounds leave no integer between them: no integer is valid",
+            ));
+        }
+        Ok(int_range(l, h, at.llama_compat).map(|r| Expr::seq([r, zero_frac()])))
+    } else {
+        number_range(lo.as_ref(), hi.as_ref(), at.llama_compat)
+            .map_err(|m| invalid("minimum", at.pointer, m))
+    }
+}
+
+/// Numbers (integers when `integer`) that are multiples of p / 10^q: a DFA over the digits
+/// tracking the remainder modulo p of the value times 10^q.
+fn multiple_of(table: &mut RuleTable, at: &Site<'_>, p: u64, q: usize, integer: bool) -> RuleName {
+    let base = format!(
+        "{}-multiple",
+        if at.hint.is_empty() {
+            "number"
+        } else {
+            at.hint
+        }
+    );
+    let pow = |j: usize| -> u64 { (0..j).fold(1u64, |acc, _| (acc * 10) % p) };
+    // digit classes from state r: (target, class)
+    let steps = |r: u64, from: u8| -> Vec<(u64, Expr)> {
+        let mut by_target: Vec<(u64, Vec<(u32, u32)>)> = Vec::new();
+        for d in from..=9u8 {
+            let t = (10 * r + d as u64) % p;
+            let cp = (b'0' + d) as u32;
+            match by_target.iter_mut().find(|(x, _)| *x == t) {
+                Some((_, v)) => v.push((cp, cp)),
+                None => by_target.push((t, vec![(cp, cp)])),
+            }
+        }
+        by_target
+            .into_iter()
+            .map(|(t, v)| {
+                (
+                    t,
+                    Expr::Class {
+                        ranges: normalize(v),
+                        negated: false,
+                    },
+                )
+            })
+            .collect()
+    };
+    let comment = at.comment.clone();
+    // fraction states E(r, j): digits consumed after the point, value-so-far mod p
+    let mut frac: FxHashMap<(u64, usize), Option<RuleName>> = FxHashMap::default();
+    if !integer {
+        for j in (1..=q).rev() {
+            for r in 0..p {
+                let body = if j == q {
+                    (r == 0).then(|| Expr::repeat(Expr::literal("0"), 0, None))
+                } else {
+                    let mut alts_v = Vec::new();
+                    if (r * pow(q - j)).is_multiple_of(p) {
+                        alts_v.push(Expr::Empty);
+                    }
+                    for (t, class) in steps(r, 0) {
+                        if let Some(Some(next)) = frac.get(&(t, j + 1)) {
+                            alts_v.push(Expr::seq([class, Expr::rule(next)]));
+                        }
+                    }
+                    Expr::alt(alts_v)
+                };
+                let name = body.map(|b| table.add(&format!("{base}-f{r}-{j}"), b, comment.clone()));
+                frac.insert((r, j), name);
+            }
+        }
+    }
+    // the part after the integer digits, from state r
+    let tail = |r: u64, frac: &FxHashMap<(u64, usize), Option<RuleName>>| -> Option<Expr> {
+        let end_ok = (r * pow(q)).is_multiple_of(p);
+        if integer {
+            return end_ok.then(zero_frac);
+        }
+        let mut v = Vec::new();
+        if end_ok {
+            v.push(Expr::Empty);
+        }
+        if q == 0 {
+            if r == 0 {
+                v.push(Expr::seq([
+                    Expr::literal("."),
+                    Expr::repeat(Expr::literal("0"), 1, None),
+                ]));
+            }
+        } else {
+            let firsts: Vec<Expr> = steps(r, 0)
+                .into_iter()
+                .filter_map(|(t, class)| {
+                    frac.get(&(t, 1))
+                        .cloned()
+                        .flatten()
+                        .map(|n| Expr::seq([class, Expr::Rule(n)]))
+                })
+                .collect();
+            if let Some(f) = Expr::alt(firsts) {
+                v.push(Expr::seq([Expr::literal("."), f]));
+            }
+        }
+        Expr::alt(v)
+    };
+    // integer states I(r)
+    let names: Vec<RuleName> = (0..p)
+        .map(|r| table.reserve(&format!("{base}-i{r}"), comment.clone()))
+        .collect();
+    for r in 0..p {
+        let mut v: Vec<Expr> = steps(r, 0)
+            .into_iter()
+            .map(|(t, class)| Expr::seq([class, Expr::rule(&names[t as usize])]))
+            .collect();
+        if let Some(t) = tail(r, &frac) {
+            v.push(t);
+        }
+        let body = Expr::alt(v).unwrap_or_else(never);
+        table.fill(&names[r as usize], body);
+    }
+    let mut start: Vec<Expr> = steps(0, 1)
+        .into_iter()
+        .map(|(t, class)| Expr::seq([class, Expr::rule(&names[t as usize])]))
+        .collect();
+    start.push(Expr::seq([
+        Expr::literal("0"),
+        tail(0, &frac).unwrap_or(Expr::Empty),
+    ]));
+    let body = Expr::seq([
+        Expr::repeat(Expr::literal("-"), 0, Some(1)),
+        Expr::alt(start).unwrap_or_else(never),
+    ]);
+    table.add(&base, body, comment)
 }
 
 #[cfg(test)]

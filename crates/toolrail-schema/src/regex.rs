@@ -455,7 +455,7 @@ mod tests {
     }
 
     fn table() -> RuleTable {
-        RuleTable::new(crate::Whitespace::Spaced)
+        RuleTable::new(crate::options::Whitespace::Spaced)
     }
 
     #[test]

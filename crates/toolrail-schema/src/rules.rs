@@ -12,9 +12,9 @@
 
 use rustc_hash::FxHashMap;
 
-use super::Whitespace;
 use super::expr::{Expr, RuleName};
 use super::limits::{INLINE_RULES, MAX_REPETITION};
+use super::options::Whitespace;
 use super::syntax::LiteralSyntax;
 
 /// A built-in rule: its name and the primitives its body uses (the body is

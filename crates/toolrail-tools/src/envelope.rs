@@ -41,7 +41,132 @@ pub enum Format {
     Pythonic,
 }
 
+/// How the name and the arguments of one call are written in an envelope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallSyntax {
+    /// A JSON object `{"name": ..., "<arguments_key>": {...}}`.
+    JsonObject {
+        /// The key holding the arguments (`arguments`, or Llama 3.1's `parameters`).
+        arguments_key: &'static str,
+    },
+    /// The name, then the arguments as a JSON object right after it (`f{...}`).
+    NameThenJson,
+    /// A Python call with keyword arguments, `f(a=1, b="x")`, values as Python literals.
+    PythonCall,
+}
+
+/// How several calls in one output are written (the `parallel` option).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parallel {
+    /// A JSON list of calls, `[call, call]`.
+    JsonList,
+    /// One call after the other, separated by a newline.
+    Lines,
+}
+
+/// What an envelope is, in one place: the grammar builder ([`crate::grammar`]), the parser and
+/// renderer here, the extractor ([`crate::extract`]) and the prompt builder ([`crate::prompt`])
+/// all read it, so that a new envelope is a new row here plus whatever is genuinely new about
+/// it (a new [`CallSyntax`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnvelopeSpec {
+    /// The envelope.
+    pub format: Format,
+    /// Its name on the command line and in workspace files.
+    pub name: &'static str,
+    /// How one call's name and arguments are written.
+    pub call: CallSyntax,
+    /// The text written before each call (`<tool_call>\n`, `call:`), or empty.
+    pub open: &'static str,
+    /// The text written after each call (`\n</tool_call>`), or empty.
+    pub close: &'static str,
+    /// What an output that holds calls starts with (what the `auto` option's plain text may not
+    /// start with); empty where a call starts with its name.
+    pub starts: &'static [&'static str],
+    /// How parallel calls are written.
+    pub parallel: Parallel,
+}
+
+impl EnvelopeSpec {
+    /// The literal syntax of the arguments' values.
+    pub fn literals(&self) -> toolrail_schema::LiteralSyntax {
+        match self.call {
+            CallSyntax::PythonCall => toolrail_schema::LiteralSyntax::Python,
+            CallSyntax::JsonObject { .. } | CallSyntax::NameThenJson => {
+                toolrail_schema::LiteralSyntax::Json
+            }
+        }
+    }
+}
+
+/// Every envelope, in documentation order (the order of [`Format::ALL`]).
+pub const ENVELOPES: [EnvelopeSpec; 5] = [
+    EnvelopeSpec {
+        format: Format::OpenAi,
+        name: "openai",
+        call: CallSyntax::JsonObject {
+            arguments_key: "arguments",
+        },
+        open: "",
+        close: "",
+        // both, whatever `parallel` says: the parser reads `[` as a list of calls
+        starts: &["{", "["],
+        parallel: Parallel::JsonList,
+    },
+    EnvelopeSpec {
+        format: Format::Llama3,
+        name: "llama3",
+        call: CallSyntax::JsonObject {
+            arguments_key: "parameters",
+        },
+        open: "",
+        close: "",
+        starts: &["{", "["],
+        parallel: Parallel::JsonList,
+    },
+    EnvelopeSpec {
+        format: Format::Hermes,
+        name: "hermes",
+        call: CallSyntax::JsonObject {
+            arguments_key: "arguments",
+        },
+        open: "<tool_call>\n",
+        close: "\n</tool_call>",
+        starts: &["<tool_call>"],
+        parallel: Parallel::Lines,
+    },
+    EnvelopeSpec {
+        format: Format::Gemma,
+        name: "gemma",
+        call: CallSyntax::NameThenJson,
+        open: "call:",
+        close: "",
+        starts: &["call:"],
+        parallel: Parallel::Lines,
+    },
+    EnvelopeSpec {
+        format: Format::Pythonic,
+        name: "pythonic",
+        call: CallSyntax::PythonCall,
+        open: "",
+        close: "",
+        starts: &[],
+        parallel: Parallel::Lines,
+    },
+];
+
 impl Format {
+    /// The envelope's row of [`ENVELOPES`].
+    pub fn spec(self) -> &'static EnvelopeSpec {
+        match self {
+            Format::OpenAi => &ENVELOPES[0],
+            Format::Llama3 => &ENVELOPES[1],
+            Format::Hermes => &ENVELOPES[2],
+            Format::Gemma => &ENVELOPES[3],
+            Format::Pythonic => &ENVELOPES[4],
+        }
+    }
+
     /// Every format, in documentation order.
     pub const ALL: [Format; 5] = [
         Format::OpenAi,
@@ -53,25 +178,19 @@ impl Format {
 
     /// The format's name as used on the command line.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Format::OpenAi => "openai",
-            Format::Llama3 => "llama3",
-            Format::Hermes => "hermes",
-            Format::Gemma => "gemma",
-            Format::Pythonic => "pythonic",
-        }
+        self.spec().name
     }
 
     /// Whether one call is a bare JSON object (parallel calls are then a JSON list).
     pub fn is_json(self) -> bool {
-        matches!(self, Format::OpenAi | Format::Llama3)
+        self.spec().parallel == Parallel::JsonList
     }
 
     /// The key holding the arguments in JSON-shaped envelopes.
     pub fn arguments_key(self) -> &'static str {
-        match self {
-            Format::Llama3 => "parameters",
-            _ => "arguments",
+        match self.spec().call {
+            CallSyntax::JsonObject { arguments_key } => arguments_key,
+            CallSyntax::NameThenJson | CallSyntax::PythonCall => "arguments",
         }
     }
 }
@@ -154,12 +273,7 @@ fn perr(offset: usize, message: impl Into<String>) -> ParseError {
 
 /// The text a call in this envelope starts with, or for `pythonic` `None` (a name, then `(`).
 pub fn call_prefix(format: Format) -> Option<&'static str> {
-    match format {
-        Format::OpenAi | Format::Llama3 => Some("{"),
-        Format::Hermes => Some("<tool_call>"),
-        Format::Gemma => Some("call:"),
-        Format::Pythonic => None,
-    }
+    format.spec().starts.first().copied()
 }
 
 /// Parses a model output written in `format`. Leading and trailing whitespace is ignored. An
@@ -172,30 +286,33 @@ pub fn parse_calls(format: Format, text: &str) -> Result<Parsed, ParseError> {
         pos: start,
         end: start + body.len(),
     };
-    match format {
-        Format::OpenAi | Format::Llama3 => parse_json_envelope(format, &mut cur),
-        Format::Hermes => {
-            if !body.starts_with("<tool_call>") {
+    let spec = format.spec();
+    // the tags around a call, whitespace around them read leniently
+    let (open, close) = (spec.open.trim(), spec.close.trim());
+    match spec.call {
+        CallSyntax::JsonObject { .. } if open.is_empty() => parse_json_envelope(format, &mut cur),
+        CallSyntax::JsonObject { .. } => {
+            if !body.starts_with(open) {
                 return Ok(Parsed::Text);
             }
             parse_repeated(&mut cur, |c| {
-                c.expect("<tool_call>")?;
+                c.expect(open)?;
                 c.skip_ws();
                 let offset = c.pos;
                 let v = c.json_value()?;
-                let call = json_call(Format::Hermes, v, offset)?;
+                let call = json_call(format, v, offset)?;
                 c.skip_ws();
-                c.expect("</tool_call>")?;
+                c.expect(close)?;
                 Ok(call)
             })
         }
-        Format::Gemma => {
-            if !body.starts_with("call:") {
+        CallSyntax::NameThenJson => {
+            if !body.starts_with(open) {
                 return Ok(Parsed::Text);
             }
             parse_repeated(&mut cur, |c| {
                 let offset = c.pos;
-                c.expect("call:")?;
+                c.expect(open)?;
                 let name_start = c.pos;
                 while c.pos < c.end && !c.rest().starts_with('{') {
                     let ch = c.rest().chars().next().unwrap_or('{');
@@ -206,7 +323,7 @@ pub fn parse_calls(format: Format, text: &str) -> Result<Parsed, ParseError> {
                 }
                 let name = c.text[name_start..c.pos].to_owned();
                 if name.is_empty() {
-                    return Err(perr(c.pos, "expected a tool name after 'call:'"));
+                    return Err(perr(c.pos, format!("expected a tool name after '{open}'")));
                 }
                 let arguments = c.json_value()?;
                 Ok(RawCall {
@@ -216,7 +333,7 @@ pub fn parse_calls(format: Format, text: &str) -> Result<Parsed, ParseError> {
                 })
             })
         }
-        Format::Pythonic => {
+        CallSyntax::PythonCall => {
             // A call starts with `[A-Za-z_][A-Za-z0-9_.-]*(`; anything else is text.
             let ident_len = body
                 .find(|ch: char| !is_name_char(ch))
@@ -695,19 +812,15 @@ pub fn render_call(format: Format, name: &str, arguments: &Value, spacing: Spaci
         write_json(arguments, spacing, out);
         out.push('}');
     };
-    match format {
-        Format::OpenAi | Format::Llama3 => json_call(&mut out, format.arguments_key()),
-        Format::Hermes => {
-            out.push_str("<tool_call>\n");
-            json_call(&mut out, "arguments");
-            out.push_str("\n</tool_call>");
-        }
-        Format::Gemma => {
-            out.push_str("call:");
+    let spec = format.spec();
+    out.push_str(spec.open);
+    match spec.call {
+        CallSyntax::JsonObject { arguments_key } => json_call(&mut out, arguments_key),
+        CallSyntax::NameThenJson => {
             out.push_str(name);
             write_json(arguments, spacing, &mut out);
         }
-        Format::Pythonic => {
+        CallSyntax::PythonCall => {
             out.push_str(name);
             out.push('(');
             if let Value::Object(map) = arguments {
@@ -723,6 +836,7 @@ pub fn render_call(format: Format, name: &str, arguments: &Value, spacing: Spaci
             out.push(')');
         }
     }
+    out.push_str(spec.close);
     out
 }
 

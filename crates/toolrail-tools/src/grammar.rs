@@ -17,7 +17,7 @@
 //!
 //! `pythonic` calls are `name(arg=value, ...)` with Python literals, from the same converter
 //! walk as the JSON envelopes ([`SchemaConverter::with_syntax`] with
-//! [`LiteralSyntax::Python`], [`SchemaConverter::add_arguments`]): the arguments object is
+//! [`toolrail_schema::LiteralSyntax::Python`], [`SchemaConverter::add_arguments`]): the arguments object is
 //! written as keyword arguments with exactly the object rules of JSON (required ones always,
 //! optional ones optionally, in any order for small objects as JSON members are,
 //! `additionalProperties` as any other identifier), and every value as a Python literal:
@@ -32,13 +32,13 @@
 //! (`compact`), `lenient`.
 
 use crate::custom_grammar::{BaseType, CustomGrammar};
-use crate::envelope::{Format, Spacing, is_name_char};
+use crate::envelope::{CallSyntax, Format, Parallel, Spacing, is_name_char};
 use crate::toolset::{Tool, ToolSet};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use toolrail_schema::{
-    ConvertOptions, Expr, LiteralSyntax, MemberOrder, RuleName, SchemaConverter, SchemaError,
+    ConvertOptions, Expr, JsonPointer, MemberOrder, RuleName, SchemaConverter, SchemaError,
     Whitespace, is_identifier,
 };
 
@@ -231,12 +231,8 @@ pub fn tool_call_grammar(
     }
     // Objects are closed explicitly in `arguments_schema`, so the converter sees exactly the schema
     // the validator uses.
-    let syntax = if opts.format == Format::Pythonic {
-        LiteralSyntax::Python
-    } else {
-        LiteralSyntax::Json
-    };
-    let mut conv = SchemaConverter::with_syntax(convert_options(opts, false), syntax);
+    let spec = opts.format.spec();
+    let mut conv = SchemaConverter::with_syntax(convert_options(opts, false), spec.literals());
     let space_name = conv.space_rule();
     let space = Expr::rule(&space_name);
     let mut out = Emitter::default();
@@ -262,20 +258,20 @@ pub fn tool_call_grammar(
         let slug = slug(&tool.name);
         let schema = tool.arguments_schema();
         let pair_name = out.name(&mut conv, &format!("call-{slug}"));
-        let base = match opts.format {
-            Format::OpenAi | Format::Llama3 | Format::Hermes => {
-                format!("/{}", opts.format.arguments_key())
+        let base = match spec.call {
+            CallSyntax::JsonObject { arguments_key } => {
+                JsonPointer::root().with_key(arguments_key).to_string()
             }
-            _ => String::new(),
+            CallSyntax::NameThenJson | CallSyntax::PythonCall => String::new(),
         };
         documents.insert(format!("args-{slug}"), (Some(tool.name.clone()), base));
         let comment = tool_comment(tool);
         if let Some(custom) = &tool.custom_grammar {
             let args = custom_args(tool, custom, &slug, &mut conv, &mut out, &mut bases)?;
-            let body = match opts.format {
-                Format::OpenAi | Format::Llama3 | Format::Hermes => json_pair(&tool.name, args),
-                Format::Gemma => Expr::seq([Expr::literal(&tool.name), args]),
-                Format::Pythonic => Expr::seq([
+            let body = match spec.call {
+                CallSyntax::JsonObject { .. } => json_pair(&tool.name, args),
+                CallSyntax::NameThenJson => Expr::seq([Expr::literal(&tool.name), args]),
+                CallSyntax::PythonCall => Expr::seq([
                     Expr::literal(&tool.name),
                     Expr::literal("("),
                     args,
@@ -291,17 +287,17 @@ pub fn tool_call_grammar(
                         error,
                     })
             };
-            match opts.format {
-                Format::OpenAi | Format::Llama3 | Format::Hermes => {
+            match spec.call {
+                CallSyntax::JsonObject { .. } => {
                     let args = schema_args(&mut conv)?;
                     out.define(&pair_name, json_pair(&tool.name, args), Some(&comment));
                 }
-                Format::Gemma => {
+                CallSyntax::NameThenJson => {
                     let args = schema_args(&mut conv)?;
                     let body = Expr::seq([Expr::literal(&tool.name), args]);
                     out.define(&pair_name, body, Some(&comment));
                 }
-                Format::Pythonic => {
+                CallSyntax::PythonCall => {
                     check_argument_names(tool, &schema)?;
                     let args = conv
                         .add_arguments(&format!("args-{slug}"), &schema)
@@ -324,8 +320,12 @@ pub fn tool_call_grammar(
     }
     let union = Expr::alt(pairs).ok_or(GrammarError::Empty)?;
     let newline = || Expr::literal("\n");
-    let (sep, one) = match opts.format {
-        Format::OpenAi | Format::Llama3 | Format::Hermes => {
+    let sep = match spec.parallel {
+        Parallel::JsonList => Expr::seq([Expr::literal(","), space.clone()]),
+        Parallel::Lines => newline(),
+    };
+    let one = match spec.call {
+        CallSyntax::JsonObject { .. } => {
             let call = out.name(&mut conv, "call");
             let body = Expr::seq([
                 Expr::literal("{"),
@@ -338,28 +338,29 @@ pub fn tool_call_grammar(
                 Expr::literal("}"),
             ]);
             out.define(&call, body, None);
-            if opts.format == Format::Hermes {
+            if spec.open.is_empty() && spec.close.is_empty() {
+                call
+            } else {
+                // the tags around the JSON call, in a rule of their own
                 let block = out.name(&mut conv, "tool-call-block");
                 let body = Expr::seq([
-                    Expr::literal("<tool_call>\n"),
+                    Expr::literal(spec.open),
                     Expr::rule(&call),
-                    Expr::literal("\n</tool_call>"),
+                    Expr::literal(spec.close),
                 ]);
                 out.define(&block, body, None);
-                (newline(), block)
-            } else {
-                (Expr::seq([Expr::literal(","), space.clone()]), call)
+                block
             }
         }
-        Format::Gemma => {
+        CallSyntax::NameThenJson => {
             let call = out.name(&mut conv, "call");
-            out.define(&call, Expr::seq([Expr::literal("call:"), union]), None);
-            (newline(), call)
+            out.define(&call, Expr::seq([Expr::literal(spec.open), union]), None);
+            call
         }
-        Format::Pythonic => {
+        CallSyntax::PythonCall => {
             let call = out.name(&mut conv, "call");
             out.define(&call, union, None);
-            (newline(), call)
+            call
         }
     };
     let calls = if opts.parallel {
@@ -385,7 +386,7 @@ pub fn tool_call_grammar(
     };
     let root_body = if opts.auto {
         let text_rule = out.name(&mut conv, "plain-text");
-        if opts.format == Format::Pythonic {
+        if spec.call == CallSyntax::PythonCall {
             // Not `identifier(`: what the validator reads as a call, known tool or not.
             let rest = out.name(&mut conv, "plain-text-name");
             let first: &[(char, char)] = &[('a', 'z'), ('A', 'Z'), ('_', '_')];
@@ -518,8 +519,8 @@ fn check_tool_name(tool: &Tool, format: Format) -> Result<(), GrammarError> {
         format,
         why,
     };
-    match format {
-        Format::Pythonic
+    match format.spec().call {
+        CallSyntax::PythonCall
             if !tool.name.chars().all(is_name_char)
                 || !tool
                     .name
@@ -531,7 +532,7 @@ fn check_tool_name(tool: &Tool, format: Format) -> Result<(), GrammarError> {
                 "ASCII letters, digits, '_', '.' and '-' only, starting with a letter or '_'",
             ))
         }
-        Format::Gemma if tool.name.chars().any(|c| c.is_whitespace() || c == '{') => {
+        CallSyntax::NameThenJson if tool.name.chars().any(|c| c.is_whitespace() || c == '{') => {
             Err(bad("no whitespace or '{'"))
         }
         _ => Ok(()),
@@ -556,13 +557,12 @@ fn check_argument_names(tool: &Tool, schema: &Value) -> Result<(), GrammarError>
 
 /// The texts a call starts with, for the `auto` option's "plain text" branch.
 fn call_prefixes(opts: &GrammarOptions) -> Vec<String> {
-    match opts.format {
-        // Both, whatever `parallel` says: the validator reads `[` as a list of calls.
-        Format::OpenAi | Format::Llama3 => vec!["{".into(), "[".into()],
-        Format::Hermes => vec!["<tool_call>".into()],
-        Format::Gemma => vec!["call:".into()],
-        Format::Pythonic => Vec::new(),
-    }
+    opts.format
+        .spec()
+        .starts
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect()
 }
 
 /// An expression matching every text that does not start with one of `prefixes` (including the

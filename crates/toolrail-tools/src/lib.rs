@@ -14,8 +14,12 @@ pub mod pool;
 pub mod prompt;
 pub mod python;
 pub mod shape;
+pub mod source;
 
 pub mod envelope;
 pub mod grammar;
 pub mod toolset;
 pub mod validate;
+
+/// JSON pointers, as every error and warning of a tool set names a place.
+pub use toolrail_schema::JsonPointer;

@@ -23,6 +23,8 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value};
 
+use crate::envelope::Format;
+
 /// A model family with its own prompt format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PromptFamily {
@@ -228,11 +230,18 @@ pub fn hermes_prompt(
         out.push_str(&inline_json(&spec.openai_json()));
     }
     out.push_str("\n</tools>\n\n");
-    out.push_str(
-        "For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n",
+    let hermes = Format::Hermes.spec();
+    // writing into a String cannot fail
+    let _ = writeln!(
+        out,
+        "For each function call, return a json object with function name and arguments within {}{} XML tags:",
+        hermes.open.trim(),
+        hermes.close.trim()
     );
-    out.push_str(
-        "<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n",
+    let _ = writeln!(
+        out,
+        "{}{{\"name\": <function-name>, \"arguments\": <args-json-object>}}{}<|im_end|>",
+        hermes.open, hermes.close
     );
     out.push_str("<|im_start|>user\n");
     out.push_str(query);
@@ -258,10 +267,13 @@ pub fn gemma_prompt(
         out.push('\n');
         out.push_str(&inline_json(&spec.function_json()));
     }
-    out.push_str(
-        "\n\nTo call a tool, reply with only call:NAME{ARGUMENTS}, where NAME is the tool's name and ARGUMENTS is a JSON object of its arguments, for example:\n",
+    let keyword = Format::Gemma.spec().open;
+    // writing into a String cannot fail
+    let _ = writeln!(
+        out,
+        "\n\nTo call a tool, reply with only {keyword}NAME{{ARGUMENTS}}, where NAME is the tool's name and ARGUMENTS is a JSON object of its arguments, for example:"
     );
-    out.push_str("call:tool_name{\"argument\": \"value\"}\n\n");
+    let _ = writeln!(out, "{keyword}tool_name{{\"argument\": \"value\"}}\n");
     out.push_str(query);
     out.push_str("<end_of_turn>\n<start_of_turn>model\n");
     Ok(out)

@@ -38,29 +38,7 @@ use crate::custom_grammar::CustomGrammar;
 use crate::shape::{ToolSetShape, ToolSetWarning, WarningKind};
 use crate::toolset::{Tool, ToolSet};
 
-/// Why Python source could not become a tool set: what, in which function and parameter, where.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{line}:{column}: {}{message}", context(.function, .parameter))]
-pub struct PythonError {
-    /// 1-based line in the source.
-    pub line: u32,
-    /// 1-based column (characters) in the source.
-    pub column: u32,
-    /// The function, when inside one.
-    pub function: Option<String>,
-    /// The parameter, when about one.
-    pub parameter: Option<String>,
-    /// What is wrong.
-    pub message: String,
-}
-
-fn context(function: &Option<String>, parameter: &Option<String>) -> String {
-    match (function, parameter) {
-        (Some(f), Some(p)) => format!("function `{f}`, parameter `{p}`: "),
-        (Some(f), None) => format!("function `{f}`: "),
-        _ => String::new(),
-    }
-}
+pub use crate::toolset::PythonError;
 
 /// True when `text` looks like Python function definitions rather than JSON: it does not start
 /// with `{` or `[` and some line starts with `def ` or `async def ` (after indentation or

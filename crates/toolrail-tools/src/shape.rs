@@ -26,7 +26,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::toolset::escape_pointer;
+use toolrail_schema::JsonPointer;
 
 /// The shape a tool set was written in, as found by [`crate::toolset::ToolSet::from_value`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -248,7 +248,7 @@ impl Notes {
     pub(crate) fn keys(
         &mut self,
         obj: &Map<String, Value>,
-        ptr: &str,
+        ptr: &JsonPointer,
         tool: Option<&str>,
         what: &str,
         read: &[&str],
@@ -258,7 +258,7 @@ impl Notes {
             if read.contains(&key.as_str()) {
                 continue;
             }
-            let kptr = format!("{ptr}/{}", escape_pointer(key));
+            let kptr = ptr.with_key(key).to_string();
             match known.iter().find(|(k, _)| k == key) {
                 Some((_, why)) => self.push(
                     WarningKind::IgnoredKey,
@@ -443,7 +443,7 @@ fn openapi_type(name: &str) -> Option<&'static str> {
 /// message)`.
 pub fn gemini_to_json_schema(
     schema: &Value,
-    ptr: &str,
+    ptr: &JsonPointer,
     tool: &str,
     notes: &mut Vec<ToolSetWarning>,
 ) -> Result<Value, (String, String)> {
@@ -455,18 +455,18 @@ pub fn gemini_to_json_schema(
 
 fn gemini_inner(
     schema: &Value,
-    ptr: &str,
+    ptr: &JsonPointer,
     tool: &str,
     notes: &mut Notes,
 ) -> Result<Value, (String, String)> {
     let Value::Object(obj) = schema else {
-        return Err((ptr.to_owned(), "expected a schema object".into()));
+        return Err((ptr.to_string(), "expected a schema object".into()));
     };
     let mut out = Map::new();
     let mut nullable = false;
     let mut ordering: Option<Vec<String>> = None;
     for (key, value) in obj {
-        let kptr = format!("{ptr}/{}", escape_pointer(key));
+        let kptr = ptr.with_key(key);
         match key.as_str() {
             "type" => {
                 let mapped = match value {
@@ -474,7 +474,7 @@ fn gemini_inner(
                         notes.push(
                             WarningKind::MappedKey,
                             Some(tool),
-                            kptr,
+                            kptr.to_string(),
                             Some(key),
                             "`type` TYPE_UNSPECIFIED: any value".into(),
                         );
@@ -490,7 +490,7 @@ fn gemini_inner(
             }
             "nullable" => match value {
                 Value::Bool(b) => nullable = *b,
-                _ => return Err((kptr, "`nullable` must be true or false".into())),
+                _ => return Err((kptr.to_string(), "`nullable` must be true or false".into())),
             },
             "example" => {
                 out.insert("examples".into(), Value::Array(vec![value.clone()]));
@@ -501,7 +501,7 @@ fn gemini_inner(
                     for (i, n) in names.iter().enumerate() {
                         let Value::String(n) = n else {
                             return Err((
-                                format!("{kptr}/{i}"),
+                                kptr.with_index(i).to_string(),
                                 "`propertyOrdering` must list property names".into(),
                             ));
                         };
@@ -510,16 +510,22 @@ fn gemini_inner(
                     ordering = Some(list);
                 }
                 _ => {
-                    return Err((kptr, "`propertyOrdering` must be an array of names".into()));
+                    return Err((
+                        kptr.to_string(),
+                        "`propertyOrdering` must be an array of names".into(),
+                    ));
                 }
             },
             "properties" => {
                 let Value::Object(props) = value else {
-                    return Err((kptr, "`properties` must be an object of schemas".into()));
+                    return Err((
+                        kptr.to_string(),
+                        "`properties` must be an object of schemas".into(),
+                    ));
                 };
                 let mut mapped = Map::new();
                 for (name, sub) in props {
-                    let sptr = format!("{kptr}/{}", escape_pointer(name));
+                    let sptr = kptr.with_key(name);
                     mapped.insert(name.clone(), gemini_inner(sub, &sptr, tool, notes)?);
                 }
                 out.insert(key.clone(), Value::Object(mapped));
@@ -529,12 +535,15 @@ fn gemini_inner(
             }
             "anyOf" => {
                 let Value::Array(list) = value else {
-                    return Err((kptr, "`anyOf` must be an array of schemas".into()));
+                    return Err((
+                        kptr.to_string(),
+                        "`anyOf` must be an array of schemas".into(),
+                    ));
                 };
                 let mapped = list
                     .iter()
                     .enumerate()
-                    .map(|(i, s)| gemini_inner(s, &format!("{kptr}/{i}"), tool, notes))
+                    .map(|(i, s)| gemini_inner(s, &kptr.with_index(i), tool, notes))
                     .collect::<Result<Vec<_>, _>>()?;
                 out.insert(key.clone(), Value::Array(mapped));
             }
@@ -548,7 +557,7 @@ fn gemini_inner(
                 notes.push(
                     WarningKind::UnknownKey,
                     Some(tool),
-                    kptr,
+                    kptr.to_string(),
                     Some(key),
                     format!("`{key}` is not a Gemini schema field: read as JSON Schema"),
                 );
@@ -569,7 +578,7 @@ fn gemini_inner(
         notes.push(
             WarningKind::MappedKey,
             Some(tool),
-            format!("{ptr}/format"),
+            ptr.with_key("format").to_string(),
             Some("format"),
             format!("`format` {format:?} is a storage hint: not constrained"),
         );

@@ -26,11 +26,14 @@ use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+use toolrail_schema::JsonPointer;
+
 use crate::custom_grammar::CustomGrammar;
 use crate::shape::{
     ANTHROPIC_KNOWN, GEMINI_BUILT_IN, GEMINI_KNOWN, MCP_KNOWN, Notes, OPENAI_KNOWN, ToolSetShape,
     ToolSetWarning, ToolShape, WRAPPER_KNOWN, WarningKind, gemini_to_json_schema, has_openapi_type,
 };
+pub use crate::source::ToolSource;
 
 /// Why a tool set could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -58,7 +61,7 @@ pub enum ToolSetError {
     },
     /// Python source could not be read as functions (see [`crate::python`]).
     #[error("Python source, {0}")]
-    Python(crate::python::PythonError),
+    Python(PythonError),
     /// Two tools share a name.
     #[error("duplicate tool name '{name}' at {pointer} (first defined at {first})")]
     Duplicate {
@@ -71,16 +74,28 @@ pub enum ToolSetError {
     },
 }
 
-/// What a tool set's text is written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ToolSource {
-    /// Found from the text: Python when it looks like function definitions, else JSON.
-    #[default]
-    Auto,
-    /// JSON tool definitions in any shape (see [`crate::shape`]).
-    Json,
-    /// Python function definitions (see [`crate::python`]).
-    Python,
+/// Why Python source could not become a tool set: what, in which function and parameter, where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{line}:{column}: {}{message}", context(.function, .parameter))]
+pub struct PythonError {
+    /// 1-based line in the source.
+    pub line: u32,
+    /// 1-based column (characters) in the source.
+    pub column: u32,
+    /// The function, when inside one.
+    pub function: Option<String>,
+    /// The parameter, when about one.
+    pub parameter: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn context(function: &Option<String>, parameter: &Option<String>) -> String {
+    match (function, parameter) {
+        (Some(f), Some(p)) => format!("function `{f}`, parameter `{p}`: "),
+        (Some(f), None) => format!("function `{f}`: "),
+        _ => String::new(),
+    }
 }
 
 /// One callable tool, normalised.
@@ -186,26 +201,6 @@ impl ToolSet {
         Ok(set)
     }
 
-    /// Reads a tool set from text in any accepted source: JSON in any shape, or Python function
-    /// definitions (see [`crate::python`]), told apart by [`crate::python::looks_like_python`].
-    pub fn from_text(text: &str) -> Result<Self, ToolSetError> {
-        Self::from_source(text, ToolSource::Auto)
-    }
-
-    /// Reads a tool set from text written in `source` ([`ToolSource::Auto`]: found from the text).
-    pub fn from_source(text: &str, source: ToolSource) -> Result<Self, ToolSetError> {
-        let python = match source {
-            ToolSource::Auto => crate::python::looks_like_python(text),
-            ToolSource::Json => false,
-            ToolSource::Python => true,
-        };
-        if python {
-            crate::python::tools_from_python(text).map_err(ToolSetError::Python)
-        } else {
-            Self::from_json_str(text)
-        }
-    }
-
     /// Parses and normalises a tool set from JSON text.
     pub fn from_json_str(text: &str) -> Result<Self, ToolSetError> {
         let value: Value = serde_json::from_str(text)?;
@@ -296,7 +291,7 @@ impl Loader {
                         list or a single tool object";
         match doc {
             Value::Array(items) => {
-                self.list(items, "", false)?;
+                self.list(items, &JsonPointer::root(), false)?;
                 Ok((self.list_shape(), None))
             }
             Value::Object(obj) => {
@@ -305,7 +300,8 @@ impl Loader {
                     Ok((ToolSetShape::McpJsonRpcResponse, None))
                 } else if let Some(tools) = obj.get("tools") {
                     let description = self.wrapper(obj, "tools", &[])?;
-                    self.list(array_at(tools, "/tools")?, "/tools", false)?;
+                    let at = JsonPointer::root().with_key("tools");
+                    self.list(array_at(tools, &at)?, &at, false)?;
                     Ok((self.list_shape(), description))
                 } else if let Some(functions) = obj.get("functions") {
                     let known = [(
@@ -313,15 +309,16 @@ impl Loader {
                         "the request's choice of function; the grammar allows every function",
                     )];
                     let description = self.wrapper(obj, "functions", &known)?;
-                    self.list(array_at(functions, "/functions")?, "/functions", false)?;
+                    let at = JsonPointer::root().with_key("functions");
+                    self.list(array_at(functions, &at)?, &at, false)?;
                     Ok((ToolSetShape::OpenAiFunctions, description))
                 } else if GEMINI_DECLARATIONS.iter().any(|k| obj.contains_key(*k))
                     && !obj.contains_key("name")
                 {
-                    self.gemini_entry(obj, "")?;
+                    self.gemini_entry(obj, &JsonPointer::root())?;
                     Ok((ToolSetShape::GeminiFunctionDeclarations, None))
                 } else if obj.contains_key("function") || obj.contains_key("name") {
-                    let shape = self.tool(doc, "", 0, false)?;
+                    let shape = self.tool(doc, &JsonPointer::root(), 0, false)?;
                     Ok((ToolSetShape::SingleTool(shape), None))
                 } else {
                     Err(ToolSetError::Shape {
@@ -359,7 +356,7 @@ impl Loader {
         known.extend_from_slice(extra_known);
         self.notes.keys(
             obj,
-            "",
+            &JsonPointer::root(),
             None,
             "the tool set",
             &[list_key, "description"],
@@ -394,27 +391,34 @@ impl Loader {
         };
         self.notes.keys(
             obj,
-            "",
+            &JsonPointer::root(),
             None,
             "the JSON-RPC response",
             &["jsonrpc", "id", "result"],
             &[],
         );
+        let result_at = JsonPointer::root().with_key("result");
         self.notes.keys(
             result,
-            "/result",
+            &result_at,
             None,
             "the tools/list result",
             &["tools"],
             WRAPPER_KNOWN,
         );
-        self.list(array_at(tools, "/result/tools")?, "/result/tools", false)
+        let at = result_at.with_key("tools");
+        self.list(array_at(tools, &at)?, &at, false)
     }
 
     /// A list of tools (or of Gemini `tools` entries) at `base`.
-    fn list(&mut self, items: &[Value], base: &str, gemini: bool) -> Result<(), ToolSetError> {
+    fn list(
+        &mut self,
+        items: &[Value],
+        base: &JsonPointer,
+        gemini: bool,
+    ) -> Result<(), ToolSetError> {
         for (i, item) in items.iter().enumerate() {
-            let ptr = format!("{base}/{i}");
+            let ptr = base.with_index(i);
             match item {
                 Value::Object(obj) if is_gemini_entry(obj) => self.gemini_entry(obj, &ptr)?,
                 _ => {
@@ -426,17 +430,21 @@ impl Loader {
     }
 
     /// A Gemini `tools` entry: `{"functionDeclarations": [...]}`, or a built-in tool.
-    fn gemini_entry(&mut self, obj: &Map<String, Value>, ptr: &str) -> Result<(), ToolSetError> {
+    fn gemini_entry(
+        &mut self,
+        obj: &Map<String, Value>,
+        ptr: &JsonPointer,
+    ) -> Result<(), ToolSetError> {
         self.gemini_entries = true;
         for (key, value) in obj {
-            let kptr = format!("{ptr}/{}", escape_pointer(key));
+            let kptr = ptr.with_key(key);
             if GEMINI_DECLARATIONS.contains(&key.as_str()) {
                 self.list(array_at(value, &kptr)?, &kptr, true)?;
             } else if GEMINI_BUILT_IN.contains(&key.as_str()) {
                 self.notes.push(
                     WarningKind::BuiltInTool,
                     None,
-                    kptr,
+                    kptr.to_string(),
                     Some(key),
                     format!(
                         "Gemini built-in tool `{key}` has no declaration in the file: left out \
@@ -447,7 +455,7 @@ impl Loader {
                 self.notes.push(
                     WarningKind::UnknownKey,
                     None,
-                    kptr,
+                    kptr.to_string(),
                     Some(key),
                     format!("unknown key `{key}` in a Gemini tools entry: not read"),
                 );
@@ -482,7 +490,7 @@ impl Loader {
     fn tool(
         &mut self,
         item: &Value,
-        ptr: &str,
+        ptr: &JsonPointer,
         index: usize,
         in_gemini: bool,
     ) -> Result<ToolShape, ToolSetError> {
@@ -490,7 +498,7 @@ impl Loader {
         let Value::Object(obj) = item else {
             return Err(ToolSetError::Tool {
                 tool: anon,
-                pointer: ptr.to_owned(),
+                pointer: ptr.to_string(),
                 message: "expected a tool object".into(),
             });
         };
@@ -505,27 +513,22 @@ impl Loader {
             {
                 return Err(ToolSetError::Tool {
                     tool: anon,
-                    pointer: format!("{ptr}/type"),
+                    pointer: ptr.with_key("type").to_string(),
                     message: format!("unsupported tool type {t}; only \"function\" is supported"),
                 });
             }
             let Value::Object(f) = function else {
                 return Err(ToolSetError::Tool {
                     tool: anon,
-                    pointer: format!("{ptr}/function"),
+                    pointer: ptr.with_key("function").to_string(),
                     message: "expected an object".into(),
                 });
             };
-            (
-                ToolShape::OpenAi,
-                f,
-                format!("{ptr}/function"),
-                "parameters",
-            )
+            (ToolShape::OpenAi, f, ptr.with_key("function"), "parameters")
         } else if obj.contains_key("inputSchema") {
-            (ToolShape::Mcp, obj, ptr.to_owned(), "inputSchema")
+            (ToolShape::Mcp, obj, ptr.clone(), "inputSchema")
         } else if obj.contains_key("input_schema") || type_name == Some("custom") {
-            (ToolShape::Anthropic, obj, ptr.to_owned(), "input_schema")
+            (ToolShape::Anthropic, obj, ptr.clone(), "input_schema")
         } else if let Some(t) = type_name
             && t != "function"
             && !has_schema_key
@@ -536,7 +539,7 @@ impl Loader {
             self.notes.push(
                 WarningKind::BuiltInTool,
                 Some(name),
-                ptr.to_owned(),
+                ptr.to_string(),
                 Some("type"),
                 format!(
                     "tool `{name}` is a built-in tool of type `{t}`: its schema is not in the \
@@ -550,7 +553,7 @@ impl Loader {
             };
             return Ok(shape);
         } else if type_name == Some("function") {
-            (ToolShape::OpenAi, obj, ptr.to_owned(), "parameters")
+            (ToolShape::OpenAi, obj, ptr.clone(), "parameters")
         } else {
             let gemini = in_gemini
                 || obj.contains_key("parametersJsonSchema")
@@ -565,7 +568,7 @@ impl Loader {
             } else {
                 "parameters"
             };
-            (shape, obj, ptr.to_owned(), key)
+            (shape, obj, ptr.clone(), key)
         };
         let name = tool_name(func, &fptr, anon)?;
         let description = match func.get("description") {
@@ -574,7 +577,7 @@ impl Loader {
             Some(_) => {
                 return Err(ToolSetError::Tool {
                     tool: name,
-                    pointer: format!("{fptr}/description"),
+                    pointer: fptr.with_key("description").to_string(),
                     message: "description must be a string".into(),
                 });
             }
@@ -585,18 +588,18 @@ impl Loader {
         {
             return Err(ToolSetError::Tool {
                 tool: name,
-                pointer: format!("{ptr}/parametersJsonSchema"),
+                pointer: ptr.with_key("parametersJsonSchema").to_string(),
                 message: "both \"parameters\" and \"parametersJsonSchema\": give only one".into(),
             });
         }
         self.key_notes(shape, obj, func, ptr, &fptr, &name);
-        let pptr = format!("{fptr}/{schema_key}");
+        let pptr = fptr.with_key(schema_key);
         let parameters = match func.get(schema_key) {
             None | Some(Value::Null) => {
                 self.notes.push(
                     WarningKind::NoSchema,
                     Some(&name),
-                    fptr.clone(),
+                    fptr.to_string(),
                     None,
                     format!("tool `{name}` has no parameter schema: it takes no arguments"),
                 );
@@ -629,11 +632,11 @@ impl Loader {
         if let Some(first) = self.first_at.get(&name) {
             return Err(ToolSetError::Duplicate {
                 name,
-                pointer: ptr.to_owned(),
+                pointer: ptr.to_string(),
                 first: first.clone(),
             });
         }
-        self.first_at.insert(name.clone(), ptr.to_owned());
+        self.first_at.insert(name.clone(), ptr.to_string());
         self.tools.push(Tool {
             name,
             description,
@@ -645,7 +648,7 @@ impl Loader {
         if shows_shape {
             self.shapes.push(shape);
         }
-        self.schema_pointers.push(pptr);
+        self.schema_pointers.push(pptr.to_string());
         Ok(shape)
     }
 
@@ -655,8 +658,8 @@ impl Loader {
         shape: ToolShape,
         obj: &Map<String, Value>,
         func: &Map<String, Value>,
-        ptr: &str,
-        fptr: &str,
+        ptr: &JsonPointer,
+        fptr: &JsonPointer,
         name: &str,
     ) {
         let tool = Some(name);
@@ -739,38 +742,42 @@ fn is_gemini_entry(obj: &Map<String, Value>) -> bool {
 }
 
 /// The array at `pointer`, or a shape error naming it.
-fn array_at<'a>(value: &'a Value, pointer: &str) -> Result<&'a [Value], ToolSetError> {
+fn array_at<'a>(value: &'a Value, pointer: &JsonPointer) -> Result<&'a [Value], ToolSetError> {
     match value {
         Value::Array(items) => Ok(items),
         _ => Err(ToolSetError::Shape {
-            pointer: pointer.to_owned(),
+            pointer: pointer.to_string(),
             message: "expected an array of tools".into(),
         }),
     }
 }
 
 /// The tool's `name`: a non-empty string without quotes or control characters.
-fn tool_name(func: &Map<String, Value>, fptr: &str, anon: String) -> Result<String, ToolSetError> {
+fn tool_name(
+    func: &Map<String, Value>,
+    fptr: &JsonPointer,
+    anon: String,
+) -> Result<String, ToolSetError> {
     let name = match func.get("name") {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         Some(Value::String(_)) => {
             return Err(ToolSetError::Tool {
                 tool: anon,
-                pointer: format!("{fptr}/name"),
+                pointer: fptr.with_key("name").to_string(),
                 message: "empty tool name".into(),
             });
         }
         Some(_) => {
             return Err(ToolSetError::Tool {
                 tool: anon,
-                pointer: format!("{fptr}/name"),
+                pointer: fptr.with_key("name").to_string(),
                 message: "tool name must be a string".into(),
             });
         }
         None => {
             return Err(ToolSetError::Tool {
                 tool: anon,
-                pointer: fptr.to_owned(),
+                pointer: fptr.to_string(),
                 message: "missing \"name\"".into(),
             });
         }
@@ -778,7 +785,7 @@ fn tool_name(func: &Map<String, Value>, fptr: &str, anon: String) -> Result<Stri
     if name.chars().any(|c| c.is_control() || c == '"') {
         return Err(ToolSetError::Tool {
             tool: name,
-            pointer: format!("{fptr}/name"),
+            pointer: fptr.with_key("name").to_string(),
             message: "tool name contains a quote or control character".into(),
         });
     }
@@ -787,10 +794,10 @@ fn tool_name(func: &Map<String, Value>, fptr: &str, anon: String) -> Result<Stri
 
 /// Normalises a tool's `parameters` schema; `ptr` is its JSON pointer in the loaded document.
 /// Errors are `(pointer, message)`.
-pub fn normalise_parameters(schema: &Value, ptr: &str) -> Result<Value, (String, String)> {
+pub fn normalise_parameters(schema: &Value, ptr: &JsonPointer) -> Result<Value, (String, String)> {
     let Value::Object(_) = schema else {
         return Err((
-            ptr.to_owned(),
+            ptr.to_string(),
             "parameters must be a JSON Schema object".into(),
         ));
     };
@@ -812,7 +819,7 @@ pub fn normalise_parameters(schema: &Value, ptr: &str) -> Result<Value, (String,
             Some(Value::String(t)) if t == "object" => {}
             Some(t) => {
                 return Err((
-                    format!("{ptr}/type"),
+                    ptr.with_key("type").to_string(),
                     format!("tool arguments must be an object, found type {t}"),
                 ));
             }
@@ -874,20 +881,20 @@ const SUB_MAP: &[&str] = &[
     "dependentSchemas",
 ];
 
-fn normalise_schema(schema: &Value, ptr: &str) -> Result<Value, (String, String)> {
+fn normalise_schema(schema: &Value, ptr: &JsonPointer) -> Result<Value, (String, String)> {
     let obj = match schema {
         Value::Object(o) => o,
         Value::Bool(_) => return Ok(schema.clone()),
         _ => {
             return Err((
-                ptr.to_owned(),
+                ptr.to_string(),
                 "expected a schema (object or boolean)".into(),
             ));
         }
     };
     let mut out = Map::new();
     for (key, value) in obj {
-        let kptr = format!("{ptr}/{}", escape_pointer(key));
+        let kptr = ptr.with_key(key);
         let new = match key.as_str() {
             "type" => match normalise_type(value, &kptr)? {
                 Some(t) => t,
@@ -903,18 +910,28 @@ fn normalise_schema(schema: &Value, ptr: &str) -> Result<Value, (String, String)
             k if SUB_ONE.contains(&k) => normalise_schema(value, &kptr)?,
             k if SUB_LIST.contains(&k) => match value {
                 Value::Array(list) => Value::Array(normalise_list(list, &kptr)?),
-                _ => return Err((kptr, format!("\"{k}\" must be an array of schemas"))),
+                _ => {
+                    return Err((
+                        kptr.to_string(),
+                        format!("\"{k}\" must be an array of schemas"),
+                    ));
+                }
             },
             k if SUB_MAP.contains(&k) => match value {
                 Value::Object(m) => {
                     let mut nm = Map::new();
                     for (pk, pv) in m {
-                        let pptr = format!("{kptr}/{}", escape_pointer(pk));
+                        let pptr = kptr.with_key(pk);
                         nm.insert(pk.clone(), normalise_schema(pv, &pptr)?);
                     }
                     Value::Object(nm)
                 }
-                _ => return Err((kptr, format!("\"{k}\" must be an object of schemas"))),
+                _ => {
+                    return Err((
+                        kptr.to_string(),
+                        format!("\"{k}\" must be an object of schemas"),
+                    ));
+                }
             },
             _ => value.clone(),
         };
@@ -932,26 +949,26 @@ fn has_composition(m: &Map<String, Value>) -> bool {
         .any(|k| m.contains_key(*k))
 }
 
-fn normalise_list(list: &[Value], ptr: &str) -> Result<Vec<Value>, (String, String)> {
+fn normalise_list(list: &[Value], ptr: &JsonPointer) -> Result<Vec<Value>, (String, String)> {
     list.iter()
         .enumerate()
-        .map(|(i, s)| normalise_schema(s, &format!("{ptr}/{i}")))
+        .map(|(i, s)| normalise_schema(s, &ptr.with_index(i)))
         .collect()
 }
 
 /// Returns the normalised `type` value, or `None` when the type constraint disappears (`any`).
-fn normalise_type(value: &Value, ptr: &str) -> Result<Option<Value>, (String, String)> {
-    let one = |name: &str, p: &str| -> Result<Option<&'static str>, (String, String)> {
-        json_type_for(name).ok_or_else(|| (p.to_owned(), format!("unknown type name \"{name}\"")))
+fn normalise_type(value: &Value, ptr: &JsonPointer) -> Result<Option<Value>, (String, String)> {
+    let one = |name: &str, p: &JsonPointer| -> Result<Option<&'static str>, (String, String)> {
+        json_type_for(name).ok_or_else(|| (p.to_string(), format!("unknown type name \"{name}\"")))
     };
     match value {
         Value::String(s) => Ok(one(s, ptr)?.map(|t| Value::String(t.into()))),
         Value::Array(list) => {
             let mut out: Vec<Value> = Vec::new();
             for (i, v) in list.iter().enumerate() {
-                let p = format!("{ptr}/{i}");
+                let p = ptr.with_index(i);
                 let Value::String(s) = v else {
-                    return Err((p, "type names must be strings".into()));
+                    return Err((p.to_string(), "type names must be strings".into()));
                 };
                 match one(s, &p)? {
                     None => return Ok(None),
@@ -966,15 +983,10 @@ fn normalise_type(value: &Value, ptr: &str) -> Result<Option<Value>, (String, St
             Ok(Some(Value::Array(out)))
         }
         _ => Err((
-            ptr.to_owned(),
+            ptr.to_string(),
             "\"type\" must be a string or an array of strings".into(),
         )),
     }
-}
-
-/// Escapes a key for use in a JSON pointer (`~` → `~0`, `/` → `~1`).
-pub fn escape_pointer(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
 
 /// Closes objects: every object schema that declares `properties` and has none of

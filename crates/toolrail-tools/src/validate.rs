@@ -27,6 +27,7 @@ use crate::envelope::{self, Format, ParseError, Parsed, RawCall};
 use crate::toolset::{Tool, ToolSet};
 use serde_json::Value;
 use std::collections::HashMap;
+use toolrail_schema::JsonPointer;
 
 /// A tool's schema could not be compiled by the `jsonschema` crate.
 #[derive(Debug, thiserror::Error)]
@@ -393,9 +394,9 @@ fn push_grouped(groups: &mut Vec<(String, Vec<String>)>, pointer: &str, name: St
     }
 }
 
+/// The first segment of `pointer`, unescaped (the argument an error is about).
 fn first_segment(pointer: &str) -> Option<String> {
-    let seg = pointer.strip_prefix('/')?.split('/').next()?;
-    Some(seg.replace("~1", "/").replace("~0", "~"))
+    JsonPointer::parse(pointer).ok()?.segments().next()
 }
 
 fn kind_of(v: &Value) -> &'static str {

@@ -613,8 +613,8 @@ fn locate_in_schema(
     let inner = pointer.trim_start_matches('#');
     let mut candidates = vec![
         format!(
-            "{schema}{inner}/{}",
-            toolrail_tools::toolset::escape_pointer(keyword)
+            "{schema}{inner}{}",
+            toolrail_tools::JsonPointer::root().with_key(keyword)
         ),
         format!("{schema}{inner}"),
     ];

@@ -7,15 +7,10 @@ use std::ops::Range;
 /// text is not well-formed JSON up to there or the pointer leads nowhere. For a member of an
 /// object the range covers `"key": value`.
 pub fn locate(text: &str, pointer: &str) -> Option<Range<usize>> {
-    let tokens: Vec<String> = if pointer.is_empty() {
-        Vec::new()
-    } else {
-        pointer
-            .strip_prefix('/')?
-            .split('/')
-            .map(|t| t.replace("~1", "/").replace("~0", "~"))
-            .collect()
-    };
+    let tokens: Vec<String> = toolrail_tools::JsonPointer::parse(pointer)
+        .ok()?
+        .segments()
+        .collect();
     let mut s = Scanner {
         bytes: text.as_bytes(),
         at: 0,

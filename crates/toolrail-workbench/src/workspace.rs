@@ -684,16 +684,16 @@ fn checked(path: &Path, mut workspace: Workspace, bytes: &[u8]) -> Loaded {
 /// it) does not have, skipping the opaque layout. Iterative, so any nesting is fine.
 fn unknown_keys(read: &serde_json::Value, known: &serde_json::Value) -> Vec<String> {
     let mut out = Vec::new();
-    let mut todo = vec![(read, known, String::new())];
+    let mut todo = vec![(read, known, toolrail_tools::JsonPointer::root())];
     while let Some((read, known, pointer)) = todo.pop() {
         let (Some(read), Some(known)) = (read.as_object(), known.as_object()) else {
             continue;
         };
         for (key, value) in read {
-            let at = format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
+            let at = pointer.with_key(key);
             match known.get(key) {
-                None => out.push(at),
-                Some(_) if pointer.is_empty() && key == "layout" => {}
+                None => out.push(at.to_string()),
+                Some(_) if pointer.is_root() && key == "layout" => {}
                 Some(known_value) => todo.push((value, known_value, at)),
             }
         }

@@ -1045,3 +1045,20 @@ fn a_schema_no_value_satisfies_is_an_error_naming_its_keywords() {
     // A schema that matches something is unchanged.
     assert!(schema_to_gbnf(&json!({"type": "string"}), &ConvertOptions::default()).is_ok());
 }
+
+#[test]
+fn a_converted_enum_records_its_location() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"sortBy": {"enum": ["name", "size", "mtime"]}}
+    });
+    let mut conv = toolrail_schema::SchemaConverter::new(ConvertOptions::default());
+    conv.add_schema("args-ls", &schema).expect("converts");
+    let found = conv
+        .rule_locations()
+        .into_iter()
+        .find(|(_, l)| l.pointer == "/properties/sortBy")
+        .expect("the enum's rule has a location");
+    assert_eq!(found.1.document, "args-ls");
+    assert!(found.0.starts_with("args-ls"), "{found:?}");
+}

@@ -53,6 +53,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::call::ToolCall;
+use crate::envelope::Format;
 use pylit::PyArg;
 use relaxed::{offset_of, parse_relaxed};
 use scan::{Brackets, Quotes, ScanEnd, balanced_end};
@@ -273,23 +274,23 @@ impl Extractor<'_> {
 
     /// Pattern 1: `<tool_call>...</tool_call>`.
     fn tool_call_tags(&mut self) {
-        const OPEN: &str = "<tool_call>";
-        const CLOSE: &str = "</tool_call>";
+        let hermes = Format::Hermes.spec();
+        let (open_tag, close_tag) = (hermes.open.trim(), hermes.close.trim());
         let text = self.text;
         let mut from = 0;
-        while let Some(rel) = text[from..].find(OPEN) {
+        while let Some(rel) = text[from..].find(open_tag) {
             let start = from + rel;
-            let body_start = start + OPEN.len();
+            let body_start = start + open_tag.len();
             // A close tag only counts if no other `<tool_call>` opens before it.
-            let close = text[body_start..].find(CLOSE).filter(|close_rel| {
+            let close = text[body_start..].find(close_tag).filter(|close_rel| {
                 text[body_start..]
-                    .find(OPEN)
+                    .find(open_tag)
                     .is_none_or(|open_rel| open_rel > *close_rel)
             });
             match close {
                 Some(close_rel) => {
                     let body_end = body_start + close_rel;
-                    let end = body_end + CLOSE.len();
+                    let end = body_end + close_tag.len();
                     let parsed = self.parse_block_body(body_start..body_end);
                     self.accept(CallPattern::ToolCallTag, start..end, start..end, parsed);
                     from = end;
@@ -418,13 +419,13 @@ impl Extractor<'_> {
 
     /// Pattern 5: `call:verb{...}` with the sentinel rule and the `_call:` artifact.
     fn gemma_calls(&mut self, inside_envelopes: &[Range<usize>]) {
-        const KEYWORD: &str = "call:";
+        let keyword = Format::Gemma.spec().open;
         let text = self.text;
         let bytes = text.as_bytes();
         let mut from = 0;
-        while let Some(rel) = text[from..].find(KEYWORD) {
+        while let Some(rel) = text[from..].find(keyword) {
             let start = from + rel;
-            from = start + KEYWORD.len();
+            from = start + keyword.len();
             if self.is_claimed(start) || strictly_inside(inside_envelopes, start) {
                 continue;
             }
@@ -659,12 +660,12 @@ enum GemmaCandidate {
 /// Reads `call:verb{args}` starting at `start` (the `c` of `call:`; a `_` just before it is
 /// the tokenizer artifact and joins the span). The sentinel rule is the caller's business.
 fn gemma_call_at(text: &str, start: usize, relaxed: &Brackets) -> GemmaCandidate {
-    const KEYWORD: &str = "call:";
+    let keyword = Format::Gemma.spec().open;
     let bytes = text.as_bytes();
-    if !text[start..].starts_with(KEYWORD) {
+    if !text[start..].starts_with(keyword) {
         return GemmaCandidate::NotACall { skip_to: start + 1 };
     }
-    let verb_start = start + KEYWORD.len();
+    let verb_start = start + keyword.len();
     let verb_len = bytes[verb_start..]
         .iter()
         .take_while(|c| c.is_ascii_alphanumeric() || b"_.:-".contains(c))
