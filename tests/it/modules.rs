@@ -15,12 +15,6 @@ use std::path::{Path, PathBuf};
 /// modules of one cycle (their paths below the crate root, `""` for the root). Every other
 /// crate, and every other cycle, must be free of cycles.
 const ALLOWED: &[(&str, &[&str])] = &[
-    // being removed: the generation worker, its records, sampling, the lazy gate and the
-    // reasoning budget refer to each other (the one stepping path takes them apart)
-    (
-        "toolrail-llm",
-        &["lazy_gate", "reasoning_budget", "record", "sampling", "worker"],
-    ),
     // being removed: the panes use the shell's `Shared` state and status types from the crate
     // root, which names the panes (the panes/shell split moves that state into a module)
     (
