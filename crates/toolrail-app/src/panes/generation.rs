@@ -634,7 +634,7 @@ fn refresh_note(ui: &mut egui::Ui, shared: &Shared) {
     };
     ui.label(
         RichText::new(format!(
-            "Refreshing every {:.2} s while generating{why}; View ▸ Refresh while generating",
+            "Refreshing every {:.2} s while generating{why}; see Refresh while generating in the View menu",
             pace.as_secs_f64()
         ))
         .weak(),
