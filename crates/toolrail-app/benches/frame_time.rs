@@ -41,6 +41,8 @@ struct Size {
     tools: usize,
     /// Whether frames are drawn (rasterised) too.
     draw: bool,
+    /// Frames timed after the pasted list has settled.
+    settled_frames: usize,
 }
 
 /// Frame times of one scenario, in ms.
@@ -87,7 +89,8 @@ fn corpus_tools() -> Result<Vec<Value>, String> {
     files.sort();
     let mut tools = Vec::new();
     for file in files {
-        let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
         let value: Value =
             serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
         if let Some(list) = value.get("tools").and_then(Value::as_array) {
@@ -100,18 +103,22 @@ fn corpus_tools() -> Result<Vec<Value>, String> {
     Ok(tools)
 }
 
-/// An MCP `tools/list` result of `n` tools (the corpus's tools in turn, renamed on each
-/// repeat), and its last tool's name.
+/// An MCP `tools/list` result of `n` tools (the corpus's tools in turn, a name already taken
+/// given the first free `_1`, `_2`, ... suffix), and its last tool's name.
 fn mcp_list(corpus: &[Value], n: usize) -> (String, String) {
+    let mut taken = std::collections::HashSet::new();
     let tools: Vec<Value> = (0..n)
         .map(|i| {
             let mut tool = corpus[i % corpus.len()].clone();
-            let round = i / corpus.len();
-            if round > 0
-                && let Some(name) = tool.get("name").and_then(Value::as_str)
-            {
-                tool["name"] = json!(format!("{name}_{round}"));
+            let name = tool.get("name").and_then(Value::as_str).unwrap_or("tool");
+            let mut unique = name.to_owned();
+            let mut round = 0;
+            while taken.contains(&unique) {
+                round += 1;
+                unique = format!("{name}_{round}");
             }
+            taken.insert(unique.clone());
+            tool["name"] = json!(unique);
             tool
         })
         .collect();
@@ -225,7 +232,12 @@ fn streaming(model: PathBuf, size: &Size) -> Result<Times, String> {
         },
     )?;
     let app = harness.state();
-    let tokens = app.shared.run.controller.latest().map_or(0, |r| r.tokens.len());
+    let tokens = app
+        .shared
+        .run
+        .controller
+        .latest()
+        .map_or(0, |r| r.tokens.len());
     println!(
         "streaming: {tokens} tokens of the weather sample on the test model ({} decoding threads)",
         toolrail_llm::threads_beside_a_window()
@@ -268,10 +280,27 @@ fn pasting(corpus: &[Value], size: &Size) -> Result<Times, String> {
                 && std::fs::read_to_string(&workspace_file).is_ok_and(|t| t.contains(&last))
         },
     )?;
+    // A few more frames with the list shown (its tool list and editor drawn, nothing pending).
+    let mut more = 0;
+    frames_until(
+        &mut harness,
+        Some(&mut times),
+        size.draw,
+        "more frames",
+        Duration::from_secs(300),
+        |_| {
+            more += 1;
+            more > size.settled_frames
+        },
+    )?;
     let app = harness.state();
     if app.shared.workspace.schema.text != list {
         return Err("the paste did not reach the schema editor".into());
     }
+    if let Some(issue) = &app.shared.analysis.schema_issue {
+        return Err(format!("the pasted list does not load: {}", issue.message));
+    }
+
     println!(
         "pasting: {} tools ({} KB of JSON), {} read, grammar {} KB; the analysis took {:.0} ms \
          off the UI thread",
@@ -291,12 +320,14 @@ fn main() {
             tokens: 96,
             tools: 500,
             draw: true,
+            settled_frames: 30,
         }
     } else {
         Size {
             tokens: 6,
             tools: 40,
             draw: false,
+            settled_frames: 2,
         }
     };
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
