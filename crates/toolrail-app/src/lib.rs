@@ -981,8 +981,11 @@ fn menu_bar(ui: &mut egui::Ui, shared: &mut Shared) {
 /// A menu item for `action`: its label and shortcut, greyed out when the action is not
 /// enabled now (its shortcut then does nothing either); a click queues it.
 fn action_item(ui: &mut egui::Ui, shared: &mut Shared, action: Action) {
-    let button =
-        egui::Button::new(action.label()).shortcut_text(shortcuts::text(ui.ctx(), &action));
+    let mut button = egui::Button::new(action.label());
+    let keys = shortcuts::text(ui.ctx(), &action);
+    if !keys.is_empty() {
+        button = button.shortcut_text(keys);
+    }
     let mut response = ui.add_enabled(shared.enabled(&action), button);
     if action == Action::Pause {
         response = response.on_hover_text("Pause the running generation after its current token");
