@@ -9,6 +9,7 @@ use toolrail_workbench::conversation::{
     CallMode, Conversation, ConversationSession, ConversationSettings, Next, Turn,
 };
 use toolrail_workbench::run::family_for;
+use toolrail_workbench::tasks::OpenedConversation;
 
 use crate::Shared;
 use crate::dialogs::FileRequest;
@@ -32,9 +33,6 @@ pub struct ConversationView {
 impl ConversationView {
     /// Draws the window when open, and moves the conversation on when its run has ended.
     pub fn show(&mut self, ctx: &egui::Context, shared: &mut Shared) {
-        if let Some((request, path)) = shared.conversation_file.take() {
-            self.file_chosen(request, &path, shared);
-        }
         if let Some(session) = &mut self.session {
             let analysis = std::sync::Arc::clone(&shared.analysis);
             if let Some(error) = session.poll(&mut shared.run, &analysis) {
@@ -162,49 +160,32 @@ impl ConversationView {
         }
     }
 
-    /// Saves the conversation to `path` (JSON, and Markdown beside it), or opens the one at
-    /// `path` and replays it: each assistant turn's pool and grammar rebuilt and compared with
-    /// what was recorded.
-    pub fn file_chosen(
+    /// The conversation under way, to save (`None`: there is none).
+    pub fn to_save(&self) -> Option<Conversation> {
+        self.session.as_ref().map(|s| s.conversation.clone())
+    }
+
+    /// Shows a conversation read from `path` (the file task replayed it: each assistant turn's
+    /// pool and grammar rebuilt and compared with what was recorded), or says why it could not
+    /// be read.
+    pub fn opened(
         &mut self,
-        request: FileRequest,
         path: &std::path::Path,
+        result: Result<OpenedConversation, String>,
         shared: &mut Shared,
     ) {
-        match request {
-            FileRequest::SaveConversation => {
-                let Some(session) = &self.session else {
-                    shared.error("no conversation to save: start one first");
-                    return;
-                };
-                let markdown = path.with_extension("md");
-                let saved = session
-                    .conversation
-                    .save(path)
-                    .and_then(|()| session.conversation.save_markdown(&markdown));
-                match saved {
-                    Ok(()) => shared.message(format!(
-                        "conversation written to {} and {}",
-                        path.display(),
-                        markdown.display()
-                    )),
-                    Err(e) => shared.error(e.to_string()),
-                }
+        match result {
+            Ok((conversation, replay)) => {
+                self.replay_summary = Some(match replay {
+                    Ok(steps) => replay_words(&steps),
+                    Err(e) => format!("replay failed: {e}"),
+                });
+                self.session = Some(ConversationSession::new(*conversation));
+                self.open = true;
+                self.input.clear();
+                shared.message(format!("conversation opened from {}", path.display()));
             }
-            FileRequest::OpenConversation => match Conversation::load(path) {
-                Ok(conversation) => {
-                    self.replay_summary = Some(match conversation.replay() {
-                        Ok(steps) => replay_words(&steps),
-                        Err(e) => format!("replay failed: {e}"),
-                    });
-                    self.session = Some(ConversationSession::new(conversation));
-                    self.open = true;
-                    self.input.clear();
-                    shared.message(format!("conversation opened from {}", path.display()));
-                }
-                Err(e) => shared.error(e.to_string()),
-            },
-            _ => shared.error("this file choice is not one the Conversation window handles"),
+            Err(e) => shared.error(e),
         }
     }
 

@@ -10,90 +10,12 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, TryRecvError, bounded};
+pub use toolrail_workbench::actions::FileRequest;
 use toolrail_workbench::paths::{self, Completion, PathUse};
 
 /// A native dialog that answers "nothing chosen" sooner than this never showed (no person
 /// cancels a dialog this fast): the path field is offered instead.
 const CLOSED_AT_ONCE: Duration = Duration::from_millis(250);
-
-/// What a file dialog was opened for: decides what happens to the chosen path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FileRequest {
-    /// Load a GGUF model.
-    OpenGguf,
-    /// Open a tool set or JSON Schema into the editor.
-    OpenSchema,
-    /// Save the editor's JSON.
-    SaveSchema,
-    /// Open a transcript for replay.
-    OpenTranscript,
-    /// Export the transcript (JSON and Markdown).
-    ExportTranscript,
-    /// Import a `.gbnf` as the hand-edited grammar.
-    ImportGrammar,
-    /// Export the grammar in force as `.gbnf`.
-    ExportGrammar,
-    /// Switch to another workspace file.
-    OpenWorkspace,
-    /// Save the workspace to a new file and keep saving there.
-    SaveWorkspaceAs,
-    /// Save the Conversation window's conversation (JSON; Markdown beside it).
-    SaveConversation,
-    /// Open a saved conversation into the Conversation window (and replay it).
-    OpenConversation,
-    /// Open a chat template file for the llama.cpp template source.
-    OpenTemplate,
-}
-
-impl FileRequest {
-    /// Whether the path is read (an existing file) or written.
-    pub fn path_use(self) -> PathUse {
-        match self {
-            FileRequest::OpenGguf
-            | FileRequest::OpenSchema
-            | FileRequest::OpenTranscript
-            | FileRequest::ImportGrammar
-            | FileRequest::OpenWorkspace
-            | FileRequest::OpenConversation
-            | FileRequest::OpenTemplate => PathUse::Open,
-            FileRequest::SaveSchema
-            | FileRequest::ExportTranscript
-            | FileRequest::ExportGrammar
-            | FileRequest::SaveWorkspaceAs
-            | FileRequest::SaveConversation => PathUse::Save,
-        }
-    }
-
-    /// What the user is asked for, as a title.
-    pub fn title(self) -> &'static str {
-        match self {
-            FileRequest::OpenGguf => "Open a GGUF model",
-            FileRequest::OpenSchema => "Open a tool set or JSON Schema",
-            FileRequest::SaveSchema => "Save the editor's JSON",
-            FileRequest::OpenTranscript => "Open a transcript",
-            FileRequest::ExportTranscript => "Export the transcript (JSON; Markdown beside it)",
-            FileRequest::ImportGrammar => "Import a .gbnf grammar",
-            FileRequest::ExportGrammar => "Export the grammar as .gbnf",
-            FileRequest::OpenWorkspace => "Open a workspace",
-            FileRequest::SaveWorkspaceAs => "Save the workspace as",
-            FileRequest::SaveConversation => "Save the conversation (JSON; Markdown beside it)",
-            FileRequest::OpenConversation => "Open a conversation",
-            FileRequest::OpenTemplate => "Open a chat template (.jinja)",
-        }
-    }
-
-    /// The file name a save starts from.
-    pub fn default_name(self) -> &'static str {
-        match self {
-            FileRequest::SaveSchema => "tools.json",
-            FileRequest::ExportTranscript => "transcript.json",
-            FileRequest::ExportGrammar => "grammar.gbnf",
-            FileRequest::SaveWorkspaceAs => "workspace.json",
-            FileRequest::SaveConversation => "conversation.json",
-            _ => "",
-        }
-    }
-}
 
 /// The in-app path field shown instead of a native dialog.
 #[derive(Debug, Clone)]

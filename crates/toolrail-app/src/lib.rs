@@ -12,10 +12,16 @@ use std::time::{Duration, Instant};
 
 use dialogs::{FileDialogs, FileRequest};
 use toolrail_workbench::Repaint;
-use toolrail_workbench::actions::Action;
-use toolrail_workbench::analysis::{Analysis, AnalysisInput, Analyzer};
-use toolrail_workbench::run::{RunSettings, RunState};
-use toolrail_workbench::workspace::{self, Autosave, LiveRefresh, RecentKind, Theme, Workspace};
+use toolrail_workbench::actions::{Action, Situation};
+use toolrail_workbench::analysis::{Analysis, AnalysisInput};
+use toolrail_workbench::analyzer::{Analyzer, Job, LoadedModel, PreviewInput};
+use toolrail_workbench::pasted::PastedCheck;
+use toolrail_workbench::run::PromptPreview;
+use toolrail_workbench::run::{LoadState, RunError, RunPhase, RunSettings, RunState};
+use toolrail_workbench::tasks::{self, Done, Task, Tasks};
+use toolrail_workbench::workspace::{
+    self, Autosave, GrammarSource, LiveRefresh, RecentKind, Theme, Workspace,
+};
 
 pub mod conversation_view;
 pub mod dialogs;
@@ -96,16 +102,21 @@ pub struct Shared {
     /// Messages for the status bar (outcomes and errors of saves, loads, exports), newest last;
     /// each is shown until it expires (see [`StatusMessage`]) and listed on hover after.
     pub messages: Vec<StatusMessage>,
-    /// The file dialog that may be open (answers arrive on a later frame).
+    /// The file dialog that may be open (its answer is queued as [`Action::FileChosen`]).
     pub dialogs: FileDialogs,
-    /// A workspace file to switch to or save as, handled by the app (which owns autosave).
-    pub workspace_file: Option<(FileRequest, PathBuf)>,
     /// What draws the window's frames (decides the live refresh's pace under Auto).
     pub renderer: renderer::Renderer,
     /// Run ▸ Conversation… was chosen: the app opens the Conversation window.
     pub open_conversation: bool,
-    /// A conversation file chosen to save to or open, handled by the Conversation window.
-    pub conversation_file: Option<(FileRequest, PathBuf)>,
+    /// A model output pasted into the Validator pane (checked on the analysis thread).
+    pub pasted_output: String,
+    /// The verdicts on a pasted output, with the text they are for.
+    pub pasted_check: Option<(String, PastedCheck)>,
+    /// Set by the Generation pane on every frame it shows the prompt preview: the next
+    /// analysis builds the preview too.
+    pub preview_wanted: bool,
+    /// The prompt preview from the analysis thread (when it was wanted), or why there is none.
+    pub preview: Option<Result<PromptPreview, String>>,
     repaint: Repaint,
 }
 
@@ -144,37 +155,30 @@ impl Shared {
         }
     }
 
-    /// Does what the chosen file was asked for (files opened go to the recent files).
+    /// Queues what a chosen file was asked for (the shell applies it on the next frame, in
+    /// [`ToolrailApp`]'s one place for chosen files).
     pub fn file_chosen(&mut self, request: FileRequest, path: PathBuf) {
-        let recent = match request {
-            FileRequest::OpenGguf => Some(RecentKind::Model),
-            FileRequest::OpenSchema => Some(RecentKind::Schema),
-            FileRequest::OpenTranscript => Some(RecentKind::Transcript),
-            FileRequest::ImportGrammar => Some(RecentKind::Grammar),
-            FileRequest::OpenWorkspace => Some(RecentKind::Workspace),
-            _ => None,
-        };
-        if let Some(kind) = recent {
-            self.workspace.remember_recent(kind, &path);
+        self.queue(Action::FileChosen(request, path));
+        self.request_repaint();
+    }
+
+    /// What decides which actions can be taken now ([`Action::enabled`]).
+    pub fn situation(&self) -> Situation {
+        let controller = &self.run.controller;
+        let active = controller.active().map(|r| r.phase);
+        Situation {
+            loading: matches!(controller.load_state(), LoadState::Loading { .. }),
+            active: active.is_some(),
+            paused: matches!(active, Some(RunPhase::Paused { .. })),
+            running: matches!(active, Some(RunPhase::Running | RunPhase::Queued)),
+            grammar: !self.analysis.grammar_text.is_empty(),
+            exportable_run: self.run.export_target().is_some(),
         }
-        match request {
-            FileRequest::OpenWorkspace | FileRequest::SaveWorkspaceAs => {
-                self.workspace_file = Some((request, path));
-            }
-            FileRequest::SaveConversation | FileRequest::OpenConversation => {
-                self.conversation_file = Some((request, path));
-            }
-            FileRequest::OpenGguf => panes::generation::open_gguf(self, path),
-            FileRequest::OpenSchema => panes::tools::open_schema(self, path),
-            FileRequest::OpenTemplate => panes::tools::open_template(self, path),
-            FileRequest::SaveSchema => panes::tools::save_schema(self, path),
-            FileRequest::OpenTranscript => panes::transcript::open_from(self, &path),
-            FileRequest::ExportTranscript => {
-                panes::transcript::export_to(self, &path);
-            }
-            FileRequest::ImportGrammar => panes::grammar::import_grammar(self, path),
-            FileRequest::ExportGrammar => panes::grammar::export_grammar_to(self, &path),
-        }
+    }
+
+    /// Whether `action` can be taken now (buttons, menu items and shortcuts all ask this).
+    pub fn enabled(&self, action: &Action) -> bool {
+        action.enabled(&self.situation())
     }
 
     /// Reads the run settings from the workspace once, and writes them back when they change.
@@ -383,7 +387,12 @@ pub struct ToolrailApp {
     pub panes: Panes,
     tree: egui_tiles::Tree<PaneKind>,
     analyzer: Analyzer,
-    autosave: Option<Autosave>,
+    /// File reads and writes (the workspace's autosave among them), off the UI thread.
+    tasks: Tasks,
+    /// The workspace as last handed to the autosave (`None`: saving is off).
+    sent: Option<Workspace>,
+    /// Another workspace is being opened: autosave hears of no change until it is.
+    opening: bool,
     options: AppOptions,
     screenshot: Option<screenshot::Screenshot>,
     applied_theme: Option<Theme>,
@@ -409,13 +418,10 @@ impl ToolrailApp {
             .and_then(|v| serde_json::from_value(v.clone()).ok());
         let fresh_layout = saved_layout.is_none();
         let mut tree = saved_layout.unwrap_or_else(default_layout);
-        let autosave = options.autosave.then(|| {
-            Autosave::new(
-                loaded.save_path.clone(),
-                &loaded.workspace,
-                Duration::from_secs(1),
-            )
-        });
+        let autosave = options
+            .autosave
+            .then(|| Autosave::new(loaded.save_path.clone(), &loaded.workspace, tasks::DELAY));
+        let sent = options.autosave.then(|| loaded.workspace.clone());
         let mut shared = Shared {
             workspace: loaded.workspace,
             analysis: Arc::new(Analysis::default()),
@@ -425,10 +431,12 @@ impl ToolrailApp {
             grammar_focus: GrammarFocus::default(),
             messages: Vec::new(),
             dialogs: FileDialogs::default(),
-            workspace_file: None,
             renderer: renderer::Renderer::Unknown,
             open_conversation: false,
-            conversation_file: None,
+            pasted_output: String::new(),
+            pasted_check: None,
+            preview_wanted: false,
+            preview: None,
             repaint: Arc::clone(&repaint),
         };
         shared.run.demo = options.demo_run;
@@ -451,8 +459,10 @@ impl ToolrailApp {
             shared,
             panes: Panes::default(),
             tree,
-            analyzer: Analyzer::start(Duration::from_millis(150), repaint),
-            autosave,
+            analyzer: Analyzer::start(Duration::from_millis(150), Arc::clone(&repaint)),
+            tasks: Tasks::start(autosave, repaint),
+            sent,
+            opening: false,
             options,
             screenshot,
             applied_theme: None,
@@ -469,19 +479,36 @@ impl ToolrailApp {
         app
     }
 
-    /// Submits the current workspace to the analysis thread and takes any finished analysis.
+    /// Submits what the panes show (the workspace, the pasted output, the prompt preview while
+    /// it is shown) to the analysis thread and takes any finished result.
     fn analyse(&mut self) {
-        let mut input =
-            AnalysisInput::from_workspace(&self.shared.workspace, self.shared.test_cursor);
-        input.model = (self.shared.run.controller.model()).map(|m| m.info().path.clone());
-        let submitted = self.analyzer.submit(input);
+        let shared = &mut self.shared;
+        let mut input = AnalysisInput::from_workspace(&shared.workspace, shared.test_cursor);
+        let model = shared.run.controller.model();
+        input.model = model.map(|m| m.info().path.clone());
+        let preview = std::mem::take(&mut shared.preview_wanted).then(|| {
+            let mut setup = shared.run.setup(&shared.analysis);
+            setup.user.clone_from(&shared.workspace.prompt);
+            PreviewInput {
+                setup,
+                model: model.cloned().map(LoadedModel),
+            }
+        });
+        let job = Job {
+            input,
+            pasted: shared.pasted_output.clone(),
+            preview,
+        };
+        let submitted = self.analyzer.submit(job);
         let result = if submitted && self.options.settle {
             self.analyzer.wait_settled(Duration::from_secs(60))
         } else {
             self.analyzer.poll()
         };
-        if let Some(analysis) = result {
-            self.shared.analysis = Arc::new(analysis);
+        if let Some(done) = result {
+            shared.analysis = Arc::new(done.analysis);
+            shared.pasted_check = done.pasted.map(|check| (done.job.pasted, check));
+            shared.preview = done.preview;
         }
     }
 
@@ -513,90 +540,264 @@ impl ToolrailApp {
         self.shared.workspace.layout = serde_json::to_value(&self.tree).ok();
     }
 
-    /// Handles the actions this layer owns (workspace saving, grammar export).
+    /// Applies the actions this layer owns (saving, exports, pausing, chosen files) and leaves
+    /// the run actions for the run state.
     fn handle_actions(&mut self) {
         let actions = std::mem::take(&mut self.shared.actions);
         for action in actions {
             match action {
                 Action::SaveWorkspace => self.save_now(),
-                Action::ExportGrammar => {
-                    panes::grammar::export_grammar(&mut self.shared);
-                }
+                Action::ExportGrammar => panes::grammar::export_grammar(&mut self.shared),
+                Action::Pause => self.shared.run.controller.pause(),
+                Action::FileChosen(request, path) => self.file_chosen(request, path),
                 other => self.shared.actions.push(other),
             }
         }
     }
 
-    /// Opens another workspace file (saving this one first), or saves this one under a new
-    /// name; either way autosave writes to the new file from then on.
-    fn workspace_file(&mut self, request: FileRequest, path: &std::path::Path) {
-        self.store_layout();
+    /// The one place a chosen file is handled: remembered among the recent files when opened,
+    /// then read or written by the file tasks (or handed to what owns it: the model loader,
+    /// the replay, the Conversation window).
+    fn file_chosen(&mut self, request: FileRequest, path: PathBuf) {
+        let shared = &mut self.shared;
+        let recent = match request {
+            FileRequest::OpenGguf => Some(RecentKind::Model),
+            FileRequest::OpenSchema => Some(RecentKind::Schema),
+            FileRequest::OpenTranscript => Some(RecentKind::Transcript),
+            FileRequest::ImportGrammar => Some(RecentKind::Grammar),
+            FileRequest::OpenWorkspace => Some(RecentKind::Workspace),
+            _ => None,
+        };
+        if let Some(kind) = recent {
+            shared.workspace.remember_recent(kind, &path);
+        }
         match request {
             FileRequest::OpenWorkspace => {
-                self.save_now();
-                let recent = self.shared.workspace.recent.clone();
-                let loaded = workspace::load(path);
-                self.shared.workspace = loaded.workspace;
+                self.store_layout();
+                self.opening = true;
+                let current = Box::new(self.shared.workspace.clone());
+                self.tasks.send(Task::OpenWorkspace { path, current });
+            }
+            FileRequest::SaveWorkspaceAs => {
+                self.store_layout();
+                let ws = self.shared.workspace.clone();
+                self.tasks.send(Task::SaveWorkspaceAs(path, Box::new(ws)));
+            }
+            FileRequest::SaveConversation => match self.conversation.to_save() {
+                Some(conversation) => self.tasks.send(Task::SaveConversation {
+                    conversation: Box::new(conversation),
+                    markdown: path.with_extension("md"),
+                    json: path,
+                }),
+                None => shared.error("no conversation to save: start one first"),
+            },
+            FileRequest::OpenConversation => self.tasks.send(Task::OpenConversation(path)),
+            FileRequest::OpenGguf => panes::generation::open_gguf(shared, path),
+            FileRequest::OpenTranscript => panes::transcript::open_from(shared, &path),
+            FileRequest::OpenSchema | FileRequest::OpenTemplate | FileRequest::ImportGrammar => {
+                self.tasks.send(Task::Read { path, request });
+            }
+            FileRequest::SaveSchema => self.tasks.send(Task::Write {
+                path,
+                bytes: shared.workspace.schema.text.clone().into_bytes(),
+                request,
+            }),
+            FileRequest::ExportGrammar => self.tasks.send(Task::Write {
+                path,
+                bytes: shared.analysis.grammar_text.clone().into_bytes(),
+                request,
+            }),
+            FileRequest::ExportTranscript => {
+                let Some(id) = shared.run.export_target() else {
+                    shared.error("no run has ended yet: nothing to export");
+                    return;
+                };
+                match shared.run.controller.run(id) {
+                    Some(run) if run.finish.is_some() => {
+                        let transcript = Box::new(run.transcript());
+                        let markdown = path.with_extension("md");
+                        self.tasks.send(Task::ExportTranscript {
+                            transcript,
+                            run: id,
+                            json: path,
+                            markdown,
+                        });
+                    }
+                    Some(_) => shared.error(RunError::NotFinished(id).to_string()),
+                    None => shared.error(RunError::UnknownRun(id).to_string()),
+                }
+            }
+        }
+    }
+
+    /// Takes the file tasks' outcomes (waiting for them when the app settles) and applies them.
+    fn take_task_outcomes(&mut self) {
+        let outcomes = if self.options.settle && self.tasks.busy() {
+            self.tasks.wait_idle(Duration::from_secs(60))
+        } else {
+            self.tasks.poll()
+        };
+        for done in outcomes {
+            self.task_done(done);
+        }
+    }
+
+    /// Applies one file task's outcome to the state the panes show.
+    fn task_done(&mut self, done: Done) {
+        let shared = &mut self.shared;
+        match done {
+            Done::WorkspaceSaved {
+                path: None,
+                asked: true,
+                ..
+            } => shared.message("the workspace is not saved in this session (saving is off)"),
+            Done::WorkspaceSaved {
+                path: Some(path),
+                asked: true,
+                result: Ok(()),
+            } => shared.message(format!("workspace saved to {}", path.display())),
+            Done::WorkspaceSaved { result: Err(e), .. } => shared.error(e),
+            Done::WorkspaceSaved { .. } => {}
+            Done::WorkspaceSavedAs { path, result } => match result {
+                Ok(()) => {
+                    if self.sent.is_none() {
+                        self.sent = Some(shared.workspace.clone());
+                    }
+                    shared
+                        .workspace
+                        .remember_recent(RecentKind::Workspace, &path);
+                    shared.message(format!("workspace saved to {}", path.display()));
+                }
+                Err(e) => shared.error(e),
+            },
+            Done::WorkspaceOpened {
+                path,
+                loaded,
+                saved,
+            } => {
+                self.opening = false;
+                if let Err(e) = saved {
+                    shared.error(e);
+                }
+                let loaded = *loaded;
+                // The autosave now holds the opened file's workspace.
+                self.sent = Some(loaded.workspace.clone());
+                let recent = std::mem::take(&mut shared.workspace.recent);
+                shared.workspace = loaded.workspace;
                 // The recent files are the user's, not the file's: keep the list being used.
-                self.shared.workspace.recent = recent;
-                self.shared.run.settings_loaded = false;
-                if let Some(layout) = self
-                    .shared
-                    .workspace
-                    .layout
-                    .as_ref()
+                shared.workspace.recent = recent;
+                shared.run.settings_loaded = false;
+                if let Some(layout) = (shared.workspace.layout.as_ref())
                     .and_then(|v| serde_json::from_value(v.clone()).ok())
                 {
                     self.tree = layout;
                 }
-                self.autosave = Some(Autosave::new(
-                    loaded.save_path,
-                    &self.shared.workspace,
-                    Duration::from_secs(1),
-                ));
                 match loaded.notice {
-                    Some(notice) => self.shared.error(notice),
-                    None => self
-                        .shared
-                        .message(format!("opened workspace {}", path.display())),
+                    Some(notice) => shared.error(notice),
+                    None => shared.message(format!("opened workspace {}", path.display())),
                 }
             }
-            FileRequest::SaveWorkspaceAs => {
-                let mut auto = Autosave::new(
-                    path.to_path_buf(),
-                    &Workspace::default(),
-                    Duration::from_secs(1),
-                );
-                match auto.flush(&self.shared.workspace) {
-                    Ok(()) => {
-                        self.autosave = Some(auto);
-                        self.shared
-                            .workspace
-                            .remember_recent(RecentKind::Workspace, path);
-                        self.shared
-                            .message(format!("workspace saved to {}", path.display()));
+            Done::Written {
+                path,
+                request,
+                result,
+            } => match result {
+                Ok(()) if request == FileRequest::SaveSchema => {
+                    shared.message(format!("saved {}", path.display()));
+                    shared.workspace.schema.source = path.display().to_string();
+                }
+                Ok(()) => shared.message(format!("exported {}", path.display())),
+                Err(e) => shared.error(e),
+            },
+            Done::Read {
+                path,
+                request,
+                result,
+            } => match result {
+                Ok(text) => match request {
+                    FileRequest::OpenSchema => {
+                        let schema = &mut shared.workspace.schema;
+                        schema.text = text;
+                        schema.source = path.display().to_string();
+                        schema.disabled_tools.clear();
                     }
-                    Err(e) => self.shared.error(e.to_string()),
+                    FileRequest::OpenTemplate => {
+                        let template = &mut shared.workspace.template;
+                        template.text = text;
+                        template.file = Some(path);
+                        template.on = true;
+                    }
+                    FileRequest::ImportGrammar => {
+                        shared.workspace.grammar.text = text;
+                        (shared.workspace).set_grammar_source(GrammarSource::HandEdited);
+                        shared.message(format!("imported {}", path.display()));
+                    }
+                    _ => {}
+                },
+                Err(e) => shared.error(e),
+            },
+            Done::TranscriptExported {
+                run,
+                json,
+                markdown,
+                result,
+            } => match result {
+                Ok(()) => {
+                    shared.message(format!(
+                        "Run {run} written to {} and {}",
+                        json.display(),
+                        markdown.display()
+                    ));
+                    shared.run.settings.last_transcript = Some(json);
                 }
+                Err(e) => shared.error(e),
+            },
+            Done::ConversationSaved {
+                json,
+                markdown,
+                result,
+            } => match result {
+                Ok(()) => shared.message(format!(
+                    "conversation written to {} and {}",
+                    json.display(),
+                    markdown.display()
+                )),
+                Err(e) => shared.error(e),
+            },
+            Done::ConversationOpened { path, result } => {
+                self.conversation.opened(&path, result, shared);
             }
-            _ => {}
         }
     }
 
-    /// Saves the workspace now (Ctrl+S, closing) and says where (or why not).
+    /// Saves the workspace now (Ctrl+S, closing); the outcome comes back as a task's.
     fn save_now(&mut self) {
         self.store_layout();
-        match &mut self.autosave {
-            Some(auto) => match auto.flush(&self.shared.workspace) {
-                Ok(()) => {
-                    let path = auto.path().display().to_string();
-                    self.shared.message(format!("workspace saved to {path}"));
-                }
-                Err(e) => self.shared.error(e.to_string()),
-            },
-            None => self
-                .shared
-                .message("the workspace is not saved in this session (saving is off)"),
+        let ws = self.shared.workspace.clone();
+        if self.sent.is_some() {
+            self.sent = Some(ws.clone());
+        }
+        self.tasks.send(Task::SaveWorkspace(Box::new(ws)));
+    }
+
+    /// Hands the workspace to the autosave when it changed (looked at every
+    /// [`AUTOSAVE_CHECK`]: comparing a large schema on every frame would cost frame time); the
+    /// file task writes it once it has settled.
+    fn autosave(&mut self, ctx: &egui::Context) {
+        if self.sent.is_none() || self.opening {
+            return;
+        }
+        let now = Instant::now();
+        if now.duration_since(self.autosave_checked) < AUTOSAVE_CHECK {
+            ctx.request_repaint_after(AUTOSAVE_CHECK);
+            return;
+        }
+        self.autosave_checked = now;
+        self.store_layout();
+        if self.sent.as_ref() != Some(&self.shared.workspace) {
+            let ws = self.shared.workspace.clone();
+            self.sent = Some(ws.clone());
+            self.tasks.send(Task::WorkspaceChanged(Box::new(ws)));
         }
     }
 }
@@ -611,14 +812,13 @@ impl ToolrailApp {
         let pace =
             (self.shared.workspace.live_refresh).interval(self.shared.renderer.is_software());
         self.shared.run.controller.refresh_pace().set(pace);
-        shortcuts::collect(ctx, &mut self.shared.actions);
-        self.handle_actions();
+        let now = self.shared.situation();
+        shortcuts::collect(ctx, &now, &mut self.shared.actions);
         if let Some((request, path)) = self.shared.dialogs.poll() {
-            self.shared.file_chosen(request, path);
+            self.shared.queue(Action::FileChosen(request, path));
         }
-        if let Some((request, path)) = self.shared.workspace_file.take() {
-            self.workspace_file(request, &path);
-        }
+        self.handle_actions();
+        self.take_task_outcomes();
         // A shown status message is cleared when it expires, without waiting for input.
         if let Some(left) = self
             .shared
@@ -641,23 +841,7 @@ impl ToolrailApp {
         // Actions nobody handled this frame are dropped, so they do not fire later by surprise.
         self.shared.actions.clear();
         self.analyse();
-        // Autosave looks at the workspace at most every 250 ms (serialising a large schema on
-        // every frame would cost frame time); a change is written once it has settled for 1 s.
-        let now = Instant::now();
-        if let Some(auto) = &mut self.autosave {
-            if now.duration_since(self.autosave_checked) >= AUTOSAVE_CHECK {
-                self.autosave_checked = now;
-                self.shared.workspace.layout = serde_json::to_value(&self.tree).ok();
-                if let Err(e) = auto.tick(&self.shared.workspace, now) {
-                    self.shared.error(e.to_string());
-                }
-                if auto.pending() {
-                    ctx.request_repaint_after(Duration::from_millis(500));
-                }
-            } else {
-                ctx.request_repaint_after(AUTOSAVE_CHECK);
-            }
-        }
+        self.autosave(ctx);
         if let Some(shot) = &mut self.screenshot {
             shot.logic(ctx);
         }
@@ -668,9 +852,13 @@ impl ToolrailApp {
         self.panes.ui(kind, ui, &mut self.shared);
     }
 
-    /// Saves the workspace now (what closing the app does).
+    /// Saves the workspace now and waits for the file to be written (what closing the app
+    /// does).
     pub fn save(&mut self) {
         self.save_now();
+        for done in self.tasks.wait_idle(Duration::from_secs(30)) {
+            self.task_done(done);
+        }
     }
 }
 
@@ -701,7 +889,7 @@ impl eframe::App for ToolrailApp {
     }
 
     fn on_exit(&mut self) {
-        self.save_now();
+        self.save();
         self.shared.run.shutdown();
     }
 }
@@ -724,11 +912,7 @@ fn menu_bar(ui: &mut egui::Ui, shared: &mut Shared) {
                 Action::ExportTranscript,
                 Action::SaveWorkspace,
             ] {
-                let button = egui::Button::new(action.label())
-                    .shortcut_text(shortcuts::text(ui.ctx(), action));
-                if ui.add(button).clicked() {
-                    shared.queue(action);
-                }
+                action_item(ui, shared, action);
             }
             if ui.button("Save workspace as…").clicked() {
                 shared.save_file(
@@ -746,29 +930,14 @@ fn menu_bar(ui: &mut egui::Ui, shared: &mut Shared) {
             }
         });
         ui.menu_button("Run", |ui| {
-            for action in [Action::Run, Action::Step, Action::Continue] {
-                let button = egui::Button::new(action.label())
-                    .shortcut_text(shortcuts::text(ui.ctx(), action));
-                if ui.add(button).clicked() {
-                    shared.queue(action);
-                }
-            }
-            let running = matches!(
-                shared.run.controller.active().map(|r| r.phase),
-                Some(toolrail_workbench::run::RunPhase::Running)
-            );
-            if ui
-                .add_enabled(running, egui::Button::new("Pause"))
-                .on_hover_text("Pause the running generation after its current token")
-                .clicked()
-            {
-                shared.run.controller.pause();
-            }
-            let action = Action::Cancel;
-            let button =
-                egui::Button::new(action.label()).shortcut_text(shortcuts::text(ui.ctx(), action));
-            if ui.add(button).clicked() {
-                shared.queue(action);
+            for action in [
+                Action::Run,
+                Action::Step,
+                Action::Continue,
+                Action::Pause,
+                Action::Cancel,
+            ] {
+                action_item(ui, shared, action);
             }
             ui.separator();
             if ui
@@ -807,6 +976,23 @@ fn menu_bar(ui: &mut egui::Ui, shared: &mut Shared) {
                 });
         });
     });
+}
+
+/// A menu item for `action`: its label and shortcut, greyed out when the action is not
+/// enabled now (its shortcut then does nothing either); a click queues it.
+fn action_item(ui: &mut egui::Ui, shared: &mut Shared, action: Action) {
+    let mut button = egui::Button::new(action.label());
+    let keys = shortcuts::text(ui.ctx(), &action);
+    if !keys.is_empty() {
+        button = button.shortcut_text(keys);
+    }
+    let mut response = ui.add_enabled(shared.enabled(&action), button);
+    if action == Action::Pause {
+        response = response.on_hover_text("Pause the running generation after its current token");
+    }
+    if response.clicked() {
+        shared.queue(action);
+    }
 }
 
 /// The recent files, newest first; clicking one opens it again as what it was opened as.

@@ -2,10 +2,10 @@
 
 use egui::{Key, KeyboardShortcut, Modifiers};
 
-use toolrail_workbench::actions::Action;
+use toolrail_workbench::actions::{Action, Situation};
 
 /// The shortcut of an action, if it has one.
-pub fn shortcut(action: Action) -> Option<KeyboardShortcut> {
+pub fn shortcut(action: &Action) -> Option<KeyboardShortcut> {
     let (modifiers, key) = match action {
         Action::Run => (Modifiers::COMMAND, Key::Enter),
         Action::Step => (Modifiers::NONE, Key::F10),
@@ -14,15 +14,18 @@ pub fn shortcut(action: Action) -> Option<KeyboardShortcut> {
         Action::ExportGrammar => (Modifiers::COMMAND, Key::E),
         Action::ExportTranscript => (Modifiers::COMMAND.plus(Modifiers::SHIFT), Key::E),
         Action::SaveWorkspace => (Modifiers::COMMAND, Key::S),
+        Action::Pause | Action::FileChosen(..) => return None,
     };
     Some(KeyboardShortcut::new(modifiers, key))
 }
 
-/// Queues the actions whose shortcuts were pressed this frame (consuming the key presses).
-pub fn collect(ctx: &egui::Context, actions: &mut Vec<Action>) {
+/// Queues the actions whose shortcuts were pressed this frame (consuming the key presses);
+/// an action not enabled in `now` is not queued, as its menu item is greyed out.
+pub fn collect(ctx: &egui::Context, now: &Situation, actions: &mut Vec<Action>) {
     for action in Action::ALL {
-        if let Some(sc) = shortcut(action)
+        if let Some(sc) = shortcut(&action)
             && ctx.input_mut(|i| i.consume_shortcut(&sc))
+            && action.enabled(now)
             && !actions.contains(&action)
         {
             actions.push(action);
@@ -31,7 +34,7 @@ pub fn collect(ctx: &egui::Context, actions: &mut Vec<Action>) {
 }
 
 /// The shortcut as text for menus ("" when none).
-pub fn text(ctx: &egui::Context, action: Action) -> String {
+pub fn text(ctx: &egui::Context, action: &Action) -> String {
     shortcut(action)
         .map(|sc| ctx.format_shortcut(&sc))
         .unwrap_or_default()
@@ -41,7 +44,8 @@ pub fn text(ctx: &egui::Context, action: Action) -> String {
 pub fn help(ctx: &egui::Context) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Action::ALL
         .iter()
-        .map(|&a| (text(ctx, a), a.label().trim_end_matches('…').to_owned()))
+        .filter(|a| shortcut(a).is_some())
+        .map(|a| (text(ctx, a), a.label().trim_end_matches('…').to_owned()))
         .collect();
     let find = ctx.format_shortcut(&KeyboardShortcut::new(Modifiers::COMMAND, Key::F));
     let click = ctx.format_modifiers(Modifiers::COMMAND);

@@ -1,14 +1,11 @@
 //! The analysis job: tool set (or plain schema) → grammar → lint findings → test-input verdict
-//! and the stacks at the cursor. It runs on its own thread ([`Analyzer`]), coalescing quick edits
-//! (debounce), and hands back a complete [`Analysis`] the panes read.
+//! and the stacks at the cursor. The app runs it on its own thread (the `analyzer` module),
+//! which coalesces quick edits and hands back a complete [`Analysis`] the panes read.
 
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, TryRecvError};
-
-use crate::Repaint;
 use crate::workspace::{GrammarSettings, SchemaMode, SchemaSettings, TemplateSettings, Workspace};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -69,7 +66,7 @@ impl AnalysisInput {
     }
 
     /// What the grammar part depends on: the template's inputs only while it is the source.
-    fn grammar_part(&self) -> GrammarKey<'_> {
+    pub(crate) fn grammar_part(&self) -> GrammarKey<'_> {
         let template =
             self.template
                 .on
@@ -79,7 +76,7 @@ impl AnalysisInput {
 }
 
 /// The inputs the grammar part is computed from (see [`AnalysisInput::grammar_part`]).
-type GrammarKey<'a> = (
+pub(crate) type GrammarKey<'a> = (
     &'a SchemaSettings,
     &'a str,
     &'a GrammarSettings,
@@ -704,131 +701,6 @@ fn next_char_end(text: &str, at: usize) -> usize {
         .unwrap_or(at)
 }
 
-/// Runs [`Computer`] on a background thread: the UI submits inputs and picks up results without
-/// waiting. Inputs that arrive within the debounce delay of each other are coalesced (only the
-/// last is analysed); test-input-only changes skip the delay because they are cheap.
-pub struct Analyzer {
-    jobs: Sender<AnalysisInput>,
-    results: Receiver<Analysis>,
-    submitted: Option<AnalysisInput>,
-    handle: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Analyzer {
-    /// Starts the analysis thread; `repaint` is called when a result is ready.
-    pub fn start(debounce: Duration, repaint: Repaint) -> Self {
-        let (jobs, job_rx) = crossbeam_channel::bounded::<AnalysisInput>(16);
-        let (result_tx, results) = crossbeam_channel::bounded::<Analysis>(4);
-        let handle = std::thread::Builder::new()
-            .name("toolrail-analysis".into())
-            // the schema converter recurses once per level of nesting, up to its own limit
-            .stack_size(16 << 20)
-            .spawn(move || worker(job_rx, result_tx, debounce, repaint))
-            .ok();
-        Self {
-            jobs,
-            results,
-            submitted: None,
-            handle,
-        }
-    }
-
-    /// Submits `input` unless it equals the last one submitted. Returns true if submitted.
-    pub fn submit(&mut self, input: AnalysisInput) -> bool {
-        if self.submitted.as_ref() == Some(&input) {
-            return false;
-        }
-        if self.handle.is_none() {
-            return false;
-        }
-        let sent = self.jobs.try_send(input.clone()).is_ok();
-        if sent {
-            self.submitted = Some(input);
-        }
-        sent
-    }
-
-    /// The newest finished analysis, if one arrived since the last call.
-    pub fn poll(&mut self) -> Option<Analysis> {
-        let mut latest = None;
-        loop {
-            match self.results.try_recv() {
-                Ok(a) => latest = Some(a),
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return latest,
-            }
-        }
-    }
-
-    /// Waits up to `timeout` for the analysis of the last submitted input (headless runs and
-    /// tests, which need a settled UI).
-    pub fn wait_settled(&mut self, timeout: Duration) -> Option<Analysis> {
-        let deadline = Instant::now() + timeout;
-        let mut latest = None;
-        loop {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            match self.results.recv_timeout(remaining) {
-                Ok(a) => {
-                    let done = Some(&a.input) == self.submitted.as_ref();
-                    latest = Some(a);
-                    if done {
-                        return latest;
-                    }
-                }
-                Err(_) => return latest,
-            }
-        }
-    }
-}
-
-impl Drop for Analyzer {
-    fn drop(&mut self) {
-        // Closing the job channel ends the worker loop once it has finished its current job;
-        // results are drained meanwhile so that it never waits on a full result channel.
-        let (closed, _) = crossbeam_channel::bounded(0);
-        self.jobs = closed;
-        if let Some(handle) = self.handle.take() {
-            while !handle.is_finished() {
-                let _ = self.results.recv_timeout(Duration::from_millis(10));
-            }
-            let _ = handle.join();
-        }
-    }
-}
-
-fn worker(
-    jobs: Receiver<AnalysisInput>,
-    results: Sender<Analysis>,
-    debounce: Duration,
-    repaint: Repaint,
-) {
-    let mut computer = Computer::default();
-    let mut last: Option<AnalysisInput> = None;
-    while let Ok(mut input) = jobs.recv() {
-        // Coalesce: keep taking newer inputs while they keep coming within the delay.
-        loop {
-            while let Ok(newer) = jobs.try_recv() {
-                input = newer;
-            }
-            let cheap = last
-                .as_ref()
-                .is_some_and(|l| l.grammar_part() == input.grammar_part());
-            if cheap {
-                break;
-            }
-            match jobs.recv_timeout(debounce) {
-                Ok(newer) => input = newer,
-                Err(_) => break,
-            }
-        }
-        let analysis = computer.compute(&input);
-        last = Some(input);
-        if results.send(analysis).is_err() {
-            return;
-        }
-        repaint();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1064,13 +936,5 @@ mod tests {
         // Tool-set mode never asks.
         let a = Computer::default().compute(&input());
         assert_eq!(a.plain_schema_is_tool_set, None);
-    }
-
-    #[test]
-    fn the_analyzer_thread_answers() {
-        let mut an = Analyzer::start(Duration::from_millis(10), crate::no_repaint());
-        assert!(an.submit(input()));
-        let a = an.wait_settled(Duration::from_secs(30)).unwrap();
-        assert!(a.grammar.is_some());
     }
 }

@@ -3,9 +3,9 @@
 //! shortcuts and buttons queue, the run controller, and transcripts.
 //!
 //! Layer: above `toolrail-llm` (see ARCHITECTURE.md); no egui, so everything here is tested
-//! without a window. Invariants: the UI never waits (analysis and generation run on background
-//! threads, results are polled); files are written atomically and an unreadable workspace is
-//! kept aside, never overwritten.
+//! without a window. Invariants: the UI never waits (analysis, generation and file reads and
+//! writes run on background threads, results are polled); files are written atomically and an
+//! unreadable workspace is kept aside, never overwritten.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 pub mod actions;
 pub mod analysis;
+pub mod analyzer;
 pub mod conversation;
 pub mod example;
 pub mod fsutil;
@@ -21,6 +22,7 @@ pub mod pasted;
 pub mod paths;
 pub mod run;
 pub mod samples;
+pub mod tasks;
 pub mod template_info;
 pub mod transcript;
 pub mod workspace;

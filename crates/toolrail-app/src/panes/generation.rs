@@ -442,11 +442,10 @@ fn prompt_section(ui: &mut egui::Ui, shared: &mut Shared) {
     egui::CollapsingHeader::new("Prompt preview")
         .id_salt("generation-preview")
         .show(ui, |ui| {
-            let run = &shared.run;
-            let setup = run.setup(&shared.analysis);
-            let inputs = RunState::inputs(&shared.analysis);
-            match run.controller.prompt_preview(&setup, &inputs) {
-                Ok(preview) => {
+            // Built on the analysis thread (a GGUF template is applied by llama.cpp).
+            shared.preview_wanted = true;
+            match &shared.preview {
+                Some(Ok(preview)) => {
                     ui.label(RichText::new(format!("from the {}", preview.source)).weak());
                     let mut text = preview.text.as_str();
                     let label = ui.label("Prompt text");
@@ -457,8 +456,11 @@ fn prompt_section(ui: &mut egui::Ui, shared: &mut Shared) {
                     )
                     .labelled_by(label.id);
                 }
-                Err(e) => {
-                    ui.label(RichText::new(e.to_string()).color(error_color(ui)));
+                Some(Err(e)) => {
+                    ui.label(RichText::new(e).color(error_color(ui)));
+                }
+                None => {
+                    ui.label(RichText::new("building the preview…").weak());
                 }
             }
         });
@@ -541,56 +543,29 @@ fn sampling_section(ui: &mut egui::Ui, run: &mut RunState) {
 
 fn controls(ui: &mut egui::Ui, shared: &mut Shared) {
     use toolrail_workbench::actions::Action;
-    let controller = &shared.run.controller;
-    let ready = controller.model().is_some();
-    // With no model loaded, Start run and Step load the selected one first, then start.
-    let can_start = !matches!(controller.load_state(), LoadState::Loading { .. });
-    let active = controller.active().map(|r| r.phase);
-    let paused = matches!(active, Some(RunPhase::Paused { .. }));
-    let running = matches!(active, Some(RunPhase::Running | RunPhase::Queued));
+    let ready = shared.run.controller.model().is_some();
+    let now = shared.situation();
     let mut queue = Vec::new();
     let mut pair = false;
-    let mut pause = false;
     ui.horizontal_wrapped(|ui| {
-        if ui
-            .add_enabled(
-                can_start && active.is_none(),
-                egui::Button::new("Start run"),
-            )
-            .clicked()
-        {
-            queue.push(Action::Run);
+        // With no model loaded, Start run and Step load the selected one first, then start.
+        for (action, label) in [
+            (Action::Run, "Start run"),
+            (Action::Step, "Step"),
+            (Action::Continue, "Continue"),
+            (Action::Pause, "Pause"),
+            (Action::Cancel, "Cancel"),
+        ] {
+            if ui
+                .add_enabled(action.enabled(&now), egui::Button::new(label))
+                .clicked()
+            {
+                queue.push(action);
+            }
         }
         if ui
             .add_enabled(
-                can_start && (active.is_none() || paused),
-                egui::Button::new("Step"),
-            )
-            .clicked()
-        {
-            queue.push(Action::Step);
-        }
-        if ui
-            .add_enabled(paused, egui::Button::new("Continue"))
-            .clicked()
-        {
-            queue.push(Action::Continue);
-        }
-        if ui
-            .add_enabled(running, egui::Button::new("Pause"))
-            .clicked()
-        {
-            pause = true;
-        }
-        if ui
-            .add_enabled(active.is_some(), egui::Button::new("Cancel"))
-            .clicked()
-        {
-            queue.push(Action::Cancel);
-        }
-        if ui
-            .add_enabled(
-                ready && active.is_none(),
+                ready && !now.active,
                 egui::Button::new("Run with and without grammar"),
             )
             .on_hover_text(
@@ -601,13 +576,10 @@ fn controls(ui: &mut egui::Ui, shared: &mut Shared) {
             pair = true;
         }
     });
-    // Button actions go through the same path as the shortcuts: handled next frame by RunState.
+    // Buttons queue actions as the shortcuts and menus do: applied next frame by the shell.
     for action in queue {
         shared.queue(action);
         shared.request_repaint();
-    }
-    if pause {
-        shared.run.controller.pause();
     }
     if pair {
         let setup = shared.run.setup(&shared.analysis);
@@ -634,7 +606,7 @@ fn refresh_note(ui: &mut egui::Ui, shared: &Shared) {
     };
     ui.label(
         RichText::new(format!(
-            "Refreshing every {:.2} s while generating{why}; View ▸ Refresh while generating",
+            "Refreshing every {:.2} s while generating{why}; see Refresh while generating in the View menu",
             pace.as_secs_f64()
         ))
         .weak(),

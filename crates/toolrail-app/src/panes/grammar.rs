@@ -3,7 +3,6 @@
 //! export.
 
 use crate::dialogs::FileRequest;
-use std::path::PathBuf;
 
 use crate::Shared;
 use crate::highlight::{self, Mark, MarkKind};
@@ -370,8 +369,12 @@ fn toolbar(ui: &mut egui::Ui, shared: &mut Shared) {
                 rfd::AsyncFileDialog::new().add_filter("GBNF", &["gbnf"]),
             );
         }
-        if ui.button("Export .gbnf…").clicked() {
-            export_grammar(shared);
+        let export = toolrail_workbench::actions::Action::ExportGrammar;
+        if ui
+            .add_enabled(shared.enabled(&export), egui::Button::new("Export .gbnf…"))
+            .clicked()
+        {
+            shared.queue(export);
         }
         if let Some(g) = &shared.analysis.grammar {
             ui.label(egui::RichText::new(format!("{} rules", g.rule_count())).weak());
@@ -426,21 +429,7 @@ fn findings(ui: &mut egui::Ui, shared: &mut Shared) {
         });
 }
 
-/// Loads a `.gbnf` file as the hand-edited grammar.
-pub fn import_grammar(shared: &mut Shared, path: PathBuf) {
-    match std::fs::read_to_string(&path) {
-        Ok(text) => {
-            shared.workspace.grammar.text = text;
-            shared
-                .workspace
-                .set_grammar_source(GrammarSource::HandEdited);
-            shared.message(format!("imported {}", path.display()));
-        }
-        Err(e) => shared.error(format!("cannot read {}: {e}", path.display())),
-    }
-}
-
-/// Asks for a file name (the answer goes to [`export_grammar_to`]).
+/// Asks where to export the grammar in force (the answer comes back as a chosen file).
 pub fn export_grammar(shared: &mut Shared) {
     shared.save_file(
         FileRequest::ExportGrammar,
@@ -448,13 +437,4 @@ pub fn export_grammar(shared: &mut Shared) {
             .add_filter("GBNF", &["gbnf"])
             .set_file_name("grammar.gbnf"),
     );
-}
-
-/// Writes the grammar in force to `path` atomically; the outcome goes to the status bar.
-pub fn export_grammar_to(shared: &mut Shared, path: &std::path::Path) {
-    let text = shared.analysis.grammar_text.clone();
-    match toolrail_workbench::fsutil::write_atomic(path, text.as_bytes()) {
-        Ok(()) => shared.message(format!("exported {}", path.display())),
-        Err(e) => shared.error(format!("cannot write {}: {e}", path.display())),
-    }
 }

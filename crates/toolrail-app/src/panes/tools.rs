@@ -2,7 +2,6 @@
 //! list (per-tool enable, pool-filter markers) and the envelope options.
 
 use crate::dialogs::FileRequest;
-use std::path::PathBuf;
 
 use crate::Shared;
 use crate::highlight::{self, Mark, MarkKind};
@@ -221,19 +220,6 @@ pub fn pick_template(shared: &mut Shared) {
     );
 }
 
-/// Reads a chat template file as the template source's template (errors to the status bar).
-pub fn open_template(shared: &mut Shared, path: PathBuf) {
-    match std::fs::read_to_string(&path) {
-        Ok(text) => {
-            let template = &mut shared.workspace.template;
-            template.text = text;
-            template.file = Some(path);
-            template.on = true;
-        }
-        Err(e) => shared.error(format!("cannot read {}: {e}", path.display())),
-    }
-}
-
 /// The template source's settings: which template, `tool_choice`, parallel calls, thinking,
 /// reasoning format.
 fn template_row(ui: &mut egui::Ui, shared: &mut Shared) {
@@ -433,29 +419,6 @@ fn source_row(ui: &mut egui::Ui, shared: &mut Shared) {
             );
         }
     });
-}
-
-/// Loads a JSON file into the editor (any error goes to the status bar).
-pub fn open_schema(shared: &mut Shared, path: PathBuf) {
-    match std::fs::read_to_string(&path) {
-        Ok(text) => {
-            shared.workspace.schema.text = text;
-            shared.workspace.schema.source = path.display().to_string();
-            shared.workspace.schema.disabled_tools.clear();
-        }
-        Err(e) => shared.error(format!("cannot read {}: {e}", path.display())),
-    }
-}
-
-/// Writes the editor's JSON to a file atomically.
-pub fn save_schema(shared: &mut Shared, path: PathBuf) {
-    match toolrail_workbench::fsutil::write_atomic(&path, shared.workspace.schema.text.as_bytes()) {
-        Ok(()) => {
-            shared.message(format!("saved {}", path.display()));
-            shared.workspace.schema.source = path.display().to_string();
-        }
-        Err(e) => shared.error(format!("cannot write {}: {e}", path.display())),
-    }
 }
 
 fn options_row(ui: &mut egui::Ui, shared: &mut Shared) {

@@ -21,7 +21,8 @@ pub struct TranscriptPane {
 /// Exports the run [`RunState::export_target`](toolrail_workbench::run::RunState::export_target)
 /// names (the shown run if it has ended, else the latest ended one) as `json` and the Markdown
 /// next to it (same name, `.md`), and remembers it as the last transcript. Errors go to the
-/// status bar.
+/// status bar. It writes at once, on the calling thread (scripts and tests); the app's Export
+/// hands the writing to its file tasks instead.
 pub fn export_to(shared: &mut Shared, json: &Path) -> Option<PathBuf> {
     let Some(id) = shared.run.export_target() else {
         shared.error("no run has ended yet: nothing to export");
@@ -85,8 +86,9 @@ impl TranscriptPane {
                         .to_owned(),
                 ),
             };
+            let action = toolrail_workbench::actions::Action::ExportTranscript;
             if ui
-                .add_enabled(target.is_some(), egui::Button::new(label))
+                .add_enabled(shared.enabled(&action), egui::Button::new(label))
                 .on_hover_text(hover)
                 .on_disabled_hover_text(
                     "No run of this session has ended yet (a replayed file is already saved)",

@@ -8,7 +8,6 @@ use egui::RichText;
 use crate::Shared;
 use crate::token_view::{long_text, phase_text};
 use toolrail_tools::validate::{CallCheck, Report};
-use toolrail_workbench::pasted::{PastedCheck, check_pasted};
 use toolrail_workbench::run::{
     Outcome, Run, RunSettings, RunState, ServerCallCheck, TemplateParse,
 };
@@ -17,10 +16,6 @@ use toolrail_workbench::run::{
 #[derive(Default)]
 pub struct ValidatorPane {
     saved_settings: Option<RunSettings>,
-    /// A model output pasted by the user, and its verdicts (for the analysis revision and text
-    /// they were computed from).
-    pasted: String,
-    pasted_check: Option<(u64, String, PastedCheck)>,
 }
 
 impl ValidatorPane {
@@ -102,15 +97,16 @@ impl ValidatorPane {
 }
 
 impl ValidatorPane {
-    /// A box to paste a model output, checked by the validator and the grammar as it is typed.
-    fn pasted_ui(&mut self, ui: &mut egui::Ui, shared: &Shared) {
+    /// A box to paste a model output, checked by the validator and the grammar (on the
+    /// analysis thread) as it is typed.
+    fn pasted_ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
         egui::CollapsingHeader::new("Check a pasted output")
             .id_salt("validator-paste")
             .default_open(true)
             .show(ui, |ui| {
                 let label = ui.label("Model output to check");
                 ui.add(
-                    egui::TextEdit::multiline(&mut self.pasted)
+                    egui::TextEdit::multiline(&mut shared.pasted_output)
                         .id(egui::Id::unique("validator-pasted-output"))
                         .code_editor()
                         .hint_text("paste what a model wrote")
@@ -118,28 +114,25 @@ impl ValidatorPane {
                         .desired_width(f32::INFINITY),
                 )
                 .labelled_by(label.id);
-                if self.pasted.is_empty() {
-                    self.pasted_check = None;
+                if shared.pasted_output.is_empty() {
                     return;
                 }
-                let revision = shared.analysis.revision;
-                let fresh = matches!(&self.pasted_check,
-                    Some((r, text, _)) if *r == revision && *text == self.pasted);
-                if !fresh {
-                    let check = check_pasted(&shared.analysis, &self.pasted);
-                    self.pasted_check = Some((revision, self.pasted.clone(), check));
-                }
-                if let Some((_, _, check)) = &self.pasted_check {
-                    if let Some(report) = &check.report {
-                        report_view(ui, report);
+                let check = match &shared.pasted_check {
+                    Some((text, check)) if *text == shared.pasted_output => check,
+                    _ => {
+                        ui.label(RichText::new("checking…").weak());
+                        return;
                     }
-                    let color = if check.grammar_accepts {
-                        ok_color(ui)
-                    } else {
-                        ui.visuals().warn_fg_color
-                    };
-                    ui.add(egui::Label::new(RichText::new(&check.grammar).color(color)).wrap());
+                };
+                if let Some(report) = &check.report {
+                    report_view(ui, report);
                 }
+                let color = if check.grammar_accepts {
+                    ok_color(ui)
+                } else {
+                    ui.visuals().warn_fg_color
+                };
+                ui.add(egui::Label::new(RichText::new(&check.grammar).color(color)).wrap());
             });
     }
 }
