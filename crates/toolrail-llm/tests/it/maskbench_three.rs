@@ -3,28 +3,9 @@
 //! its per-schema cap draws (all of them without a cap), the compared counts are the positions
 //! where both masks exist, and toolrail and llama.cpp (the same GBNF) never differ.
 
-use std::path::PathBuf;
-
 use toolrail_llm::bench_masks::{
     MaskBenchOptions, MaskBenchReport, MaskEngineFigures, MaskEngineKind, bench_masks,
 };
-
-fn corpus() -> Option<PathBuf> {
-    let dir = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/corpus/maskbench"
-    ));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{} is missing",
-            dir.display()
-        );
-        None
-    }
-}
 
 fn figures(report: &MaskBenchReport, kind: MaskEngineKind) -> &MaskEngineFigures {
     report
@@ -83,7 +64,10 @@ fn check_counts(report: &MaskBenchReport) {
 
 #[test]
 fn bench_masks_runs_three_engines_and_its_counts_add_up() {
-    let (Some(model), Some(dir)) = (crate::common::model(), corpus()) else {
+    let (Some(model), Some(dir)) = (
+        crate::common::model(),
+        toolrail_testkit::corpus("maskbench"),
+    ) else {
         return;
     };
     let run = |llama_positions| {
