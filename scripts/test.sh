@@ -23,8 +23,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
 fi
 
-if [ ! -d ../shared/corpus ]; then
-  echo "error: ../shared/corpus not found beside the checkout (the conformance corpus)" >&2
+# The conformance corpus: ../shared beside the checkout, or $TOOLRAIL_SHARED_DIR (the tests find
+# it the same way, through crates/toolrail-testkit).
+if [ ! -d "${TOOLRAIL_SHARED_DIR:-../shared}/corpus" ]; then
+  echo "error: ${TOOLRAIL_SHARED_DIR:-../shared}/corpus not found (the conformance corpus; put the shared folder beside the checkout or set TOOLRAIL_SHARED_DIR)" >&2
   exit 2
 fi
 

@@ -234,14 +234,6 @@ fn write(dir: &Path, name: &str, contents: impl AsRef<[u8]>) -> String {
     path.to_string_lossy().into_owned()
 }
 
-fn corpus(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/corpus/gbnf")
-        .join(name)
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// Schemas: size keywords and pattern counters far past the limits, unsatisfiable schemas,
 /// remote references, large enums, deep nesting.
 fn schema_cases(dir: &Path, cases: &mut Vec<Case>) {
@@ -541,8 +533,7 @@ fn grammar_cases(dir: &Path, cases: &mut Vec<Case>) {
 }
 
 /// Check inputs: ambiguity near the cap, large alternations, endless and deep input, long lines.
-fn check_cases(dir: &Path, cases: &mut Vec<Case>) {
-    let json = corpus("json.gbnf");
+fn check_cases(dir: &Path, json: &str, cases: &mut Vec<Case>) {
     // 70,000 alternatives: more live stacks than the old cap, yet unambiguous.
     let values: Vec<String> = (0..70_000).map(|i| format!("\"v{i}\"")).collect();
     let file = write(
@@ -589,7 +580,7 @@ fn check_cases(dir: &Path, cases: &mut Vec<Case>) {
             Class::Memory,
             "check inputs",
             "64 MB of y\\n",
-            &["check", &json, "-"],
+            &["check", json, "-"],
         )
         .stdin(b"y\n".repeat(32 << 20))
         .ends(1, &["<stdin>:1:1: rejected at byte 0"]),
@@ -603,7 +594,7 @@ fn check_cases(dir: &Path, cases: &mut Vec<Case>) {
         Class::Memory,
         "check inputs",
         "200,000 nested arrays",
-        &["check", &json, "-"],
+        &["check", json, "-"],
     )
     .stdin(deep.into_bytes())
     .ends(0, &["accepted"]);
@@ -619,7 +610,7 @@ fn check_cases(dir: &Path, cases: &mut Vec<Case>) {
             Class::Unclear,
             "check inputs",
             "bad byte on a 5 MB line",
-            &["check", &json, "-"],
+            &["check", json, "-"],
         )
         .stdin(line.into_bytes())
         .ends(1, &[&format!("rejected at byte {bad}"), "  | …"]),
@@ -640,7 +631,7 @@ fn check_cases(dir: &Path, cases: &mut Vec<Case>) {
             Class::Unclear,
             "check inputs",
             "invalid UTF-8 input",
-            &["check", &json, "-"],
+            &["check", json, "-"],
         )
         .stdin(b"{\"a\":\"\xff\"}".to_vec())
         .ends(1, &["rejected at byte 6"]),
@@ -925,14 +916,13 @@ fn output_cases(dir: &Path, cases: &mut Vec<Case>) {
 fn output_cases(_dir: &Path, _cases: &mut Vec<Case>) {}
 
 /// Missing and unreadable files for each command: named, with the reason.
-fn file_cases(dir: &Path, cases: &mut Vec<Case>) {
+fn file_cases(dir: &Path, json: &str, cases: &mut Vec<Case>) {
     let missing = dir.join("missing.gbnf");
     let missing = missing.to_string_lossy().into_owned();
-    let json = corpus("json.gbnf");
     for args in [
         vec!["lint", missing.as_str()],
         vec!["check", missing.as_str(), "-"],
-        vec!["check", json.as_str(), missing.as_str()],
+        vec!["check", json, missing.as_str()],
         vec!["sample", missing.as_str()],
         vec!["compile", missing.as_str()],
         vec!["grammar", missing.as_str()],
@@ -955,7 +945,7 @@ fn file_cases(dir: &Path, cases: &mut Vec<Case>) {
             Class::Unclear,
             "missing files",
             "check with text instead of an input file",
-            &["check", &json, "xyxy"],
+            &["check", json, "xyxy"],
         )
         .ends(2, &["cannot read xyxy", "`-` reads standard input"]),
     );
@@ -990,15 +980,19 @@ fn file_cases(dir: &Path, cases: &mut Vec<Case>) {
 
 #[test]
 fn every_attack_ends_with_a_clear_error_or_the_right_result() {
+    let Some(json) = toolrail_testkit::corpus("gbnf/json.gbnf") else {
+        return;
+    };
+    let json = json.to_string_lossy().into_owned();
     let dir = tempfile::tempdir().expect("a temporary folder");
     let mut cases = Vec::new();
     schema_cases(dir.path(), &mut cases);
     grammar_cases(dir.path(), &mut cases);
-    check_cases(dir.path(), &mut cases);
+    check_cases(dir.path(), &json, &mut cases);
     extract_cases(&mut cases);
     model_cases(dir.path(), &mut cases);
     output_cases(dir.path(), &mut cases);
-    file_cases(dir.path(), &mut cases);
+    file_cases(dir.path(), &json, &mut cases);
 
     let mut results = Vec::new();
     for case in &cases {

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-const GBNF: &str = "../shared/corpus/gbnf";
+use toolrail_testkit::require;
 
 struct Case {
     grammar: &'static str,
@@ -82,10 +82,13 @@ const CASES: &[Case] = &[
     case("c", b"int 9main(){}", "rejected", Some(4)),
 ];
 
-fn run_check(grammar: &str, input: &[u8], extra: &[&str]) -> (i32, String) {
+/// `toolrail check` of `../shared/corpus/gbnf/<grammar>.gbnf` on `input`: exit code and stdout;
+/// the grammar missing: a failure under `CI=true`, otherwise None (a skip).
+fn run_check(grammar: &str, input: &[u8], extra: &[&str]) -> Option<(i32, String)> {
+    let path = toolrail_testkit::corpus(&format!("gbnf/{grammar}.gbnf"))?;
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolrail"))
         .arg("check")
-        .arg(format!("{GBNF}/{grammar}.gbnf"))
+        .arg(path)
         .arg("-")
         .args(extra)
         .stdin(Stdio::piped())
@@ -95,17 +98,17 @@ fn run_check(grammar: &str, input: &[u8], extra: &[&str]) -> (i32, String) {
         .expect("run toolrail");
     child.stdin.take().unwrap().write_all(input).unwrap();
     let out = child.wait_with_output().unwrap();
-    (
+    Some((
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    ))
 }
 
 #[test]
 fn check_json_verdicts_and_offsets() {
     let mut wrong = Vec::new();
     for c in CASES {
-        let (code, stdout) = run_check(c.grammar, c.input, &["--json"]);
+        let (code, stdout) = require!(run_check(c.grammar, c.input, &["--json"]));
         let v: serde_json::Value =
             serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{stdout}: {e}"));
         let want_code = match c.verdict {
@@ -128,13 +131,16 @@ fn check_json_verdicts_and_offsets() {
 
 #[test]
 fn prefix_makes_incomplete_succeed() {
-    assert_eq!(run_check("json", br#"{"a":[1"#, &["--prefix"]).0, 0);
-    assert_eq!(run_check("json", br#"{"a":[1"#, &[]).0, 3);
+    assert_eq!(
+        require!(run_check("json", br#"{"a":[1"#, &["--prefix"])).0,
+        0
+    );
+    assert_eq!(require!(run_check("json", br#"{"a":[1"#, &[])).0, 3);
 }
 
 #[test]
 fn human_report_shows_caret_and_expected() {
-    let (code, out) = run_check("json_arr", b"[\n{\"a\":1,\n\"b\":tru}]", &[]);
+    let (code, out) = require!(run_check("json_arr", b"[\n{\"a\":1,\n\"b\":tru}]", &[]));
     assert_eq!(code, 1);
     assert!(out.contains("<stdin>:3:8: rejected at byte 17"), "{out}");
     assert!(out.contains("  | \"b\":tru}]\n  |        ^"), "{out}");

@@ -22,7 +22,7 @@ fn run(args: &[&str]) -> (i32, String) {
 
 #[test]
 fn generate_compare_prints_and_records_three_engines() {
-    let Some(model) = toolrail_llm::test_model_for_suite().unwrap_or_else(|e| panic!("{e}")) else {
+    let Some(model) = toolrail_testkit::model() else {
         return;
     };
     let model = model.to_string_lossy().into_owned();

@@ -13,7 +13,7 @@ use llama_server::{API_KEY, LlamaServer};
 const TOOLRAIL: &str = env!("CARGO_BIN_EXE_toolrail");
 
 fn server_and_model() -> Option<(LlamaServer, String)> {
-    let model = toolrail_llm::test_model_for_suite().unwrap_or_else(|e| panic!("{e}"))?;
+    let model = toolrail_testkit::model()?;
     let server = llama_server::start(&model)?;
     Some((server, model.display().to_string()))
 }
@@ -159,17 +159,14 @@ fn bench_calls_answers_on_the_server() {
     let Some((server, model)) = server_and_model() else {
         return;
     };
+    let Some(cases) = toolrail_testkit::corpus("bfcl/BFCL_v4_multiple.json") else {
+        return;
+    };
     let out = Command::new(TOOLRAIL)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(["bench-calls", "--model", &model, "--server", &server.url])
         .args(["--api-key-env", "TOOLRAIL_TEST_SERVER_KEY"])
-        .args([
-            "--cases",
-            "../shared/corpus/bfcl/BFCL_v4_multiple.json",
-            "-n",
-            "2",
-            "--json",
-        ])
+        .args(["--cases", &cases.to_string_lossy(), "-n", "2", "--json"])
         .env("TOOLRAIL_TEST_SERVER_KEY", API_KEY)
         .output()
         .unwrap();

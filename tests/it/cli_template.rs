@@ -6,21 +6,13 @@ use std::process::Command;
 use serde_json::Value;
 
 const TOOLRAIL: &str = env!("CARGO_BIN_EXE_toolrail");
-const TEMPLATES: &str = "../shared/corpus/llama-cpp-chat/templates";
 const WEATHER: &str = "sample_schemas/weather.json";
 
+/// `../shared/corpus/llama-cpp-chat/templates/<name>.jinja` as an argument; missing: a failure
+/// under `CI=true`, otherwise None (a skip).
 fn template(name: &str) -> Option<String> {
-    let path = format!("{TEMPLATES}/{name}.jinja");
-    if std::path::Path::new(&path).is_file() {
-        Some(path)
-    } else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{path} missing"
-        );
-        eprintln!("skipped: {path} not found");
-        None
-    }
+    toolrail_testkit::corpus(&format!("llama-cpp-chat/templates/{name}.jinja"))
+        .map(|p| p.display().to_string())
 }
 
 fn run(args: &[&str]) -> (i32, String, String) {
@@ -135,7 +127,7 @@ fn generate_with_a_template_grammar_parses_and_validates_the_call() {
     let Some(path) = template("NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use") else {
         return;
     };
-    let Some(model) = toolrail_llm::test_model_for_suite().unwrap_or_else(|e| panic!("{e}")) else {
+    let Some(model) = toolrail_testkit::model() else {
         return;
     };
     let model = model.to_string_lossy().into_owned();
@@ -318,7 +310,7 @@ fn generate_with_a_reasoning_budget_forces_the_end_of_thinking_and_records_it() 
     let Some(path) = template("Qwen-QwQ-32B") else {
         return;
     };
-    let Some(model) = toolrail_llm::test_model_for_suite().unwrap_or_else(|e| panic!("{e}")) else {
+    let Some(model) = toolrail_testkit::model() else {
         return;
     };
     let model = model.to_string_lossy().into_owned();

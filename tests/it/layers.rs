@@ -27,6 +27,11 @@ const CORE: &[&str] = &[
     "toolrail-tools",
 ];
 
+/// Crates only tests, benches and examples use: a dev-dependency of any crate, a normal or
+/// build dependency of none; they depend on no crate of ours, so every layer's tests may use
+/// them.
+const DEV_ONLY: &[&str] = &["toolrail-testkit"];
+
 /// What the core must not pull in.
 const NOT_IN_CORE: &[&str] = &[
     "llama-cpp-2",
@@ -129,4 +134,33 @@ fn the_core_pulls_in_no_llama_cpp_gui_gpu_or_clap() {
     // The check can fail: the binary pulls in all of them.
     let all = closure(&graph, "toolrail");
     assert!(NOT_IN_CORE.iter().all(|c| all.contains(*c)));
+}
+
+#[test]
+fn dev_only_crates_are_never_a_normal_dependency_and_depend_on_no_layer() {
+    let graph = graph();
+    for dev in DEV_ONLY {
+        let deps = graph
+            .get(*dev)
+            .unwrap_or_else(|| panic!("{dev} is not in the workspace"));
+        let ours: Vec<_> = deps
+            .iter()
+            .filter(|(d, _)| LAYERS.contains(&d.as_str()) || DEV_ONLY.contains(&d.as_str()))
+            .collect();
+        assert!(ours.is_empty(), "{dev} depends on {ours:?}");
+        let mut users = 0;
+        for (name, deps) in &graph {
+            for (dep, kinds) in deps {
+                if dep == dev {
+                    assert!(
+                        kinds.iter().all(|k| k == "dev"),
+                        "{name} depends on {dev} as {kinds:?}: it is for tests only"
+                    );
+                    users += 1;
+                }
+            }
+        }
+        // The check can fail: the crates whose tests read the corpus or the model use it.
+        assert!(users >= 2, "{dev} is used by {users} crates");
+    }
 }

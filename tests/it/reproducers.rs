@@ -9,19 +9,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const TOOLRAIL: &str = env!("CARGO_BIN_EXE_toolrail");
-const JSON_GBNF: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/corpus/gbnf/json.gbnf"
-);
+use toolrail_testkit::require;
 
-/// A reproducer file.
-fn reproducer(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/reliability")
-        .join(name);
-    assert!(path.is_file(), "reproducer {} is missing", path.display());
-    path.to_string_lossy().into_owned()
+const TOOLRAIL: &str = env!("CARGO_BIN_EXE_toolrail");
+/// A file of `../shared/` as an argument; missing: a failure under `CI=true`, otherwise None
+/// (a skip).
+fn shared_arg(sub: &str) -> Option<String> {
+    toolrail_testkit::shared(sub).map(|p| p.to_string_lossy().into_owned())
+}
+
+/// A reproducer file (`../shared/reliability/<name>`); missing: see [`shared_arg`].
+fn reproducer(name: &str) -> Option<String> {
+    shared_arg(&format!("reliability/{name}"))
 }
 
 /// Waits for `child` at most `limit`, killing it (and failing) past that.
@@ -69,7 +68,7 @@ fn ends_with(out: &Output, code: i32, says: &str) {
 
 #[test]
 fn f1_a_billion_character_maximum_is_refused_with_the_limit() {
-    let schema = reproducer("F1-maxlength-1e9.schema.json");
+    let schema = require!(reproducer("F1-maxlength-1e9.schema.json"));
     let out = toolrail_within(&["grammar", "--schema", &schema], 20);
     ends_with(
         &out,
@@ -80,7 +79,7 @@ fn f1_a_billion_character_maximum_is_refused_with_the_limit() {
 
 #[test]
 fn f2_a_hostile_gguf_is_refused_before_llama_cpp_sees_it() {
-    let Some(model) = toolrail_llm::test_model_for_suite().unwrap_or_else(|e| panic!("{e}")) else {
+    let Some(model) = toolrail_testkit::model() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -92,7 +91,7 @@ fn f2_a_hostile_gguf_is_refused_before_llama_cpp_sees_it() {
         &toolrail_llm::gguf::NewValue::U32(0),
     )
     .unwrap();
-    let tiny = reproducer("tiny.gbnf");
+    let tiny = require!(reproducer("tiny.gbnf"));
     let out = toolrail_within(
         &[
             "generate",
@@ -120,8 +119,8 @@ fn f9_a_17_digit_integer_argument_is_valid() {
     let out = toolrail_within(
         &[
             "validate",
-            &reproducer("F9-int-tool.json"),
-            &reproducer("F9-int17-call.txt"),
+            &require!(reproducer("F9-int-tool.json")),
+            &require!(reproducer("F9-int17-call.txt")),
         ],
         20,
     );
@@ -130,7 +129,7 @@ fn f9_a_17_digit_integer_argument_is_valid() {
 
 #[test]
 fn f11_a_grammar_that_can_never_finish_is_not_run() {
-    let grammar = reproducer("F11-deadend.gbnf");
+    let grammar = require!(reproducer("F11-deadend.gbnf"));
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("aaa.txt");
     std::fs::write(&input, "aaa").unwrap();
@@ -164,13 +163,16 @@ fn f11_a_grammar_that_can_never_finish_is_not_run() {
         text(&out.stderr)
     );
     // A grammar that can finish still runs.
-    let out = toolrail_within(&["check", &reproducer("tiny.gbnf"), "-"], 20);
+    let out = toolrail_within(&["check", &require!(reproducer("tiny.gbnf")), "-"], 20);
     ends_with(&out, 3, "incomplete");
 }
 
 #[test]
 fn f12_a_tool_no_string_satisfies_is_named() {
-    let out = toolrail_within(&["grammar", &reproducer("F12-unsat-tool.json")], 20);
+    let out = toolrail_within(
+        &["grammar", &require!(reproducer("F12-unsat-tool.json"))],
+        20,
+    );
     ends_with(
         &out,
         2,
@@ -180,9 +182,10 @@ fn f12_a_tool_no_string_satisfies_is_named() {
 
 #[test]
 fn f18_check_streams_and_stops_at_the_first_rejected_byte() {
+    let json_gbnf = require!(shared_arg("corpus/gbnf/json.gbnf"));
     // `yes | toolrail check json.gbnf -`: endless input, rejected at byte 0.
     let mut child = Command::new(TOOLRAIL)
-        .args(["check", JSON_GBNF, "-"])
+        .args(["check", &json_gbnf, "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -212,7 +215,7 @@ fn f20_an_absurd_thread_count_in_models_toml_is_refused() {
             "--model",
             "t",
             "--models",
-            &reproducer("F20-models.toml"),
+            &require!(reproducer("F20-models.toml")),
             "--prompt",
             "hi",
         ],
@@ -224,7 +227,7 @@ fn f20_an_absurd_thread_count_in_models_toml_is_refused() {
 #[test]
 fn f22_a_directory_or_fifo_given_as_a_model_says_what_it_is() {
     let dir = tempfile::tempdir().unwrap();
-    let tiny = reproducer("tiny.gbnf");
+    let tiny = require!(reproducer("tiny.gbnf"));
     let generate = |model: &Path| {
         toolrail_within(
             &[
@@ -257,10 +260,20 @@ fn f22_a_directory_or_fifo_given_as_a_model_says_what_it_is() {
 
 #[test]
 fn f23_a_nul_byte_in_a_grammar_is_named() {
-    let out = toolrail_within(&["lint", &reproducer("F23-nul-first.gbnf")], 20);
+    let out = toolrail_within(&["lint", &require!(reproducer("F23-nul-first.gbnf"))], 20);
     ends_with(&out, 1, "the grammar was cut at a NUL byte at 1:1");
-    let out = toolrail_within(&["lint", &reproducer("F23-nul-in-literal.gbnf")], 20);
+    let out = toolrail_within(
+        &["lint", &require!(reproducer("F23-nul-in-literal.gbnf"))],
+        20,
+    );
     ends_with(&out, 1, "the grammar was cut at a NUL byte at 1:12");
-    let out = toolrail_within(&["check", &reproducer("F23-nul-in-literal.gbnf"), "-"], 20);
+    let out = toolrail_within(
+        &[
+            "check",
+            &require!(reproducer("F23-nul-in-literal.gbnf")),
+            "-",
+        ],
+        20,
+    );
     ends_with(&out, 2, "error[GB002]");
 }

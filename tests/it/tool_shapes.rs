@@ -6,10 +6,12 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 const TOOLRAIL: &str = env!("CARGO_BIN_EXE_toolrail");
-const MEMORY: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/corpus/tool-sets/mcp__server-memory.json"
-);
+/// The MCP memory server's tools (`../shared/corpus/tool-sets/`) as an argument; missing: a
+/// failure under `CI=true`, otherwise None (a skip).
+fn memory() -> Option<String> {
+    toolrail_testkit::corpus("tool-sets/mcp__server-memory.json")
+        .map(|p| p.to_string_lossy().into_owned())
+}
 
 fn run(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(TOOLRAIL)
@@ -25,7 +27,10 @@ fn run(args: &[&str], stdin: &[u8]) -> Output {
 
 #[test]
 fn grammar_on_an_mcp_file_emits_argument_rules_and_names_the_shape() {
-    let out = run(&["grammar", MEMORY], b"");
+    let Some(memory) = memory() else {
+        return;
+    };
+    let out = run(&["grammar", &memory], b"");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -80,8 +85,11 @@ fn grammar_reads_a_json_rpc_response_from_standard_input() {
 
 #[test]
 fn validate_json_carries_the_shape_and_the_warnings() {
+    let Some(memory) = memory() else {
+        return;
+    };
     let call = br#"{"name": "search_nodes", "arguments": {"query": "x"}}"#;
-    let out = run(&["validate", MEMORY, "-", "--json"], call);
+    let out = run(&["validate", &memory, "-", "--json"], call);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -6,6 +6,9 @@
 //!
 //! `cargo bench --bench ui_frame`. Under `cargo test --all-targets` it runs a 5-frame smoke pass.
 
+// A bench fails by panicking, as a test does.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::time::Instant;
 
 use egui_kittest::Harness;

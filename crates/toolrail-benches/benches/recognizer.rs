@@ -3,13 +3,14 @@
 //!
 //! Run: `cargo bench --bench recognizer`. Criterion prints the throughput in MiB/s.
 
+// A bench fails by panicking, as a test does.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use toolrail_engine::{Engine, check_with};
 use toolrail_gbnf::Grammar;
-
-const CORPUS: &str = "../../../shared/corpus/gbnf";
 
 /// A deterministic ~1 MB compact JSON object: records with strings (escapes, non-ASCII),
 /// integers, floats, booleans, nulls and nested arrays/objects.
@@ -38,7 +39,11 @@ fn json_document(target_len: usize) -> String {
 }
 
 fn recognizer_throughput(c: &mut Criterion) {
-    let text = std::fs::read_to_string(format!("{CORPUS}/json.gbnf")).expect("corpus json.gbnf");
+    // Missing: a failure under CI=true, otherwise said on stderr and not measured.
+    let Some(path) = toolrail_testkit::corpus("gbnf/json.gbnf") else {
+        return;
+    };
+    let text = std::fs::read_to_string(path).expect("corpus json.gbnf");
     let grammar = Arc::new(Grammar::parse(&text).expect("json.gbnf builds"));
     let doc = json_document(1 << 20);
     let mut group = c.benchmark_group("recognizer");
@@ -61,8 +66,11 @@ fn recognizer_throughput(c: &mut Criterion) {
 }
 
 fn compile_times(c: &mut Criterion) {
+    let Some(corpus) = toolrail_testkit::corpus("gbnf") else {
+        return;
+    };
     let mut group = c.benchmark_group("compile");
-    let mut names: Vec<_> = std::fs::read_dir(CORPUS)
+    let mut names: Vec<_> = std::fs::read_dir(corpus)
         .expect("corpus gbnf folder")
         .filter_map(|e| e.ok())
         .map(|e| e.path())

@@ -28,6 +28,9 @@
 //! - every floating-point value under `ARCH.` finite (no NaN or infinity), and every
 //!   `…epsilon` 0 or more (ggml asserts `eps >= 0` in its norms).
 
+// ggml's type sizes are read through its C API (one FFI call, no pointer kept).
+#![allow(unsafe_code)]
+
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read, Seek, SeekFrom, Write};

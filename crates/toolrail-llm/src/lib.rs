@@ -67,7 +67,7 @@ pub use session::{DEFAULT_CONTEXT, Session, SessionOptions};
 pub use spec::{
     ChatFormat, MODELS_FILE, ModelSpec, Models, ModelsSource, SamplingDefaults, ServerSpec,
     TEST_MODEL_FILE, builtin_models, check_threads, cores, expand_tilde, max_threads, model_dir,
-    models_file_candidates, test_model_for_suite, test_model_path, threads_beside_a_window,
+    models_file_candidates, test_model_path, threads_beside_a_window,
 };
 
 /// The process's llama.cpp backend, initialised on first use with llama.cpp's log silenced

@@ -2,6 +2,9 @@
 //! `TOOLRAIL_LLAMA_LOG` is set, and — while a model loads — into a per-thread buffer, so that a
 //! failed load can say why in the error instead of in the terminal.
 
+// llama.cpp's log callback is a C function receiving C strings.
+#![allow(unsafe_code)]
+
 use std::cell::RefCell;
 use std::ffi::{CStr, c_char, c_void};
 use std::io::Write as _;

@@ -41,25 +41,6 @@ pub fn test_model_path() -> PathBuf {
     }
 }
 
-/// The test model for a test suite: `Ok(Some(path))` when it is there; `Ok(None)` after saying
-/// how to fetch it when it is not (the suite skips its model tests); `Err` when it is not and
-/// `CI=true`, where a missing model must fail the run, not skip it.
-pub fn test_model_for_suite() -> Result<Option<PathBuf>, String> {
-    let path = test_model_path();
-    if path.is_file() {
-        return Ok(Some(path));
-    }
-    let message = format!(
-        "test model not found at {}; run scripts/fetch-model.sh",
-        path.display()
-    );
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        return Err(format!("{message} (a failure under CI=true)"));
-    }
-    eprintln!("skipped: {message}");
-    Ok(None)
-}
-
 /// The machine's cores (1 when the platform cannot tell).
 pub fn cores() -> u32 {
     std::thread::available_parallelism()

@@ -9,6 +9,10 @@
 //! word→token trigger conversion, the sampler's trigger regexes); see
 //! `docs/design/template-grammars.md`. Every C++ exception becomes a [`TemplateError`].
 
+// The C++ shim over llama.cpp's chat code is called through `extern "C"` functions
+// exchanging C strings.
+#![allow(unsafe_code)]
+
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::path::Path;

@@ -6,7 +6,7 @@
 //! `cargo run --release -p toolrail-schema --example dump_conversions -- <out-dir>`
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::Value;
 use toolrail_schema::{
@@ -20,7 +20,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .ok_or("usage: dump_conversions <out-dir>")?,
     );
     std::fs::create_dir_all(&out)?;
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    let corpus = toolrail_testkit::shared("corpus").ok_or("the conformance corpus is missing")?;
     let mut schemas: Vec<(String, Value)> = Vec::new();
     let mut files: Vec<PathBuf> = std::fs::read_dir(corpus.join("maskbench/data"))?
         .filter_map(|e| e.ok().map(|e| e.path()))

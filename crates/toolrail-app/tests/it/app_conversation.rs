@@ -2,8 +2,6 @@
 //! model's call under the turn's grammar, a typed tool result, the model's next call; every
 //! attempt listed. Fails under CI=true without the model.
 
-use std::time::{Duration, Instant};
-
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use toolrail_app::dialogs::FileRequest;
@@ -11,23 +9,7 @@ use toolrail_app::{AppOptions, ToolrailApp};
 use toolrail_workbench::conversation::{Next, Turn};
 use toolrail_workbench::run::LoadState;
 
-fn step_until(
-    harness: &mut Harness<'_, ToolrailApp>,
-    what: &str,
-    done: impl Fn(&ToolrailApp) -> bool,
-) {
-    let deadline = Instant::now() + Duration::from_secs(300);
-    while !done(harness.state()) {
-        assert!(
-            Instant::now() < deadline,
-            "gave up waiting for {what}: {:?}",
-            harness.state().shared.messages
-        );
-        harness.step();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    harness.step();
-}
+use crate::common::app::wait_until;
 
 fn waiting_for_tool_result(app: &ToolrailApp) -> bool {
     app.conversation.session.as_ref().is_some_and(|s| {
@@ -60,30 +42,26 @@ fn a_conversation_with_a_typed_tool_result_runs_in_the_window() {
         settings.sampling.max_tokens = 96;
     }
     harness.get_by_label("Load model").click();
-    step_until(&mut harness, "the model to load", |app| {
+    wait_until(&mut harness, "the model to load", |app| {
         matches!(
             app.shared.run.controller.load_state(),
             LoadState::Ready { .. } | LoadState::Failed { .. }
         )
     });
-    step_until(&mut harness, "the analysis", |app| {
+    wait_until(&mut harness, "the analysis", |app| {
         app.shared.analysis.tool_set.is_some()
     });
 
     harness.get_by_label("Run").click();
-    for _ in 0..3 {
-        harness.step();
-    }
+    harness.run_steps(3);
     harness.get_by_label("Conversation…").click();
-    for _ in 0..3 {
-        harness.step();
-    }
+    harness.run_steps(3);
     harness.get_by_label("New conversation").click();
     harness.step();
     harness.state_mut().conversation.input = "What is the weather in Paris?".into();
     harness.step();
     harness.get_by_label("Send").click();
-    step_until(&mut harness, "the first call", waiting_for_tool_result);
+    wait_until(&mut harness, "the first call", waiting_for_tool_result);
     let session = harness.state().conversation.session.as_ref().unwrap();
     let Next::ToolResult { tool } = session.conversation.next() else {
         panic!("no valid first call: {:#?}", session.conversation.turns())
@@ -99,7 +77,7 @@ fn a_conversation_with_a_typed_tool_result_runs_in_the_window() {
     harness.step();
     harness.get_by_label("Send").click();
     harness.step();
-    step_until(&mut harness, "the second call", waiting_for_tool_result);
+    wait_until(&mut harness, "the second call", waiting_for_tool_result);
     let turns = harness
         .state()
         .conversation
@@ -129,8 +107,10 @@ fn a_conversation_with_a_typed_tool_result_runs_in_the_window() {
         .state_mut()
         .shared
         .file_chosen(FileRequest::SaveConversation, file.clone());
-    harness.step();
-    assert!(file.is_file(), "{:?}", harness.state().shared.messages);
+    let markdown_file = file.with_extension("md");
+    wait_until(&mut harness, "the conversation to be saved", |_| {
+        file.is_file() && markdown_file.is_file()
+    });
     let markdown = std::fs::read_to_string(file.with_extension("md")).unwrap();
     assert!(markdown.contains("18 degrees and cloudy."), "{markdown}");
     harness.state_mut().conversation.session = None;
@@ -138,7 +118,9 @@ fn a_conversation_with_a_typed_tool_result_runs_in_the_window() {
         .state_mut()
         .shared
         .file_chosen(FileRequest::OpenConversation, file);
-    harness.step();
+    wait_until(&mut harness, "the conversation to open", |app| {
+        app.conversation.session.is_some()
+    });
     let reopened = harness.state().conversation.session.as_ref().unwrap();
     assert_eq!(reopened.conversation.turns(), &turns[..]);
     let summary = harness.state().conversation.replay_summary.clone().unwrap();

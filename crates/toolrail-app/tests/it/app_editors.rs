@@ -12,7 +12,7 @@ use toolrail_app::panes::grammar::{GRAMMAR_VIEW_ID, definition_at};
 use toolrail_app::{PaneKind, ToolrailApp};
 use toolrail_workbench::workspace::{self, RecentKind, Theme, Workspace};
 
-use crate::common::app::{app, options, pane_harness};
+use crate::common::app::{app, options, pane_harness, settle, wait_until};
 
 /// The default workspace checks `"unit": "kelvin"` against the weather tools: the verdict names
 /// the enum's literals and where they belong, not the characters `'c', 'f'`.
@@ -48,7 +48,7 @@ fn stacks_show_as_a_tree_without_separator_buttons_and_a_click_selects_the_span(
             ..,
             r#"{"name": "get_weather", "arguments": {"city": "Paris", "unit": ""#,
         );
-    harness.run();
+    settle(&mut harness);
     assert!(harness.query_by_label(">").is_none(), "no '>' separators");
     let stacks = harness.state().shared.analysis.test.clone().unwrap().stacks;
     assert!(stacks.stacks.len() >= 2, "{stacks:?}");
@@ -63,7 +63,7 @@ fn stacks_show_as_a_tree_without_separator_buttons_and_a_click_selects_the_span(
     let nodes: Vec<_> = harness.query_all_by_label_contains(&label).collect();
     assert_eq!(nodes.len(), 1, "the shared bottom frame is shown once");
     nodes[0].click();
-    harness.run();
+    settle(&mut harness);
     let select = harness.state().shared.grammar_focus.select.clone();
     assert_eq!(
         select,
@@ -76,14 +76,14 @@ fn ctrl_f_finds_in_the_grammar_and_f12_goes_to_a_definition() {
     let dir = tempfile::tempdir().unwrap();
     let mut harness = app(dir.path());
     harness.get_by_label("Grammar text").focus();
-    harness.run();
+    settle(&mut harness);
     harness.key_press_modifiers(Modifiers::COMMAND, Key::F);
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label("Find").type_text("call-get-weather");
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label_contains("matches");
     harness.key_press(Key::Enter);
-    harness.run();
+    settle(&mut harness);
     let id = egui::Id::unique(GRAMMAR_VIEW_ID);
     let ctx = harness.ctx.clone();
     let state = egui::TextEdit::load_state(&ctx, id).expect("the grammar view has a state");
@@ -98,7 +98,7 @@ fn ctrl_f_finds_in_the_grammar_and_f12_goes_to_a_definition() {
     // The first match is a reference (in `call ::=`, or the definition itself): F12 on it
     // selects the name in the rule's definition.
     harness.key_press(Key::F12);
-    harness.run();
+    settle(&mut harness);
     let analysis = harness.state().shared.analysis.clone();
     let definition = text
         .find("\ncall-get-weather ::=")
@@ -121,11 +121,11 @@ fn the_schema_editor_finds_too() {
     let dir = tempfile::tempdir().unwrap();
     let mut harness = app(dir.path());
     harness.get_by_label("Schema JSON").focus();
-    harness.run();
+    settle(&mut harness);
     harness.key_press_modifiers(Modifiers::COMMAND, Key::F);
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label("Find").type_text("fahrenheit");
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label("1 match");
 }
 
@@ -134,13 +134,13 @@ fn a_pasted_output_is_validated_and_the_grammar_says_where_it_stops() {
     let dir = tempfile::tempdir().unwrap();
     let mut harness = app(dir.path());
     harness.get_by_label("Validator").click();
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label("Model output to check").focus();
-    harness.run();
+    settle(&mut harness);
     harness
         .get_by_label("Model output to check")
         .type_text(r#"{"name": "get_weather", "arguments": {"city": "Oslo", "unit": "k"}}"#);
-    harness.run();
+    settle(&mut harness);
     let found = |text: &str| harness.query_all_by_label_contains(text).count();
     assert!(found("invalid (") >= 1);
     assert!(found("/unit [enum]") >= 1, "the validator's pointer");
@@ -154,7 +154,7 @@ fn a_valid_example_is_accepted_by_the_grammar_and_the_validator() {
     let mut harness = app(dir.path());
     for _ in 0..2 {
         harness.get_by_label("Valid example").click();
-        harness.run();
+        settle(&mut harness);
         let input = harness.state().shared.workspace.test_input.clone();
         assert!(input.contains("get_weather"), "{input}");
         let report = harness.state().shared.analysis.test.clone().unwrap();
@@ -171,12 +171,12 @@ fn help_lists_the_shortcuts_and_run_has_pause() {
     let dir = tempfile::tempdir().unwrap();
     let mut harness = app(dir.path());
     harness.get_by_label("Help").click();
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label("Keyboard shortcuts");
     harness.get_by_label_contains("Go to the definition of the rule at the cursor");
     harness.get_by_label_contains("Find in the focused editor");
     harness.get_by_label("Help").click();
-    harness.run();
+    settle(&mut harness);
     let pauses = |h: &egui_kittest::Harness<'_, ToolrailApp>| {
         h.query_all_by_label("Pause")
             .map(|n| n.accesskit_node().is_disabled())
@@ -184,7 +184,7 @@ fn help_lists_the_shortcuts_and_run_has_pause() {
     };
     let before = pauses(&harness).len();
     harness.query_all_by_label("Run").next().unwrap().click();
-    harness.run();
+    settle(&mut harness);
     let with_menu = pauses(&harness);
     assert_eq!(with_menu.len(), before + 1, "the Run menu has Pause");
     assert!(
@@ -204,34 +204,45 @@ fn recent_files_reopen_and_the_workspace_can_be_saved_as_and_opened() {
         .state_mut()
         .shared
         .file_chosen(FileRequest::OpenSchema, tools.clone());
-    harness.run();
+    wait_until(&mut harness, "the schema file to be read", |app| {
+        app.shared.workspace.schema.text == schema
+    });
     assert_eq!(
         harness.state().shared.workspace.recent[0].kind,
         RecentKind::Schema
     );
     // Edit the text away, then reopen it from File > Open recent.
     harness.state_mut().shared.workspace.schema.text = "[]".to_owned();
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label("File").click();
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label("Open recent").click();
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label("ping.json  (tools)").click();
-    harness.run();
-    assert_eq!(harness.state().shared.workspace.schema.text, schema);
+    wait_until(&mut harness, "the recent schema file to be read", |app| {
+        app.shared.workspace.schema.text == schema
+    });
     // Save as: the file is written and autosave goes there from now on.
     let other = dir.path().join("other-workspace.json");
     harness
         .state_mut()
         .shared
         .file_chosen(FileRequest::SaveWorkspaceAs, other.clone());
-    harness.run();
+    wait_until(&mut harness, "the workspace to be saved", |_| {
+        other.is_file()
+    });
     let saved = workspace::load(&other);
     assert!(saved.notice.is_none());
     assert_eq!(saved.workspace.schema.text, schema);
     harness.key_press_modifiers(Modifiers::COMMAND, Key::S);
-    harness.run();
-    harness.get_by_label_contains(&format!("workspace saved to {}", other.display()));
+    let saved_to = format!("workspace saved to {}", other.display());
+    wait_until(&mut harness, "the workspace to be saved again", |app| {
+        app.shared
+            .messages
+            .iter()
+            .any(|m| m.text.contains(&saved_to))
+    });
+    harness.get_by_label_contains(&saved_to);
     // Open: another file's contents replace the workspace.
     let third = dir.path().join("third.json");
     let ws = Workspace {
@@ -243,7 +254,9 @@ fn recent_files_reopen_and_the_workspace_can_be_saved_as_and_opened() {
         .state_mut()
         .shared
         .file_chosen(FileRequest::OpenWorkspace, third.clone());
-    harness.run();
+    wait_until(&mut harness, "the workspace file to be read", |app| {
+        app.shared.workspace.test_input == "from the third workspace"
+    });
     assert_eq!(
         harness.state().shared.workspace.test_input,
         "from the third workspace"
@@ -286,14 +299,14 @@ fn a_token_chip_copies_its_id_and_piece() {
         [1024.0, 700.0],
         egui::Theme::Dark,
     );
-    harness.run();
+    settle(&mut harness);
     let chip = toolrail_app::token_view::chip_text(&first.piece);
     harness
         .query_all_by_label(&chip)
         .next()
         .unwrap()
         .click_secondary();
-    harness.run();
+    settle(&mut harness);
     harness
         .get_by_label(&format!("Copy token id ({})", first.id))
         .click();
@@ -352,7 +365,7 @@ fn snapshot_every_pane_in_both_themes_at_1024x700() {
             };
             let name = format!("{pane}_{theme_name}_1024");
             let mut harness = pane_harness(app, kind, [1024.0, 700.0], theme);
-            harness.run();
+            settle(&mut harness);
             harness.snapshot(&name);
             results.extend_harness(&mut harness);
         }
@@ -367,7 +380,7 @@ fn ctrl_enter_runs_with_an_editor_focused() {
         let dir = tempfile::tempdir().unwrap();
         let mut harness = app(dir.path());
         harness.get_by_label(editor).focus();
-        harness.run();
+        settle(&mut harness);
         harness.key_press_modifiers(Modifiers::COMMAND, Key::Enter);
         harness.step();
         let state = &harness.state().shared.run;

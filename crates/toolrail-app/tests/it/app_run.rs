@@ -5,13 +5,14 @@
 //! model.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use toolrail_app::panes::transcript::{export_to, open_from};
 use toolrail_app::{AppOptions, PaneKind, ToolrailApp};
 use toolrail_workbench::run::{LoadState, RunPhase};
+
+use crate::common::app::wait_until;
 
 const FIXTURE: &str = "tests/fixtures/weather_run.json";
 
@@ -23,30 +24,6 @@ fn options(dir: &Path) -> AppOptions {
         settle: true,
         demo_run: false,
     }
-}
-
-/// Steps the app (it repaints while the worker runs) until `done` holds; the limit only guards
-/// against a hung worker.
-fn step_until(
-    harness: &mut Harness<'_, ToolrailApp>,
-    what: &str,
-    done: impl Fn(&ToolrailApp) -> bool,
-) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !done(harness.state()) {
-        let c = &harness.state().shared.run.controller;
-        assert!(
-            Instant::now() < deadline,
-            "gave up waiting for {what}: {} runs, latest {:?}, messages {:?}",
-            c.runs().len(),
-            c.latest()
-                .map(|r| (r.phase, r.tokens.len(), r.is_replaying(), &r.refusals)),
-            harness.state().shared.messages
-        );
-        harness.step();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    harness.step();
 }
 
 /// The whole app in a 1440×1000 window, dark, on a workspace in `dir`, after its first frame.
@@ -78,7 +55,7 @@ fn a_run_on_the_test_model_streams_tokens_that_show_candidates_and_stacks() {
         return;
     };
     harness.get_by_label("Load model").click();
-    step_until(&mut harness, "the model to load", |app| {
+    wait_until(&mut harness, "the model to load", |app| {
         matches!(
             app.shared.run.controller.load_state(),
             LoadState::Ready { .. } | LoadState::Failed { .. }
@@ -93,7 +70,7 @@ fn a_run_on_the_test_model_streams_tokens_that_show_candidates_and_stacks() {
         harness.state().shared.run.controller.load_state()
     );
     harness.get_by_label("Start run").click();
-    step_until(&mut harness, "the run to end", |app| {
+    wait_until(&mut harness, "the run to end", |app| {
         app.shared
             .run
             .controller
@@ -147,7 +124,7 @@ fn a_run_on_the_test_model_streams_tokens_that_show_candidates_and_stacks() {
     assert!(!forces.is_empty());
     // The details may sit below the pane's scrolled view: click through accesskit.
     forces[0].click_accesskit();
-    step_until(&mut harness, "the branch to pause", |app| {
+    wait_until(&mut harness, "the branch to pause", |app| {
         app.shared.run.controller.runs().len() == 2
             && app
                 .shared
@@ -170,7 +147,7 @@ fn a_run_on_the_test_model_streams_tokens_that_show_candidates_and_stacks() {
     assert_eq!(branch.tokens[index].id, alternative);
     assert!(branch.tokens.iter().all(|t| t.forced));
     harness.get_by_label("Cancel").click();
-    step_until(&mut harness, "the branch to end", |app| {
+    wait_until(&mut harness, "the branch to end", |app| {
         app.shared
             .run
             .controller
@@ -299,7 +276,7 @@ fn start_run_with_no_model_loaded_loads_the_selected_model_then_runs() {
     };
     assert!(harness.state().shared.run.controller.model().is_none());
     harness.get_by_label("Start run").click();
-    step_until(&mut harness, "the load and the run to end", |app| {
+    wait_until(&mut harness, "the load and the run to end", |app| {
         let c = &app.shared.run.controller;
         matches!(c.load_state(), LoadState::Failed { .. })
             || c.latest().is_some_and(|r| r.phase == RunPhase::Finished)
@@ -325,7 +302,7 @@ fn f10_presses_are_not_lost_and_the_panes_say_where_the_run_is() {
         return;
     };
     harness.key_press(egui::Key::F10);
-    step_until(&mut harness, "the first step", |app| {
+    wait_until(&mut harness, "the first step", |app| {
         let c = &app.shared.run.controller;
         matches!(c.load_state(), LoadState::Failed { .. })
             || c.latest()
@@ -336,7 +313,7 @@ fn f10_presses_are_not_lost_and_the_panes_say_where_the_run_is() {
     for _ in 0..3 {
         harness.key_press(egui::Key::F10);
     }
-    step_until(&mut harness, "three more steps", |app| {
+    wait_until(&mut harness, "three more steps", |app| {
         app.shared
             .run
             .controller
@@ -358,7 +335,7 @@ fn f10_presses_are_not_lost_and_the_panes_say_where_the_run_is() {
     );
     harness.get_by_label_contains("not validated yet: paused before token 4");
     harness.get_by_label("Cancel").click();
-    step_until(&mut harness, "the run to end", |app| {
+    wait_until(&mut harness, "the run to end", |app| {
         app.shared
             .run
             .controller

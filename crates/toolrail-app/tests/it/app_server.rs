@@ -5,13 +5,13 @@
 //! connected state at 1024×700 in both themes (written under the target's temporary folder,
 //! not compared: the port and the timings differ per run). Under `CI=true` nothing skips.
 
-use std::time::{Duration, Instant};
-
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use toolrail_app::{AppOptions, ToolrailApp};
 use toolrail_workbench::run::{LoadState, RunPhase, ServerState};
 use toolrail_workbench::transcript::{ServerRequest, Stop};
+
+use crate::common::app::{settle, wait_until};
 
 #[allow(dead_code)] // shared with toolrail-llm's tests, which use all of it
 #[path = "../../../toolrail-llm/tests/it/common/llama_server.rs"]
@@ -19,32 +19,6 @@ mod llama_server;
 
 /// The variable the test sets to the server's key (typed into the connect form by name).
 const KEY_VARIABLE: &str = "TOOLRAIL_APP_TEST_SERVER_KEY";
-
-fn step_until(
-    harness: &mut Harness<'_, ToolrailApp>,
-    what: &str,
-    done: impl Fn(&ToolrailApp) -> bool,
-) {
-    let deadline = Instant::now() + Duration::from_secs(180);
-    while !done(harness.state()) {
-        assert!(
-            Instant::now() < deadline,
-            "gave up waiting for {what}: load {:?}, messages {:?} {:?}, latest {:?}",
-            harness.state().shared.run.controller.load_state(),
-            harness.state().shared.messages,
-            harness.state().shared.run.messages,
-            harness.state().shared.run.controller.latest().map(|r| (
-                r.phase,
-                r.tokens.len(),
-                &r.errors,
-                &r.finish
-            ))
-        );
-        harness.step();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    harness.step();
-}
 
 fn app_at(dir: &std::path::Path, theme: egui::Theme) -> Harness<'static, ToolrailApp> {
     let options = AppOptions {
@@ -70,22 +44,22 @@ fn connect_through_the_picker(
     key_variable: &str,
 ) {
     harness.get_by_label("Model").click();
-    harness.run();
+    settle(harness);
     harness.get_by_label("Connect to server…").click();
-    harness.run();
+    settle(harness);
     let field = harness.get_by_label("Server URL");
     field.click();
-    harness.run();
+    settle(harness);
     harness.get_by_label("Server URL").type_text(url);
-    harness.run();
+    settle(harness);
     harness.get_by_label("API key variable").click();
-    harness.run();
+    settle(harness);
     harness
         .get_by_label("API key variable")
         .type_text(key_variable);
-    harness.run();
+    settle(harness);
     harness.get_by_label("Connect").click();
-    harness.run();
+    settle(harness);
 }
 
 #[test]
@@ -97,7 +71,10 @@ fn connect_to_a_llama_server_run_there_and_see_chips_with_candidates_and_stacks(
         return;
     };
     // SAFETY: set once, before the app reads it, to a name no other test uses.
-    unsafe { std::env::set_var(KEY_VARIABLE, llama_server::API_KEY) };
+    #[allow(unsafe_code)] // setting a variable is unsafe since Rust 2024 (other threads may read)
+    unsafe {
+        std::env::set_var(KEY_VARIABLE, llama_server::API_KEY)
+    };
     let dir = tempfile::tempdir().unwrap();
     let mut harness = app_at(dir.path(), egui::Theme::Dark);
     {
@@ -108,7 +85,7 @@ fn connect_to_a_llama_server_run_there_and_see_chips_with_candidates_and_stacks(
         settings.sampling.max_tokens = 24;
     }
     connect_through_the_picker(&mut harness, &server.url, KEY_VARIABLE);
-    step_until(&mut harness, "the connection", |app| {
+    wait_until(&mut harness, "the connection", |app| {
         !matches!(
             app.shared.run.controller.server_state(),
             ServerState::Connecting { .. }
@@ -128,9 +105,9 @@ fn connect_to_a_llama_server_run_there_and_see_chips_with_candidates_and_stacks(
     // Start run loads the local model (its vocabulary) first, then runs on the server
     // the pane is taller than the window now: bring the button into view, then press it
     harness.get_by_label("Start run").scroll_to_me();
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label("Start run").click();
-    step_until(&mut harness, "the server run to end", |app| {
+    wait_until(&mut harness, "the server run to end", |app| {
         let c = &app.shared.run.controller;
         matches!(c.load_state(), LoadState::Failed { .. })
             || c.latest().is_some_and(|r| r.phase == RunPhase::Finished)
@@ -206,7 +183,7 @@ fn connect_to_a_llama_server_run_there_and_see_chips_with_candidates_and_stacks(
             egui::Theme::Dark => toolrail_workbench::workspace::Theme::Dark,
             egui::Theme::Light => toolrail_workbench::workspace::Theme::Light,
         };
-        harness.run();
+        settle(&mut harness);
         let image = harness.render().expect("rendered");
         let (w, h) = image.dimensions();
         let color =
@@ -223,7 +200,7 @@ fn a_refused_connection_is_said_in_words() {
     let mut harness = app_at(dir.path(), egui::Theme::Dark);
     // port 9 (discard): nothing listens there on a test machine
     connect_through_the_picker(&mut harness, "http://127.0.0.1:9", "");
-    step_until(&mut harness, "the attempt to fail", |app| {
+    wait_until(&mut harness, "the attempt to fail", |app| {
         !matches!(
             app.shared.run.controller.server_state(),
             ServerState::Connecting { .. }
@@ -260,7 +237,7 @@ fn something_that_is_not_llama_server_is_named_with_what_it_answered() {
     let dir = tempfile::tempdir().unwrap();
     let mut harness = app_at(dir.path(), egui::Theme::Dark);
     connect_through_the_picker(&mut harness, &url, "");
-    step_until(&mut harness, "the attempt to fail", |app| {
+    wait_until(&mut harness, "the attempt to fail", |app| {
         !matches!(
             app.shared.run.controller.server_state(),
             ServerState::Connecting { .. }

@@ -12,7 +12,7 @@ use toolrail_app::{AppOptions, PaneKind, ToolrailApp};
 use toolrail_tools::envelope::Format;
 use toolrail_workbench::workspace::{self, Theme, Workspace};
 
-use crate::common::app::{SIZE, app, grammar_view, options, pane_harness};
+use crate::common::app::{SIZE, app, grammar_view, options, pane_harness, settle, wait_until};
 
 #[test]
 fn picking_a_sample_shows_its_rules_in_the_grammar_pane() {
@@ -22,9 +22,9 @@ fn picking_a_sample_shows_its_rules_in_the_grammar_pane() {
     assert!(!grammar_view(&harness).contains("call-get-inputs"));
 
     harness.get_by_label("Sample").click();
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label("planner_get_inputs.json").click();
-    harness.run();
+    settle(&mut harness);
 
     let grammar = grammar_view(&harness);
     for rule in [
@@ -46,10 +46,10 @@ fn an_invalid_test_string_gets_a_verdict_naming_its_position() {
     let input = harness.get_by_label("Text to check");
     input.focus();
     harness.key_press_modifiers(Modifiers::COMMAND, Key::A);
-    harness.run();
+    settle(&mut harness);
     let text = r#"{"name": "get_weather", "arguments": {"city": 42}}"#;
     harness.get_by_label("Text to check").type_text(text);
-    harness.run();
+    settle(&mut harness);
 
     assert_eq!(harness.state().shared.workspace.test_input, text);
     let offset = text.find("42").unwrap();
@@ -65,17 +65,17 @@ fn a_hand_edited_grammar_shows_findings_and_a_click_selects_the_span() {
     let dir = tempfile::tempdir().unwrap();
     let mut harness = app(dir.path());
     harness.get_by_label("Hand-edited GBNF").click();
-    harness.run();
+    settle(&mut harness);
     // Switching on starts from the generated grammar.
     assert!(grammar_view(&harness).contains("call-get-weather ::="));
 
     let editor = harness.get_by_label("Grammar text");
     editor.focus();
     harness.key_press_modifiers(Modifiers::COMMAND, Key::A);
-    harness.run();
+    settle(&mut harness);
     let grammar = "root ::= \"a\"\nspare-rule ::= \"b\"\n";
     harness.get_by_label("Grammar text").type_text(grammar);
-    harness.run();
+    settle(&mut harness);
     assert_eq!(harness.state().shared.workspace.grammar.text, grammar);
 
     let finding = harness.get_by_label_contains("spare-rule");
@@ -83,7 +83,7 @@ fn a_hand_edited_grammar_shows_findings_and_a_click_selects_the_span() {
     assert!(label.starts_with("warning"), "{label}");
     assert!(label.contains("2:1"), "{label}");
     finding.click();
-    harness.run();
+    settle(&mut harness);
 
     let start = grammar.find("spare-rule").unwrap();
     let id = egui::Id::unique(toolrail_app::panes::grammar::GRAMMAR_VIEW_ID);
@@ -98,18 +98,22 @@ fn the_workspace_round_trips_through_its_file() {
     let dir = tempfile::tempdir().unwrap();
     let mut harness = app(dir.path());
     harness.get_by_label("View").click();
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label("Light theme").click();
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label("Envelope").click();
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label("hermes").click();
-    harness.run();
+    settle(&mut harness);
     // Ctrl+S saves at once (otherwise the save waits for the edits to settle).
     harness.key_press_modifiers(Modifiers::COMMAND, Key::S);
-    harness.run();
+    let path = dir.path().join("workspace.json");
+    wait_until(&mut harness, "the workspace to be saved", |_| {
+        let saved = workspace::load(&path).workspace;
+        saved.theme == Theme::Light && saved.schema.envelope == Format::Hermes
+    });
 
-    let saved = workspace::load(&dir.path().join("workspace.json"));
+    let saved = workspace::load(&path);
     assert!(saved.notice.is_none());
     assert_eq!(saved.workspace.theme, Theme::Light);
     assert_eq!(saved.workspace.schema.envelope, Format::Hermes);
@@ -119,7 +123,7 @@ fn the_workspace_round_trips_through_its_file() {
     let mut again = app(dir.path());
     assert_eq!(again.state().shared.workspace, saved.workspace);
     assert!(grammar_view(&again).contains("<tool_call>"));
-    again.run();
+    settle(&mut again);
 }
 
 #[test]
@@ -152,13 +156,13 @@ fn every_widget_is_labelled_with_menus_open() {
     harness.check_accessibility();
     for menu in ["File", "Run", "View"] {
         harness.get_by_label(menu).click();
-        harness.run();
+        settle(&mut harness);
         harness.check_accessibility();
         harness.key_press(Key::Escape);
-        harness.run();
+        settle(&mut harness);
     }
     harness.get_by_label("Sample").click();
-    harness.run();
+    settle(&mut harness);
     harness.check_accessibility();
 }
 
@@ -206,22 +210,25 @@ fn an_exported_grammar_reopens_as_the_hand_edited_grammar() {
         .state_mut()
         .shared
         .file_chosen(FileRequest::ExportGrammar, out.clone());
-    harness.run();
+    wait_until(&mut harness, "the grammar export", |_| {
+        std::fs::read_to_string(&out).is_ok_and(|text| text == generated)
+    });
     harness.get_by_label_contains("exported");
-    assert_eq!(std::fs::read_to_string(&out).unwrap(), generated);
 
     // Change the schema so the generated grammar differs, then import the file back.
     harness.get_by_label("Envelope").click();
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label("pythonic").click();
-    harness.run();
+    settle(&mut harness);
     assert_ne!(grammar_view(&harness), generated);
     harness
         .state_mut()
         .shared
         .file_chosen(FileRequest::ImportGrammar, out.clone());
-    harness.run();
-    assert!(harness.state().shared.workspace.grammar.hand_edited);
+    wait_until(&mut harness, "the grammar import", |app| {
+        app.shared.workspace.grammar.hand_edited
+    });
+    settle(&mut harness);
     assert_eq!(grammar_view(&harness), generated);
     assert_eq!(harness.state().shared.analysis.grammar_text, generated);
 }
@@ -239,7 +246,7 @@ fn the_stacks_follow_the_cursor_and_are_highlighted_in_the_grammar() {
     harness.get_by_label("Text to check").focus();
     harness.key_press_modifiers(Modifiers::COMMAND, Key::A);
     harness.key_press(Key::ArrowLeft);
-    harness.run();
+    settle(&mut harness);
     assert_eq!(harness.state().shared.test_cursor, 0);
     harness.get_by_label_contains("stack(s) at 1:1 (byte 0)");
 
@@ -278,7 +285,7 @@ fn snapshot_whole_app_light() {
         .with_theme(egui::Theme::Light)
         .wgpu()
         .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
-    harness.run();
+    settle(&mut harness);
     harness.snapshot("whole_app_light");
 }
 
@@ -292,7 +299,7 @@ fn demo_app(dir: &Path) -> Harness<'static, ToolrailApp> {
         .with_size(SIZE)
         .with_theme(egui::Theme::Dark)
         .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
-    harness.run();
+    settle(&mut harness);
     harness
 }
 
@@ -324,7 +331,7 @@ fn a_fresh_workspace_replays_the_recorded_demo_run_until_it_is_closed() {
     );
 
     harness.get_by_label("Close replay").click();
-    harness.run();
+    settle(&mut harness);
     assert!(harness.state().shared.run.controller.replay().is_none());
     harness.state_mut().save();
     drop(harness);
@@ -370,16 +377,18 @@ fn a_saved_schema_reopens_in_the_editor() {
         .state_mut()
         .shared
         .file_chosen(FileRequest::SaveSchema, out.clone());
-    harness.run();
-    assert_eq!(std::fs::read_to_string(&out).unwrap(), original);
+    wait_until(&mut harness, "the schema to be saved", |_| {
+        std::fs::read_to_string(&out).is_ok_and(|text| text == original)
+    });
     harness.state_mut().shared.workspace.schema.text = "[]".into();
-    harness.run();
+    settle(&mut harness);
     harness
         .state_mut()
         .shared
         .file_chosen(FileRequest::OpenSchema, out);
-    harness.run();
-    assert_eq!(harness.state().shared.workspace.schema.text, original);
+    wait_until(&mut harness, "the schema file to be read", |app| {
+        app.shared.workspace.schema.text == original
+    });
     // No dialog was opened by any of this.
     assert!(!harness.state().shared.dialogs.is_open());
 }
@@ -392,7 +401,7 @@ fn rebuild_font_atlas(harness: &mut Harness<'_, ToolrailApp>) {
         harness
             .ctx
             .all_styles_mut(|s| s.visuals.text_options.font_hinting ^= true);
-        harness.run();
+        settle(harness);
     }
 }
 
@@ -408,7 +417,7 @@ fn theme_round_trip(kind: PaneKind) -> [Vec<u8>; 4] {
     let mut harness = pane_harness(app, kind, [720.0, 520.0], egui::Theme::Dark);
     let shot = |harness: &mut Harness<'_, ToolrailApp>, theme: Theme| {
         harness.state_mut().shared.workspace.theme = theme;
-        harness.run();
+        settle(harness);
         harness.render().expect("rendered").into_raw()
     };
     let dark = shot(&mut harness, Theme::Dark);
@@ -428,7 +437,7 @@ fn light_start(kind: PaneKind) -> Vec<u8> {
     let mut app = ToolrailApp::new(&ctx, options);
     app.shared.workspace.theme = Theme::Light;
     let mut harness = pane_harness(app, kind, [720.0, 520.0], egui::Theme::Light);
-    harness.run();
+    settle(&mut harness);
     harness.render().expect("rendered").into_raw()
 }
 

@@ -6,7 +6,6 @@
 //! the replayed transcript. Fails under CI=true without the model.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
@@ -17,31 +16,14 @@ use toolrail_llm::record::LazyNote;
 use toolrail_workbench::run::{LoadState, RunPhase, StartMode};
 use toolrail_workbench::workspace::ServerSwitch;
 
+use crate::common::app::wait_until;
+
 const HERMES: &str = "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja";
 
-fn template_path(name: &str) -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .join("../shared/corpus/llama-cpp-chat/templates")
-        .join(name)
-}
-
-/// Steps the app until `done` holds; the limit only guards against a hung worker.
-fn step_until(
-    harness: &mut Harness<'_, ToolrailApp>,
-    what: &str,
-    done: impl Fn(&ToolrailApp) -> bool,
-) {
-    let deadline = Instant::now() + Duration::from_secs(180);
-    while !done(harness.state()) {
-        assert!(
-            Instant::now() < deadline,
-            "gave up waiting for {what}: messages {:?}",
-            harness.state().shared.messages
-        );
-        harness.step();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    harness.step();
+/// `../shared/corpus/llama-cpp-chat/templates/<name>`; missing: a failure under `CI=true`,
+/// otherwise None (a skip).
+fn template_path(name: &str) -> Option<PathBuf> {
+    toolrail_testkit::corpus(&format!("llama-cpp-chat/templates/{name}"))
 }
 
 /// The template view of the latest analysis, once it names `tool_choice`.
@@ -71,9 +53,9 @@ fn finished(app: &ToolrailApp) -> bool {
 
 #[test]
 fn a_template_file_as_the_grammar_source_shows_its_triggers_runs_and_parses_the_call() {
-    if crate::common::model().is_none() {
+    let (Some(_), Some(hermes)) = (crate::common::model(), template_path(HERMES)) else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let options = AppOptions {
         workspace_path: dir.path().join("workspace.json"),
@@ -93,7 +75,7 @@ fn a_template_file_as_the_grammar_source_shows_its_triggers_runs_and_parses_the_
 
     // Before a model is loaded, the template source says what it needs.
     pick(&mut harness, "Grammar from", "llama.cpp template");
-    step_until(&mut harness, "the template analysis", |app| {
+    wait_until(&mut harness, "the template analysis", |app| {
         app.shared.analysis.template.is_some()
     });
     harness.get_by_label_contains("no model loaded");
@@ -103,21 +85,24 @@ fn a_template_file_as_the_grammar_source_shows_its_triggers_runs_and_parses_the_
     harness
         .state_mut()
         .shared
-        .file_chosen(FileRequest::OpenTemplate, template_path(HERMES));
-    harness.run_steps(2);
+        .file_chosen(FileRequest::OpenTemplate, hermes.clone());
+    wait_until(&mut harness, "the template file to be read", |app| {
+        let template = &app.shared.workspace.template;
+        template.file.as_ref() == Some(&hermes) && !template.text.is_empty()
+    });
     pick(&mut harness, "tool_choice", "required");
     harness.get_by_label("Start run").click();
-    step_until(&mut harness, "the model to load", |app| {
+    wait_until(&mut harness, "the model to load", |app| {
         matches!(
             app.shared.run.controller.load_state(),
             LoadState::Ready { .. } | LoadState::Failed { .. }
         )
     });
-    step_until(&mut harness, "the required analysis", |app| {
+    wait_until(&mut harness, "the required analysis", |app| {
         analysed(app, "required")
     });
     harness.get_by_label_contains("grammar not lazy: constrains from the first token");
-    step_until(&mut harness, "the run to end", finished);
+    wait_until(&mut harness, "the run to end", finished);
     assert_eq!(harness.state().shared.run.controller.runs().len(), 1);
     harness.get_by_label("Validator").click();
     harness.run_steps(2);
@@ -142,14 +127,11 @@ fn a_template_file_as_the_grammar_source_shows_its_triggers_runs_and_parses_the_
 
     // tool_choice auto: the grammar sleeps; forcing the trigger word wakes it at a marker.
     pick(&mut harness, "tool_choice", "auto");
-    step_until(&mut harness, "the auto analysis", |app| {
+    wait_until(&mut harness, "the auto analysis", |app| {
         analysed(app, "auto")
     });
     // The Grammar pane: the source, lazy, its trigger word, the prompt with its tokens.
-    harness.get_by_label_contains(&format!(
-        "llama.cpp template: {}",
-        template_path(HERMES).display()
-    ));
+    harness.get_by_label_contains(&format!("llama.cpp template: {}", hermes.display()));
     harness.get_by_label_contains("grammar lazy: dormant until a trigger fires");
     harness
         .get_all_by_label_contains("word \"<tool_call>\\n\"")
@@ -183,7 +165,7 @@ fn a_template_file_as_the_grammar_source_shows_its_triggers_runs_and_parses_the_
             .is_some_and(|r| matches!(r.phase, RunPhase::Paused { .. }))
     };
     for token in trigger {
-        step_until(&mut harness, "a pause", paused);
+        wait_until(&mut harness, "a pause", paused);
         harness
             .state_mut()
             .shared
@@ -192,9 +174,9 @@ fn a_template_file_as_the_grammar_source_shows_its_triggers_runs_and_parses_the_
             .force(token)
             .unwrap();
     }
-    step_until(&mut harness, "a pause", paused);
+    wait_until(&mut harness, "a pause", paused);
     harness.state_mut().shared.run.controller.resume().unwrap();
-    step_until(&mut harness, "the run to end", finished);
+    wait_until(&mut harness, "the run to end", finished);
     harness.run_steps(2);
     harness
         .get_all_by_label_contains("» trigger <tool_call>")

@@ -12,7 +12,7 @@ use egui_kittest::kittest::Queryable;
 use toolrail_app::dialogs::FileDialogs;
 use toolrail_workbench::workspace::{self, SchemaMode, WindowSize, Workspace};
 
-use crate::common::app::{app, app_sized, grammar_view};
+use crate::common::app::{app, app_sized, grammar_view, settle, wait_until};
 
 #[test]
 fn without_a_file_dialog_a_path_field_opens_the_file_and_completes_names() {
@@ -22,18 +22,18 @@ fn without_a_file_dialog_a_path_field_opens_the_file_and_completes_names() {
     let mut harness = app(dir.path());
     harness.state_mut().shared.dialogs = FileDialogs::in_app("no dialog here (test)");
     harness.get_by_label("Open…").click();
-    harness.run();
+    settle(&mut harness);
     // It says why, and lists the folder's entries that complete the typed path.
     harness.get_by_label_contains("no dialog here (test)");
     let field = harness.get_by_label("File path");
     field.focus();
     harness.key_press_modifiers(Modifiers::COMMAND, Key::A);
-    harness.run();
+    settle(&mut harness);
     let typed = format!("{}/ping", dir.path().display());
     harness.get_by_label("File path").type_text(&typed);
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label("ping_tools.json").click();
-    harness.run();
+    settle(&mut harness);
     let completed = dir.path().join("ping_tools.json").display().to_string();
     assert_eq!(
         harness
@@ -55,9 +55,9 @@ fn without_a_file_dialog_a_path_field_opens_the_file_and_completes_names() {
         .as_mut()
         .unwrap()
         .typed = format!("{completed}.missing");
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label("Open").click();
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label_contains("does not exist");
     harness
         .state_mut()
@@ -67,11 +67,13 @@ fn without_a_file_dialog_a_path_field_opens_the_file_and_completes_names() {
         .as_mut()
         .unwrap()
         .typed = completed.clone();
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label("Open").click();
-    harness.run();
+    wait_until(&mut harness, "the schema file to be read", |app| {
+        app.shared.workspace.schema.text == schema
+    });
+    settle(&mut harness);
     assert!(harness.state().shared.dialogs.prompt.is_none());
-    assert_eq!(harness.state().shared.workspace.schema.text, schema);
     assert!(grammar_view(&harness).contains("call-ping ::="));
 }
 
@@ -80,16 +82,18 @@ fn ctrl_s_says_where_it_saved_and_messages_clear_themselves() {
     let dir = tempfile::tempdir().unwrap();
     let mut harness = app(dir.path());
     harness.key_press_modifiers(Modifiers::COMMAND, Key::S);
-    harness.run();
     let saved = format!(
         "workspace saved to {}",
         dir.path().join("workspace.json").display()
     );
+    wait_until(&mut harness, "the workspace to be saved", |app| {
+        app.shared.messages.iter().any(|m| m.text == saved)
+    });
     harness.get_by_label(&saved);
     // Once its time is up the message leaves the status bar (it stays in the history).
     let message = harness.state_mut().shared.messages.last_mut().unwrap();
     message.at = Instant::now() - toolrail_app::INFO_SHOWN - Duration::from_millis(1);
-    harness.run();
+    settle(&mut harness);
     assert!(harness.query_by_label(&saved).is_none());
     harness.get_by_label("messages");
 }
@@ -101,7 +105,7 @@ fn a_schema_error_keeps_the_last_grammar_greyed_under_the_error() {
     let good = grammar_view(&harness);
     assert!(good.contains("call-get-weather ::="));
     harness.state_mut().shared.workspace.schema.text = "{ \"tools\": [ ".into();
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label_contains("No grammar: the schema has an error");
     harness.get_by_label_contains("The last grammar generated");
     assert_eq!(grammar_view(&harness), good);
@@ -115,7 +119,7 @@ fn lint_hints_show_under_their_findings() {
     harness.state_mut().shared.workspace.grammar.hand_edited = true;
     harness.state_mut().shared.workspace.grammar.text =
         "root ::= \"a\"\nspare-rule ::= \"b\"\n".into();
-    harness.run();
+    settle(&mut harness);
     let hinted = harness
         .state()
         .shared
@@ -132,10 +136,10 @@ fn a_tool_set_in_plain_schema_mode_is_flagged_with_a_way_back() {
     let dir = tempfile::tempdir().unwrap();
     let mut harness = app(dir.path());
     harness.get_by_label("Plain schema").click();
-    harness.run();
+    settle(&mut harness);
     harness.get_by_label_contains("this document is a tool set (1 tool), not a JSON Schema");
     harness.get_by_label("Switch to tool-set mode").click();
-    harness.run();
+    settle(&mut harness);
     assert_eq!(
         harness.state().shared.workspace.schema.mode,
         SchemaMode::ToolSet
@@ -188,8 +192,11 @@ fn the_window_size_is_kept_in_the_workspace() {
     let dir = tempfile::tempdir().unwrap();
     let mut harness = app_sized(dir.path(), [1100.0, 760.0]);
     harness.key_press_modifiers(Modifiers::COMMAND, Key::S);
-    harness.run();
-    let saved = workspace::load(&dir.path().join("workspace.json")).workspace;
+    let path = dir.path().join("workspace.json");
+    wait_until(&mut harness, "the workspace to be saved", |_| {
+        workspace::load(&path).workspace.window.is_some()
+    });
+    let saved = workspace::load(&path).workspace;
     assert_eq!(
         saved.window,
         Some(WindowSize {
@@ -232,7 +239,7 @@ fn a_transcript_with_a_long_piece_renders_cut_with_its_size() {
         harness.state().shared.messages
     );
     harness.get_by_label("Transcript").click();
-    harness.run();
+    settle(&mut harness);
     // Drawn (with the real renderer) without a panic; the piece is cut, its size said.
     harness.render().expect("rendered");
     // The chip and the selected token's header show the piece cut; the whole piece is a click

@@ -140,7 +140,10 @@ fn vocabulary_with(extra: &[&[u8]]) -> Arc<TokenTable> {
     Arc::new(TokenTable::new(pieces, eog))
 }
 
-fn grammars() -> Vec<(String, Arc<Grammar>)> {
+/// Seven grammars of `../shared/corpus/gbnf` and eight written here; the corpus missing: a
+/// failure under `CI=true`, otherwise None (a skip).
+fn grammars() -> Option<Vec<(String, Arc<Grammar>)>> {
+    let corpus = toolrail_testkit::corpus("gbnf")?;
     let mut out = Vec::new();
     for name in [
         "arithmetic",
@@ -151,8 +154,7 @@ fn grammars() -> Vec<(String, Arc<Grammar>)> {
         "json_arr",
         "list",
     ] {
-        let text =
-            std::fs::read_to_string(format!("../../../shared/corpus/gbnf/{name}.gbnf")).unwrap();
+        let text = std::fs::read_to_string(corpus.join(format!("{name}.gbnf"))).unwrap();
         out.push((name.to_string(), Arc::new(Grammar::parse(&text).unwrap())));
     }
     for (name, text) in [
@@ -186,7 +188,7 @@ fn grammars() -> Vec<(String, Arc<Grammar>)> {
     ] {
         out.push((name.to_string(), Arc::new(Grammar::parse(text).unwrap())));
     }
-    out
+    Some(out)
 }
 
 fn compare(
@@ -238,7 +240,10 @@ proptest! {
     #[test]
     fn trie_mask_equals_reference(seed in any::<u64>(), which in 0usize..15, cut in 0.0f64..1.0) {
         let table = vocabulary();
-        let (name, grammar) = grammars().swap_remove(which);
+        let Some(mut grammars) = grammars() else {
+            return Ok(());
+        };
+        let (name, grammar) = grammars.swap_remove(which);
         let mut engine = Engine::new(Arc::clone(&grammar));
         let mut masks = MaskEngine::new(Arc::clone(&table));
         // The initial state, then a state part-way through a sampled string.
@@ -315,8 +320,11 @@ fn one_mask_engine_serves_several_recognizers() {
 /// of it, at many states along sampled strings (every cut), against the reference.
 #[test]
 fn high_code_points_share_a_step_only_where_every_class_agrees() {
+    let Some(grammars) = grammars() else {
+        return;
+    };
     let table = vocabulary();
-    for (name, grammar) in grammars() {
+    for (name, grammar) in grammars {
         if !["negated-unicode", "high-alike", "counted-high", "json"].contains(&name.as_str()) {
             continue;
         }

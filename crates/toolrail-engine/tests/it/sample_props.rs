@@ -8,9 +8,11 @@ use toolrail_engine::sample::{Sampler, SplitMix64};
 use toolrail_engine::{Engine, VerdictKind, check_with};
 use toolrail_gbnf::Grammar;
 
-fn corpus_grammar(name: &str) -> Arc<Grammar> {
-    let text = std::fs::read_to_string(format!("../../../shared/corpus/gbnf/{name}.gbnf")).unwrap();
-    Arc::new(Grammar::parse(&text).unwrap())
+/// `../shared/corpus/gbnf/<name>.gbnf`; missing: a failure under `CI=true`, otherwise None.
+fn corpus_grammar(name: &str) -> Option<Arc<Grammar>> {
+    let path = toolrail_testkit::corpus(&format!("gbnf/{name}.gbnf"))?;
+    let text = std::fs::read_to_string(path).unwrap();
+    Some(Arc::new(Grammar::parse(&text).unwrap()))
 }
 
 const EXTRA: &[&str] = &[
@@ -55,7 +57,10 @@ proptest! {
     #[test]
     fn corpus_samples_and_prefixes(seed in any::<u64>(), which in 0usize..7) {
         let names = ["arithmetic", "c", "chess", "japanese", "json", "json_arr", "list"];
-        check_samples(&corpus_grammar(names[which]), seed)?;
+        let Some(grammar) = corpus_grammar(names[which]) else {
+            return Ok(());
+        };
+        check_samples(&grammar, seed)?;
     }
 
     #[test]

@@ -6,8 +6,6 @@
 //! `test-chat.cpp` states for formats hold (lazy grammars have triggers, `required` is not lazy,
 //! `none` has no grammar); and a rendered tool call is parsed back by llama.cpp's parser.
 
-use std::path::{Path, PathBuf};
-
 use serde_json::{Value, json};
 use toolrail_gbnf::Grammar;
 use toolrail_llm::template::{
@@ -15,26 +13,10 @@ use toolrail_llm::template::{
     llama_grammar_loads,
 };
 
-fn corpus_dir() -> Option<PathBuf> {
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .join("../shared/corpus/llama-cpp-chat/templates");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{} not found (CI=true)",
-        dir.display()
-    );
-    eprintln!("skipped: {} not found", dir.display());
-    None
-}
-
-/// The templates, sorted by name.
-fn templates() -> Vec<(String, String)> {
-    let Some(dir) = corpus_dir() else {
-        return Vec::new();
-    };
+/// The templates of `../shared/corpus/llama-cpp-chat/templates/`, sorted by name; missing: a
+/// failure under `CI=true`, otherwise None (a skip).
+fn templates() -> Option<Vec<(String, String)>> {
+    let dir = toolrail_testkit::corpus("llama-cpp-chat/templates")?;
     let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
         .expect("corpus folder readable")
         .filter_map(Result::ok)
@@ -57,7 +39,7 @@ fn templates() -> Vec<(String, String)> {
         "expected the 71 templates, found {}",
         out.len()
     );
-    out
+    Some(out)
 }
 
 /// `special_function` of test-chat.cpp, plus a second tool with a string and an enum.
@@ -128,12 +110,15 @@ fn format_expectations(name: &str, choice: &ToolChoice, r: &TemplateResult) -> V
 
 #[test]
 fn every_tool_template_builds_with_each_tool_choice() {
+    let Some(templates) = templates() else {
+        return;
+    };
     let mut with_tools = 0;
     let mut applied = 0;
     let mut refused = Vec::new();
     let mut grammars = 0;
     let mut problems = Vec::new();
-    for (name, source) in templates() {
+    for (name, source) in templates {
         let templates = match ChatTemplates::from_source(&source, "", "") {
             Ok(t) => t,
             Err(e) => {
@@ -183,18 +168,12 @@ fn every_tool_template_builds_with_each_tool_choice() {
     for r in &refused {
         eprintln!("refused: {r}");
     }
-    if templates_present() {
-        assert!(
-            with_tools >= 50,
-            "only {with_tools} templates support tools"
-        );
-        assert!(grammars >= 80, "only {grammars} grammars");
-    }
+    assert!(
+        with_tools >= 50,
+        "only {with_tools} templates support tools"
+    );
+    assert!(grammars >= 80, "only {grammars} grammars");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-}
-
-fn templates_present() -> bool {
-    corpus_dir().is_some()
 }
 
 /// What the template renders after `[user]` for one more assistant message (without a
@@ -278,11 +257,14 @@ const KNOWN_UNPARSED: &[&str] = &["upstage-Solar-Open-100B"];
 
 #[test]
 fn rendered_tool_calls_parse_back_with_llama_cpp_parser() {
+    let Some(templates) = templates() else {
+        return;
+    };
     let mut checked = 0;
     let mut skipped = Vec::new();
     let mut failures = Vec::new();
     let mut known = 0;
-    for (name, source) in templates() {
+    for (name, source) in templates {
         let Ok(templates) = ChatTemplates::from_source(&source, "", "") else {
             continue;
         };
@@ -330,17 +312,13 @@ fn rendered_tool_calls_parse_back_with_llama_cpp_parser() {
     for f in &failures {
         eprintln!("failure: {f}");
     }
-    if templates_present() {
-        assert!(checked >= 20, "only {checked} templates checked");
-    }
+    assert!(checked >= 20, "only {checked} templates checked");
     assert!(failures.is_empty(), "{} failures", failures.len());
-    if templates_present() {
-        assert_eq!(
-            known,
-            KNOWN_UNPARSED.len(),
-            "a known parse failure went away: update KNOWN_UNPARSED"
-        );
-    }
+    assert_eq!(
+        known,
+        KNOWN_UNPARSED.len(),
+        "a known parse failure went away: update KNOWN_UNPARSED"
+    );
 }
 
 #[test]

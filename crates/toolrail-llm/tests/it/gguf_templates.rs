@@ -136,8 +136,7 @@ fn templates_in_the_gguf_metadata_build_run_and_parse_like_llama_cpp() {
     let mut compared = 0;
     for name in TEMPLATES {
         let Some(source) = template_text(name) else {
-            eprintln!("skipped {name}: corpus not found");
-            continue;
+            return;
         };
         let dir = tempfile::tempdir().unwrap();
         let copy = copy_with_template(&path, dir.path(), &source);
@@ -235,7 +234,5 @@ fn templates_in_the_gguf_metadata_build_run_and_parse_like_llama_cpp() {
         assert!(check.is_valid(), "{name}: {check:?}");
         compared += 1;
     }
-    if template_text(TEMPLATES[0]).is_some() {
-        assert_eq!(compared, TEMPLATES.len());
-    }
+    assert_eq!(compared, TEMPLATES.len());
 }

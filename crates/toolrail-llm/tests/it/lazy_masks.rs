@@ -8,7 +8,6 @@
 //! while the grammar sleeps, the grammar's set after it wakes), the gate must wake on the same
 //! token as llama.cpp, and the call must parse back through llama.cpp's parser.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -33,11 +32,11 @@ const TEMPLATES: &[&str] = &[
     "ibm-granite-granite-4.0",
 ];
 
+/// `../shared/corpus/llama-cpp-chat/templates/<name>.jinja`; missing: a failure under
+/// `CI=true`, otherwise None (a skip).
 pub(crate) fn template_text(name: &str) -> Option<String> {
-    let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .join("../shared/corpus/llama-cpp-chat/templates")
-        .join(format!("{name}.jinja"));
-    std::fs::read_to_string(path).ok()
+    let path = toolrail_testkit::corpus(&format!("llama-cpp-chat/templates/{name}.jinja"))?;
+    Some(std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
 }
 
 pub(crate) fn request() -> TemplateRequest {
@@ -173,8 +172,7 @@ fn lazy_template_grammars_mask_like_llama_cpp_on_the_test_model() {
     let mut total_differing = 0;
     for name in TEMPLATES {
         let Some(source) = template_text(name) else {
-            eprintln!("skipped {name}: corpus not found");
-            continue;
+            return;
         };
         let templates = ChatTemplates::from_gguf(&path, Some(&source))
             .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -210,8 +208,6 @@ fn lazy_template_grammars_mask_like_llama_cpp_on_the_test_model() {
         assert_eq!(arguments, json!({"arg1": 1}), "{name}");
         compared += 1;
     }
-    if template_text(TEMPLATES[0]).is_some() {
-        assert!(compared >= 3, "only {compared} templates compared");
-    }
+    assert!(compared >= 3, "only {compared} templates compared");
     assert_eq!(total_differing, 0, "masks differ");
 }

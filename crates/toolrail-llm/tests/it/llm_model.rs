@@ -40,6 +40,17 @@ fn metadata() {
     assert_eq!(info.path, test_model_path());
 }
 
+/// The tests find the test model where the app's built-in `gemma-3-270m` entry points (the
+/// testkit has no dependency on this crate, so it writes the same rule down again).
+#[test]
+fn the_testkit_finds_the_model_where_the_app_looks() {
+    assert_eq!(toolrail_testkit::model_path(), test_model_path());
+    assert_eq!(
+        toolrail_testkit::TEST_MODEL_FILE,
+        toolrail_llm::TEST_MODEL_FILE
+    );
+}
+
 #[test]
 fn token_table_matches_the_vocabulary() {
     let Some(model) = model() else { return };

@@ -4,7 +4,7 @@
 //! same verdict as toolrail's recognizer, each instance within one second (a bound against the
 //! sampler blow-ups of ambiguous grammars, not a speed goal). Prints a summary (`--nocapture`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,13 +18,6 @@ use crate::common::model;
 
 /// The most llama.cpp may take to judge one instance.
 const PER_INSTANCE: Duration = Duration::from_secs(1);
-
-fn data_dir() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/corpus/maskbench/data"
-    ))
-}
 
 /// llama.cpp's verdict on `text` (every token accepted and the grammar able to end), and the
 /// time its sampler took (loading the grammar not included).
@@ -56,25 +49,19 @@ const STACK: usize = 16 << 20;
 
 #[test]
 fn maskbench_grammars_load_and_judge_in_llama_cpp() {
+    let (Some(model), Some(dir)) = (model(), toolrail_testkit::corpus("maskbench/data")) else {
+        return;
+    };
     std::thread::Builder::new()
         .stack_size(STACK)
-        .spawn(judge_all)
+        .spawn(move || judge_all(model, &dir))
         .unwrap()
         .join()
         .unwrap();
 }
 
-fn judge_all() {
-    let Some(model) = model() else { return };
-    let dir = data_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{} is missing",
-            dir.display()
-        );
-        return;
-    };
+fn judge_all(model: &Model, dir: &Path) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
     files.sort();
     let (mut converted, mut instances, mut skipped_ambiguous) = (0usize, 0usize, 0usize);

@@ -3,29 +3,10 @@
 //! its per-schema cap draws (all of them without a cap), the compared counts are the positions
 //! where both masks exist, and toolrail and llama.cpp (the same GBNF) never differ.
 
-use std::path::PathBuf;
-
 use toolrail_llm::bench_masks::{
     MaskBenchOptions, MaskBenchReport, MaskEngineFigures, bench_masks,
 };
 use toolrail_llm::engine_kind::EngineKind;
-
-fn corpus() -> Option<PathBuf> {
-    let dir = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/corpus/maskbench"
-    ));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{} is missing",
-            dir.display()
-        );
-        None
-    }
-}
 
 fn figures(report: &MaskBenchReport, kind: EngineKind) -> &MaskEngineFigures {
     report
@@ -84,7 +65,10 @@ fn check_counts(report: &MaskBenchReport) {
 
 #[test]
 fn bench_masks_runs_three_engines_and_its_counts_add_up() {
-    let (Some(model), Some(dir)) = (crate::common::model(), corpus()) else {
+    let (Some(model), Some(dir)) = (
+        crate::common::model(),
+        toolrail_testkit::corpus("maskbench"),
+    ) else {
         return;
     };
     let run = |llama_positions| {

@@ -50,7 +50,6 @@ fn model_with_tool_call_tokens(dir: &std::path::Path) -> Option<std::path::PathB
 #[test]
 fn a_trigger_word_that_is_one_token_fires_on_that_token_as_in_llama_cpp() {
     let Some(source) = template_text("Qwen3-Coder") else {
-        eprintln!("skipped: corpus not found");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

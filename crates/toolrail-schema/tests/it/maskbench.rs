@@ -85,10 +85,6 @@ fn accepts(engine: &mut Engine, text: &[u8]) -> Option<bool> {
     Some(engine.can_end(state))
 }
 
-fn corpus() -> PathBuf {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("../shared/corpus/maskbench")
-}
-
 /// `Github_easy---o123.json` → `Github_easy`; `BFCL_java_1.json` → `BFCL_java`.
 fn source_of(file: &str) -> String {
     let stem = file.strip_suffix(".json").unwrap_or(file);
@@ -123,16 +119,18 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 /// latter.
 #[test]
 fn maskbench() {
+    let Some(dir) = toolrail_testkit::corpus("maskbench") else {
+        return;
+    };
     std::thread::Builder::new()
         .stack_size(8 << 20)
-        .spawn(run)
+        .spawn(move || run(&dir))
         .unwrap()
         .join()
         .unwrap();
 }
 
-fn run() {
-    let dir = corpus();
+fn run(dir: &Path) {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("data"))
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .flatten()

@@ -7,17 +7,12 @@
 //! "unsupported" error, never produce a wrong grammar.
 //! Run with `cargo test --test schema_suite -- --nocapture` to see the table.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
 use toolrail_gbnf::Grammar;
 use toolrail_schema::{ConvertOptions, schema_to_gbnf};
-
-fn corpus() -> PathBuf {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .join("../shared/corpus/json-schema-test-suite")
-}
 
 /// The value with its object members permuted in every way (the original first), up to `cap`
 /// variants.
@@ -113,7 +108,9 @@ struct Tally {
 
 #[test]
 fn json_schema_test_suite() {
-    let dir = corpus();
+    let Some(dir) = toolrail_testkit::corpus("json-schema-test-suite") else {
+        return;
+    };
     let mut files: Vec<PathBuf> = Vec::new();
     for d in [dir.clone(), dir.join("format")] {
         let Ok(rd) = std::fs::read_dir(&d) else {

@@ -594,9 +594,10 @@ fn email_grammar_and_validator_agree() {
 
 // ---- hostile schemas (F1, F12) ---------------------------------------------------------------
 
+/// A reproducer of `../shared/reliability/`, if there (the test carries a copy otherwise).
 fn reliability(name: &str) -> Option<String> {
-    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../.."))
-        .join("shared/reliability")
+    let path = toolrail_testkit::shared_dir()
+        .join("reliability")
         .join(name);
     std::fs::read_to_string(path).ok()
 }

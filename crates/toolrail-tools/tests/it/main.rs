@@ -3,6 +3,9 @@
 //!
 //! One test binary per crate: each module is one former test file.
 
+// A test fails by panicking: unwrap and expect say what broke (helpers included).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod bfcl;
 mod extract;
 mod golden;

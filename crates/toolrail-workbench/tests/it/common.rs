@@ -2,7 +2,7 @@
 
 use std::sync::OnceLock;
 
-use toolrail_llm::{Model, test_model_for_suite};
+use toolrail_llm::Model;
 
 /// The test model, loaded once per test binary. Absent: a failure when `CI=true`, otherwise
 /// `None` after saying how to fetch it.
@@ -10,7 +10,7 @@ pub fn model() -> Option<&'static Model> {
     static MODEL: OnceLock<Option<Model>> = OnceLock::new();
     MODEL
         .get_or_init(|| {
-            let path = test_model_for_suite().unwrap_or_else(|e| panic!("{e}"))?;
+            let path = toolrail_testkit::model()?;
             Some(Model::open(&path).expect("the test model loads"))
         })
         .as_ref()

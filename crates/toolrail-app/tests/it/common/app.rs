@@ -1,7 +1,13 @@
 //! The app under test (the real `ToolrailApp` in a kittest harness, dark theme, a workspace
-//! in a temporary folder) and snapshot helpers (real panes, headless wgpu renderer).
+//! in a temporary folder), snapshot helpers (real panes, headless wgpu renderer), and the two
+//! ways a test waits: [`wait_until`] a condition holds, or [`settle`] until the app is idle.
+//!
+//! A test never counts frames for something a background thread does (a model load, a run, a
+//! server connection, a file read or write): on a loaded machine that takes any number of
+//! frames. It waits for the condition, with a deadline that only guards against a hang.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
@@ -29,7 +35,7 @@ pub fn app_sized(dir: &Path, size: [f32; 2]) -> Harness<'static, ToolrailApp> {
         .with_theme(egui::Theme::Dark)
         .wgpu()
         .build_eframe(move |cc| ToolrailApp::new(&cc.egui_ctx, options));
-    harness.run();
+    settle(&mut harness);
     harness
 }
 
@@ -79,6 +85,65 @@ pub fn snapshot_pane(
     theme: egui::Theme,
 ) {
     let mut harness = pane_harness(app, kind, size, theme);
-    harness.run();
+    settle(&mut harness);
     harness.snapshot(name);
+}
+
+/// How long a test waits for background work: generous, because a 2-core machine under a load
+/// of ten runs the model, the worker and the renderer many times slower than an idle one. Only
+/// a hang reaches it.
+pub const DEADLINE: Duration = Duration::from_secs(300);
+
+/// Steps the app until `done` holds (then one more frame, so that the screen shows it), or
+/// fails after [`DEADLINE`] naming `what` it waited for and where the app stood.
+#[track_caller]
+pub fn wait_until(
+    harness: &mut Harness<'_, ToolrailApp>,
+    what: &str,
+    done: impl Fn(&ToolrailApp) -> bool,
+) {
+    let deadline = Instant::now() + DEADLINE;
+    while !done(harness.state()) {
+        assert!(
+            Instant::now() < deadline,
+            "gave up waiting for {what}: {}",
+            where_it_stood(harness.state())
+        );
+        harness.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    harness.step();
+}
+
+/// What a failed wait reports: the model and server slots, the latest run and the messages.
+fn where_it_stood(app: &ToolrailApp) -> String {
+    let controller = &app.shared.run.controller;
+    format!(
+        "load {:?}, server {:?}, {} run(s), latest {:?}, messages {:?} {:?}",
+        controller.load_state(),
+        controller.server_state(),
+        controller.runs().len(),
+        controller
+            .latest()
+            .map(|r| (r.phase, r.tokens.len(), &r.errors, &r.finish)),
+        app.shared.messages,
+        app.shared.run.messages,
+    )
+}
+
+/// Runs frames until the app asks for no immediate repaint, as `Harness::run` does, but however
+/// many frames that takes while background work keeps it repainting (a spinner while a model
+/// loads or a server answers); fails after [`DEADLINE`]. `Harness::run` gives up after a fixed
+/// number of frames, which a busy machine exceeds.
+#[track_caller]
+pub fn settle<State>(harness: &mut Harness<'_, State>) {
+    let deadline = Instant::now() + DEADLINE;
+    while harness.run_ok().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the app kept repainting for {} s",
+            DEADLINE.as_secs()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

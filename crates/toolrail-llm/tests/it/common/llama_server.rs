@@ -1,10 +1,10 @@
 //! A real llama-server b11434 for the tests (built by `scripts/build-llama-server.sh`, cached
 //! under `~/.cache/toolrail/llama-server/b11434/`), started on 127.0.0.1 with the test model and
-//! killed when the guard drops. Missing: a failure under `CI=true`, otherwise a skip that says
-//! how to build it.
+//! killed when the guard drops. Missing (found by `toolrail_testkit::llama_server`): a failure
+//! under `CI=true`, otherwise a skip that says how to build it.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -14,17 +14,6 @@ use toolrail_llm::server::ServerClient;
 
 /// The API key the test servers require.
 pub const API_KEY: &str = "toolrail-test-key";
-
-/// The cached binary, or `$TOOLRAIL_LLAMA_SERVER`.
-fn binary() -> PathBuf {
-    if let Ok(p) = std::env::var("TOOLRAIL_LLAMA_SERVER") {
-        return PathBuf::from(p);
-    }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default();
-    home.join(".cache/toolrail/llama-server/b11434/llama-server")
-}
 
 /// A running server; killed (by its own pid) on drop, also when a test panics.
 pub struct LlamaServer {
@@ -62,19 +51,7 @@ impl Drop for LlamaServer {
 /// Starts llama-server with the test model, or None (skip) when the binary or the model is
 /// missing outside CI.
 pub fn start(model: &Path) -> Option<LlamaServer> {
-    let bin = binary();
-    if !bin.is_file() {
-        let message = format!(
-            "llama-server not found at {}; run scripts/build-llama-server.sh",
-            bin.display()
-        );
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{message} (a failure under CI=true)"
-        );
-        eprintln!("skipped: {message}");
-        return None;
-    }
+    let bin = toolrail_testkit::llama_server()?;
     let cache = tempfile::tempdir().unwrap();
     let mut command = Command::new(&bin);
     command

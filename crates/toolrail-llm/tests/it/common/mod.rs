@@ -9,12 +9,12 @@ pub mod llama_server;
 /// Mask comparison helpers (not every test module uses them).
 pub mod masks;
 
-use toolrail_llm::{Model, test_model_for_suite};
+use toolrail_llm::Model;
 
 /// The test model's path. Absent: a failure when `CI=true`, otherwise `None` after saying how
 /// to fetch it.
 pub fn model_path() -> Option<PathBuf> {
-    test_model_for_suite().unwrap_or_else(|e| panic!("{e}"))
+    toolrail_testkit::model()
 }
 
 /// The test model, loaded once per test binary. Absent: a failure when `CI=true`, otherwise
@@ -41,7 +41,8 @@ pub fn weather_prompt_and_grammar() -> (String, String) {
     use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
     use toolrail_tools::prompt::{PromptFamily, build_prompt};
     use toolrail_tools::toolset::ToolSet;
-    let text = std::fs::read_to_string("../../sample_schemas/weather.json").unwrap();
+    let text = std::fs::read_to_string(toolrail_testkit::repo_path("sample_schemas/weather.json"))
+        .unwrap();
     let tools = ToolSet::from_json_str(&text).unwrap();
     let grammar = tool_call_grammar(&tools, &GrammarOptions::default())
         .unwrap()
