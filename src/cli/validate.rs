@@ -212,7 +212,8 @@ mod tests {
         )
         .unwrap();
         let tools =
-            super::super::common::load_tool_set(&std::fs::read_to_string(&tools).unwrap(), "t").unwrap();
+            super::super::common::load_tool_set(&std::fs::read_to_string(&tools).unwrap(), "t")
+                .unwrap();
         let a = args(dir.path(), "", FormatArg::Openai);
         let stop = grammar_stop(
             &tools,

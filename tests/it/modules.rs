@@ -357,11 +357,7 @@ fn read_path(text: &[char], mut i: usize) -> (Vec<String>, usize) {
 }
 
 /// The imports of one file's module `here`: module → first line.
-fn imports(
-    text: &str,
-    here: &[String],
-    modules: &BTreeSet<String>,
-) -> BTreeMap<String, usize> {
+fn imports(text: &str, here: &[String], modules: &BTreeSet<String>) -> BTreeMap<String, usize> {
     let chars: Vec<char> = text.chars().collect();
     let line_of = |at: usize| chars[..at].iter().filter(|c| **c == '\n').count() + 1;
     let mut found: BTreeMap<String, usize> = BTreeMap::new();
@@ -386,7 +382,11 @@ fn imports(
             .collect();
         if let Some(target) = resolve(path, cur, modules, &children) {
             // an inline module's paths count for its file's module
-            let target = if modules.contains(&target) { target } else { return };
+            let target = if modules.contains(&target) {
+                target
+            } else {
+                return;
+            };
             if target != me && !target.starts_with(&format!("{me}::__inline")) {
                 found.entry(target).or_insert_with(|| line_of(at));
             }
@@ -498,7 +498,9 @@ fn crate_graph(root: &Path) -> BTreeMap<String, Module> {
         // inline modules become modules of their own while resolving (then fold into this one)
         let mut with_inline = names.clone();
         for n in declared_children(&text, true) {
-            with_inline.insert(join(&[here.clone(), vec![format!("__inline_{n}")]].concat()));
+            with_inline.insert(join(
+                &[here.clone(), vec![format!("__inline_{n}")]].concat(),
+            ));
         }
         let mut imports = imports(&text, &here, &with_inline);
         imports.retain(|m, _| names.contains(m) && m != name);

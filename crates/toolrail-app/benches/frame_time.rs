@@ -25,7 +25,7 @@ use egui_kittest::kittest::Queryable;
 use serde_json::{Value, json};
 use toolrail_app::renderer::Renderer;
 use toolrail_app::{AppOptions, ToolrailApp};
-use toolrail_llm::{ModelSpec, test_model_for_suite};
+use toolrail_llm::ModelSpec;
 use toolrail_workbench::actions::Action;
 use toolrail_workbench::run::{LoadState, RunPhase};
 use toolrail_workbench::workspace::SchemaMode;
@@ -75,9 +75,8 @@ impl Times {
 }
 
 /// The MCP servers' tool lists in the corpus, or why there are none.
-fn corpus_tools() -> Result<Vec<Value>, String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/tool-sets");
-    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+fn corpus_tools(dir: &Path) -> Result<Vec<Value>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
@@ -330,19 +329,17 @@ fn main() {
             settled_frames: 2,
         }
     };
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-    let model = match test_model_for_suite() {
-        Ok(Some(model)) => model,
-        Ok(None) => return,
-        Err(e) => panic!("{e}"),
+    // The test model and the corpus: a failure naming what is missing under CI=true, a skip
+    // otherwise.
+    let Some(model) = toolrail_testkit::model() else {
+        return;
     };
-    let corpus = match corpus_tools() {
+    let Some(tool_sets) = toolrail_testkit::corpus("tool-sets") else {
+        return;
+    };
+    let corpus = match corpus_tools(&tool_sets) {
         Ok(tools) => tools,
-        Err(e) if ci => panic!("the frame-time bench needs the corpus: {e}"),
-        Err(e) => {
-            eprintln!("frame_time: skipped, the corpus is missing ({e})");
-            return;
-        }
+        Err(e) => panic!("the frame-time bench cannot read the corpus's MCP tool lists: {e}"),
     };
     match streaming(model, &size) {
         Ok(mut times) => times.print("streaming"),
