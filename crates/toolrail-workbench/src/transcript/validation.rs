@@ -136,10 +136,12 @@ mod tests {
     fn every_shape_written_reads_back_and_writes_the_same() {
         round_trip(json!({"valid": true, "messages": [], "feedback": null}));
         round_trip(json!({"valid": false, "messages": ["m"], "feedback": "fix it"}));
-        round_trip(json!({"valid": true, "messages": [], "feedback": null, "error": "e",
+        round_trip(
+            json!({"valid": true, "messages": [], "feedback": null, "error": "e",
             "extracted": [{"name": "f", "arguments": {"a": 1}, "pattern": "json object",
                            "span": [0, 9], "valid": null, "feedback": null}],
-            "prose": "hi"}));
+            "prose": "hi"}),
+        );
         round_trip(json!({"extracted": [], "prose": "just text"}));
         round_trip(json!({"valid": true, "messages": [],
             "calls": [{"name": "get_weather", "arguments": "{}", "valid": true}]}));
