@@ -1,31 +1,31 @@
 //! `toolrail generate --model M (--tools T [--format F] | --grammar G | --schema S) --prompt P
 //! [--engine E] [--server URL [--request grammar|json-schema|tools]] [--transcript OUT.json]
-//! [--markdown OUT.md]`: runs the model under the grammar on the generation worker (or on a
-//! llama-server), streams the text, validates the result against the tools, and writes the
-//! transcript.
+//! [--markdown OUT.md]`: runs the model under the grammar through the run controller, as the
+//! app does (in-process, or on a llama-server), streams the text, says what the run's
+//! validation says, and writes the run's transcript.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::grammar::FormatArg;
-use toolrail_llm::server::{Props, RequestKind, ServerClient, ServerOptions, ServerWorker};
 use toolrail_llm::template::{ChatTemplates, TemplateRequest, ToolChoice};
-use toolrail_llm::worker::{Command, EngineKind, Event, RunEvent, RunRequest, Worker};
-use toolrail_llm::{ChatFormat, Model, ModelSpec, Models, SamplingDefaults};
+use toolrail_llm::worker::EngineKind;
+use toolrail_llm::{ChatFormat, Model, ModelSpec, Models, SamplingDefaults, cores};
 use toolrail_tools::grammar::{GrammarOptions, schema_grammar, tool_call_grammar};
-use toolrail_tools::prompt::build_prompt;
 use toolrail_tools::toolset::ToolSet;
-use toolrail_tools::validate::{ValidateOptions, Validator};
-use toolrail_workbench::run::{family_for, sampling_with_defaults};
+use toolrail_tools::validate::ValidateOptions;
+use toolrail_workbench::run::{
+    PromptStyle, RunController, RunId, RunInputs, RunSetup, ServerRequestChoice, ServerState,
+    StartMode, family_for, sampling_with_defaults,
+};
 use toolrail_workbench::transcript::{
-    ModelInfo, Sampling, ServerRequest, ServerRun, Stop, TRANSCRIPT_VERSION, TemplateRun,
-    ThinkingBudget, Transcript,
+    Sampling, Stop, TemplateRun, ThinkingBudget, TokenRecord, Transcript,
 };
 
 /// Arguments of `toolrail generate`.
@@ -218,54 +218,40 @@ impl ModelArgs {
     }
 }
 
-/// Where the run happens: in-process, or on a llama-server.
-enum Runner {
-    Local(Worker),
-    Server(ServerWorker),
-}
-
-impl Runner {
-    fn send(&self, command: Command) -> bool {
-        match self {
-            Runner::Local(w) => w.send(command),
-            Runner::Server(w) => w.send(command),
-        }
-    }
-
-    /// The next event (None when the worker is gone).
-    fn recv(&self) -> Option<RunEvent> {
-        match self {
-            Runner::Local(w) => w.events().recv().ok(),
-            Runner::Server(w) => w.events().recv().ok(),
-        }
+/// The API key for a server: the environment variable `name`, which must be set.
+fn api_key(name: Option<&str>) -> anyhow::Result<Option<String>> {
+    match name {
+        Some(name) => Ok(Some(std::env::var(name).with_context(|| {
+            format!("--api-key-env {name}: the variable is not set")
+        })?)),
+        None => Ok(None),
     }
 }
 
-/// Connects to the server and says what it is (`llama-server b11434 at URL, model M`).
-fn connect(url: &str, api_key_env: Option<&str>) -> anyhow::Result<(ServerClient, String, Props)> {
-    let api_key = match api_key_env {
-        Some(name) => Some(
-            std::env::var(name)
-                .with_context(|| format!("--api-key-env {name}: the variable is not set"))?,
-        ),
-        None => None,
+/// Connects `controller` to the llama-server `--server` names (a URL, or a `[[server]]` entry
+/// of models.toml), waiting for the answer, and says what it is
+/// (`llama-server b11434 at URL, model M`).
+fn connect(controller: &mut RunController, args: &GenerateArgs, url: &str) -> anyhow::Result<()> {
+    let (url, key_env) = if url.contains("://") {
+        (url.to_owned(), args.api_key_env.clone())
+    } else {
+        let entry = Models::load(args.model.models.as_deref())?.find_server(url)?;
+        (entry.url, args.api_key_env.clone().or(entry.api_key_env))
     };
-    let client = ServerClient::new(url, api_key)?;
-    client.health()?;
-    let props = client.props()?;
-    let build = props
-        .build()
-        .map_or("of unknown build".to_owned(), |b| format!("b{b}"));
-    let model = props
-        .model_alias
-        .clone()
-        .or(props.model_path.clone())
-        .unwrap_or_else(|| "an unnamed model".into());
-    Ok((
-        client.clone(),
-        format!("llama-server {build} at {}, model {model}", client.url()),
-        props,
-    ))
+    controller.connect_server(&url, api_key(key_env.as_deref())?, None)?;
+    while matches!(controller.server_state(), ServerState::Connecting { .. }) {
+        controller.wait(Duration::from_millis(100));
+    }
+    match controller.server_state() {
+        ServerState::Connected(connection) => {
+            eprintln!("server: {}", connection.described());
+            Ok(())
+        }
+        ServerState::Failed { message, .. } => bail!("{message}"),
+        ServerState::Disconnected | ServerState::Connecting { .. } => {
+            bail!("{url}: the connection was dropped")
+        }
+    }
 }
 
 /// Runs `toolrail generate`: exit 0 when the run ends normally (and the output is a valid call
@@ -322,6 +308,17 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
+    if args.server.is_some() {
+        if !args.compare.is_empty() {
+            bail!("--compare runs in-process; it does not go with --server");
+        }
+        if matches!(args.engine, EngineArg::Llama | EngineArg::Llguidance) {
+            bail!(
+                "--engine {} runs in-process; with --server the server's own llama.cpp masks the tokens",
+                EngineKind::from(args.engine)
+            );
+        }
+    }
     let schema: Option<Value> = match &args.schema {
         Some(path) => {
             let bytes = super::common::read_input(path)?;
@@ -369,10 +366,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         });
     }
     let grammar = match (&tools, &args.grammar) {
-        (Some(_), _) if template.is_some() => template
-            .as_ref()
-            .map(|t| t.result.grammar.clone())
-            .filter(|g| !g.is_empty()),
+        (Some(_), _) if template.is_some() => None,
         // the server builds its own grammar from its chat template
         (Some(_), _) if args.request == RequestArg::Tools => None,
         (None, None) if schema.is_some() => {
@@ -395,22 +389,6 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         (None, None) if args.engine == EngineArg::None => None,
         (None, None) => bail!("give --tools or --grammar (or --engine none)"),
     };
-    let tool_values: Vec<Value> = tools
-        .iter()
-        .flat_map(|t| t.tools())
-        .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
-        .collect();
-    let prompt = if let Some(template) = &template {
-        template.result.prompt.clone()
-    } else if args.raw {
-        args.prompt.clone()
-    } else {
-        let family = match spec.chat_format {
-            ChatFormat::Family(f) => f,
-            ChatFormat::Auto => family_for(args.format.into()),
-        };
-        build_prompt(family, &tool_values, &args.prompt, None)?
-    };
     // The command line over the models.toml entry's defaults over toolrail's.
     let defaults = sampling_with_defaults(&Sampling::default(), &spec);
     let sampling = Sampling {
@@ -423,176 +401,149 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         finish_in_budget: !args.no_budget_guard,
         repeat_penalty: args.repeat_penalty.unwrap_or(defaults.repeat_penalty),
     };
-    // How llama-server gates the template's grammar, with its reasoning budget on this
-    // vocabulary.
-    let gate = match &template {
-        Some(t) => {
-            let message = args.reasoning_budget_message.as_deref().unwrap_or("");
-            let gate = t.result.gate_setup_with_budget(budget, message)?;
-            if budget.is_some() && gate.reasoning.is_none() {
-                eprintln!(
-                    "reasoning budget: ignored: the template has no thinking tags (llama-server ignores it too)"
-                );
-            }
-            Some(gate)
-        }
-        None => None,
-    };
-    let info = model.info().clone();
-    let engine: EngineKind = if args.request == RequestArg::Tools {
-        EngineKind::None
+    let style = if args.raw {
+        PromptStyle::Raw
     } else {
-        args.engine.into()
+        PromptStyle::Family(match spec.chat_format {
+            ChatFormat::Family(f) => f,
+            ChatFormat::Auto => family_for(args.format.into()),
+        })
     };
-    let (worker, server, mut server_run) = match &args.server {
-        Some(url) => {
-            if !args.compare.is_empty() {
-                bail!("--compare runs in-process; it does not go with --server");
-            }
-            if matches!(args.engine, EngineArg::Llama | EngineArg::Llguidance) {
-                bail!(
-                    "--engine {} runs in-process; with --server the server's own llama.cpp masks the tokens",
-                    EngineKind::from(args.engine)
-                );
-            }
-            let (url, key_env) = if url.starts_with("http://") || url.contains("://") {
-                (url.clone(), args.api_key_env.clone())
-            } else {
-                let entry = Models::load(args.model.models.as_deref())?.find_server(url)?;
-                (entry.url, args.api_key_env.clone().or(entry.api_key_env))
-            };
-            let (client, described, props) = connect(&url, key_env.as_deref())?;
-            eprintln!("server: {described}");
-            let (kind, recorded) = match args.request {
-                RequestArg::Grammar => (RequestKind::Grammar, ServerRequest::Grammar),
-                RequestArg::JsonSchema => {
-                    let schema = schema.clone().unwrap_or(Value::Null);
-                    (
-                        RequestKind::JsonSchema(schema.clone()),
-                        ServerRequest::JsonSchema { schema },
-                    )
-                }
-                RequestArg::Tools => (
-                    RequestKind::Tools {
-                        tools: tool_values
-                            .iter()
-                            .map(|t| json!({"type": "function", "function": t}))
-                            .collect(),
-                        user: args.prompt.clone(),
-                    },
-                    ServerRequest::Tools {
-                        user: args.prompt.clone(),
-                        calls: Vec::new(),
-                    },
-                ),
-            };
-            let options = ServerOptions {
-                request: kind,
-                sent_grammar: None,
-                post_sampling: !args.no_post_sampling,
-            };
-            (
-                Runner::Server(ServerWorker::spawn_with(
-                    client.clone(),
-                    Some(model),
-                    Arc::new(|| {}),
-                    options,
-                )),
-                Some(described),
-                Some(ServerRun {
-                    url: client.url().to_owned(),
-                    build: props.build_info.clone(),
-                    model: props.model_alias.clone().or(props.model_path.clone()),
-                    request: recorded,
-                }),
-            )
-        }
-        None => (
-            Runner::Local(Worker::spawn(model, Arc::new(|| {}))),
-            None,
-            None,
-        ),
-    };
-    let request = RunRequest {
-        id: 1,
-        prompt: prompt.clone(),
-        grammar: grammar.clone(),
-        // llguidance compiles a --schema itself; the tools' grammar it reads as GBNF
-        schema: schema
-            .clone()
-            .filter(|_| tools.is_none() && args.grammar.is_none()),
-        engine,
+    let setup = RunSetup {
+        system: String::new(),
+        user: args.prompt.clone(),
+        style,
+        engine: if args.request == RequestArg::Tools {
+            EngineKind::None
+        } else {
+            args.engine.into()
+        },
         compare: args.compare.iter().map(|&e| e.into()).collect(),
         sampling: sampling.clone(),
-        start_paused: false,
-        show: 5,
         context: None,
-        threads: None,
-        prefix: Vec::new(),
-        reuse_cache: false,
-        gate,
+        // a command line leaves no core to a window: the spec's threads, else every core
+        threads: Some(spec.threads.unwrap_or_else(cores)),
+        show: 5,
     };
-    let start = std::time::Instant::now();
+    let inputs = RunInputs {
+        tools,
+        format: args.format.into(),
+        validate: ValidateOptions::default(),
+        grammar,
+        // llguidance compiles a --schema itself, and json-schema sends it to a server
+        schema,
+        template: template.map(Ok),
+    };
+    let mut controller = RunController::with_model(model, Arc::new(|| {}));
+    if let Some(url) = &args.server {
+        connect(&mut controller, args, url)?;
+        controller.set_server_request(match args.request {
+            RequestArg::Grammar => ServerRequestChoice::Grammar,
+            RequestArg::JsonSchema => ServerRequestChoice::JsonSchema,
+            RequestArg::Tools => ServerRequestChoice::Tools,
+        });
+        controller.set_server_post_sampling(!args.no_post_sampling);
+    }
+    let start = Instant::now();
+    let id = controller.start(&setup, &inputs, StartMode::Run)?;
+    if budget.is_some()
+        && let Some(run) = controller.run(id)
+        && run
+            .request
+            .gate
+            .as_ref()
+            .is_some_and(|g| g.reasoning.is_none())
+    {
+        eprintln!(
+            "reasoning budget: ignored: the template has no thinking tags (llama-server ignores it too)"
+        );
+    }
+    let first_token_ms = stream(&mut controller, id, start)?;
+    let run = controller
+        .run(id)
+        .context("the run is gone from the run controller")?;
+    let transcript = run.transcript();
+    report_stop(&transcript, first_token_ms);
+    let valid = report_validation(&transcript)?;
+    if let Some(path) = &args.transcript {
+        transcript.save(path)?;
+        eprintln!("transcript: {}", path.display());
+    }
+    if let Some(path) = &args.markdown {
+        transcript.save_markdown(path)?;
+        eprintln!("markdown: {}", path.display());
+    }
+    Ok(match transcript.stop {
+        Stop::Error { .. } | Stop::DeadEnd { .. } => ExitCode::from(2),
+        _ if !valid => ExitCode::from(1),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// Streams run `id`'s text to stdout as its tokens come (with the live check's flags, the
+/// budget guard's and the compared engines' notes on stderr) until it ends; returns the
+/// milliseconds from `start` to its first token.
+fn stream(
+    controller: &mut RunController,
+    id: RunId,
+    start: Instant,
+) -> anyhow::Result<Option<f64>> {
     let mut first_token_ms: Option<f64> = None;
-    worker.send(Command::Start(Box::new(request)));
-    let created_unix = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let mut tokens: Vec<toolrail_workbench::transcript::TokenRecord> = Vec::new();
-    let mut server_calls: Option<Vec<Value>> = None;
-    let (stop, totals, output) = loop {
-        match worker.recv().map(|e| e.event) {
-            Some(Event::Token(record)) => {
-                first_token_ms.get_or_insert_with(|| start.elapsed().as_secs_f64() * 1e3);
-                if let Some(flag) = &record.flag {
-                    eprintln!("\nlive check: token {}: {flag}", record.index);
-                }
-                if let (Some(sampled), Some(note)) = (record.budget_replaced, &record.budget) {
-                    eprintln!(
-                        "\nbudget guard: token {}: took {:?} instead of token {sampled}: {}",
-                        record.index,
-                        record.piece,
-                        note.describe()
-                    );
-                }
-                for difference in record.mask_differences() {
-                    eprintln!(
-                        "\nmask comparison: token {}: {} ({} token(s) only {} allows, {} only toolrail allows)",
-                        record.index,
-                        difference.describe(),
-                        difference.only_engine,
-                        difference.engine,
-                        difference.only_toolrail
-                    );
-                }
-                out!("{}", record.piece)?;
-                let _ = std::io::stdout().flush();
-                tokens.push(*record);
-            }
-            Some(Event::Done {
-                stop,
-                totals,
-                output,
-            }) => break (stop, totals, output),
-            Some(Event::Error(message)) => eprintln!("toolrail: {message}"),
-            Some(Event::Amended(record)) => {
-                if let Some(slot) = tokens.get_mut(record.index as usize) {
-                    *slot = *record;
-                }
-            }
-            Some(Event::ServerCalls(calls)) => server_calls = Some(calls),
-            Some(_) => {}
-            None => bail!(
-                "the generation worker stopped unexpectedly after {} tokens (its thread ended \
-                 without reporting an error); run the command again",
-                tokens.len()
-            ),
+    let (mut printed, mut errors) = (0, 0);
+    loop {
+        controller.wait(Duration::from_millis(100));
+        for message in controller.take_messages() {
+            eprintln!("toolrail: {message}");
         }
-    };
-    outln!()?;
-    let stop_text = match &stop {
+        let run = controller
+            .run(id)
+            .context("the run is gone from the run controller")?;
+        for message in &run.errors[errors..] {
+            eprintln!("toolrail: {message}");
+        }
+        errors = run.errors.len();
+        for record in &run.tokens[printed..] {
+            first_token_ms.get_or_insert_with(|| start.elapsed().as_secs_f64() * 1e3);
+            if let Some(flag) = &record.flag {
+                eprintln!("\nlive check: token {}: {flag}", record.index);
+            }
+            if let (Some(sampled), Some(note)) = (record.budget_replaced, &record.budget) {
+                eprintln!(
+                    "\nbudget guard: token {}: took {:?} instead of token {sampled}: {}",
+                    record.index,
+                    record.piece,
+                    note.describe()
+                );
+            }
+            for difference in record.mask_differences() {
+                eprintln!(
+                    "\nmask comparison: token {}: {} ({} token(s) only {} allows, {} only toolrail allows)",
+                    record.index,
+                    difference.describe(),
+                    difference.only_engine,
+                    difference.engine,
+                    difference.only_toolrail
+                );
+            }
+            out!("{}", record.piece)?;
+        }
+        let _ = std::io::stdout().flush();
+        printed = run.tokens.len();
+        if run.finish.is_some() {
+            outln!()?;
+            return Ok(first_token_ms);
+        }
+    }
+}
+
+/// Why the run stopped, its totals, each engine's mask time and, on a server, the live check,
+/// on stderr.
+fn report_stop(t: &Transcript, first_token_ms: Option<f64>) {
+    let totals = &t.totals;
+    let engine = t.engine;
+    let stop_text = match &t.stop {
         Stop::EndOfGeneration => "end of generation".to_string(),
-        Stop::MaxTokens => format!("token limit ({})", sampling.max_tokens),
+        Stop::MaxTokens => format!("token limit ({})", t.sampling.max_tokens),
         Stop::Cancelled => "cancelled".to_string(),
         Stop::DeadEnd { offset, expected } => {
             format!(
@@ -637,14 +588,15 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
             other.engine, other.mask_ms, other.steps
         );
     }
-    if server.is_some() {
+    if t.server.is_some() {
+        let tokens = &t.tokens;
         let flagged = tokens.iter().filter(|t| t.flag.is_some()).count();
-        let differing: Vec<&toolrail_workbench::transcript::TokenRecord> = tokens
+        let differing: Vec<&TokenRecord> = tokens
             .iter()
             .filter(|t| !t.disagreements.is_empty())
             .collect();
         let checked = tokens.iter().filter(|t| t.stacks.is_some()).count();
-        if grammar.is_some() {
+        if t.grammar.is_some() {
             eprintln!(
                 "live check: {checked} of {} tokens followed by toolrail's recognizer; {flagged} \
                  token(s) the grammar forbids; {} step(s) where the server's allowed set differs \
@@ -674,121 +626,65 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
             eprintln!("  step {}: {}", t.index, list.join(", "));
         }
     }
-    let mut valid = true;
-    let validation = match (&tools, &server_calls) {
-        (Some(tools), None) if template.is_some() => {
-            if let Some(t) = &template {
-                report_thinking(&tokens);
-                report_trigger(t, &tokens, &output);
-            }
-            let run = template.as_mut().map(|t| t.parse(&output));
-            let (checked, messages) = match run {
-                Some(run) => validate_parsed(tools, run, &args.tool_choice)?,
-                None => (Value::Null, Vec::new()),
-            };
-            valid = messages.is_empty();
-            if valid {
-                eprintln!("validation: llama.cpp's parse is valid for the tool set");
-            } else {
-                eprintln!("validation: invalid: {}", messages.join("; "));
-            }
-            Some(json!({"valid": valid, "messages": messages, "calls": checked}))
-        }
-        (Some(tools), Some(calls)) => {
-            let validator = Validator::new(tools)?;
-            let mut messages: Vec<String> = Vec::new();
-            if calls.is_empty() {
-                messages.push("the server parsed no tool call from the output".into());
-            }
-            for (i, call) in calls.iter().enumerate() {
-                let name = call["name"].as_str().unwrap_or_default();
-                let text = call["arguments"].as_str().unwrap_or_default();
-                eprintln!("server call {i}: {name}({text})");
-                match serde_json::from_str::<Value>(text) {
-                    Ok(arguments) => {
-                        let check = validator.check_call(name, &arguments);
-                        if !check.is_valid() {
-                            messages
-                                .push(format!("call {i} ({name}): {}", check.feedback.join("; ")));
-                        }
-                    }
-                    Err(e) => messages.push(format!("call {i} ({name}): arguments not JSON: {e}")),
+}
+
+/// The transcript's validation (what the app's Validator pane shows) on stderr: llama.cpp's
+/// parse of a template run, the calls a server parsed, or the output read in the envelope.
+/// Returns whether the output is valid; an error when it could not be validated.
+fn report_validation(t: &Transcript) -> anyhow::Result<bool> {
+    let Some(validation) = &t.validation else {
+        return Ok(true);
+    };
+    if let Some(error) = &validation.error {
+        bail!("cannot validate the output: {error}");
+    }
+    if t.tools.is_none() {
+        return Ok(validation.is_valid());
+    }
+    let valid = validation.is_valid();
+    let invalid = || eprintln!("validation: invalid: {}", validation.problems().join("; "));
+    if let Some(run) = &t.template {
+        report_thinking(&t.tokens);
+        report_trigger(run, &t.tokens, &t.output);
+        match &run.parsed {
+            None => eprintln!(
+                "llama.cpp's parse: failed: {}",
+                run.parse_error.clone().unwrap_or_default()
+            ),
+            Some(parsed) => {
+                eprintln!(
+                    "llama.cpp's parse: content {:?}, reasoning {:?}, {} call(s)",
+                    parsed.content,
+                    parsed.reasoning_content,
+                    parsed.tool_calls.len()
+                );
+                for (i, call) in parsed.tool_calls.iter().enumerate() {
+                    eprintln!("call {i}: {}({})", call.name, call.arguments);
                 }
             }
-            valid = messages.is_empty();
-            if valid {
-                eprintln!("validation: valid call(s), as the server parsed them");
-            } else {
-                eprintln!("validation: invalid: {}", messages.join("; "));
-            }
-            if let Some(ServerRun {
-                request:
-                    ServerRequest::Tools {
-                        calls: recorded, ..
-                    },
-                ..
-            }) = &mut server_run
-            {
-                recorded.clone_from(calls);
-            }
-            Some(json!({"valid": valid, "messages": messages, "server_calls": calls}))
         }
-        (Some(tools), None) => {
-            let report = Validator::new(tools)?.validate_output(
-                args.format.into(),
-                &output,
-                ValidateOptions::default(),
-            );
-            valid = report.is_valid();
-            match report.feedback() {
-                Some(feedback) => eprintln!("validation: invalid: {feedback}"),
-                None => eprintln!("validation: valid call"),
-            }
-            Some(
-                json!({"valid": valid, "messages": report.messages(), "feedback": report.feedback()}),
-            )
+        if valid {
+            eprintln!("validation: llama.cpp's parse is valid for the tool set");
+        } else {
+            invalid();
         }
-        (None, _) => None,
-    };
-    let transcript = Transcript {
-        version: TRANSCRIPT_VERSION,
-        toolrail_version: env!("CARGO_PKG_VERSION").into(),
-        created_unix,
-        model: ModelInfo {
-            name: spec.name.clone(),
-            path: info.path.display().to_string(),
-            architecture: info.architecture.clone(),
-            vocab_size: info.vocab_size as u32,
-            file_size: info.file_size,
-        },
-        prompt,
-        tools: tools.as_ref().map(|_| Value::Array(tool_values.clone())),
-        format: tools.as_ref().map(|_| args.format.into()),
-        grammar,
-        engine,
-        server,
-        server_run,
-        sampling,
-        tokens,
-        output,
-        stop: stop.clone(),
-        validation,
-        totals,
-        template,
-    };
-    if let Some(path) = &args.transcript {
-        transcript.save(path)?;
-        eprintln!("transcript: {}", path.display());
+    } else if let Some(calls) = &validation.server_calls {
+        for (i, call) in calls.iter().enumerate() {
+            eprintln!("server call {i}: {}({})", call.name, call.arguments);
+        }
+        if valid {
+            eprintln!("validation: valid call(s), as the server parsed them");
+        } else {
+            invalid();
+        }
+    } else {
+        match &validation.feedback {
+            Some(Some(feedback)) => eprintln!("validation: invalid: {feedback}"),
+            _ if !valid => invalid(),
+            _ => eprintln!("validation: valid call"),
+        }
     }
-    if let Some(path) = &args.markdown {
-        transcript.save_markdown(path)?;
-        eprintln!("markdown: {}", path.display());
-    }
-    Ok(match stop {
-        Stop::Error { .. } | Stop::DeadEnd { .. } => ExitCode::from(2),
-        _ if !valid => ExitCode::from(1),
-        _ => ExitCode::SUCCESS,
-    })
+    Ok(valid)
 }
 
 /// Builds what llama-server builds for `tools` from the chat template (`file`, or the model's own
@@ -858,53 +754,9 @@ fn apply_template(
     })
 }
 
-/// llama.cpp's parse of a template run's output, each call checked against the tool set:
-/// the calls as JSON and what is wrong (empty when valid). A parse llama.cpp refuses, or no
-/// call under `tool_choice` `required`, is invalid.
-fn validate_parsed(
-    tools: &ToolSet,
-    run: &TemplateRun,
-    tool_choice: &str,
-) -> anyhow::Result<(Value, Vec<String>)> {
-    let mut messages = Vec::new();
-    let Some(parsed) = &run.parsed else {
-        let error = run.parse_error.clone().unwrap_or_default();
-        eprintln!("llama.cpp's parse: failed: {error}");
-        messages.push(format!("llama.cpp's parser refused the output: {error}"));
-        return Ok((Value::Null, messages));
-    };
-    eprintln!(
-        "llama.cpp's parse: content {:?}, reasoning {:?}, {} call(s)",
-        parsed.content,
-        parsed.reasoning_content,
-        parsed.tool_calls.len()
-    );
-    if parsed.tool_calls.is_empty() && tool_choice == "required" {
-        messages.push("tool_choice is required but llama.cpp parsed no tool call".into());
-    }
-    let validator = Validator::new(tools)?;
-    for (i, call) in parsed.tool_calls.iter().enumerate() {
-        eprintln!("call {i}: {}({})", call.name, call.arguments);
-        match serde_json::from_str::<Value>(&call.arguments) {
-            Ok(arguments) => {
-                let check = validator.check_call(&call.name, &arguments);
-                if !check.is_valid() {
-                    messages.push(format!(
-                        "call {i} ({}): {}",
-                        call.name,
-                        check.feedback.join("; ")
-                    ));
-                }
-            }
-            Err(e) => messages.push(format!("call {i} ({}): arguments not JSON: {e}", call.name)),
-        }
-    }
-    Ok((serde_json::to_value(&parsed.tool_calls)?, messages))
-}
-
 /// The reasoning budget on stderr: where thinking started, and where it ended (forced by the
 /// budget, or closed by the model).
-fn report_thinking(tokens: &[toolrail_workbench::transcript::TokenRecord]) {
+fn report_thinking(tokens: &[TokenRecord]) {
     use toolrail_llm::record::ThinkingNote;
     let mut line = Vec::new();
     for t in tokens {
@@ -935,11 +787,7 @@ fn report_thinking(tokens: &[toolrail_workbench::transcript::TokenRecord]) {
 }
 
 /// The trigger timeline on stderr: where the lazy grammar woke, or why it never did.
-fn report_trigger(
-    run: &TemplateRun,
-    tokens: &[toolrail_workbench::transcript::TokenRecord],
-    output: &str,
-) {
+fn report_trigger(run: &TemplateRun, tokens: &[TokenRecord], output: &str) {
     use toolrail_llm::record::LazyNote;
     if !run.result.grammar_lazy || run.result.grammar.is_empty() {
         return;

@@ -2,48 +2,51 @@
 //! any UI. The UI owns one [`RunController`], calls its actions (load, start, step, continue,
 //! pause, cancel, force, branch, export, open) and calls [`RunController::poll`] once per frame;
 //! nothing here blocks the UI thread except [`RunController::wait`], which is for tests and the
-//! command line.
+//! command line (`toolrail generate` runs through it too).
 //!
-//! Model work happens off the UI thread: a loader thread loads the GGUF (with progress and
-//! cancel) and the generation [`Worker`] decodes. The controller keeps a clone of the loaded
-//! [`Model`] (clones share the weights) to build prompts with its chat template.
-//!
-//! Worker events carry no run id: the worker serves one run at a time, in order, so the
-//! controller starts a queued run only after the previous run's `Done` arrived, and every event
-//! belongs to the active run.
+//! The controller is a façade over three parts, each in its own file:
+//! - the model slot (`run/model_slot.rs`): a loader thread loads the GGUF (with progress and
+//!   cancel), and the loaded model's generation [`Worker`](toolrail_llm::worker::Worker) decodes; the controller keeps a
+//!   clone of the loaded [`Model`] (clones share the weights) to build prompts with its chat
+//!   template;
+//! - the server slot (`run/server_slot.rs`): a llama-server connected on a thread, its
+//!   [`ServerWorker`](toolrail_llm::server::ServerWorker), and what runs ask it for;
+//! - the runs (`run/runs.rs`): every run, the queue (a worker serves one run at a time, in
+//!   order, so a queued run starts only after the previous run's `Done` arrived and every event
+//!   belongs to the active run), pairs, branches and the replay shown.
 //!
 //! Branching ("force another allowed candidate at step i") makes a new run that starts with the
 //! source run's tokens 0..i (their records copied; the worker takes them as a prefix and reuses
 //! the source's context up to there instead of decoding the prompt again), pauses at step i
-//! and forces the chosen token; the worker refuses a token the grammar does not allow, and the
-//! branch then stays paused at that step with the reason recorded.
+//! and forces the chosen token ([`AtPause`]); the worker refuses a token the grammar does not
+//! allow, and the branch then stays paused at that step with the reason recorded.
 
+mod model_slot;
 mod outcome;
 mod replay;
+mod runs;
 mod server;
+mod server_slot;
 mod setup;
 mod state;
 
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError, bounded};
-use serde_json::Value;
+use crossbeam_channel::TryRecvError;
 
-use crate::transcript::{
-    self, ServerRequest, ServerRun, Stop, TRANSCRIPT_VERSION, TokenRecord, Totals, Transcript,
-    TranscriptError,
-};
-use toolrail_llm::server::{RequestKind, ServerOptions, ServerWorker};
-use toolrail_llm::worker::{Command, EngineKind, Event, Notify, RunEvent, RunRequest, Worker};
+use crate::transcript::{self, TokenRecord, Transcript, TranscriptError};
+use model_slot::ModelSlot;
+use runs::Runs;
+use server_slot::ServerSlot;
+use toolrail_llm::worker::{Command, EngineKind, Notify, RunEvent, RunRequest};
 use toolrail_llm::{Model, ModelSpec, PromptSource};
 
+pub use model_slot::LoadState;
 pub use outcome::{Outcome, ServerCallCheck, TemplateParse};
 pub use replay::Replay;
+pub use runs::{AtPause, Finish, Pair, Refusal, Run, RunKind, RunPhase, StartMode};
 pub use server::{ServerConnection, ServerRequestChoice, ServerState, in_words};
 pub use setup::{
     PromptPreview, PromptStyle, RunInputs, RunSetup, build_prompt_preview, build_request,
@@ -120,262 +123,24 @@ pub enum RunError {
     Transcript(#[from] TranscriptError),
 }
 
-/// Where model loading stands.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub enum LoadState {
-    /// No model chosen yet.
-    #[default]
-    Empty,
-    /// Loading, with the fraction done (0..=1).
-    Loading {
-        /// The model's name.
-        name: String,
-        /// Fraction loaded.
-        fraction: f32,
-    },
-    /// Loaded and ready.
-    Ready {
-        /// The model's name.
-        name: String,
-    },
-    /// Loading failed (or was cancelled).
-    Failed {
-        /// The model's name.
-        name: String,
-        /// Why.
-        message: String,
-    },
-}
-
-/// How a new run begins.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StartMode {
-    /// Generate until done.
-    Run,
-    /// Generate one token, then pause.
-    Step,
-    /// Decode the prompt and pause before the first token.
-    Paused,
-}
-
-/// Where a run stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RunPhase {
-    /// Waiting for the worker (another run is still ending).
-    Queued,
-    /// Generating (or replaying forced tokens).
-    Running,
-    /// Paused before token `next_index`.
-    Paused {
-        /// Index of the next token.
-        next_index: u32,
-    },
-    /// Ended (see [`Run::finish`]).
-    Finished,
-}
-
-/// Why a run exists.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RunKind {
-    /// A run the user started.
-    Single,
-    /// The constrained half of a side-by-side pair.
-    Constrained,
-    /// The unconstrained half of a side-by-side pair.
-    Unconstrained,
-    /// A branch of run `from`: its tokens 0..`step` taken from it, then `token` forced at `step`.
-    Branch {
-        /// The source run.
-        from: RunId,
-        /// The step where the branch takes another token.
-        step: u32,
-        /// The token forced there.
-        token: u32,
-    },
-}
-
-/// A forced token the worker refused.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
-    /// The step it was forced at.
-    pub step: u32,
-    /// The token.
-    pub token: u32,
-    /// Why it was refused.
-    pub reason: String,
-}
-
-/// How a run ended.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Finish {
-    /// Why it stopped.
-    pub stop: Stop,
-    /// Totals over the run.
-    pub totals: Totals,
-    /// The generated text (exact, lossy UTF-8 only where bytes are not UTF-8).
-    pub output: String,
-}
-
-/// A constrained and an unconstrained run of the same prompt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Pair {
-    /// The run under the grammar.
-    pub constrained: RunId,
-    /// The run without it.
-    pub unconstrained: RunId,
-}
-
-/// One generation run and everything it produced so far.
-#[derive(Clone, Debug)]
-pub struct Run {
-    /// Its id.
-    pub id: RunId,
-    /// Why it exists.
-    pub kind: RunKind,
-    /// The workspace's inputs when it started (tools, envelope, grammar).
-    pub inputs: RunInputs,
-    /// What was sent to the worker.
-    pub request: RunRequest,
-    /// Where the prompt's format came from.
-    pub prompt_source: PromptSource,
-    /// The model it runs on.
-    pub model: transcript::ModelInfo,
-    /// Seconds since the Unix epoch when it was created.
-    pub created_unix: u64,
-    /// Where it stands.
-    pub phase: RunPhase,
-    /// Prompt length in tokens and milliseconds to decode it, once started.
-    pub prompt_decode: Option<(usize, f64)>,
-    /// Tokens of the prompt and prefix reused from the previous run's context (a branch).
-    pub prompt_reused: usize,
-    /// Every token so far.
-    pub tokens: Vec<TokenRecord>,
-    /// The text so far (the pieces joined).
-    pub text: String,
-    /// Forced tokens the worker refused.
-    pub refusals: Vec<Refusal>,
-    /// Errors the worker reported during the run.
-    pub errors: Vec<String>,
-    /// The tool calls a llama-server parsed from the output (`tools` requests only).
-    pub server_calls: Option<Vec<Value>>,
-    /// The server it ran on and what was asked (None: in-process).
-    pub server_run: Option<ServerRun>,
-    /// The server as a sentence (`llama-server b11434 at URL, model M`).
-    pub server: Option<String>,
-    /// How it ended.
-    pub finish: Option<Finish>,
-    /// The verdict on its output, once ended.
-    pub outcome: Option<Outcome>,
-    start: StartMode,
-    forced: VecDeque<u32>,
-    continue_after_forced: bool,
-    step_at_pause: bool,
-}
-
-impl Run {
-    /// True when a grammar constrained it.
-    pub fn is_constrained(&self) -> bool {
-        self.request.engine != EngineKind::None && self.request.grammar.is_some()
-    }
-
-    /// True while tokens are still being replayed for a branch.
-    pub fn is_replaying(&self) -> bool {
-        !self.forced.is_empty()
-    }
-
-    /// The versioned transcript of the run (tokens so far; the stop is `cancelled` while it has
-    /// not ended).
-    pub fn transcript(&self) -> Transcript {
-        let (stop, totals, output) = match &self.finish {
-            Some(f) => (f.stop.clone(), f.totals.clone(), f.output.clone()),
-            None => (Stop::Cancelled, Totals::default(), self.text.clone()),
-        };
-        let with_tools = self.inputs.tools.is_some();
-        Transcript {
-            version: TRANSCRIPT_VERSION,
-            toolrail_version: env!("CARGO_PKG_VERSION").into(),
-            created_unix: self.created_unix,
-            model: self.model.clone(),
-            prompt: self.request.prompt.clone(),
-            tools: with_tools.then(|| Value::Array(self.inputs.tool_values())),
-            format: with_tools.then_some(self.inputs.format),
-            grammar: self.request.grammar.clone(),
-            engine: self.request.engine,
-            server: self.server.clone(),
-            server_run: self.server_run.clone().map(|mut r| {
-                if let (ServerRequest::Tools { calls, .. }, Some(parsed)) =
-                    (&mut r.request, &self.server_calls)
-                {
-                    calls.clone_from(parsed);
-                }
-                r
-            }),
-            sampling: self.request.sampling.clone(),
-            tokens: self.tokens.clone(),
-            output,
-            stop,
-            validation: self.outcome.as_ref().and_then(Outcome::to_json),
-            totals,
-            template: self.inputs.template.clone().and_then(Result::ok),
-        }
-    }
-}
-
-enum LoadMessage {
-    Progress(f32),
-    Done(Result<Model, String>),
-}
-
-/// A model loading on its own thread.
-struct LoadJob {
-    spec: ModelSpec,
-    messages: Receiver<LoadMessage>,
-    cancel: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Drop for LoadJob {
-    fn drop(&mut self) {
-        self.cancel.store(true, Ordering::Relaxed);
-        // Unblock a loader waiting to report.
-        while self.messages.try_recv().is_ok() {}
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
 /// The run controller (see the module docs).
 pub struct RunController {
     notify: Notify,
     pace: crate::RefreshPace,
     /// When [`RunController::poll_paced`] last took the worker's events.
     last_taken: Option<Instant>,
-    spec: Option<ModelSpec>,
-    model: Option<Model>,
-    worker: Option<Worker>,
-    loading: Option<LoadJob>,
-    load_state: LoadState,
-    runs: Vec<Run>,
-    active: Option<RunId>,
-    queue: VecDeque<RunId>,
-    pair: Option<Pair>,
-    replay: Option<Replay>,
+    model: ModelSlot,
+    server: ServerSlot,
+    runs: Runs,
     messages: Vec<String>,
-    next_id: RunId,
-    server: ServerState,
-    connecting: Option<server::ConnectJob>,
-    /// The server worker and the GGUF whose vocabulary it follows the tokens with.
-    server_worker: Option<(ServerWorker, PathBuf)>,
-    server_request: ServerRequestChoice,
 }
 
 impl std::fmt::Debug for RunController {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunController")
-            .field("load_state", &self.load_state)
-            .field("runs", &self.runs.len())
-            .field("active", &self.active)
+            .field("load_state", self.model.state())
+            .field("runs", &self.runs.all().len())
+            .field("active", &self.runs.active_id())
             .finish_non_exhaustive()
     }
 }
@@ -394,22 +159,10 @@ impl RunController {
             notify,
             pace: crate::RefreshPace::default(),
             last_taken: None,
-            spec: None,
-            model: None,
-            worker: None,
-            loading: None,
-            load_state: LoadState::Empty,
-            runs: Vec::new(),
-            active: None,
-            queue: VecDeque::new(),
-            pair: None,
-            replay: None,
+            model: ModelSlot::default(),
+            server: ServerSlot::default(),
+            runs: Runs::default(),
             messages: Vec::new(),
-            next_id: 1,
-            server: ServerState::Disconnected,
-            connecting: None,
-            server_worker: None,
-            server_request: ServerRequestChoice::Grammar,
         }
     }
 
@@ -432,6 +185,12 @@ impl RunController {
         self.notify = notify;
     }
 
+    /// What a worker calls after every event: relayed, it never waits for the UI, and asks
+    /// for frames at the UI's pace.
+    fn worker_notify(&self) -> Notify {
+        crate::relayed(Arc::clone(&self.notify), self.pace.clone())
+    }
+
     // ----- model -----
 
     /// Starts loading a model (a `models.toml` entry or [`ModelSpec::from_path`] for an opened
@@ -440,90 +199,42 @@ impl RunController {
         if self.is_busy() {
             return Err(RunError::Busy);
         }
-        self.loading = None;
-        let (tx, messages) = bounded::<LoadMessage>(256);
-        let cancel = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&cancel);
-        let notify = Arc::clone(&self.notify);
-        let thread_spec = spec.clone();
-        let thread = std::thread::Builder::new()
-            .name("toolrail-model-load".into())
-            .spawn(move || {
-                let progress_tx = tx.clone();
-                let progress_notify = Arc::clone(&notify);
-                let loaded = Model::load(thread_spec, move |fraction| {
-                    let _ = progress_tx.try_send(LoadMessage::Progress(fraction));
-                    progress_notify();
-                    !flag.load(Ordering::Relaxed)
-                });
-                let _ = tx.send(LoadMessage::Done(loaded.map_err(|e| e.to_string())));
-                notify();
-            });
-        match thread {
-            Ok(thread) => {
-                self.load_state = LoadState::Loading {
-                    name: spec.name.clone(),
-                    fraction: 0.0,
-                };
-                self.loading = Some(LoadJob {
-                    spec,
-                    messages,
-                    cancel,
-                    thread: Some(thread),
-                });
-            }
-            Err(e) => {
-                self.load_state = LoadState::Failed {
-                    name: spec.name.clone(),
-                    message: format!("cannot start the loader thread: {e}"),
-                };
-            }
-        }
+        self.model.load(spec, Arc::clone(&self.notify));
         Ok(())
     }
 
     /// Cancels a model load in progress.
     pub fn cancel_load(&mut self) {
-        if let Some(job) = self.loading.take() {
-            self.load_state = LoadState::Failed {
-                name: job.spec.name.clone(),
-                message: "loading cancelled".into(),
-            };
-        }
+        self.model.cancel_load();
     }
 
     fn install(&mut self, model: Model) {
-        // The old worker is idle (loads are refused during runs): dropping it joins at once.
-        self.worker = None;
-        self.spec = Some(model.spec().clone());
-        self.load_state = LoadState::Ready {
-            name: model.spec().name.clone(),
-        };
-        // The worker notifies after every token; relayed, it never waits for the UI, and asks
-        // for frames at the UI's pace.
-        self.worker = Some(Worker::spawn(
-            model.clone(),
-            crate::relayed(Arc::clone(&self.notify), self.pace.clone()),
-        ));
-        self.model = Some(model);
+        let notify = self.worker_notify();
+        self.model.install(model, notify);
     }
 
     /// Where model loading stands.
     pub fn load_state(&self) -> &LoadState {
-        &self.load_state
+        self.model.state()
     }
 
     /// The loaded model.
     pub fn model(&self) -> Option<&Model> {
-        self.model.as_ref()
+        self.model.model()
     }
 
     /// The spec of the loaded model (or of the one loading).
     pub fn spec(&self) -> Option<&ModelSpec> {
-        self.loading
-            .as_ref()
-            .map(|job| &job.spec)
-            .or(self.spec.as_ref())
+        self.model.spec()
+    }
+
+    /// Why there is no model to run: loading, or none chosen.
+    fn no_model(&self) -> RunError {
+        if self.model.is_loading() {
+            RunError::Loading
+        } else {
+            RunError::NoModel
+        }
     }
 
     // ----- events -----
@@ -531,15 +242,14 @@ impl RunController {
     /// Takes in what the loader and the worker reported, without blocking; starts a queued run
     /// when the worker is free. Call once per frame.
     pub fn poll(&mut self) {
-        self.poll_load();
-        self.poll_connect();
-        let mut events: Vec<RunEvent> = match &self.worker {
+        self.poll_slots();
+        let mut events: Vec<RunEvent> = match self.model.worker() {
             Some(worker) => std::iter::from_fn(|| worker.events().try_recv().ok())
                 .take(EVENTS_PER_POLL)
                 .collect(),
             None => Vec::new(),
         };
-        if let Some((worker, _)) = &self.server_worker {
+        if let Some(worker) = self.server.worker() {
             events.extend(
                 std::iter::from_fn(|| worker.events().try_recv().ok()).take(EVENTS_PER_POLL),
             );
@@ -547,7 +257,16 @@ impl RunController {
         for event in events {
             self.handle(event);
         }
+        self.check_worker_alive();
         self.pump();
+    }
+
+    /// The loader's and the connection's answers, without blocking.
+    fn poll_slots(&mut self) {
+        if let Some(model) = self.model.poll() {
+            self.install(model);
+        }
+        self.server.poll();
     }
 
     /// [`Self::poll`] at the refresh pace (see [`Self::refresh_pace`]): while a run streams,
@@ -559,15 +278,14 @@ impl RunController {
     pub fn poll_paced(&mut self) -> Option<Duration> {
         let pace = self.pace.get();
         if let Some(last) = self.last_taken
-            && self.active.is_some()
+            && self.runs.active_id().is_some()
             && !pace.is_zero()
         {
             let since = last.elapsed();
             if since < pace / 2 {
-                self.poll_load();
-                self.poll_connect();
-                let waiting = self.worker.as_ref().is_some_and(|w| !w.events().is_empty())
-                    || (self.server_worker.as_ref()).is_some_and(|(w, _)| !w.events().is_empty());
+                self.poll_slots();
+                let waiting = self.model.worker().is_some_and(|w| !w.events().is_empty())
+                    || self.server.worker().is_some_and(|w| !w.events().is_empty());
                 return waiting.then(|| pace.saturating_sub(since));
             }
         }
@@ -579,25 +297,14 @@ impl RunController {
     /// Blocks until the loader or the worker reports something or `timeout` passes, then polls.
     /// For tests and the command line; a UI calls [`Self::poll`].
     pub fn wait(&mut self, timeout: Duration) {
-        if let Some(job) = &self.loading {
-            match job.messages.recv_timeout(timeout) {
-                Ok(message) => self.on_load_message(message),
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+        if self.model.is_loading() {
+            if let Some(model) = self.model.wait(timeout) {
+                self.install(model);
             }
-        } else if let Some(job) = &self.connecting {
-            if let Ok(answer) = job.answer.recv_timeout(timeout) {
-                self.on_connected(answer);
-            }
-        } else if let Some((worker, _)) = &self.server_worker
-            && self.active_on_server()
-        {
-            if let Ok(event) = worker.events().recv_timeout(timeout) {
-                self.handle(event);
-            }
-        } else if let Some(worker) = &self.worker
-            && self.active.is_some()
-        {
-            if let Ok(event) = worker.events().recv_timeout(timeout) {
+        } else if self.server.wait(timeout) {
+            // the connection answered, or the time passed
+        } else if let Some(events) = self.active_events() {
+            if let Ok(event) = events.recv_timeout(timeout) {
                 self.handle(event);
             }
         } else {
@@ -606,54 +313,39 @@ impl RunController {
         self.poll();
     }
 
-    fn poll_load(&mut self) {
-        loop {
-            let message = match &self.loading {
-                Some(job) => match job.messages.try_recv() {
-                    Ok(message) => message,
-                    Err(TryRecvError::Empty) => return,
-                    Err(TryRecvError::Disconnected) => {
-                        self.loading = None;
-                        return;
-                    }
-                },
-                None => return,
-            };
-            self.on_load_message(message);
+    /// The event stream of the active run's worker (the server's or the model's).
+    fn active_events(&self) -> Option<crossbeam_channel::Receiver<RunEvent>> {
+        self.runs.active_id()?;
+        if self.active_on_server() {
+            self.server.worker().map(|w| w.events().clone())
+        } else {
+            self.model.worker().map(|w| w.events().clone())
         }
     }
 
-    fn on_load_message(&mut self, message: LoadMessage) {
-        match message {
-            LoadMessage::Progress(fraction) => {
-                if let LoadState::Loading { fraction: f, .. } = &mut self.load_state {
-                    *f = fraction;
-                }
+    /// Ends the active run with an error when its worker's thread has ended (its events will
+    /// never come), so that nothing waits for it forever.
+    fn check_worker_alive(&mut self) {
+        let Some(events) = self.active_events() else {
+            if self.runs.active_id().is_some() {
+                self.runs.fail_active(RunError::WorkerGone.to_string());
             }
-            LoadMessage::Done(result) => {
-                let Some(job) = self.loading.take() else {
-                    return;
-                };
-                match result {
-                    Ok(model) => self.install(model),
-                    Err(message) => {
-                        self.load_state = LoadState::Failed {
-                            name: job.spec.name.clone(),
-                            message,
-                        }
-                    }
-                }
+            return;
+        };
+        match events.try_recv() {
+            Ok(event) => self.handle(event),
+            Err(TryRecvError::Disconnected) => {
+                self.runs.fail_active(RunError::WorkerGone.to_string());
             }
+            Err(TryRecvError::Empty) => {}
         }
     }
 
     fn send(&mut self, command: Command) -> bool {
         let sent = if self.active_on_server() {
-            self.server_worker
-                .as_ref()
-                .is_some_and(|(w, _)| w.send(command))
+            self.server.send(command)
         } else {
-            self.worker.as_ref().is_some_and(|w| w.send(command))
+            self.model.worker().is_some_and(|w| w.send(command))
         };
         if !sent {
             self.messages.push(RunError::WorkerGone.to_string());
@@ -661,138 +353,37 @@ impl RunController {
         sent
     }
 
-    fn handle(&mut self, RunEvent { run: id, event }: RunEvent) {
-        // Events of a run that is no longer active (e.g. cancelled and replaced) are stale.
-        if self.active != Some(id) {
-            if let Event::Error(message) = event {
-                self.messages.push(message);
-            }
-            return;
-        }
-        let mut command = None;
-        let mut ended = false;
-        let Some(run) = self.runs.iter_mut().find(|r| r.id == id) else {
-            return;
-        };
-        match event {
-            Event::Error(message) => run.errors.push(message),
-            Event::Started {
-                prompt_tokens,
-                prompt_ms,
-                reused,
-            } => {
-                run.prompt_decode = Some((prompt_tokens, prompt_ms));
-                run.prompt_reused = reused;
-                run.phase = RunPhase::Running;
-            }
-            Event::Token(record) => {
-                run.text.push_str(&record.piece);
-                run.tokens.push(*record);
-            }
-            Event::Amended(record) => {
-                if let Some(slot) = run.tokens.get_mut(record.index as usize) {
-                    *slot = *record;
-                }
-            }
-            Event::ServerCalls(calls) => run.server_calls = Some(calls),
-            Event::Paused { next_index } => {
-                if run.step_at_pause {
-                    run.step_at_pause = false;
-                    command = Some(Command::Step);
-                    run.phase = RunPhase::Running;
-                } else if let Some(token) = run.forced.pop_front() {
-                    command = Some(Command::Force(token));
-                    run.phase = RunPhase::Running;
-                } else if run.continue_after_forced {
-                    run.continue_after_forced = false;
-                    command = Some(Command::Continue);
-                    run.phase = RunPhase::Running;
-                } else {
-                    run.phase = RunPhase::Paused { next_index };
-                }
-            }
-            Event::Refused { token, reason } => {
-                run.refusals.push(Refusal {
-                    step: run.tokens.len() as u32,
-                    token,
-                    reason,
-                });
-                // A branch cannot go on past a refused token: it stays paused there.
-                run.forced.clear();
-                run.continue_after_forced = false;
-            }
-            Event::Done {
-                stop,
-                totals,
-                output,
-            } => {
-                if run.server_calls.is_none()
-                    && let Some(Ok(template)) = &mut run.inputs.template
-                {
-                    template.parse(&output);
-                }
-                run.outcome = Some(match (&run.server_calls, &run.inputs.template) {
-                    (Some(calls), _) => Outcome::judge_server_calls(calls, &run.inputs),
-                    (None, Some(Ok(template))) => Outcome::judge_template(template, &run.inputs),
-                    (None, _) => Outcome::judge(&output, run.is_constrained(), &run.inputs),
-                });
-                run.finish = Some(Finish {
-                    stop,
-                    totals,
-                    output,
-                });
-                run.forced.clear();
-                run.phase = RunPhase::Finished;
-                ended = true;
-            }
-        }
-        if let Some(command) = command {
+    fn handle(&mut self, event: RunEvent) {
+        let handled = self.runs.handle(event);
+        self.messages.extend(handled.message);
+        if let Some(command) = handled.command {
             self.send(command);
         }
-        if ended {
-            self.active = None;
+        if handled.ended {
             self.pump();
         }
     }
 
     /// Starts the next queued run if the worker is free.
     fn pump(&mut self) {
-        if self.active.is_some() {
-            return;
-        }
-        while let Some(id) = self.queue.pop_front() {
-            let Some(index) = self.runs.iter().position(|r| r.id == id) else {
-                continue;
-            };
-            let request = self.runs[index].request.clone();
-            let start = self.runs[index].start;
-            let sent = match self.runs[index].server_run.clone() {
-                Some(server_run) => {
-                    self.send_to_server(&self.runs[index].inputs.clone(), &server_run, request)
-                }
-                None => self
-                    .worker
-                    .as_ref()
-                    .is_some_and(|w| w.send(Command::Start(Box::new(request)))),
-            };
-            if !sent {
-                let run = &mut self.runs[index];
-                run.phase = RunPhase::Finished;
-                run.finish = Some(Finish {
-                    stop: Stop::Error {
-                        message: RunError::WorkerGone.to_string(),
-                    },
-                    totals: Totals::default(),
-                    output: String::new(),
-                });
-                continue;
+        let notify = self.worker_notify();
+        let (model, server) = (&self.model, &mut self.server);
+        self.runs.pump(&RunError::WorkerGone.to_string(), |run| {
+            match &run.server_run {
+                Some(server_run) => model.model().is_some_and(|m| {
+                    server.start(
+                        &run.inputs,
+                        server_run,
+                        run.request.clone(),
+                        m,
+                        Arc::clone(&notify),
+                    )
+                }),
+                None => model
+                    .worker()
+                    .is_some_and(|w| w.send(Command::Start(Box::new(run.request.clone())))),
             }
-            // A run started in step mode takes its one step at its first pause.
-            self.runs[index].step_at_pause = start == StartMode::Step;
-            self.runs[index].phase = RunPhase::Running;
-            self.active = Some(id);
-            return;
-        }
+        });
     }
 
     // ----- server -----
@@ -809,21 +400,8 @@ impl RunController {
         if self.is_busy() {
             return Err(RunError::Busy);
         }
-        match server::start_connect(url, api_key, name, Arc::clone(&self.notify)) {
-            Ok(job) => {
-                self.server = ServerState::Connecting {
-                    url: job.url.clone(),
-                };
-                self.connecting = Some(job);
-            }
-            Err(message) => {
-                self.connecting = None;
-                self.server = ServerState::Failed {
-                    url: url.to_owned(),
-                    message,
-                };
-            }
-        }
+        self.server
+            .connect(url, api_key, name, Arc::clone(&self.notify));
         Ok(())
     }
 
@@ -832,61 +410,34 @@ impl RunController {
         if self.is_busy() {
             return Err(RunError::Busy);
         }
-        self.connecting = None;
-        self.server_worker = None;
-        self.server = ServerState::Disconnected;
+        self.server.disconnect();
         Ok(())
     }
 
     /// Where the connection to a server stands.
     pub fn server_state(&self) -> &ServerState {
-        &self.server
+        self.server.state()
     }
 
     /// The connected server, if any.
     pub fn server(&self) -> Option<&ServerConnection> {
-        match &self.server {
-            ServerState::Connected(c) => Some(c),
-            _ => None,
-        }
+        self.server.connection()
     }
 
     /// What runs on the server ask it for (from the next run on).
     pub fn set_server_request(&mut self, choice: ServerRequestChoice) {
-        self.server_request = choice;
+        self.server.set_request(choice);
     }
 
     /// What runs on the server ask it for.
     pub fn server_request(&self) -> ServerRequestChoice {
-        self.server_request
+        self.server.request()
     }
 
-    fn poll_connect(&mut self) {
-        let answer = match &self.connecting {
-            Some(job) => match job.answer.try_recv() {
-                Ok(answer) => answer,
-                Err(TryRecvError::Empty) => return,
-                Err(TryRecvError::Disconnected) => {
-                    Err("the connection thread stopped without an answer".into())
-                }
-            },
-            None => return,
-        };
-        self.on_connected(answer);
-    }
-
-    fn on_connected(&mut self, answer: Result<ServerConnection, String>) {
-        let Some(job) = self.connecting.take() else {
-            return;
-        };
-        self.server_worker = None;
-        self.server = match answer {
-            Ok(connection) => ServerState::Connected(Box::new(connection)),
-            Err(message) => ServerState::Failed {
-                url: job.url,
-                message,
-            },
-        };
+    /// Whether runs on the server ask again for each token's candidates after the server's
+    /// sampling chain (`post_sampling_probs`, a second request; on by default).
+    pub fn set_server_post_sampling(&mut self, on: bool) {
+        self.server.set_post_sampling(on);
     }
 
     /// True when the active run runs on the server.
@@ -894,63 +445,17 @@ impl RunController {
         self.active().is_some_and(|run| run.server_run.is_some())
     }
 
-    /// Starts `request` on the server worker (spawned, or respawned for another vocabulary,
-    /// here), asking what `server_run` says.
-    fn send_to_server(
-        &mut self,
-        inputs: &RunInputs,
-        server_run: &ServerRun,
-        request: RunRequest,
-    ) -> bool {
-        let (Some(connection), Some(model)) = (self.server(), &self.model) else {
-            return false;
-        };
-        let vocab_path = model.info().path.clone();
-        if self
-            .server_worker
-            .as_ref()
-            .is_none_or(|(_, path)| *path != vocab_path)
-        {
-            let worker = ServerWorker::spawn(
-                connection.client.clone(),
-                Some(model.clone()),
-                crate::relayed(Arc::clone(&self.notify), self.pace.clone()),
-            );
-            self.server_worker = Some((worker, vocab_path));
-        }
-        let kind = match &server_run.request {
-            ServerRequest::Grammar => RequestKind::Grammar,
-            ServerRequest::JsonSchema { schema } => RequestKind::JsonSchema(schema.clone()),
-            ServerRequest::Tools { user, .. } => RequestKind::Tools {
-                tools: inputs
-                    .tool_values()
-                    .into_iter()
-                    .map(|t| serde_json::json!({"type": "function", "function": t}))
-                    .collect(),
-                user: user.clone(),
-            },
-        };
-        let Some((worker, _)) = &self.server_worker else {
-            return false;
-        };
-        worker.set_options(ServerOptions {
-            request: kind,
-            ..ServerOptions::default()
-        });
-        worker.send(Command::Start(Box::new(request)))
-    }
-
     // ----- runs -----
 
     /// True while a run is active or queued.
     pub fn is_busy(&self) -> bool {
-        self.active.is_some() || !self.queue.is_empty()
+        self.runs.is_busy()
     }
 
     /// `text` tokenized as a prompt by the loaded model (id and piece of each token); `None`
     /// without a model.
     pub fn prompt_tokens(&self, text: &str) -> Option<Vec<(u32, String)>> {
-        let model = self.model.as_ref()?;
+        let model = self.model.model()?;
         Some(
             model
                 .tokenize(text, true, true)
@@ -966,7 +471,7 @@ impl RunController {
         setup: &RunSetup,
         inputs: &RunInputs,
     ) -> Result<PromptPreview, RunError> {
-        build_prompt_preview(setup, inputs, self.model.as_ref(), self.spec.as_ref())
+        build_prompt_preview(setup, inputs, self.model.model(), self.model.loaded_spec())
     }
 
     fn new_run(
@@ -977,86 +482,26 @@ impl RunController {
         prompt_source: PromptSource,
         start: StartMode,
         user: &str,
-    ) -> Result<RunId, RunError> {
-        let Some(model) = &self.model else {
-            return Err(if self.loading.is_some() {
-                RunError::Loading
-            } else {
-                RunError::NoModel
-            });
+    ) -> Result<Run, RunError> {
+        let Some(model) = self.model.model() else {
+            return Err(self.no_model());
         };
         let info = model.info();
-        let id = self.next_id;
-        self.next_id += 1;
-        request.id = id;
-        let (server_run, server) = match &self.server {
-            ServerState::Connected(_) if inputs.template.is_some() => {
-                return Err(RunError::Template(
-                    "a connected llama-server applies its own template: disconnect to run a template in-process"
-                        .to_owned(),
-                ));
-            }
-            ServerState::Connected(connection) => {
-                if !request.compare.is_empty() {
-                    return Err(RunError::Server(
-                        "comparing other engines' masks runs in-process: untick Compare with for \
-                         a run on the server (toolrail follows every token it sends)"
-                            .into(),
-                    ));
-                }
-                let (server_request, engine) =
-                    server_request_for(self.server_request, &inputs, &request, user)?;
-                request.engine = engine;
-                if matches!(server_request, ServerRequest::Tools { .. }) {
-                    request.grammar = None;
-                }
-                (
-                    Some(ServerRun {
-                        url: connection.url().to_owned(),
-                        build: connection.props.build_info.clone(),
-                        model: Some(connection.model_name()),
-                        request: server_request,
-                    }),
-                    Some(connection.described()),
-                )
-            }
-            _ => (None, None),
+        let model_info = transcript::ModelInfo {
+            name: model.spec().name.clone(),
+            path: info.path.display().to_string(),
+            architecture: info.architecture.clone(),
+            vocab_size: info.vocab_size as u32,
+            file_size: info.file_size,
         };
-        self.runs.push(Run {
-            id,
-            kind,
-            inputs,
-            request,
-            prompt_source,
-            model: transcript::ModelInfo {
-                name: model.spec().name.clone(),
-                path: info.path.display().to_string(),
-                architecture: info.architecture.clone(),
-                vocab_size: info.vocab_size as u32,
-                file_size: info.file_size,
-            },
-            created_unix: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
-            phase: RunPhase::Queued,
-            prompt_decode: None,
-            prompt_reused: 0,
-            tokens: Vec::new(),
-            text: String::new(),
-            refusals: Vec::new(),
-            server_calls: None,
-            server_run,
-            server,
-            errors: Vec::new(),
-            finish: None,
-            outcome: None,
-            start,
-            forced: VecDeque::new(),
-            continue_after_forced: false,
-            step_at_pause: false,
-        });
-        self.queue.push_back(id);
-        Ok(id)
+        let on_server = self.server.plan(&inputs, &mut request, user)?;
+        request.id = self.runs.take_id();
+        let mut run = Run::new(kind, inputs, request, prompt_source, model_info, start);
+        if let Some((server_run, described)) = on_server {
+            run.server_run = Some(server_run);
+            run.server = Some(described);
+        }
+        Ok(run)
     }
 
     fn prepared(
@@ -1065,19 +510,15 @@ impl RunController {
         inputs: &RunInputs,
         start: StartMode,
     ) -> Result<(RunRequest, PromptSource), RunError> {
-        if self.model.is_none() {
-            return Err(if self.loading.is_some() {
-                RunError::Loading
-            } else {
-                RunError::NoModel
-            });
+        if self.model.model().is_none() {
+            return Err(self.no_model());
         }
         let preview = self.prompt_preview(setup, inputs)?;
         let request = build_request(
             setup,
             inputs,
             preview.text,
-            self.spec.as_ref(),
+            self.model.loaded_spec(),
             start != StartMode::Run,
         )?;
         Ok((request, preview.source))
@@ -1094,7 +535,7 @@ impl RunController {
             return Err(RunError::Busy);
         }
         let (request, source) = self.prepared(setup, inputs, mode)?;
-        let id = self.new_run(
+        let run = self.new_run(
             RunKind::Single,
             inputs.clone(),
             request,
@@ -1102,6 +543,7 @@ impl RunController {
             mode,
             &setup.user,
         )?;
+        let id = self.runs.queue(run);
         self.pump();
         Ok(id)
     }
@@ -1137,10 +579,10 @@ impl RunController {
             &setup.user,
         )?;
         let pair = Pair {
-            constrained: c,
-            unconstrained: u,
+            constrained: self.runs.queue(c),
+            unconstrained: self.runs.queue(u),
         };
-        self.pair = Some(pair);
+        self.runs.set_pair(pair);
         self.pump();
         Ok(pair)
     }
@@ -1180,12 +622,12 @@ impl RunController {
         request.reuse_cache = true;
         let inputs = source.inputs.clone();
         let prompt_source = source.prompt_source;
-        if self.active == Some(from) {
+        if self.runs.active_id() == Some(from) {
             self.send(Command::Cancel);
         } else if self.is_busy() {
             return Err(RunError::Busy);
         }
-        let id = self.new_run(
+        let run = self.new_run(
             RunKind::Branch {
                 from,
                 step: step as u32,
@@ -1197,12 +639,14 @@ impl RunController {
             StartMode::Paused,
             "",
         )?;
-        if let Some(run) = self.runs.iter_mut().find(|r| r.id == id) {
-            run.text = taken.iter().map(|t| t.piece.as_str()).collect();
-            run.tokens = taken;
-            run.forced = VecDeque::from([token]);
-            run.continue_after_forced = then_continue;
-        }
+        let id = self.runs.queue_branch(
+            run,
+            taken,
+            AtPause::Force {
+                token,
+                then_continue,
+            },
+        );
         self.pump();
         Ok(id)
     }
@@ -1210,7 +654,7 @@ impl RunController {
     /// Generates one token of the paused run.
     pub fn step(&mut self) -> Result<(), RunError> {
         self.paused_run()?;
-        self.set_active_phase(RunPhase::Running);
+        self.runs.set_active_phase(RunPhase::Running);
         self.send(Command::Step);
         Ok(())
     }
@@ -1218,7 +662,7 @@ impl RunController {
     /// Lets the paused run generate until done.
     pub fn resume(&mut self) -> Result<(), RunError> {
         self.paused_run()?;
-        self.set_active_phase(RunPhase::Running);
+        self.runs.set_active_phase(RunPhase::Running);
         self.send(Command::Continue);
         Ok(())
     }
@@ -1226,73 +670,53 @@ impl RunController {
     /// Forces `token` as the paused run's next token (one step; refused if not allowed).
     pub fn force(&mut self, token: u32) -> Result<(), RunError> {
         self.paused_run()?;
-        self.set_active_phase(RunPhase::Running);
+        self.runs.set_active_phase(RunPhase::Running);
         self.send(Command::Force(token));
         Ok(())
     }
 
     /// Asks the running run to pause after its current token.
     pub fn pause(&mut self) {
-        if self.active.is_some() {
+        if self.runs.active_id().is_some() {
             self.send(Command::Pause);
         }
     }
 
     /// Cancels the active run and drops the queued ones.
     pub fn cancel(&mut self) {
-        for id in std::mem::take(&mut self.queue) {
-            if let Some(run) = self.runs.iter_mut().find(|r| r.id == id) {
-                run.phase = RunPhase::Finished;
-                run.finish = Some(Finish {
-                    stop: Stop::Cancelled,
-                    totals: Totals::default(),
-                    output: String::new(),
-                });
-            }
-        }
-        if self.active.is_some() {
+        self.runs.cancel_queued();
+        if self.runs.active_id().is_some() {
             self.send(Command::Cancel);
         }
     }
 
     fn paused_run(&self) -> Result<RunId, RunError> {
-        match self.active.and_then(|id| self.run(id)) {
-            Some(run) if matches!(run.phase, RunPhase::Paused { .. }) => Ok(run.id),
-            _ => Err(RunError::NotPaused),
-        }
-    }
-
-    fn set_active_phase(&mut self, phase: RunPhase) {
-        if let Some(id) = self.active
-            && let Some(run) = self.runs.iter_mut().find(|r| r.id == id)
-        {
-            run.phase = phase;
-        }
+        self.runs.paused().ok_or(RunError::NotPaused)
     }
 
     /// Every run of this session, oldest first.
     pub fn runs(&self) -> &[Run] {
-        &self.runs
+        self.runs.all()
     }
 
     /// The run with this id.
     pub fn run(&self, id: RunId) -> Option<&Run> {
-        self.runs.iter().find(|r| r.id == id)
+        self.runs.get(id)
     }
 
     /// The run receiving events, if any.
     pub fn active(&self) -> Option<&Run> {
-        self.active.and_then(|id| self.run(id))
+        self.runs.active()
     }
 
     /// The most recent run.
     pub fn latest(&self) -> Option<&Run> {
-        self.runs.last()
+        self.runs.all().last()
     }
 
     /// The last side-by-side pair.
     pub fn pair(&self) -> Option<Pair> {
-        self.pair
+        self.runs.pair()
     }
 
     /// Messages not tied to a run (worker errors), oldest first; taking them clears them.
@@ -1324,7 +748,7 @@ impl RunController {
 
     /// Opens a transcript file for step-by-step replay (no model needed).
     pub fn open_transcript(&mut self, path: &Path) -> Result<(), RunError> {
-        self.replay = Some(Replay::open(path)?);
+        self.runs.replay = Some(Replay::open(path)?);
         Ok(())
     }
 
@@ -1334,7 +758,7 @@ impl RunController {
         let mut replay = Replay::new(crate::samples::demo_run()?, None);
         replay.demo = true;
         replay.seek(crate::samples::DEMO_POSITION);
-        self.replay = Some(replay);
+        self.runs.replay = Some(replay);
         Ok(())
     }
 
@@ -1347,75 +771,27 @@ impl RunController {
         let mut replay = Replay::new(run.transcript(), None);
         replay.run = Some(id);
         replay.seek(replay.len());
-        self.replay = Some(replay);
+        self.runs.replay = Some(replay);
         Ok(())
     }
 
     /// The transcript being replayed.
     pub fn replay(&self) -> Option<&Replay> {
-        self.replay.as_ref()
+        self.runs.replay.as_ref()
     }
 
     /// The transcript being replayed, to move its cursor.
     pub fn replay_mut(&mut self) -> Option<&mut Replay> {
-        self.replay.as_mut()
+        self.runs.replay.as_mut()
     }
 
     /// Closes the replay.
     pub fn close_replay(&mut self) {
-        self.replay = None;
+        self.runs.replay = None;
     }
 
     /// The file a replay came from, if any.
     pub fn replay_path(&self) -> Option<PathBuf> {
-        self.replay.as_ref().and_then(|r| r.path.clone())
-    }
-}
-
-/// What a run on the server asks for, and the engine its record carries, from the pane's
-/// choice and the workspace's inputs; an error says what is missing.
-fn server_request_for(
-    choice: ServerRequestChoice,
-    inputs: &RunInputs,
-    request: &RunRequest,
-    user: &str,
-) -> Result<(ServerRequest, EngineKind), RunError> {
-    match choice {
-        ServerRequestChoice::Grammar => match request.engine {
-            EngineKind::Llama => Err(RunError::Server(
-                "the engine 'llama' runs llama.cpp in-process; on a server its own llama.cpp \
-                 masks the tokens: choose the engine 'toolrail' (toolrail follows every token) \
-                 or 'none'"
-                    .into(),
-            )),
-            engine => Ok((ServerRequest::Grammar, engine)),
-        },
-        ServerRequestChoice::JsonSchema => match &inputs.schema {
-            Some(schema) if request.grammar.is_some() => Ok((
-                ServerRequest::JsonSchema {
-                    schema: schema.clone(),
-                },
-                EngineKind::Toolrail,
-            )),
-            _ => Err(RunError::Server(
-                "json_schema sends the workspace's plain JSON Schema: switch the Tools pane to \
-                 a plain schema that converts to a grammar, or ask for 'grammar' or 'tools'"
-                    .into(),
-            )),
-        },
-        ServerRequestChoice::Tools => match &inputs.tools {
-            Some(tools) if !tools.tools().is_empty() => Ok((
-                ServerRequest::Tools {
-                    user: user.to_owned(),
-                    calls: Vec::new(),
-                },
-                EngineKind::None,
-            )),
-            _ => Err(RunError::Server(
-                "tools sends the workspace's tool set to the chat endpoint: the Tools pane has \
-                 no tools"
-                    .into(),
-            )),
-        },
+        self.runs.replay.as_ref().and_then(|r| r.path.clone())
     }
 }

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::setup::RunInputs;
-use crate::transcript::TemplateRun;
+use crate::transcript::{CheckedCall, ExtractedCall, TemplateRun, Validation};
 use toolrail_llm::template::ParsedMessage;
 use toolrail_tools::extract::{Extraction, extract_calls};
 use toolrail_tools::validate::{CallCheck, Report, Validator};
@@ -198,80 +198,86 @@ impl Outcome {
         }
     }
 
-    /// The outcome as the transcript's `validation` value: `valid`, `messages`, `feedback`
-    /// (as `toolrail generate` writes them), plus `extracted` calls for unconstrained runs.
-    pub fn to_json(&self) -> Option<Value> {
+    /// The outcome as the transcript's `validation`: `valid`, `messages`, `feedback` for the
+    /// output read in the envelope, plus `extracted` calls for unconstrained runs; `calls` for a
+    /// template run, `server_calls` for a `tools` request. `None` when nothing was judged.
+    pub fn to_json(&self) -> Option<Validation> {
         if let Some(t) = &self.template {
-            let calls: Vec<Value> = t
+            let calls = t
                 .calls
                 .iter()
-                .map(|c| json!({"name": c.name, "arguments": c.arguments, "valid": c.is_valid()}))
+                .map(|c| CheckedCall {
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                    valid: Some(c.is_valid()),
+                    ..CheckedCall::default()
+                })
                 .collect();
-            return Some(json!({
-                "valid": t.parsed.is_ok() && t.disagreements.is_empty(),
-                "messages": t.disagreements,
-                "calls": calls,
-            }));
+            return Some(Validation {
+                valid: Some(t.parsed.is_ok() && t.disagreements.is_empty()),
+                messages: Some(t.disagreements.clone()),
+                calls: Some(Some(calls)),
+                ..Validation::default()
+            });
         }
         if let Some(calls) = &self.server_calls {
-            let list: Vec<Value> = calls
+            let list = calls
                 .iter()
-                .map(|c| {
-                    json!({
-                        "name": c.name,
-                        "arguments": c.arguments,
-                        "valid": c.is_valid(),
-                        "feedback": match &c.check {
-                            Ok(check) => check.feedback.clone(),
-                            Err(e) => vec![e.clone()],
-                        },
-                    })
+                .map(|c| CheckedCall {
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                    valid: Some(c.is_valid()),
+                    feedback: Some(match &c.check {
+                        Ok(check) => check.feedback.clone(),
+                        Err(e) => vec![e.clone()],
+                    }),
+                    other: serde_json::Map::new(),
                 })
                 .collect();
             let mut messages: Vec<String> = Vec::new();
             if calls.is_empty() {
                 messages.push("the server parsed no tool call from the output".into());
             }
-            return Some(json!({
-                "valid": self.is_valid_call(),
-                "messages": messages,
-                "server_calls": list,
-            }));
+            return Some(Validation {
+                valid: Some(self.is_valid_call()),
+                messages: Some(messages),
+                server_calls: Some(list),
+                ..Validation::default()
+            });
         }
         if self.report.is_none() && self.extraction.is_none() && self.error.is_none() {
             return None;
         }
-        let mut value = match &self.report {
-            Some(report) => json!({
-                "valid": report.is_valid(),
-                "messages": report.messages(),
-                "feedback": report.feedback(),
-            }),
-            None => json!({}),
+        let mut validation = match &self.report {
+            Some(report) => Validation {
+                valid: Some(report.is_valid()),
+                messages: Some(report.messages()),
+                feedback: Some(report.feedback()),
+                ..Validation::default()
+            },
+            None => Validation::default(),
         };
-        if let Some(error) = &self.error {
-            value["error"] = json!(error);
-        }
+        validation.error.clone_from(&self.error);
         if let Some(extraction) = &self.extraction {
-            let calls: Vec<Value> = extraction
+            let calls = extraction
                 .calls
                 .iter()
                 .enumerate()
                 .map(|(i, c)| {
                     let check = self.extracted_checks.get(i);
-                    json!({
-                        "name": c.call.name,
-                        "arguments": c.call.arguments,
-                        "pattern": c.pattern.label(),
-                        "span": [c.span.start, c.span.end],
-                        "valid": check.map(CallCheck::is_valid),
-                        "feedback": check.map(|c| c.feedback.clone()),
-                    })
+                    ExtractedCall {
+                        name: c.call.name.clone(),
+                        arguments: Value::Object(c.call.arguments.clone()),
+                        pattern: c.pattern.label().to_string(),
+                        span: [c.span.start, c.span.end],
+                        valid: check.map(CallCheck::is_valid),
+                        feedback: check.map(|c| c.feedback.clone()),
+                    }
                 })
                 .collect();
-            value["extracted"] = json!(calls);
-            value["prose"] = json!(extraction.prose);
+            validation.extracted = Some(calls);
+            validation.prose = Some(extraction.prose.clone());
         }
-        Some(value)
+        Some(validation)
     }
 }

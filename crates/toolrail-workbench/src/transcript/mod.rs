@@ -4,6 +4,7 @@
 //! and as Markdown for people.
 
 mod markdown;
+mod validation;
 
 use std::path::Path;
 
@@ -13,6 +14,7 @@ use toolrail_llm::worker::EngineKind;
 use toolrail_tools::envelope::Format;
 
 pub use markdown::to_markdown;
+pub use validation::{CheckedCall, ExtractedCall, Validation};
 
 /// The transcript format version this build writes and reads.
 pub const TRANSCRIPT_VERSION: u32 = 1;
@@ -67,9 +69,9 @@ pub struct Transcript {
     pub output: String,
     /// Why generation stopped.
     pub stop: Stop,
-    /// The validation of the output (the validator's report as JSON), when tools were given.
+    /// The verdict on the output, as the Validator pane shows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub validation: Option<serde_json::Value>,
+    pub validation: Option<Validation>,
     /// Totals over the run.
     pub totals: Totals,
     /// The chat template whose own tool calling the run followed (prompt, grammar, triggers,

@@ -73,7 +73,10 @@ fn sample_transcript() -> Transcript {
         tokens,
         output: "{\"ok\": true}".into(),
         stop: Stop::EndOfGeneration,
-        validation: Some(serde_json::json!({"valid": true})),
+        validation: Some(toolrail_workbench::transcript::Validation {
+            valid: Some(true),
+            ..Default::default()
+        }),
         totals: Totals {
             tokens: 5,
             decode_ms: 77.5,
@@ -242,4 +245,38 @@ fn a_run_compared_with_other_engines_keeps_each_engines_times_and_differences() 
     // a transcript without comparisons keeps its plain mask column
     let plain = to_markdown(&sample_transcript());
     assert!(!plain.contains("llama"), "{plain}");
+}
+
+/// The transcripts shipped and used as fixtures (the demo run, the app's test runs) read their
+/// `validation` into the typed value and write it back the same: same keys, same order.
+#[test]
+fn shipped_transcripts_read_and_write_their_validation_unchanged() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = vec![root.join("assets/demo_run.json")];
+    let fixtures = root.join("crates/toolrail-app/tests/fixtures");
+    for entry in std::fs::read_dir(&fixtures).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            files.push(path);
+        }
+    }
+    assert!(files.len() >= 5, "{files:?}");
+    for path in files {
+        let raw: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let transcript = Transcript::load(&path).unwrap();
+        let written = serde_json::to_value(&transcript).unwrap();
+        assert_eq!(
+            written.get("validation"),
+            raw.get("validation"),
+            "{}",
+            path.display()
+        );
+        assert_eq!(
+            serde_json::to_string(&transcript.validation).unwrap(),
+            serde_json::to_string(&raw.get("validation")).unwrap(),
+            "{}: the same keys in the same order",
+            path.display()
+        );
+    }
 }
