@@ -15,7 +15,7 @@ use toolrail_app::panes::transcript::{export_to, open_from};
 use toolrail_app::{AppOptions, ToolrailApp};
 use toolrail_llm::record::LazyNote;
 use toolrail_workbench::run::{LoadState, RunPhase, StartMode};
-use toolrail_workbench::workspace::ServerSwitch;
+use toolrail_workbench::workspace::{ServerSwitch, ToolChoice};
 
 const HERMES: &str = "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja";
 
@@ -45,7 +45,7 @@ fn step_until(
 }
 
 /// The template view of the latest analysis, once it names `tool_choice`.
-fn analysed(app: &ToolrailApp, tool_choice: &str) -> bool {
+fn analysed(app: &ToolrailApp, tool_choice: ToolChoice) -> bool {
     app.shared
         .analysis
         .template
@@ -114,7 +114,7 @@ fn a_template_file_as_the_grammar_source_shows_its_triggers_runs_and_parses_the_
         )
     });
     step_until(&mut harness, "the required analysis", |app| {
-        analysed(app, "required")
+        analysed(app, ToolChoice::Required)
     });
     harness.get_by_label_contains("grammar not lazy: constrains from the first token");
     step_until(&mut harness, "the run to end", finished);
@@ -143,7 +143,7 @@ fn a_template_file_as_the_grammar_source_shows_its_triggers_runs_and_parses_the_
     // tool_choice auto: the grammar sleeps; forcing the trigger word wakes it at a marker.
     pick(&mut harness, "tool_choice", "auto");
     step_until(&mut harness, "the auto analysis", |app| {
-        analysed(app, "auto")
+        analysed(app, ToolChoice::Auto)
     });
     // The Grammar pane: the source, lazy, its trigger word, the prompt with its tokens.
     harness.get_by_label_contains(&format!(
