@@ -14,7 +14,9 @@ use anyhow::{Context as _, bail};
 use serde_json::Value;
 
 use super::grammar::FormatArg;
-use toolrail_llm::template::{ChatTemplates, TemplateRequest, ToolChoice};
+use toolrail_llm::template::{
+    ChatTemplates, ReasoningFormat, ServerSwitch, TemplateRequest, ToolChoice,
+};
 use toolrail_llm::worker::EngineKind;
 use toolrail_llm::{ChatFormat, Model, ModelSpec, Models, SamplingDefaults, cores};
 use toolrail_tools::grammar::{GrammarOptions, schema_grammar, tool_call_grammar};
@@ -158,7 +160,7 @@ pub struct GenerateArgs {
     pub template: Option<String>,
     /// With --template: `auto`, `required`, `none`, or a tool name.
     #[arg(long, default_value = "auto", requires = "template")]
-    pub tool_choice: String,
+    pub tool_choice: ToolChoice,
     /// With --template: `--parallel` or `--parallel true` allows parallel tool calls,
     /// `--parallel false` forbids them (default: llama-server's).
     #[arg(long, requires = "template", num_args = 0..=1, default_missing_value = "true")]
@@ -168,7 +170,7 @@ pub struct GenerateArgs {
     pub thinking: Option<bool>,
     /// With --template: the reasoning format (none, auto, deepseek, deepseek-legacy).
     #[arg(long, requires = "template")]
-    pub reasoning_format: Option<String>,
+    pub reasoning_format: Option<ReasoningFormat>,
     /// With --template: llama-server's `--reasoning-budget`: at most N tokens of thinking, then
     /// the end of thinking is forced (-1: no limit, the default; 0: ends thinking at once).
     #[arg(
@@ -711,7 +713,7 @@ fn apply_template(
     let templates =
         ChatTemplates::from_gguf(&spec.path, text.as_deref()).with_context(|| source.clone())?;
     let mut request = TemplateRequest::for_tools(tools, &args.prompt);
-    request.tool_choice = ToolChoice::parse(&args.tool_choice);
+    request.tool_choice = args.tool_choice.clone();
     if let ToolChoice::Named(name) = &request.tool_choice
         && tools.get(name).is_none()
     {
@@ -720,9 +722,9 @@ fn apply_template(
             tools.names().join(", ")
         );
     }
-    request.parallel_tool_calls = args.parallel;
-    request.enable_thinking = args.thinking;
-    request.reasoning_format = args.reasoning_format.clone();
+    request.parallel_tool_calls = ServerSwitch::from(args.parallel);
+    request.enable_thinking = ServerSwitch::from(args.thinking);
+    request.reasoning_format = args.reasoning_format.unwrap_or_default();
     let result = templates.apply(&request).with_context(|| source.clone())?;
     eprintln!(
         "template: {source}: format {}, grammar {}",

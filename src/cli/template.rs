@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use toolrail_gbnf::{Severity, lint::lint};
 use toolrail_llm::server::ServerClient;
 use toolrail_llm::template::{
-    ChatTemplates, ParsedMessage, RequestDefaults, TemplateRequest, TemplateResult, ToolChoice,
-    TriggerKind, openai_tools,
+    ChatTemplates, ParsedMessage, ReasoningFormat, RequestDefaults, ServerSwitch, TemplateRequest,
+    TemplateResult, ToolChoice, TriggerKind, openai_tools,
 };
 use toolrail_llm::template_lint::{TemplateFinding, lint_request, lint_template};
 
@@ -35,7 +35,7 @@ pub struct TemplateArgs {
     pub tools: String,
     /// `auto`, `required`, `none`, or a tool name (llama-server b11434 treats a name as `auto`).
     #[arg(long, default_value = "auto")]
-    pub tool_choice: String,
+    pub tool_choice: ToolChoice,
     /// Parallel tool calls: `--parallel` or `--parallel true` allows them, `--parallel false`
     /// forbids them (default: llama-server's, on when the template supports them).
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
@@ -51,7 +51,7 @@ pub struct TemplateArgs {
     pub thinking: Option<bool>,
     /// The reasoning format: none, auto, deepseek, deepseek-legacy (default: llama-server's, deepseek).
     #[arg(long)]
-    pub reasoning_format: Option<String>,
+    pub reasoning_format: Option<ReasoningFormat>,
     /// Use the bare llama.cpp input defaults (as its tests do) instead of llama-server's.
     #[arg(long)]
     pub struct_defaults: bool,
@@ -127,7 +127,7 @@ pub fn run(args: &TemplateArgs) -> anyhow::Result<ExitCode> {
         };
         request.messages = messages;
     }
-    request.tool_choice = ToolChoice::parse(&args.tool_choice);
+    request.tool_choice = args.tool_choice.clone();
     if let ToolChoice::Named(name) = &request.tool_choice
         && tools.get(name).is_none()
     {
@@ -136,9 +136,9 @@ pub fn run(args: &TemplateArgs) -> anyhow::Result<ExitCode> {
             tools.names().join(", ")
         );
     }
-    request.parallel_tool_calls = args.parallel;
-    request.enable_thinking = args.thinking;
-    request.reasoning_format = args.reasoning_format.clone();
+    request.parallel_tool_calls = ServerSwitch::from(args.parallel);
+    request.enable_thinking = ServerSwitch::from(args.thinking);
+    request.reasoning_format = args.reasoning_format.unwrap_or_default();
     if args.struct_defaults {
         request.defaults = RequestDefaults::Struct;
     }
@@ -215,16 +215,16 @@ fn compare_with_server(
     let mut body = json!({
         "messages": request.messages,
         "tools": request.tools,
-        "tool_choice": args.tool_choice,
+        "tool_choice": request.tool_choice.to_openai(),
         "temperature": 0.0,
     });
-    if let Some(parallel) = request.parallel_tool_calls {
+    if let Some(parallel) = request.parallel_tool_calls.to_request() {
         body["parallel_tool_calls"] = json!(parallel);
     }
     if !request.chat_template_kwargs.is_empty() {
         body["chat_template_kwargs"] = Value::Object(request.chat_template_kwargs.clone());
     }
-    if let Some(format) = &request.reasoning_format {
+    if let Some(format) = request.reasoning_format.name() {
         body["reasoning_format"] = json!(format);
     }
     let server = client.chat_build_json(body)?;

@@ -24,6 +24,10 @@ use toolrail_tools::toolset::ToolSet;
 
 use crate::lazy_gate::GateSetup;
 
+mod choices;
+
+pub use choices::{ReasoningFormat, ServerSwitch, ToolChoice, UnknownReasoningFormat};
+
 mod ffi {
     use std::ffi::{c_char, c_int};
 
@@ -256,44 +260,9 @@ pub fn llama_grammar_loads(grammar: &str) -> Result<bool, TemplateError> {
     Ok(ok != 0)
 }
 
-/// `tool_choice`: how the model may or must call tools.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum ToolChoice {
-    /// The model decides (llama-server's default).
-    #[default]
-    Auto,
-    /// The model must call a tool.
-    Required,
-    /// The model must not call a tool.
-    None,
-    /// The model must call this tool. llama-server b11434 ignores this form and uses `auto`
-    /// (the result's warnings say so).
-    Named(String),
-}
-
-impl ToolChoice {
-    /// Reads `auto`, `required`, `none`, or a tool name.
-    pub fn parse(text: &str) -> ToolChoice {
-        match text {
-            "auto" => ToolChoice::Auto,
-            "required" => ToolChoice::Required,
-            "none" => ToolChoice::None,
-            name => ToolChoice::Named(name.to_owned()),
-        }
-    }
-
-    fn to_json(&self) -> Value {
-        match self {
-            ToolChoice::Auto => json!("auto"),
-            ToolChoice::Required => json!("required"),
-            ToolChoice::None => json!("none"),
-            ToolChoice::Named(name) => json!({"type": "function", "function": {"name": name}}),
-        }
-    }
-}
-
-/// Which defaults fill what the request leaves out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Which defaults fill what the request leaves out (`server` or `struct` in a result's inputs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum RequestDefaults {
     /// llama-server's (parallel calls when the template supports them, reasoning format
     /// `deepseek`, thinking when the template supports it, `preserve_reasoning`).
@@ -301,6 +270,22 @@ pub enum RequestDefaults {
     Server,
     /// The bare `common_chat_templates_inputs` defaults, as llama.cpp's own tests use them.
     Struct,
+}
+
+impl RequestDefaults {
+    /// `server` or `struct`, as the shim reads it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RequestDefaults::Server => "server",
+            RequestDefaults::Struct => "struct",
+        }
+    }
+}
+
+impl std::fmt::Display for RequestDefaults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// An OpenAI-style chat request, the part of it that shapes the template's output.
@@ -312,14 +297,14 @@ pub struct TemplateRequest {
     pub tools: Vec<Value>,
     /// `tool_choice`.
     pub tool_choice: ToolChoice,
-    /// `parallel_tool_calls`; `None` takes the defaults' value.
-    pub parallel_tool_calls: Option<bool>,
+    /// `parallel_tool_calls`; `ServerDefault` leaves it to the request's defaults.
+    pub parallel_tool_calls: ServerSwitch,
     /// `add_generation_prompt`; `None` is true (false when continuing an assistant message).
     pub add_generation_prompt: Option<bool>,
-    /// `reasoning_format` (`none`, `auto`, `deepseek`, `deepseek-legacy`); `None` takes the defaults'.
-    pub reasoning_format: Option<String>,
-    /// Thinking on or off; `None` is the server's rule (on when the template supports it).
-    pub enable_thinking: Option<bool>,
+    /// `reasoning_format`; `ServerDefault` leaves it to the request's defaults.
+    pub reasoning_format: ReasoningFormat,
+    /// Thinking on or off; `ServerDefault` is the server's rule (on when the template supports it).
+    pub enable_thinking: ServerSwitch,
     /// Extra template variables (`chat_template_kwargs`), e.g. a pinned `date_string`.
     pub chat_template_kwargs: Map<String, Value>,
     /// `response_format`'s JSON Schema, as text.
@@ -344,11 +329,11 @@ impl TemplateRequest {
         let mut body = Map::new();
         body.insert("messages".into(), Value::Array(self.messages.clone()));
         body.insert("tools".into(), Value::Array(self.tools.clone()));
-        body.insert("tool_choice".into(), self.tool_choice.to_json());
+        body.insert("tool_choice".into(), self.tool_choice.to_openai());
         let optional = [
             (
                 "parallel_tool_calls",
-                self.parallel_tool_calls.map(Value::Bool),
+                self.parallel_tool_calls.to_request().map(Value::Bool),
             ),
             (
                 "add_generation_prompt",
@@ -356,9 +341,12 @@ impl TemplateRequest {
             ),
             (
                 "reasoning_format",
-                self.reasoning_format.clone().map(Value::String),
+                self.reasoning_format.name().map(|name| json!(name)),
             ),
-            ("enable_thinking", self.enable_thinking.map(Value::Bool)),
+            (
+                "enable_thinking",
+                self.enable_thinking.to_request().map(Value::Bool),
+            ),
             ("json_schema", self.json_schema.clone().map(Value::String)),
             ("grammar", self.grammar.clone().map(Value::String)),
         ];
@@ -371,11 +359,7 @@ impl TemplateRequest {
             "chat_template_kwargs".into(),
             Value::Object(self.chat_template_kwargs.clone()),
         );
-        let defaults = match self.defaults {
-            RequestDefaults::Server => "server",
-            RequestDefaults::Struct => "struct",
-        };
-        body.insert("defaults".into(), json!(defaults));
+        body.insert("defaults".into(), json!(self.defaults.name()));
         Value::Object(body)
     }
 }
@@ -455,18 +439,18 @@ pub struct SamplerSetup {
 /// The request values llama.cpp was actually given, after the defaults.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResolvedInputs {
-    /// `server` or `struct`.
-    pub defaults: String,
-    /// `auto`, `required` or `none`.
-    pub tool_choice: String,
+    /// Which defaults filled what the request left out.
+    pub defaults: RequestDefaults,
+    /// `auto`, `required` or `none` (a named tool is read as `auto`).
+    pub tool_choice: ToolChoice,
     /// Parallel tool calls allowed.
     pub parallel_tool_calls: bool,
     /// A generation prompt appended.
     pub add_generation_prompt: bool,
     /// The final assistant message continued.
     pub continue_final_message: bool,
-    /// The reasoning format's name.
-    pub reasoning_format: String,
+    /// The reasoning format (never the server's default: the defaults have chosen one).
+    pub reasoning_format: ReasoningFormat,
     /// Thinking enabled.
     pub enable_thinking: bool,
     /// The template variables passed (values as JSON text).
@@ -628,13 +612,15 @@ impl TemplateResult {
     /// Parses `text`, the model's output after the prompt, with llama.cpp's parser for this
     /// format (as llama-server does; `partial` while streaming).
     pub fn parse(&self, text: &str, partial: bool) -> Result<ParsedMessage, TemplateError> {
-        let params = json!({
+        let mut params = json!({
             "format_id": self.format_id,
             "generation_prompt": self.generation_prompt,
             "parser": self.parser,
-            "reasoning_format": self.inputs.reasoning_format,
             "parse_tool_calls": true,
         });
+        if let Some(name) = self.inputs.reasoning_format.name() {
+            params["reasoning_format"] = json!(name);
+        }
         let params = c_string(&params.to_string(), "the parser")?;
         let mut out = std::ptr::null_mut();
         let mut err = std::ptr::null_mut();

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use toolrail_engine::Engine;
 use toolrail_engine::check::{STREAM_MEMORY_ENTRIES, Verdict, check_reader, check_with};
-use toolrail_llm::template::{ChatTemplates, TemplateRequest, TemplateResult};
+use toolrail_llm::template::{ChatTemplates, TemplateRequest, TemplateResult, ToolChoice};
 
 /// Bytes walked between memory checks on the way to the cursor.
 const WALK_CHUNK: usize = 8 * 1024;
@@ -482,7 +482,7 @@ fn template_view(
                 serde_json::json!({"role": "system", "content": input.system}),
             );
         }
-        if let crate::workspace::TemplateToolChoice::Named(name) = &settings.tool_choice
+        if let ToolChoice::Named(name) = &settings.tool_choice
             && tools.get(name).is_none()
         {
             return Err(format!(
@@ -490,10 +490,10 @@ fn template_view(
                 tools.names().join(", ")
             ));
         }
-        request.tool_choice = settings.tool_choice.to_request();
-        request.parallel_tool_calls = settings.parallel.to_request();
-        request.enable_thinking = settings.thinking.to_request();
-        request.reasoning_format = settings.reasoning_format.name().map(str::to_owned);
+        request.tool_choice = settings.tool_choice.clone();
+        request.parallel_tool_calls = settings.parallel;
+        request.enable_thinking = settings.thinking;
+        request.reasoning_format = settings.reasoning_format;
         loaded.apply(&request).map_err(|e| format!("{source}: {e}"))
     })();
     TemplateView { source, result }

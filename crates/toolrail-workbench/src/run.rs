@@ -86,7 +86,7 @@ pub enum RunError {
     #[error(
         "the {0} engine needs a grammar: fix the tool set or the grammar, or choose the engine 'none'"
     )]
-    NoGrammar(&'static str),
+    NoGrammar(EngineKind),
     /// The prompt could not be built.
     #[error("cannot build the prompt: {0}")]
     Prompt(String),

@@ -18,6 +18,10 @@ use crate::samples;
 use toolrail_tools::envelope::Format;
 use toolrail_tools::grammar::GrammarOptions;
 
+/// The template request's choices, stored in the workspace under the names llama.cpp and serde
+/// give them (see [`TemplateSettings`]).
+pub use toolrail_llm::template::{ReasoningFormat, ServerSwitch, ToolChoice};
+
 /// The version written into new workspace files; files with a higher one are not read.
 pub const WORKSPACE_VERSION: u32 = 1;
 
@@ -176,130 +180,6 @@ pub struct GrammarSettings {
     pub text: String,
 }
 
-/// `tool_choice` of a llama.cpp template request, as the workspace stores it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum TemplateToolChoice {
-    /// The model decides (llama-server's default).
-    #[default]
-    Auto,
-    /// The model must call a tool.
-    Required,
-    /// The model must not call a tool.
-    None,
-    /// The model must call this tool of the set.
-    Named(String),
-}
-
-impl TemplateToolChoice {
-    /// The words the Tools pane shows (`auto`, `required`, `none`, or the tool's name).
-    pub fn label(&self) -> &str {
-        match self {
-            TemplateToolChoice::Auto => "auto",
-            TemplateToolChoice::Required => "required",
-            TemplateToolChoice::None => "none",
-            TemplateToolChoice::Named(name) => name,
-        }
-    }
-
-    /// The request's `tool_choice`.
-    pub fn to_request(&self) -> toolrail_llm::template::ToolChoice {
-        use toolrail_llm::template::ToolChoice;
-        match self {
-            TemplateToolChoice::Auto => ToolChoice::Auto,
-            TemplateToolChoice::Required => ToolChoice::Required,
-            TemplateToolChoice::None => ToolChoice::None,
-            TemplateToolChoice::Named(name) => ToolChoice::Named(name.clone()),
-        }
-    }
-}
-
-/// A request switch llama-server has its own default for (`enable_thinking`,
-/// `parallel_tool_calls`): left to the server, or sent on or off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum ServerSwitch {
-    /// Not sent: the server's rule for the template (thinking and parallel calls: on when the
-    /// template supports them).
-    #[default]
-    ServerDefault,
-    /// Sent as `true`.
-    On,
-    /// Sent as `false`.
-    Off,
-}
-
-impl ServerSwitch {
-    /// Every choice, in menu order.
-    pub const ALL: [ServerSwitch; 3] = [
-        ServerSwitch::ServerDefault,
-        ServerSwitch::On,
-        ServerSwitch::Off,
-    ];
-
-    /// The words the Tools pane shows.
-    pub fn label(self) -> &'static str {
-        match self {
-            ServerSwitch::ServerDefault => "server default",
-            ServerSwitch::On => "on",
-            ServerSwitch::Off => "off",
-        }
-    }
-
-    /// The request's value (`None`: not sent).
-    pub fn to_request(self) -> Option<bool> {
-        match self {
-            ServerSwitch::ServerDefault => None,
-            ServerSwitch::On => Some(true),
-            ServerSwitch::Off => Some(false),
-        }
-    }
-}
-
-/// The reasoning format of a template request (how llama.cpp's parser separates thinking).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum ReasoningFormat {
-    /// llama-server's default (`deepseek`).
-    #[default]
-    ServerDefault,
-    /// `none`: thinking stays in the content.
-    None,
-    /// `auto`.
-    Auto,
-    /// `deepseek`: thinking goes to `reasoning_content`.
-    Deepseek,
-    /// `deepseek-legacy`.
-    DeepseekLegacy,
-}
-
-impl ReasoningFormat {
-    /// Every choice, in menu order.
-    pub const ALL: [ReasoningFormat; 5] = [
-        ReasoningFormat::ServerDefault,
-        ReasoningFormat::None,
-        ReasoningFormat::Auto,
-        ReasoningFormat::Deepseek,
-        ReasoningFormat::DeepseekLegacy,
-    ];
-
-    /// The name llama.cpp knows it by (`None` for the server's default).
-    pub fn name(self) -> Option<&'static str> {
-        match self {
-            ReasoningFormat::ServerDefault => None,
-            ReasoningFormat::None => Some("none"),
-            ReasoningFormat::Auto => Some("auto"),
-            ReasoningFormat::Deepseek => Some("deepseek"),
-            ReasoningFormat::DeepseekLegacy => Some("deepseek-legacy"),
-        }
-    }
-
-    /// The words the Tools pane shows.
-    pub fn label(self) -> &'static str {
-        self.name().unwrap_or("server default")
-    }
-}
-
 /// Where the grammar comes from, as the Tools pane's source picker shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GrammarSource {
@@ -342,7 +222,7 @@ pub struct TemplateSettings {
     /// The chosen file's text, read when it was opened (empty without a file).
     pub text: String,
     /// `tool_choice`.
-    pub tool_choice: TemplateToolChoice,
+    pub tool_choice: ToolChoice,
     /// `parallel_tool_calls` (workspaces from before the choice kept `true` for on, `false` for
     /// the server's default).
     #[serde(deserialize_with = "switch_or_bool")]
@@ -936,7 +816,7 @@ mod tests {
         ws.template = TemplateSettings {
             file: Some(PathBuf::from("Qwen3-Coder.jinja")),
             text: "{{ messages }}".into(),
-            tool_choice: TemplateToolChoice::Named("get_weather".into()),
+            tool_choice: ToolChoice::Named("get_weather".into()),
             parallel: ServerSwitch::Off,
             thinking: ServerSwitch::Off,
             reasoning_format: ReasoningFormat::DeepseekLegacy,
@@ -976,6 +856,47 @@ mod tests {
             .unwrap();
             assert_eq!(load(&path).workspace.template.parallel, switch);
         }
+    }
+
+    #[test]
+    fn an_older_template_section_reads_and_is_written_back_the_same() {
+        // The template section as workspaces have stored it: each choice under its serde name.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(WORKSPACE_FILE);
+        for (stored, choice) in [
+            (r#""auto""#, ToolChoice::Auto),
+            (r#""required""#, ToolChoice::Required),
+            (r#""none""#, ToolChoice::None),
+            (
+                r#"{"named": "get_weather"}"#,
+                ToolChoice::Named("get_weather".into()),
+            ),
+        ] {
+            let section = format!(
+                r#"{{"on": true, "file": null, "text": "", "tool_choice": {stored},
+                    "parallel": "off", "thinking": "on", "reasoning_format": "deepseek-legacy",
+                    "budget": null}}"#
+            );
+            std::fs::write(&path, format!(r#"{{"version": 1, "template": {section}}}"#)).unwrap();
+            let loaded = load(&path);
+            assert!(loaded.notice.is_none(), "{:?}", loaded.notice);
+            let template = &loaded.workspace.template;
+            assert_eq!(template.tool_choice, choice);
+            assert_eq!(template.parallel, ServerSwitch::Off);
+            assert_eq!(template.thinking, ServerSwitch::On);
+            assert_eq!(template.reasoning_format, ReasoningFormat::DeepseekLegacy);
+            save(&path, &loaded.workspace).unwrap();
+            let written: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let expected: serde_json::Value = serde_json::from_str(&section).unwrap();
+            assert_eq!(written["template"], expected);
+        }
+        // The defaults are written as the server's.
+        let section = serde_json::to_value(TemplateSettings::default()).unwrap();
+        assert_eq!(section["tool_choice"], "auto");
+        assert_eq!(section["parallel"], "server_default");
+        assert_eq!(section["thinking"], "server_default");
+        assert_eq!(section["reasoning_format"], "server-default");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use toolrail_tools::envelope::Format;
 use toolrail_workbench::samples::SAMPLES;
 use toolrail_workbench::transcript::ThinkingBudget;
 use toolrail_workbench::workspace::{
-    GrammarSource, ReasoningFormat, SchemaMode, ServerSwitch, TemplateToolChoice,
+    GrammarSource, ReasoningFormat, SchemaMode, ServerSwitch, ToolChoice,
 };
 
 /// The thinking budget a newly ticked "thinking budget" box starts at.
@@ -272,9 +272,9 @@ fn template_row(ui: &mut egui::Ui, shared: &mut Shared) {
             .selected_text(template.tool_choice.label().to_owned())
             .show_ui(ui, |ui| {
                 for choice in [
-                    TemplateToolChoice::Auto,
-                    TemplateToolChoice::Required,
-                    TemplateToolChoice::None,
+                    ToolChoice::Auto,
+                    ToolChoice::Required,
+                    ToolChoice::None,
                 ] {
                     let text = choice.label().to_owned();
                     ui.selectable_value(&mut template.tool_choice, choice, text);
@@ -282,7 +282,7 @@ fn template_row(ui: &mut egui::Ui, shared: &mut Shared) {
                 for name in &tool_names {
                     ui.selectable_value(
                         &mut template.tool_choice,
-                        TemplateToolChoice::Named(name.clone()),
+                        ToolChoice::Named(name.clone()),
                         name,
                     );
                 }

@@ -14,7 +14,7 @@ use toolrail_app::panes::transcript::{export_to, open_from};
 use toolrail_app::{AppOptions, ToolrailApp};
 use toolrail_llm::record::LazyNote;
 use toolrail_workbench::run::{LoadState, RunPhase, StartMode};
-use toolrail_workbench::workspace::ServerSwitch;
+use toolrail_workbench::workspace::{ServerSwitch, ToolChoice};
 
 use crate::common::app::wait_until;
 
@@ -27,7 +27,7 @@ fn template_path(name: &str) -> Option<PathBuf> {
 }
 
 /// The template view of the latest analysis, once it names `tool_choice`.
-fn analysed(app: &ToolrailApp, tool_choice: &str) -> bool {
+fn analysed(app: &ToolrailApp, tool_choice: ToolChoice) -> bool {
     app.shared
         .analysis
         .template
@@ -99,7 +99,7 @@ fn a_template_file_as_the_grammar_source_shows_its_triggers_runs_and_parses_the_
         )
     });
     wait_until(&mut harness, "the required analysis", |app| {
-        analysed(app, "required")
+        analysed(app, ToolChoice::Required)
     });
     harness.get_by_label_contains("grammar not lazy: constrains from the first token");
     wait_until(&mut harness, "the run to end", finished);
@@ -128,7 +128,7 @@ fn a_template_file_as_the_grammar_source_shows_its_triggers_runs_and_parses_the_
     // tool_choice auto: the grammar sleeps; forcing the trigger word wakes it at a marker.
     pick(&mut harness, "tool_choice", "auto");
     wait_until(&mut harness, "the auto analysis", |app| {
-        analysed(app, "auto")
+        analysed(app, ToolChoice::Auto)
     });
     // The Grammar pane: the source, lazy, its trigger word, the prompt with its tokens.
     harness.get_by_label_contains(&format!("llama.cpp template: {}", hermes.display()));

@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::template::ToolChoice;
+
 /// What the server's `/props` says about itself (the parts toolrail shows).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Props {
@@ -287,8 +289,9 @@ pub struct ChatRequest {
     pub messages: Vec<ChatMessage>,
     /// OpenAI-shaped tools (`{"type": "function", "function": {...}}`).
     pub tools: Vec<Value>,
-    /// `auto`, `required` or `none`.
-    pub tool_choice: &'static str,
+    /// `tool_choice` (sent in OpenAI's shape).
+    #[serde(serialize_with = "ToolChoice::serialize_openai")]
+    pub tool_choice: ToolChoice,
     /// A grammar of toolrail's (llama-server refuses one together with tools, with a 400
     /// that toolrail shows as it is).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -487,13 +490,14 @@ mod tests {
         let chat = serde_json::to_value(ChatRequest {
             messages: Vec::new(),
             tools: Vec::new(),
-            tool_choice: "required",
+            tool_choice: ToolChoice::Required,
             grammar: None,
             max_tokens: 12,
             sampling,
             verbose: false,
         })
         .unwrap();
+        assert_eq!(chat["tool_choice"], serde_json::json!("required"), "{chat}");
         for body in [&completion, &chat] {
             assert!(body.get("sampling").is_none(), "{body}");
             assert_eq!(body["temperature"], serde_json::json!(0.5), "{body}");

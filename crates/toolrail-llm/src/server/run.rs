@@ -44,6 +44,7 @@ use super::api::{
 use super::{ServerClient, StreamEnd};
 use crate::Model;
 use crate::record::{Candidate, Disagreement, Stop, TokenRecord, Totals};
+use crate::template::ToolChoice;
 use crate::worker::{Command, EngineKind, Event, Handle, Notify, RunEvent, RunId, RunRequest};
 use toolrail_engine::{Engine, MaskEngine, State, TokenMask};
 use toolrail_gbnf::{Grammar, TokenVocabulary};
@@ -621,7 +622,7 @@ impl ServerRunner {
                 content: user.to_owned(),
             }],
             tools: tools.to_vec(),
-            tool_choice: "required",
+            tool_choice: ToolChoice::Required,
             grammar: self.options.sent_grammar.clone(),
             max_tokens: s.max_tokens,
             sampling: SamplingFields::new(s, request.show.max(1) as u32),

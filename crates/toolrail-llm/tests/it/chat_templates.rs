@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 use toolrail_gbnf::Grammar;
 use toolrail_llm::template::{
-    ChatTemplates, RequestDefaults, TemplateRequest, TemplateResult, ToolChoice,
+    ChatTemplates, ReasoningFormat, RequestDefaults, TemplateRequest, TemplateResult, ToolChoice,
     llama_grammar_loads,
 };
 
@@ -186,7 +186,7 @@ fn assistant_turn(
     message: Value,
 ) -> Option<String> {
     let mut history = TemplateRequest {
-        reasoning_format: Some("deepseek".into()),
+        reasoning_format: ReasoningFormat::Deepseek,
         ..request(ToolChoice::Auto)
     };
     history.messages.push(message);
@@ -270,7 +270,7 @@ fn rendered_tool_calls_parse_back_with_llama_cpp_parser() {
         };
         // The server's reasoning format, so that a thinking close tag in the output is reasoning.
         let base_request = TemplateRequest {
-            reasoning_format: Some("deepseek".into()),
+            reasoning_format: ReasoningFormat::Deepseek,
             ..request(ToolChoice::Auto)
         };
         let Ok(base) = templates.apply(&base_request) else {

@@ -16,7 +16,8 @@ use toolrail_gbnf::{Grammar, TokenVocabulary};
 use toolrail_llm::LlamaGrammarSampler;
 use toolrail_llm::lazy_gate::{GateStep, LazyGate};
 use toolrail_llm::template::{
-    ChatTemplates, RequestDefaults, TemplateRequest, TemplateResult, ToolChoice,
+    ChatTemplates, ReasoningFormat, RequestDefaults, ServerSwitch, TemplateRequest, TemplateResult,
+    ToolChoice,
 };
 
 use crate::common::masks::differing_tokens;
@@ -47,8 +48,8 @@ pub(crate) fn request() -> TemplateRequest {
             "parameters": {"type": "object",
                 "properties": {"arg1": {"type": "integer"}}, "required": ["arg1"]}}})],
         tool_choice: ToolChoice::Auto,
-        enable_thinking: Some(false),
-        reasoning_format: Some("deepseek".into()),
+        enable_thinking: ServerSwitch::Off,
+        reasoning_format: ReasoningFormat::Deepseek,
         // llama-server would continue a final assistant message (the renderings below add one)
         defaults: RequestDefaults::Struct,
         ..TemplateRequest::default()

@@ -19,7 +19,7 @@ fn thinking_result(name: &str) -> Option<TemplateResult> {
     let source = template_text(name)?;
     let templates = ChatTemplates::from_gguf(&path, Some(&source)).unwrap();
     let mut req = request();
-    req.enable_thinking = Some(true);
+    req.enable_thinking = toolrail_llm::template::ServerSwitch::On;
     let result = templates.apply(&req).unwrap();
     assert!(result.grammar_lazy);
     assert!(
@@ -159,7 +159,7 @@ fn a_trigger_inside_thinking_does_not_wake_the_lazy_grammar() {
     let call =
         "<tool_call>\n{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n</tool_call>";
     let mut req = request();
-    req.enable_thinking = Some(true);
+    req.enable_thinking = toolrail_llm::template::ServerSwitch::On;
     let result = templates.apply(&req).unwrap();
     assert!(result.grammar_lazy && result.generation_prompt.ends_with("<think>\n"));
     // No budget: llama-server still builds the machine, for the lazy grammar.

@@ -384,7 +384,7 @@ fn the_test_models_template_takes_no_tools_so_the_server_builds_no_tool_grammar(
             "name": "get_weather",
             "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
         }})],
-        tool_choice: "required",
+        tool_choice: toolrail_llm::template::ToolChoice::Required,
         grammar: None,
         max_tokens: 8,
         sampling: toolrail_llm::server::SamplingFields {

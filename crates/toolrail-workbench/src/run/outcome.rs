@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::setup::RunInputs;
 use crate::transcript::{CheckedCall, ExtractedCall, TemplateRun, Validation};
-use toolrail_llm::template::ParsedMessage;
+use toolrail_llm::template::{ParsedMessage, ToolChoice};
 use toolrail_tools::extract::{Extraction, extract_calls};
 use toolrail_tools::validate::{CallCheck, Report, Validator};
 
@@ -158,7 +158,10 @@ impl Outcome {
         let mut disagreements = Vec::new();
         match &parsed {
             Err(e) => disagreements.push(format!("llama.cpp's parser refused the output: {e}")),
-            Ok(m) if m.tool_calls.is_empty() && run.result.inputs.tool_choice == "required" => {
+            Ok(m)
+                if m.tool_calls.is_empty()
+                    && run.result.inputs.tool_choice == ToolChoice::Required =>
+            {
                 disagreements
                     .push("tool_choice is required but llama.cpp parsed no tool call".to_owned());
             }

@@ -272,7 +272,7 @@ pub fn build_request(
         EngineKind::Toolrail | EngineKind::Llama | EngineKind::Llguidance => {
             match &inputs.grammar {
                 Some(text) if !text.trim().is_empty() => Some(text.clone()),
-                _ => return Err(RunError::NoGrammar(setup.engine.name())),
+                _ => return Err(RunError::NoGrammar(setup.engine)),
             }
         }
     };

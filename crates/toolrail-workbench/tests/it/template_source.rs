@@ -14,9 +14,7 @@ use toolrail_workbench::run::{
 };
 use toolrail_workbench::template_info;
 use toolrail_workbench::transcript::{Sampling, ThinkingBudget};
-use toolrail_workbench::workspace::{
-    SchemaSettings, ServerSwitch, TemplateSettings, TemplateToolChoice,
-};
+use toolrail_workbench::workspace::{SchemaSettings, ServerSwitch, TemplateSettings, ToolChoice};
 
 const HERMES: &str = "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja";
 
@@ -27,12 +25,12 @@ fn template_path(name: &str) -> Option<std::path::PathBuf> {
 }
 
 /// The analysis of the weather tool set under `template` with `tool_choice`, on the test model.
-fn analysis(template: &str, tool_choice: TemplateToolChoice) -> Option<Analysis> {
+fn analysis(template: &str, tool_choice: ToolChoice) -> Option<Analysis> {
     Some(Computer::default().compute(&input(template, tool_choice)?))
 }
 
 /// The analysis input for the weather tool set under `template` with `tool_choice`.
-fn input(template: &str, tool_choice: TemplateToolChoice) -> Option<AnalysisInput> {
+fn input(template: &str, tool_choice: ToolChoice) -> Option<AnalysisInput> {
     let model = crate::common::model()?;
     let path = template_path(template)?;
     let input = AnalysisInput {
@@ -88,7 +86,7 @@ fn paused(id: RunId) -> impl Fn(&RunController) -> bool {
 
 #[test]
 fn the_analysis_shows_what_llama_server_builds_and_says_why_it_cannot() {
-    let Some(lazy) = analysis(HERMES, TemplateToolChoice::Auto) else {
+    let Some(lazy) = analysis(HERMES, ToolChoice::Auto) else {
         return;
     };
     let view = lazy.template.as_ref().expect("a template view");
@@ -111,8 +109,8 @@ fn the_analysis_shows_what_llama_server_builds_and_says_why_it_cannot() {
     );
     // Another tool_choice reuses the loaded templates (no second vocabulary load).
     let mut computer = Computer::default();
-    computer.compute(&input(HERMES, TemplateToolChoice::Auto).unwrap());
-    let required = computer.compute(&input(HERMES, TemplateToolChoice::Required).unwrap());
+    computer.compute(&input(HERMES, ToolChoice::Auto).unwrap());
+    let required = computer.compute(&input(HERMES, ToolChoice::Required).unwrap());
     eprintln!(
         "template analysis, tool_choice changed: {:?}",
         required.grammar_time
@@ -134,7 +132,7 @@ fn the_analysis_shows_what_llama_server_builds_and_says_why_it_cannot() {
     assert!(error.contains("no model loaded"), "{error}");
     assert!(none.grammar.is_none());
     input.model = Some(crate::common::model().unwrap().info().path.clone());
-    input.template.tool_choice = TemplateToolChoice::Named("nope".into());
+    input.template.tool_choice = ToolChoice::Named("nope".into());
     let error = Computer::default()
         .compute(&input)
         .template
@@ -147,7 +145,7 @@ fn the_analysis_shows_what_llama_server_builds_and_says_why_it_cannot() {
     );
     // The model's own template (Gemma 3: no tool calling): built, with no grammar, so a run
     // is unconstrained (and still ends at the template's stops).
-    input.template.tool_choice = TemplateToolChoice::Auto;
+    input.template.tool_choice = ToolChoice::Auto;
     let own = Computer::default().compute(&input);
     let view = own.template.as_ref().unwrap();
     assert!(
@@ -169,7 +167,7 @@ fn the_analysis_shows_what_llama_server_builds_and_says_why_it_cannot() {
     assert_eq!((request.engine, request.grammar), (EngineKind::None, None));
     assert!(request.gate.is_some());
     // A template llama.cpp rejects: its message.
-    input.template.tool_choice = TemplateToolChoice::Auto;
+    input.template.tool_choice = ToolChoice::Auto;
     input.template.file = Some("broken.jinja".into());
     input.template.text = "{% for %}".into();
     let error = Computer::default()
@@ -183,7 +181,7 @@ fn the_analysis_shows_what_llama_server_builds_and_says_why_it_cannot() {
 
 #[test]
 fn a_template_run_records_the_trigger_timeline_the_parse_and_the_template_in_its_transcript() {
-    let Some(analysis) = analysis(HERMES, TemplateToolChoice::Auto) else {
+    let Some(analysis) = analysis(HERMES, ToolChoice::Auto) else {
         return;
     };
     let model = crate::common::model().unwrap().clone();
@@ -252,7 +250,7 @@ fn a_template_run_records_the_trigger_timeline_the_parse_and_the_template_in_its
 #[test]
 fn a_thinking_budget_set_for_the_template_source_forces_the_end_of_thinking_and_is_recorded() {
     const QWQ: &str = "Qwen-QwQ-32B.jinja";
-    let Some(mut input) = input(QWQ, TemplateToolChoice::Auto) else {
+    let Some(mut input) = input(QWQ, ToolChoice::Auto) else {
         return;
     };
     input.template.thinking = ServerSwitch::On;
