@@ -11,8 +11,8 @@ use toolrail_workbench::conversation::{
 use toolrail_workbench::run::family_for;
 use toolrail_workbench::tasks::OpenedConversation;
 
-use crate::Shared;
 use crate::dialogs::FileRequest;
+use crate::shared::Shared;
 
 /// The window's state.
 #[derive(Default)]

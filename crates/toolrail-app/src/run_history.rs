@@ -3,7 +3,7 @@
 
 use egui::RichText;
 
-use crate::Shared;
+use crate::shared::Shared;
 use crate::token_view::{chip_text, phase_text};
 use toolrail_workbench::run::{Run, RunId, RunKind};
 

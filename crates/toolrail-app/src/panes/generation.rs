@@ -12,8 +12,8 @@ use std::ops::Range;
 
 use egui::{Color32, RichText};
 
-use crate::Shared;
 use crate::renderer::Renderer;
+use crate::shared::Shared;
 use crate::token_view::{TokenStrip, mask_plot, phase_text, token_details};
 use toolrail_llm::worker::EngineKind;
 use toolrail_llm::{ModelSpec, Models};

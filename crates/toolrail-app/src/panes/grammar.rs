@@ -4,8 +4,8 @@
 
 use crate::dialogs::FileRequest;
 
-use crate::Shared;
 use crate::highlight::{self, Mark, MarkKind};
+use crate::shared::Shared;
 use toolrail_gbnf::Severity;
 use toolrail_workbench::workspace::GrammarSource;
 

@@ -2,8 +2,8 @@
 //! rejected at line:column with the expected characters) and the stacks at the cursor, whose
 //! elements are highlighted in the grammar pane.
 
-use crate::Shared;
 use crate::highlight::{self, Mark, MarkKind};
+use crate::shared::Shared;
 use crate::stack_tree::{StackNode, stack_tree};
 use toolrail_engine::check::VerdictKind;
 

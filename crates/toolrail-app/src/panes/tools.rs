@@ -3,8 +3,8 @@
 
 use crate::dialogs::FileRequest;
 
-use crate::Shared;
 use crate::highlight::{self, Mark, MarkKind};
+use crate::shared::Shared;
 use toolrail_tools::envelope::Format;
 use toolrail_workbench::samples::SAMPLES;
 use toolrail_workbench::transcript::ThinkingBudget;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use egui::RichText;
 
-use crate::Shared;
+use crate::shared::Shared;
 use crate::token_view::{DEMO_LABEL, TokenStrip, long_text, mask_plot, stop_text, token_details};
 use toolrail_workbench::run::RunSettings;
 

@@ -5,7 +5,7 @@
 
 use egui::RichText;
 
-use crate::Shared;
+use crate::shared::Shared;
 use crate::token_view::{long_text, phase_text};
 use toolrail_tools::validate::{CallCheck, Report};
 use toolrail_workbench::run::{

@@ -14,7 +14,7 @@ pub struct Replay {
     /// True for the recorded demo run bundled with the app (labelled as such in the panes).
     pub demo: bool,
     /// The run of this session it replays (`None` for a file or the demo run).
-    pub run: Option<super::RunId>,
+    pub run: Option<toolrail_llm::worker::RunId>,
     position: usize,
 }
 

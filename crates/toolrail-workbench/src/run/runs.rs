@@ -550,7 +550,7 @@ impl Runs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::{RunSetup, build_request};
+    use crate::run::setup::{RunSetup, build_request};
 
     fn run(runs: &mut Runs, kind: RunKind, start: StartMode) -> Run {
         let inputs = RunInputs {

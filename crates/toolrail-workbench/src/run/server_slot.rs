@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crossbeam_channel::TryRecvError;
 
-use super::RunError;
+use super::error::RunError;
 use super::server::{self, ServerConnection, ServerRequestChoice, ServerState};
 use super::setup::RunInputs;
 use crate::transcript::{ServerRequest, ServerRun};
@@ -295,15 +295,15 @@ mod tests {
     use toolrail_tools::toolset::ToolSet;
 
     fn request(engine: EngineKind) -> RunRequest {
-        let setup = super::super::RunSetup {
+        let setup = super::super::setup::RunSetup {
             engine,
-            ..super::super::RunSetup::default()
+            ..super::super::setup::RunSetup::default()
         };
         let inputs = RunInputs {
             grammar: Some("root ::= \"x\"".into()),
             ..RunInputs::default()
         };
-        super::super::build_request(&setup, &inputs, "p".into(), None, false).unwrap()
+        super::super::setup::build_request(&setup, &inputs, "p".into(), None, false).unwrap()
     }
 
     #[test]

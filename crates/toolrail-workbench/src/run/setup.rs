@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::RunError;
+use super::error::RunError;
 use crate::transcript::{Sampling, TemplateRun};
 use toolrail_llm::worker::{EngineKind, RunRequest};
 use toolrail_llm::{
