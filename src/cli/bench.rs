@@ -396,7 +396,13 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
                 .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
                 .collect();
             let query = args.prompt.as_deref().unwrap_or(DEFAULT_TOOLS_PROMPT);
-            let prompt = build_prompt(family_for(args.format.into()), &values, query, None)?;
+            let prompt = build_prompt(
+                family_for(args.format.into()),
+                args.format.into(),
+                &values,
+                query,
+                None,
+            )?;
             (grammar, prompt, path.clone())
         }
         (None, Some(path)) => (

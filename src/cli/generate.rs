@@ -446,6 +446,11 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         });
         controller.set_server_post_sampling(!args.no_post_sampling);
     }
+    let preview = controller.prompt_preview(&setup, &inputs)?;
+    for note in &preview.notes {
+        let level = if note.is_warning() { "warning" } else { "note" };
+        eprintln!("prompt: {level}: {}", note.text());
+    }
     let start = Instant::now();
     let id = controller.start(&setup, &inputs, StartMode::Run)?;
     if budget.is_some()

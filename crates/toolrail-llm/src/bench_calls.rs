@@ -393,8 +393,14 @@ pub fn run_case_with(
         .iter()
         .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
         .collect();
-    let base_prompt = build_prompt(options.family, &tool_values, &case.question, None)
-        .map_err(|e| tools_error(e.to_string()))?;
+    let base_prompt = build_prompt(
+        options.family,
+        options.format,
+        &tool_values,
+        &case.question,
+        None,
+    )
+    .map_err(|e| tools_error(e.to_string()))?;
     let matches = |tool: &Option<String>| tool.is_some() && *tool == case.expected_tool;
 
     let grammar = if options.mode.grammar() {
@@ -431,6 +437,7 @@ pub fn run_case_with(
             .then(|| few_shot_text(&tools, options.format));
         let mut prompt = build_prompt(
             options.family,
+            options.format,
             &tool_values,
             &case.question,
             system.as_deref(),

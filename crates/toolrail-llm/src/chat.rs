@@ -119,7 +119,7 @@ impl Model {
         };
         let system = system.join("\n\n");
         let system = (!system.is_empty()).then_some(system.as_str());
-        let text = build_prompt(family, tools, query, system)
+        let text = build_prompt(family, family.native_format(), tools, query, system)
             .map_err(|e| LlmError::ChatPrompt(e.to_string()))?;
         Ok(ChatPrompt {
             text,

@@ -13,6 +13,11 @@
 //! | [`PromptFamily::Gemma`] | Gemma turns (`<start_of_turn>user` ... `<start_of_turn>model`; the system text goes into the user turn, Gemma has no system role), answers as `call:name{...}` |
 //! | [`PromptFamily::Generic`] | plain text: a signature list, a JSON answer format, `User:` / `Assistant:` |
 //!
+//! The family gives the turns and the way tools are listed; the envelope the grammar enforces
+//! gives the answer format. Each family's own answer format ([`PromptFamily::native_format`]) is
+//! written in the family's own words; any other envelope is asked for with
+//! [`answer_instruction`], so the prompt never asks for a syntax the grammar forbids.
+//!
 //! JSON in prompts is rendered deterministically: schema keywords in a readable order (`type`,
 //! `function`, `name`, `description`, `enum`, `properties`, `items`, `required`, then the rest),
 //! and the properties of an object schema with its required ones first (in `required` order),
@@ -23,7 +28,7 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value};
 
-use crate::envelope::Format;
+use crate::envelope::{CallSyntax, Format, Spacing, render_call};
 
 /// A model family with its own prompt format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -49,6 +54,16 @@ impl PromptFamily {
             Self::Hermes => "hermes",
             Self::Gemma => "gemma",
             Self::Generic => "generic",
+        }
+    }
+
+    /// The answer format the family's own prompt asks for (and its models are trained on).
+    pub fn native_format(self) -> Format {
+        match self {
+            Self::Llama31 => Format::Llama3,
+            Self::Hermes => Format::Hermes,
+            Self::Gemma => Format::Gemma,
+            Self::Generic => Format::OpenAi,
         }
     }
 }
@@ -156,19 +171,62 @@ pub fn tool_specs(tools: &[Value]) -> Result<Vec<ToolSpec>, PromptError> {
         .collect()
 }
 
-/// Builds the prompt for `family`.
+/// Builds the prompt for `family`, asking for calls in `answer` (the envelope the grammar
+/// enforces). With the family's own format ([`PromptFamily::native_format`]) this is exactly the
+/// family's prompt; with another, the family's answer instruction is replaced by
+/// [`answer_instruction`] for `answer`.
 pub fn build_prompt(
     family: PromptFamily,
+    answer: Format,
     tools: &[Value],
     query: &str,
     system: Option<&str>,
 ) -> Result<String, PromptError> {
     match family {
-        PromptFamily::Llama31 => llama31_prompt(tools, query, system),
-        PromptFamily::Hermes => hermes_prompt(tools, query, system),
-        PromptFamily::Gemma => gemma_prompt(tools, query, system),
-        PromptFamily::Generic => generic_prompt(tools, query, system),
+        PromptFamily::Llama31 => llama31_prompt_for(answer, tools, query, system),
+        PromptFamily::Hermes => hermes_prompt_for(answer, tools, query, system),
+        PromptFamily::Gemma => gemma_prompt_for(answer, tools, query, system),
+        PromptFamily::Generic => generic_prompt_for(answer, tools, query, system),
     }
+}
+
+/// The sentence and example that ask for one call in `format`, ending with a newline: what a
+/// prompt says when its family's own answer format is not the envelope the grammar enforces.
+pub fn answer_instruction(format: Format) -> String {
+    let spec = format.spec();
+    let shape = match spec.call {
+        CallSyntax::JsonObject { arguments_key } => format!(
+            "{}{{\"name\": tool name, \"{arguments_key}\": {{argument name: value}}}}{}",
+            spec.open, spec.close
+        ),
+        CallSyntax::NameThenJson => format!(
+            "{}NAME{{ARGUMENTS}}{}, where NAME is the tool's name and ARGUMENTS is a JSON object of its arguments",
+            spec.open, spec.close
+        ),
+        CallSyntax::PythonCall => {
+            "a Python call NAME(argument=value, ...), where NAME is the tool's name and each value is a Python literal".to_owned()
+        }
+    };
+    let example = render_call(
+        format,
+        "tool_name",
+        &serde_json::json!({"argument": "value"}),
+        Spacing::Spaced,
+    );
+    format!("To call a tool, reply with only {shape}, for example:\n{example}\n")
+}
+
+/// Where `family`'s own answer format differs from the envelope `answer`, a note saying the
+/// prompt asks for the envelope instead (shown beside the prompt, so a reader of a Gemma prompt
+/// that asks for JSON knows why).
+pub fn answer_note(family: PromptFamily, answer: Format) -> Option<String> {
+    let native = family.native_format();
+    (native != answer).then(|| {
+        format!(
+            "the {} prompt asks for the {answer} envelope the grammar enforces, not its own {native} format",
+            family.name()
+        )
+    })
 }
 
 /// Llama 3.1 JSON tool calling, as seed 004 describes it: the system turn starts with
@@ -176,6 +234,16 @@ pub fn build_prompt(
 /// tool as a pretty-printed `{"type": "function", "function": {...}}` block; the model answers
 /// `{"name": ..., "parameters": {...}}`.
 pub fn llama31_prompt(
+    tools: &[Value],
+    query: &str,
+    system: Option<&str>,
+) -> Result<String, PromptError> {
+    llama31_prompt_for(Format::Llama3, tools, query, system)
+}
+
+/// [`llama31_prompt`] asking for calls in `answer` (see [`build_prompt`]).
+fn llama31_prompt_for(
+    answer: Format,
     tools: &[Value],
     query: &str,
     system: Option<&str>,
@@ -190,12 +258,19 @@ pub fn llama31_prompt(
     out.push_str(
         "When you receive a tool call response, use the output to format an answer to the original user question.\n\n",
     );
-    out.push_str(
-        "Given the following functions, please respond with a JSON for a function call with its proper arguments that best answers the given prompt.\n\n",
-    );
-    out.push_str(
-        "Respond in the format {\"name\": function name, \"parameters\": dictionary of argument name and its value}. Do not use variables.",
-    );
+    if answer == Format::Llama3 {
+        out.push_str(
+            "Given the following functions, please respond with a JSON for a function call with its proper arguments that best answers the given prompt.\n\n",
+        );
+        out.push_str(
+            "Respond in the format {\"name\": function name, \"parameters\": dictionary of argument name and its value}. Do not use variables.",
+        );
+    } else {
+        out.push_str(
+            "Given the following functions, call the one that best answers the given prompt.\n\n",
+        );
+        out.push_str(answer_instruction(answer).trim_end());
+    }
     for spec in &specs {
         out.push_str("\n\n");
         out.push_str(&pretty_json(&spec.openai_json()));
@@ -209,6 +284,16 @@ pub fn llama31_prompt(
 /// Hermes/Qwen (ChatML): the system turn holds the optional system text, then `# Tools` with
 /// one JSON line per tool inside `<tools></tools>` and the `<tool_call>` answer format.
 pub fn hermes_prompt(
+    tools: &[Value],
+    query: &str,
+    system: Option<&str>,
+) -> Result<String, PromptError> {
+    hermes_prompt_for(Format::Hermes, tools, query, system)
+}
+
+/// [`hermes_prompt`] asking for calls in `answer` (see [`build_prompt`]).
+fn hermes_prompt_for(
+    answer: Format,
     tools: &[Value],
     query: &str,
     system: Option<&str>,
@@ -230,19 +315,24 @@ pub fn hermes_prompt(
         out.push_str(&inline_json(&spec.openai_json()));
     }
     out.push_str("\n</tools>\n\n");
-    let hermes = Format::Hermes.spec();
-    // writing into a String cannot fail
-    let _ = writeln!(
-        out,
-        "For each function call, return a json object with function name and arguments within {}{} XML tags:",
-        hermes.open.trim(),
-        hermes.close.trim()
-    );
-    let _ = writeln!(
-        out,
-        "{}{{\"name\": <function-name>, \"arguments\": <args-json-object>}}{}<|im_end|>",
-        hermes.open, hermes.close
-    );
+    if answer == Format::Hermes {
+        let hermes = Format::Hermes.spec();
+        // writing into a String cannot fail
+        let _ = writeln!(
+            out,
+            "For each function call, return a json object with function name and arguments within {}{} XML tags:",
+            hermes.open.trim(),
+            hermes.close.trim()
+        );
+        let _ = writeln!(
+            out,
+            "{}{{\"name\": <function-name>, \"arguments\": <args-json-object>}}{}<|im_end|>",
+            hermes.open, hermes.close
+        );
+    } else {
+        out.push_str(answer_instruction(answer).trim_end());
+        out.push_str("<|im_end|>\n");
+    }
     out.push_str("<|im_start|>user\n");
     out.push_str(query);
     out.push_str("<|im_end|>\n<|im_start|>assistant\n");
@@ -252,6 +342,16 @@ pub fn hermes_prompt(
 /// Gemma: one user turn holding the optional system text, the tools (one JSON line each) and
 /// the `call:name{...}` answer format, then the query; the model turn is left open.
 pub fn gemma_prompt(
+    tools: &[Value],
+    query: &str,
+    system: Option<&str>,
+) -> Result<String, PromptError> {
+    gemma_prompt_for(Format::Gemma, tools, query, system)
+}
+
+/// [`gemma_prompt`] asking for calls in `answer` (see [`build_prompt`]).
+fn gemma_prompt_for(
+    answer: Format,
     tools: &[Value],
     query: &str,
     system: Option<&str>,
@@ -267,13 +367,9 @@ pub fn gemma_prompt(
         out.push('\n');
         out.push_str(&inline_json(&spec.function_json()));
     }
-    let keyword = Format::Gemma.spec().open;
-    // writing into a String cannot fail
-    let _ = writeln!(
-        out,
-        "\n\nTo call a tool, reply with only {keyword}NAME{{ARGUMENTS}}, where NAME is the tool's name and ARGUMENTS is a JSON object of its arguments, for example:"
-    );
-    let _ = writeln!(out, "{keyword}tool_name{{\"argument\": \"value\"}}\n");
+    out.push_str("\n\n");
+    out.push_str(&answer_instruction(answer));
+    out.push('\n');
     out.push_str(query);
     out.push_str("<end_of_turn>\n<start_of_turn>model\n");
     Ok(out)
@@ -284,6 +380,16 @@ pub fn gemma_prompt(
 /// parameters first), the JSON
 /// answer format, then `User:` and `Assistant:`.
 pub fn generic_prompt(
+    tools: &[Value],
+    query: &str,
+    system: Option<&str>,
+) -> Result<String, PromptError> {
+    generic_prompt_for(Format::OpenAi, tools, query, system)
+}
+
+/// [`generic_prompt`] asking for calls in `answer` (see [`build_prompt`]).
+fn generic_prompt_for(
+    answer: Format,
     tools: &[Value],
     query: &str,
     system: Option<&str>,
@@ -304,13 +410,74 @@ pub fn generic_prompt(
         }
         out.push('\n');
     }
-    out.push_str(
-        "\nTo call a tool, reply with only a JSON object {\"name\": tool name, \"arguments\": {argument name: value}}.\n\n",
-    );
+    if answer == Format::OpenAi {
+        out.push_str(
+            "\nTo call a tool, reply with only a JSON object {\"name\": tool name, \"arguments\": {argument name: value}}.\n\n",
+        );
+    } else {
+        out.push('\n');
+        out.push_str(&answer_instruction(answer));
+        out.push('\n');
+    }
     out.push_str("User: ");
     out.push_str(query);
     out.push_str("\nAssistant:");
     Ok(out)
+}
+
+/// The text that shows a prompt asks for calls in `format`: its distinctive opener, or for the
+/// JSON envelopes the key holding the arguments; `None` for the Pythonic envelope (a call is
+/// just a name and parentheses).
+fn answer_marker(format: Format) -> Option<&'static str> {
+    match format {
+        Format::OpenAi => Some("\"arguments\""),
+        Format::Llama3 => Some("\"parameters\""),
+        Format::Hermes => Some("<tool_call>"),
+        Format::Gemma => Some("call:"),
+        Format::Pythonic => None,
+    }
+}
+
+/// Whether `text` holds `marker` as written in a prompt (`call:` only at a word's start, so
+/// "recall:" is not Gemma's opener).
+fn mentions(text: &str, marker: &str) -> bool {
+    text.match_indices(marker).any(|(at, _)| {
+        !marker.starts_with(|c: char| c.is_ascii_alphabetic())
+            || !text[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+/// A warning where text the user wrote (`whole_prompt`: a raw prompt sent as it is; otherwise a
+/// system text inside a built prompt) disagrees with the envelope `answer` the grammar enforces:
+/// it shows another envelope's opener (Hermes's `<tool_call>`, Gemma's `call:`), or, as a whole
+/// prompt, never shows `answer`'s own syntax (its opener, or the JSON key of its arguments).
+pub fn user_text_conflict(text: &str, answer: Format, whole_prompt: bool) -> Option<String> {
+    let own = answer_marker(answer);
+    let own_shown = own.is_some_and(|m| mentions(text, m));
+    // Only the openers are signs of another envelope: a JSON key is not (OpenAI tool
+    // definitions hold `"name"` and `"parameters"` whatever the answer format).
+    let other = [Format::Hermes, Format::Gemma]
+        .into_iter()
+        .find(|&f| f != answer && answer_marker(f).is_some_and(|m| mentions(text, m)));
+    if let (Some(other), Some(marker)) = (other, other.and_then(answer_marker)) {
+        let whose = if whole_prompt {
+            "the prompt"
+        } else {
+            "the system text"
+        };
+        return Some(format!(
+            "{whose} asks for {other} calls ({marker}) but the grammar enforces the {answer} envelope: the model is told one syntax and allowed another"
+        ));
+    }
+    match own {
+        Some(marker) if whole_prompt && !own_shown => Some(format!(
+            "the prompt never shows the {answer} envelope the grammar enforces (no {marker}): the model is not told the syntax it is allowed"
+        )),
+        _ => None,
+    }
 }
 
 /// Continues a prompt built by [`build_prompt`] after the model's answer `assistant`: closes the

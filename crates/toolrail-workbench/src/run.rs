@@ -51,8 +51,8 @@ pub use replay::Replay;
 pub use runs::{AtPause, Finish, Pair, Refusal, Run, RunKind, RunPhase, StartMode};
 pub use server::{ServerConnection, ServerRequestChoice, ServerState, in_words};
 pub use setup::{
-    PromptPreview, PromptStyle, RunInputs, RunSetup, build_prompt_preview, build_request,
-    family_for, sampling_with_defaults,
+    PromptNote, PromptPreview, PromptStyle, RunInputs, RunSetup, build_prompt_preview,
+    build_request, family_for, sampling_with_defaults,
 };
 pub use state::{RunSettings, RunState};
 

@@ -439,29 +439,38 @@ fn prompt_section(ui: &mut egui::Ui, shared: &mut Shared) {
             )
             .labelled_by(label.id);
         });
+    // Built on the analysis thread (a GGUF template is applied by llama.cpp); always wanted,
+    // as its notes say whether the prompt asks for what the grammar allows.
+    shared.preview_wanted = true;
+    if let Some(Ok(preview)) = &shared.preview {
+        for note in &preview.notes {
+            let text = RichText::new(note.text());
+            ui.label(if note.is_warning() {
+                text.color(ui.visuals().warn_fg_color)
+            } else {
+                text.weak()
+            });
+        }
+    }
     egui::CollapsingHeader::new("Prompt preview")
         .id_salt("generation-preview")
-        .show(ui, |ui| {
-            // Built on the analysis thread (a GGUF template is applied by llama.cpp).
-            shared.preview_wanted = true;
-            match &shared.preview {
-                Some(Ok(preview)) => {
-                    ui.label(RichText::new(format!("from the {}", preview.source)).weak());
-                    let mut text = preview.text.as_str();
-                    let label = ui.label("Prompt text");
-                    ui.add(
-                        egui::TextEdit::multiline(&mut text)
-                            .code_editor()
-                            .desired_width(f32::INFINITY),
-                    )
-                    .labelled_by(label.id);
-                }
-                Some(Err(e)) => {
-                    ui.label(RichText::new(e).color(error_color(ui)));
-                }
-                None => {
-                    ui.label(RichText::new("building the preview…").weak());
-                }
+        .show(ui, |ui| match &shared.preview {
+            Some(Ok(preview)) => {
+                ui.label(RichText::new(format!("from the {}", preview.source)).weak());
+                let mut text = preview.text.as_str();
+                let label = ui.label("Prompt text");
+                ui.add(
+                    egui::TextEdit::multiline(&mut text)
+                        .code_editor()
+                        .desired_width(f32::INFINITY),
+                )
+                .labelled_by(label.id);
+            }
+            Some(Err(e)) => {
+                ui.label(RichText::new(e).color(error_color(ui)));
+            }
+            None => {
+                ui.label(RichText::new("building the preview…").weak());
             }
         });
 }

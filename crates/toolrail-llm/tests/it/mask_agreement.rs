@@ -131,7 +131,10 @@ fn tool_case(file: &str, format: Format, query: &str) -> (String, String) {
         Format::Gemma => PromptFamily::Gemma,
         Format::OpenAi | Format::Pythonic => PromptFamily::Generic,
     };
-    (grammar, build_prompt(family, &values, query, None).unwrap())
+    (
+        grammar,
+        build_prompt(family, format, &values, query, None).unwrap(),
+    )
 }
 
 /// `../shared/corpus/gbnf/<name>`; missing: a failure under `CI=true`, otherwise None (a skip).

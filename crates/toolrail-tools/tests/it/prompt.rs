@@ -300,7 +300,7 @@ Assistant:"#;
 fn build_prompt_dispatches_and_families_parse() {
     for family in PromptFamily::ALL {
         assert_eq!(family.name().parse::<PromptFamily>(), Ok(family));
-        let built = build_prompt(family, &weather_tool(), "q", None);
+        let built = build_prompt(family, family.native_format(), &weather_tool(), "q", None);
         assert!(built.is_ok_and(|p| p.contains("get_weather")));
     }
     assert_eq!("qwen".parse::<PromptFamily>(), Ok(PromptFamily::Hermes));
@@ -395,4 +395,97 @@ fn a_user_turn_continues_each_family_and_reopens_the_assistant_turn() {
         "{llama}"
     );
     assert!(user_turn(PromptFamily::Generic, "a", "u").ends_with("User: u\nAssistant:"));
+}
+
+/// Whatever family's turns the prompt uses, it asks for the envelope the grammar enforces: the
+/// example call it shows is accepted by that envelope's grammar, and it shows no other envelope's
+/// opener. With the family's own envelope it is the family's own prompt, word for word.
+#[test]
+fn every_family_asks_for_the_envelope_its_grammar_enforces() {
+    use std::sync::Arc;
+    use toolrail_gbnf::Grammar;
+    use toolrail_tools::envelope::Format;
+    use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
+    use toolrail_tools::prompt::{answer_instruction, answer_note, user_text_conflict};
+    use toolrail_tools::toolset::ToolSet;
+
+    let example_tool = json!([{"name": "tool_name", "parameters": {"type": "object",
+        "properties": {"argument": {"type": "string"}}, "required": ["argument"]}}]);
+    let tools = ToolSet::from_json_str(&example_tool.to_string()).unwrap();
+    for format in Format::ALL {
+        let grammar = tool_call_grammar(
+            &tools,
+            &GrammarOptions {
+                format,
+                ..GrammarOptions::default()
+            },
+        )
+        .unwrap();
+        let grammar = Arc::new(Grammar::parse(&grammar.text).unwrap());
+        let instruction = answer_instruction(format);
+        let example = instruction
+            .split_once("for example:\n")
+            .unwrap()
+            .1
+            .trim_end();
+        assert!(
+            toolrail_engine::check(&grammar, example.as_bytes()).is_accepted(),
+            "{format}: the example {example:?} is not what the grammar allows"
+        );
+        for family in PromptFamily::ALL {
+            let prompt = build_prompt(family, format, &weather_tool(), "q", None).unwrap();
+            let native =
+                build_prompt(family, family.native_format(), &weather_tool(), "q", None).unwrap();
+            if family.native_format() == format {
+                assert!(answer_note(family, format).is_none());
+                assert_eq!(prompt, native);
+            } else {
+                assert!(answer_note(family, format).is_some());
+                assert!(
+                    prompt.contains(instruction.trim_end()),
+                    "{} prompt for {format}:\n{prompt}",
+                    family.name()
+                );
+            }
+            if format != Format::Pythonic {
+                assert_eq!(
+                    user_text_conflict(&prompt, format, true),
+                    None,
+                    "{} prompt for {format}:\n{prompt}",
+                    family.name()
+                );
+            }
+        }
+    }
+}
+
+/// A raw prompt or a system text that asks for another envelope's opener is named, as is a
+/// raw prompt that never shows the envelope's own syntax; "recall:" is not Gemma's opener.
+#[test]
+fn user_text_that_asks_for_another_syntax_is_warned_about() {
+    use toolrail_tools::envelope::Format;
+    use toolrail_tools::prompt::user_text_conflict;
+
+    let hermes_style = "Answer inside <tool_call></tool_call> tags.";
+    let warning = user_text_conflict(hermes_style, Format::OpenAi, false).unwrap();
+    assert!(
+        warning.contains("hermes") && warning.contains("openai") && warning.contains("system text"),
+        "{warning}"
+    );
+    assert_eq!(user_text_conflict(hermes_style, Format::Hermes, true), None);
+    let gemma_style = "Reply with call:NAME{ARGS}.";
+    assert!(user_text_conflict(gemma_style, Format::Llama3, true).is_some());
+    assert_eq!(
+        user_text_conflict("Please recall: the user is in Oslo.", Format::OpenAi, false),
+        None
+    );
+    let silent = user_text_conflict("What is the weather in Oslo?", Format::OpenAi, true).unwrap();
+    assert!(
+        silent.contains("never shows") && silent.contains("\"arguments\""),
+        "{silent}"
+    );
+    assert_eq!(
+        user_text_conflict("What is the weather?", Format::OpenAi, false),
+        None
+    );
 }

@@ -478,6 +478,7 @@ impl Conversation {
         let system = self.system_text();
         let mut prompt = build_prompt(
             self.settings.family,
+            self.settings.format,
             &prompt_tools,
             first,
             (!system.is_empty()).then_some(system.as_str()),

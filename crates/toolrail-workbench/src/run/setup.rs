@@ -10,7 +10,7 @@ use toolrail_llm::{
     ChatFormat, ChatMessage, Model, ModelSpec, PromptSource, threads_beside_a_window,
 };
 use toolrail_tools::envelope::Format;
-use toolrail_tools::prompt::{PromptFamily, build_prompt};
+use toolrail_tools::prompt::{PromptFamily, answer_note, build_prompt, user_text_conflict};
 use toolrail_tools::toolset::ToolSet;
 use toolrail_tools::validate::ValidateOptions;
 
@@ -162,6 +162,34 @@ pub struct PromptPreview {
     pub text: String,
     /// Where it came from (shown as `gemma prompt builder`, `GGUF chat template`, `raw`).
     pub source: PromptSource,
+    /// What a reader of the prompt should know about it beside the grammar, shown with it in
+    /// the app and on stderr by the CLI.
+    pub notes: Vec<PromptNote>,
+}
+
+/// A remark on a built prompt: how it relates to the grammar the run enforces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PromptNote {
+    /// The prompt family's own answer format is not the envelope; the builder asked for the
+    /// envelope instead (prompt and grammar agree; the model may be less used to it).
+    AnswerAdapted(String),
+    /// Text the user wrote asks for another syntax than the grammar allows, or a raw prompt
+    /// never shows the allowed one: the model is told one thing and allowed another.
+    Conflict(String),
+}
+
+impl PromptNote {
+    /// The note in words.
+    pub fn text(&self) -> &str {
+        match self {
+            Self::AnswerAdapted(text) | Self::Conflict(text) => text,
+        }
+    }
+
+    /// Whether the note warns of a disagreement (rather than informs).
+    pub fn is_warning(&self) -> bool {
+        matches!(self, Self::Conflict(_))
+    }
 }
 
 /// The prompt family that matches an envelope, for models that name none.
@@ -202,6 +230,7 @@ pub fn build_prompt_preview(
             return Ok(PromptPreview {
                 text: template.result.prompt.clone(),
                 source: PromptSource::ToolCallTemplate,
+                notes: Vec::new(),
             });
         }
         Some(Err(e)) => return Err(RunError::Template(e.clone())),
@@ -211,9 +240,17 @@ pub fn build_prompt_preview(
     let system = (!setup.system.trim().is_empty()).then_some(setup.system.as_str());
     let family = match setup.style {
         PromptStyle::Raw => {
+            let notes = inputs
+                .tools
+                .as_ref()
+                .and_then(|_| user_text_conflict(&setup.user, inputs.format, true))
+                .map(PromptNote::Conflict)
+                .into_iter()
+                .collect();
             return Ok(PromptPreview {
                 text: setup.user.clone(),
                 source: PromptSource::Raw,
+                notes,
             });
         }
         PromptStyle::Family(family) => family,
@@ -230,11 +267,21 @@ pub fn build_prompt_preview(
             }
         },
     };
-    let text = build_prompt(family, &tools, &setup.user, system)
+    let text = build_prompt(family, inputs.format, &tools, &setup.user, system)
         .map_err(|e| RunError::Prompt(e.to_string()))?;
+    let mut notes = Vec::new();
+    if inputs.tools.is_some() {
+        notes.extend(answer_note(family, inputs.format).map(PromptNote::AnswerAdapted));
+        notes.extend(
+            system
+                .and_then(|system| user_text_conflict(system, inputs.format, false))
+                .map(PromptNote::Conflict),
+        );
+    }
     Ok(PromptPreview {
         text,
         source: PromptSource::Builder(family),
+        notes,
     })
 }
 
@@ -252,6 +299,7 @@ fn template_prompt(model: &Model, setup: &RunSetup) -> Result<Option<PromptPrevi
         (prompt.source == PromptSource::GgufTemplate).then_some(PromptPreview {
             text: prompt.text,
             source: PromptSource::GgufTemplate,
+            notes: Vec::new(),
         }),
     )
 }

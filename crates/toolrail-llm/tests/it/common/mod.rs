@@ -54,6 +54,7 @@ pub fn weather_prompt_and_grammar() -> (String, String) {
         .collect();
     let prompt = build_prompt(
         PromptFamily::Generic,
+        toolrail_tools::envelope::Format::OpenAi,
         &values,
         "What is the weather in Oslo tomorrow?",
         None,
