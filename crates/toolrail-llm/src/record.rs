@@ -403,6 +403,27 @@ pub enum Stop {
     },
 }
 
+impl Stop {
+    /// Why the run failed, for a stop that ends a run before its end (an error, a dead end): such
+    /// a run is invalid whatever its output holds. `None` for the other stops.
+    pub fn failure(&self) -> Option<String> {
+        match self {
+            Stop::Error { message } => Some(format!("the run stopped on an error: {message}")),
+            Stop::DeadEnd { offset, expected } => Some(format!(
+                "the run reached a dead end at output byte {offset}: no token could continue the grammar{}",
+                if expected.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (it expected {})", expected.join(", "))
+                }
+            )),
+            Stop::EndOfGeneration | Stop::MaxTokens | Stop::Cancelled | Stop::StopString { .. } => {
+                None
+            }
+        }
+    }
+}
+
 /// Totals over a run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Totals {

@@ -461,8 +461,11 @@ impl<'m> ConstrainedRun<'m> {
             sees,
             ..
         } = masked;
-        let (lazy_note, notices) =
-            self.commit_to_followers(masks, index, token, &piece, sees, &mut other_masks)?;
+        let Committed {
+            lazy_note,
+            notices,
+            refused,
+        } = self.commit_to_followers(masks, index, token, &piece, sees, &mut other_masks)?;
         let full = matches!(self.recording, Recording::Full { .. });
         let record = TokenRecord {
             index,
@@ -482,7 +485,7 @@ impl<'m> ConstrainedRun<'m> {
                 .map(|(engine, state)| engine.snapshot(*state)),
             decode_ms,
             mask_ms,
-            flag: None,
+            flag: refused.clone(),
             sampled: Vec::new(),
             disagreements: Vec::new(),
             mask_difference: compared.clone().flatten(),
@@ -516,6 +519,12 @@ impl<'m> ConstrainedRun<'m> {
             self.output.truncate(at);
             stop
         });
+        // The run's own engine refused the token it was given: the run ends on it, as llama.cpp's
+        // does, with the token recorded and the output kept.
+        let stop = match refused {
+            Some(message) => Some(Stop::Error { message }),
+            None => stop,
+        };
         Ok(Step::Took(Took {
             record: Box::new(record),
             notices,
@@ -780,7 +789,9 @@ impl<'m> ConstrainedRun<'m> {
 
     /// Commits the token taken to every follower: the gate (and its trigger note), toolrail's
     /// recognizer, llama.cpp's sampler, llguidance. A compared engine that refuses stops
-    /// following: its mask of this step says why, or the returned notices do.
+    /// following: its mask of this step says why, or the returned notices do. The run's own
+    /// engine refusing is not an error here: it is returned, in words, as [`Committed::refused`]
+    /// (the step records the token and ends the run on it).
     fn commit_to_followers(
         &mut self,
         masks: &mut MaskEngine,
@@ -789,15 +800,14 @@ impl<'m> ConstrainedRun<'m> {
         piece: &[u8],
         sees: bool,
         other_masks: &mut [OtherMask],
-    ) -> Result<(Option<LazyNote>, Vec<String>), LlmError> {
+    ) -> Result<Committed, LlmError> {
         let end = self.output.len() + piece.len();
-        let mut lazy_note = None;
-        let mut notices = Vec::new();
+        let mut committed = Committed::default();
         for (tok, bytes, at) in self.grammar_tokens(sees, token, piece, end) {
             self.note_gate_position(at);
             let (feed, note) = gated(self.gate.as_mut(), tok, &bytes, at);
             if let Some(note) = note {
-                lazy_note = Some(describe_note(
+                committed.lazy_note = Some(describe_note(
                     note,
                     self.gate_setup.as_ref(),
                     &self.output,
@@ -805,30 +815,59 @@ impl<'m> ConstrainedRun<'m> {
                     &self.gate_map,
                 ));
             }
+            // toolrail's recognizer's words for a refusal, whichever engine runs (llama.cpp's
+            // own error says little).
+            let mut explained = None;
             if let Some((engine, state)) = &mut self.track {
                 match feed_all(engine, *state, &feed) {
                     // A long run walks through ever new stack states: keep the memo bounded.
                     Some(next) => *state = masks.bound_memory(engine, next),
-                    None if self.engine == EngineKind::Toolrail => {
-                        return Err(LlmError::Generation(format!(
-                            "token {index} (output byte {at}): token id {tok} ({:?}) was allowed \
-                             by the mask but not accepted by the grammar",
-                            String::from_utf8_lossy(&bytes)
-                        )));
+                    None => {
+                        let fed_from = match &committed.lazy_note {
+                            Some(LazyNote::Fired { grammar_start, .. }) => *grammar_start as usize,
+                            _ => at,
+                        };
+                        explained = Some(refusal_in_words(
+                            engine,
+                            *state,
+                            &feed,
+                            index,
+                            &String::from_utf8_lossy(piece),
+                            fed_from,
+                            committed.lazy_note.as_ref(),
+                        ));
+                        if self.engine == EngineKind::Toolrail {
+                            committed.refused = explained;
+                            return Ok(committed);
+                        }
+                        self.track = None;
                     }
-                    None => self.track = None,
                 }
             }
-            let stopped =
-                self.accept_in_other_engines(tok, || format!("token {index} (output byte {at})"))?;
-            for (engine, reason) in stopped {
-                match other_masks.iter_mut().find(|m| m.engine == engine) {
-                    Some(m) => m.stopped = Some(reason),
-                    None => notices.push(reason),
+            let place = || format!("token {index} (output byte {at})");
+            match self.accept_in_other_engines(tok, place) {
+                Ok(stopped) => {
+                    for (engine, reason) in stopped {
+                        match other_masks.iter_mut().find(|m| m.engine == engine) {
+                            Some(m) => m.stopped = Some(reason),
+                            None => committed.notices.push(reason),
+                        }
+                    }
+                }
+                Err(e) => {
+                    committed.refused = Some(match explained {
+                        Some(words) => format!("{words} ({}: {e})", self.engine.name()),
+                        None => format!(
+                            "{}: the run's engine refused token {tok} ({:?}): {e}",
+                            place(),
+                            String::from_utf8_lossy(&bytes)
+                        ),
+                    });
+                    return Ok(committed);
                 }
             }
         }
-        Ok((lazy_note, notices))
+        Ok(committed)
     }
 
     /// Records where the dormant gate's text continues in the output.
@@ -915,6 +954,68 @@ impl<'m> ConstrainedRun<'m> {
         }
         Ok(stopped)
     }
+}
+
+/// What committing one token to the run's followers found.
+#[derive(Default)]
+struct Committed {
+    /// The lazy gate's note on the token.
+    lazy_note: Option<LazyNote>,
+    /// Compared engines that stopped following, in words (those without a mask this step).
+    notices: Vec<String>,
+    /// The run's own engine refused the token: why, in words (the run ends on it).
+    refused: Option<String>,
+}
+
+/// Why toolrail's grammar refused what a token fed it, in words: which token, the trigger that
+/// woke the grammar inside it (if one did), where the grammar started, the first byte it
+/// refused and what it expected there. `fed_from` is the output byte the fed text starts at.
+fn refusal_in_words(
+    engine: &mut Engine,
+    state: State,
+    feed: &[(u32, Vec<u8>)],
+    index: u32,
+    piece: &str,
+    fed_from: usize,
+    lazy: Option<&LazyNote>,
+) -> String {
+    let fed: Vec<u8> = feed.iter().flat_map(|(_, b)| b.iter().copied()).collect();
+    let (refused_at, at_state) = match engine.feed(state, &fed) {
+        Ok(_) => (None, state),
+        Err((offset, before)) => (Some(offset), before),
+    };
+    let woke = match lazy {
+        Some(LazyNote::Fired {
+            trigger,
+            grammar_start,
+            replayed,
+            ..
+        }) => format!(
+            "the trigger {trigger} completed inside it, so the grammar started at output byte {grammar_start} with {replayed:?}; "
+        ),
+        _ => String::new(),
+    };
+    let what = match refused_at {
+        Some(i) => {
+            let rest = String::from_utf8_lossy(&fed[i..]);
+            let shown = rest
+                .chars()
+                .next()
+                .map_or_else(String::new, |c| format!("{c:?}"));
+            let expected = engine.expected(at_state).describe();
+            format!(
+                "the grammar refused {shown} at output byte {} (it expected {})",
+                fed_from + i,
+                if expected.is_empty() {
+                    "nothing more".to_owned()
+                } else {
+                    expected.join(", ")
+                }
+            )
+        }
+        None => "the grammar refused the token as a whole".to_owned(),
+    };
+    format!("token {index} ({piece:?}): {woke}{what}; the run stops on it, as llama.cpp's does")
 }
 
 /// What a token gives the grammar behind a lazy gate: nothing while it sleeps, the replay when

@@ -459,15 +459,25 @@ impl WorkerState {
                         break Stop::Cancelled;
                     }
                 };
-            let took = match run.step(masks, session.logits()?, forced, decode_ms)? {
-                Step::Took(took) => took,
-                Step::Refused { token, reason } => {
+            // An error past this point ends the run with what it has: its tokens, totals and
+            // output stay in the record (a failure is never an empty success).
+            let stepped = session
+                .logits()
+                .and_then(|logits| run.step(masks, logits, forced, decode_ms));
+            let took = match stepped {
+                Err(e) => {
+                    break Stop::Error {
+                        message: e.to_string(),
+                    };
+                }
+                Ok(Step::Took(took)) => took,
+                Ok(Step::Refused { token, reason }) => {
                     self.emit(request.id, Event::Refused { token, reason });
                     paused = true;
                     continue;
                 }
-                Step::EndOfGeneration { .. } => break Stop::EndOfGeneration,
-                Step::Ended(stop) => break stop,
+                Ok(Step::EndOfGeneration { .. }) => break Stop::EndOfGeneration,
+                Ok(Step::Ended(stop)) => break stop,
             };
             for notice in took.notices {
                 self.emit(request.id, Event::Error(notice));
@@ -478,7 +488,11 @@ impl WorkerState {
                 break stop;
             }
             let decode_started = Instant::now();
-            session.feed(token)?;
+            if let Err(e) = session.feed(token) {
+                break Stop::Error {
+                    message: e.to_string(),
+                };
+            }
             decode_ms = ms(decode_started);
             if pause_after {
                 paused = true;

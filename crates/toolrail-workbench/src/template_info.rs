@@ -204,7 +204,11 @@ pub fn timeline(run: &TemplateRun, tokens: &[TokenRecord], output: &str) -> Opti
     let dormant = tokens.iter().filter(|t| is_dormant(t)).count();
     let scan_ms = LazyNote::total_scan_ms(tokens.iter().map(|t| t.lazy.as_ref()));
     let what = match fired_marker(tokens, output) {
-        Some(m) => format!("{} at token {}", m.label(), m.index),
+        Some(m) => match tokens.get(m.index).and_then(|t| t.flag.as_ref()) {
+            // The token the trigger woke on was refused: the run ended there.
+            Some(refusal) => format!("{} at token {}; then {refusal}", m.label(), m.index),
+            None => format!("{} at token {}", m.label(), m.index),
+        },
         None => {
             let patterns = run
                 .result

@@ -125,7 +125,7 @@ impl ValidatorPane {
                     }
                 };
                 if let Some(report) = &check.report {
-                    report_view(ui, report);
+                    report_view(ui, report, false);
                 }
                 let color = if check.grammar_accepts {
                     ok_color(ui)
@@ -163,11 +163,19 @@ fn run_view(ui: &mut egui::Ui, run: &Run, title: &str) {
 }
 
 fn outcome_view(ui: &mut egui::Ui, outcome: &Outcome) {
+    if let Some(failure) = &outcome.failure {
+        ui.label(
+            RichText::new("invalid: the run failed")
+                .color(ui.visuals().error_fg_color)
+                .strong(),
+        );
+        ui.add(egui::Label::new(RichText::new(failure).color(ui.visuals().error_fg_color)).wrap());
+    }
     if let Some(error) = &outcome.error {
         ui.label(RichText::new(error).color(ui.visuals().error_fg_color));
     }
     if let Some(report) = &outcome.report {
-        report_view(ui, report);
+        report_view(ui, report, outcome.failure.is_some());
     }
     if let Some(calls) = &outcome.server_calls {
         server_calls_view(ui, calls);
@@ -214,8 +222,11 @@ fn outcome_view(ui: &mut egui::Ui, outcome: &Outcome) {
     }
 }
 
-fn report_view(ui: &mut egui::Ui, report: &Report) {
-    let verdict = if report.is_valid_call() {
+/// The validator's report; `failed`: the run failed, so no verdict is shown as a success.
+fn report_view(ui: &mut egui::Ui, report: &Report, failed: bool) {
+    let verdict = if failed {
+        RichText::new("the output so far, read in the envelope:").weak()
+    } else if report.is_valid_call() {
         RichText::new(format!("valid {} call", report.format)).color(ok_color(ui))
     } else if report.is_valid() {
         RichText::new("valid (no call)").color(ok_color(ui))

@@ -269,3 +269,73 @@ fn a_grammar_that_is_not_lazy_starts_after_its_prefill_and_a_template_without_vo
     assert!(!setup.lazy && setup.prefill.is_empty());
     let _ = json!(null);
 }
+
+/// The trigger completes inside a token whose rest the grammar refuses (`<tool_call` then
+/// `><`): both engines end the run on that token, as llama.cpp does, and the run says so: the
+/// fatal token is recorded with its trigger note and the refusal, the output keeps it, the
+/// totals count it, and the refusal names the trigger, where the grammar started and the
+/// character it refused.
+#[test]
+fn a_trigger_completed_inside_a_refused_token_ends_the_run_with_that_token_recorded() {
+    let Some(path) = model_path() else {
+        return;
+    };
+    let Some(source) = template_text("Qwen3-Coder") else {
+        return;
+    };
+    let templates = ChatTemplates::from_gguf(&path, Some(&source)).unwrap();
+    let result = templates.apply(&request()).unwrap();
+    assert!(
+        result.grammar_lazy,
+        "Qwen3-Coder's grammar is lazy under tool_choice auto"
+    );
+    let model = model().expect("model present");
+    let n_vocab = model.n_vocab() as u32;
+    let fatal = (0..n_vocab)
+        .find(|&id| model.piece(id) == b"><")
+        .or_else(|| {
+            (0..n_vocab).find(|&id| {
+                let piece = model.piece(id);
+                piece.len() == 2 && piece[0] == b'>' && piece[1].is_ascii_alphabetic()
+            })
+        })
+        .expect("a token `>` followed by a character the grammar refuses");
+    let fatal_piece = String::from_utf8_lossy(&model.piece(fatal)).into_owned();
+    let mut forced = model.tokenize("Sure! <tool_call", false, true);
+    forced.push(fatal);
+    for engine in [EngineKind::Toolrail, EngineKind::Llama] {
+        let (records, stop, output) = run(&result, engine, &forced, 48);
+        assert_eq!(
+            records.len(),
+            forced.len(),
+            "{engine:?}: every forced token is recorded, the fatal one included"
+        );
+        assert_eq!(
+            output,
+            format!("Sure! <tool_call{fatal_piece}"),
+            "{engine:?}"
+        );
+        let last = records.last().unwrap();
+        assert_eq!(last.id, fatal);
+        assert!(
+            matches!(last.lazy, Some(LazyNote::Fired { .. })),
+            "{engine:?}: the trigger fired on the fatal token: {:?}",
+            last.lazy
+        );
+        let Stop::Error { message } = &stop else {
+            panic!("{engine:?}: the run ends on an error, not {stop:?}");
+        };
+        assert_eq!(last.flag.as_deref(), Some(message.as_str()), "{engine:?}");
+        assert!(
+            message.contains(&format!("token {}", forced.len() - 1)),
+            "{message}"
+        );
+        let refused = fatal_piece.chars().nth(1).unwrap();
+        assert!(
+            message.contains("the trigger <tool_call> completed inside it")
+                && message.contains(&format!("refused {refused:?} at output byte 17")),
+            "{engine:?}: {message}"
+        );
+        assert!(stop.failure().is_some());
+    }
+}

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::setup::RunInputs;
 use crate::transcript::{CheckedCall, ExtractedCall, TemplateRun, Validation};
+use toolrail_llm::record::Stop;
 use toolrail_llm::template::{ParsedMessage, ToolChoice};
 use toolrail_tools::extract::{Extraction, extract_calls};
 use toolrail_tools::validate::{CallCheck, Report, Validator};
@@ -27,6 +28,9 @@ pub struct Outcome {
     /// llama.cpp's parse of a template run's output and toolrail's check of each parsed call;
     /// None for runs under the other grammar sources.
     pub template: Option<TemplateParse>,
+    /// Why the run failed before its end (an error, a dead end; see [`Stop::failure`]): the
+    /// run is then invalid whatever its output holds, and this is said first.
+    pub failure: Option<String>,
 }
 
 /// A template run's output as llama.cpp's parser read it (`common_chat_parse`, as
@@ -189,9 +193,24 @@ impl Outcome {
         outcome
     }
 
+    /// Marks the outcome of a run that ended with `stop`: a failure (see [`Stop::failure`]) makes
+    /// it invalid, and a template run's parse no longer "agrees" (the failure is its first
+    /// disagreement).
+    pub fn ended_with(mut self, stop: &Stop) -> Outcome {
+        self.failure = stop.failure();
+        if let (Some(failure), Some(template)) = (&self.failure, &mut self.template) {
+            template.disagreements.insert(0, failure.clone());
+        }
+        self
+    }
+
     /// True when the output read in the envelope is a valid call (or calls), or, for a `tools`
-    /// request, when the server parsed at least one call and every one is valid.
+    /// request, when the server parsed at least one call and every one is valid; never for a
+    /// failed run.
     pub fn is_valid_call(&self) -> bool {
+        if self.failure.is_some() {
+            return false;
+        }
         if let Some(t) = &self.template {
             return t.parsed.is_ok() && !t.calls.is_empty() && t.disagreements.is_empty();
         }
@@ -203,8 +222,24 @@ impl Outcome {
 
     /// The outcome as the transcript's `validation`: `valid`, `messages`, `feedback` for the
     /// output read in the envelope, plus `extracted` calls for unconstrained runs; `calls` for a
-    /// template run, `server_calls` for a `tools` request. `None` when nothing was judged.
+    /// template run, `server_calls` for a `tools` request. `None` when nothing was judged. A
+    /// failed run is `valid: false` with its failure the first message.
     pub fn to_json(&self) -> Option<Validation> {
+        let judged = self.judged_json();
+        let Some(failure) = &self.failure else {
+            return judged;
+        };
+        let mut validation = judged.unwrap_or_default();
+        validation.valid = Some(false);
+        let messages = validation.messages.get_or_insert_with(Vec::new);
+        if !messages.contains(failure) {
+            messages.insert(0, failure.clone());
+        }
+        Some(validation)
+    }
+
+    /// [`Outcome::to_json`] before a failure is applied.
+    fn judged_json(&self) -> Option<Validation> {
         if let Some(t) = &self.template {
             let calls = t
                 .calls
@@ -282,5 +317,75 @@ impl Outcome {
             validation.prose = Some(extraction.prose.clone());
         }
         Some(validation)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolrail_llm::template::ParsedMessage;
+    use toolrail_tools::toolset::ToolSet;
+
+    fn weather_inputs() -> RunInputs {
+        let sample = crate::samples::SAMPLES[0];
+        RunInputs {
+            tools: Some(ToolSet::from_text(sample.text).unwrap()),
+            format: sample.format,
+            validate: toolrail_tools::validate::ValidateOptions {
+                parallel: false,
+                auto: true,
+            },
+            ..RunInputs::default()
+        }
+    }
+
+    /// An empty output that `auto` accepts as "no call" is valid after a clean end and invalid,
+    /// failure first, after a dead end: the same verdict, red instead of green.
+    #[test]
+    fn a_failed_run_is_invalid_whatever_its_output_holds() {
+        let inputs = weather_inputs();
+        let clean = Outcome::judge("", true, &inputs).ended_with(&Stop::EndOfGeneration);
+        assert_eq!(clean.to_json().unwrap().valid, Some(true));
+        let dead = Outcome::judge("", true, &inputs).ended_with(&Stop::DeadEnd {
+            offset: 0,
+            expected: vec!["'{'".into()],
+        });
+        let json = dead.to_json().unwrap();
+        assert_eq!(json.valid, Some(false));
+        assert_eq!(
+            json.messages.unwrap()[0],
+            "the run reached a dead end at output byte 0: no token could continue the grammar (it expected '{')"
+        );
+        assert!(!dead.is_valid_call());
+    }
+
+    /// A template run whose parse "agrees" (nothing parsed, nothing to disagree with) but that
+    /// stopped on an error: the failure is its first disagreement, so the app shows no "agree".
+    #[test]
+    fn a_template_run_that_stopped_on_an_error_does_not_agree() {
+        let parse = |disagreements| TemplateParse {
+            parsed: Ok(ParsedMessage {
+                role: "assistant".into(),
+                content: String::new(),
+                reasoning_content: String::new(),
+                tool_calls: Vec::new(),
+            }),
+            calls: Vec::new(),
+            disagreements,
+        };
+        let agreeing = Outcome {
+            template: Some(parse(Vec::new())),
+            ..Outcome::default()
+        };
+        assert_eq!(agreeing.to_json().unwrap().valid, Some(true));
+        let stop = Stop::Error {
+            message: "token 6 (\"><\"): the grammar refused '<'".into(),
+        };
+        let failed = agreeing.ended_with(&stop);
+        let failure = stop.failure().unwrap();
+        assert_eq!(failed.template, Some(parse(vec![failure.clone()])));
+        let json = failed.to_json().unwrap();
+        assert_eq!(json.valid, Some(false));
+        assert_eq!(json.messages, Some(vec![failure]));
     }
 }

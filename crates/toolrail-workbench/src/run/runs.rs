@@ -336,11 +336,16 @@ impl Run {
                 {
                     template.parse(&output);
                 }
-                self.outcome = Some(match (&self.server_calls, &self.inputs.template) {
-                    (Some(calls), _) => Outcome::judge_server_calls(calls, &self.inputs),
-                    (None, Some(Ok(template))) => Outcome::judge_template(template, &self.inputs),
-                    (None, _) => Outcome::judge(&output, self.is_constrained(), &self.inputs),
-                });
+                self.outcome = Some(
+                    match (&self.server_calls, &self.inputs.template) {
+                        (Some(calls), _) => Outcome::judge_server_calls(calls, &self.inputs),
+                        (None, Some(Ok(template))) => {
+                            Outcome::judge_template(template, &self.inputs)
+                        }
+                        (None, _) => Outcome::judge(&output, self.is_constrained(), &self.inputs),
+                    }
+                    .ended_with(&stop),
+                );
                 self.finish = Some(Finish {
                     stop,
                     totals,
