@@ -201,14 +201,16 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
         if !args.json {
             let show = |r: &ModeResult| {
                 let guard = r.attempts.iter().any(|a| a.budget_replaced > 0);
+                let echo = r.attempts.iter().any(|a| a.echo);
                 format!(
-                    "{} {} ({}x, {} tok, {:.1} s){}",
+                    "{} {} ({}x, {} tok, {:.1} s){}{}",
                     if r.valid { "valid  " } else { "INVALID" },
                     r.tool.as_deref().unwrap_or("-"),
                     r.attempts.len(),
                     r.tokens,
                     r.wall_ms / 1000.0,
-                    if guard { " (guard)" } else { "" }
+                    if guard { " (guard)" } else { "" },
+                    if echo { " (echo)" } else { "" }
                 )
             };
             let mut line = format!(
@@ -273,6 +275,10 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
             row("valid at first attempt", &|s| rate(s.valid_first, s))
         )?;
         outln!("{}", row("first-tool match", &|s| rate(s.matched, s)))?;
+        if args.few_shot {
+            outln!("{}", row("echoed the example", &|s| rate(s.echoes, s)))?;
+        }
+        outln!("{}", row("repeated a call", &|s| rate(s.repeats, s)))?;
         outln!(
             "{}",
             row("attempts per question", &|s| format!(

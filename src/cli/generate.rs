@@ -684,12 +684,10 @@ fn report_validation(t: &Transcript) -> anyhow::Result<bool> {
         } else {
             invalid();
         }
+    } else if valid {
+        eprintln!("validation: valid call");
     } else {
-        match &validation.feedback {
-            Some(Some(feedback)) => eprintln!("validation: invalid: {feedback}"),
-            _ if !valid => invalid(),
-            _ => eprintln!("validation: valid call"),
-        }
+        invalid();
     }
     Ok(valid)
 }

@@ -210,6 +210,11 @@ pub struct Attempt {
     /// The validator's feedback sent back to the model after this answer (retry mode, when the
     /// call was blocked and another attempt followed or the limit was reached).
     pub feedback: Option<String>,
+    /// The call repeats the few-shot example in the prompt, placeholder values and all: the
+    /// model copied the prompt, so it does not count as valid.
+    pub echo: bool,
+    /// The call is the same (tool and arguments) as an earlier attempt's on this question.
+    pub repeated: bool,
 }
 
 /// One way of answering one question: its attempts and what they came to.
@@ -324,6 +329,8 @@ impl Answer {
             budget_replaced: self.budget_replaced,
             output: self.output,
             feedback: None,
+            echo: false,
+            repeated: false,
         }
     }
 }
@@ -435,6 +442,8 @@ pub fn run_case_with(
         let system = options
             .few_shot
             .then(|| few_shot_text(&tools, options.format));
+        let example = options.few_shot.then(|| few_shot_call(&tools)).flatten();
+        let mut earlier_calls: Vec<(String, Value)> = Vec::new();
         let mut prompt = build_prompt(
             options.family,
             options.format,
@@ -459,14 +468,24 @@ pub fn run_case_with(
                 ),
                 None => (None, None),
             };
-            run.valid = check.as_ref().is_some_and(|c| c.is_valid());
+            let call = first
+                .as_ref()
+                .map(|f| (f.call.name.clone(), Value::Object(f.call.arguments.clone())));
+            run.echo = call.is_some() && call == example;
+            run.repeated = call.as_ref().is_some_and(|c| earlier_calls.contains(c));
+            earlier_calls.extend(call);
+            run.valid = !run.echo && check.as_ref().is_some_and(|c| c.is_valid());
             run.tool_match = matches(&tool);
             run.tool = tool;
             if run.valid {
                 attempts.push(run);
                 break;
             }
-            let feedback = feedback_line(check.as_ref(), options.format);
+            let feedback = if run.echo {
+                "error: the call was not run: it repeats the example in the instructions with its placeholder values; call the tool the question needs with the values the question gives".to_owned()
+            } else {
+                feedback_line(check.as_ref(), options.format)
+            };
             if blocked < limit {
                 prompt.push_str(&tool_feedback_turn(options.family, &run.output, &feedback));
             }
@@ -580,24 +599,25 @@ pub fn feedback_line(check: Option<&CallCheck>, format: Format) -> String {
 /// The few-shot text: an example call of the set's first tool, its required arguments filled
 /// with placeholder values of their types, in the envelope's syntax.
 pub fn few_shot_text(tools: &ToolSet, format: Format) -> String {
-    let Some(tool) = tools.tools().first() else {
+    let Some((name, arguments)) = few_shot_call(tools) else {
         return String::new();
     };
+    format!(
+        "Answer with one tool call and nothing else. For example, a call of {name} looks like:\n{}",
+        render_call(format, &name, &arguments, Spacing::Spaced)
+    )
+}
+
+/// The example call of [`few_shot_text`]: the first tool with a placeholder for each required
+/// argument (what an answer that copies the prompt repeats).
+pub fn few_shot_call(tools: &ToolSet) -> Option<(String, Value)> {
+    let tool = tools.tools().first()?;
     let mut arguments = serde_json::Map::new();
     for name in tool.required_names() {
         let schema = &tool.parameters["properties"][&name];
         arguments.insert(name, example_value(schema));
     }
-    format!(
-        "Answer with one tool call and nothing else. For example, a call of {} looks like:\n{}",
-        tool.name,
-        render_call(
-            format,
-            &tool.name,
-            &Value::Object(arguments),
-            Spacing::Spaced
-        )
-    )
+    Some((tool.name.clone(), Value::Object(arguments)))
 }
 
 /// A placeholder value of a schema's type (its first enum value when it has one), for example
@@ -639,6 +659,10 @@ pub struct ModeSummary {
     pub tokens: u64,
     /// Wall time over all questions, in milliseconds.
     pub wall_ms: f64,
+    /// Questions whose answer at some attempt echoed the prompt's example call (not valid).
+    pub echoes: usize,
+    /// Questions where an attempt repeated an earlier attempt's call.
+    pub repeats: usize,
 }
 
 impl ModeSummary {
@@ -652,6 +676,8 @@ impl ModeSummary {
             s.attempts += r.attempts.len();
             s.tokens += u64::from(r.tokens);
             s.wall_ms += r.wall_ms;
+            s.echoes += usize::from(r.attempts.iter().any(|a| a.echo));
+            s.repeats += usize::from(r.attempts.iter().any(|a| a.repeated));
         }
         s
     }
@@ -721,6 +747,70 @@ mod tests {
         assert!(
             example.ends_with("call:get_weather{\"city\": \"example\"}"),
             "{example}"
+        );
+    }
+
+    /// The scorer on fixed answers (what the model said is not under test here): a copy of the
+    /// prompt's example is an echo and not valid, even though it passes the schema; the same
+    /// call again is flagged as a repeat; a real call after that is valid.
+    #[test]
+    fn an_answer_that_echoes_the_few_shot_example_is_not_counted_valid() {
+        let case = BfclCase {
+            id: "multiple_0".into(),
+            question: "Weather in Oslo?".into(),
+            functions: json!([{"name": "get_weather", "parameters": {
+                "type": "object", "properties": {"city": {"type": "string"}},
+                "required": ["city"]}}]),
+            expected_tool: Some("get_weather".into()),
+        };
+        let echo = r#"{"name": "get_weather", "arguments": {"city": "example"}}"#;
+        let real = r#"{"name": "get_weather", "arguments": {"city": "Oslo"}}"#;
+        let mut script = vec![echo, echo, real].into_iter();
+        let options = CallsOptions {
+            mode: BenchMode::Retry,
+            few_shot: true,
+            max_blocked: 3,
+            ..CallsOptions::default()
+        };
+        let result = run_case_with(&case, options, &mut |_, _| {
+            Ok(Answer {
+                output: script.next().unwrap_or_default().to_owned(),
+                tokens: 1,
+                end: None,
+                budget_replaced: 0,
+            })
+        })
+        .unwrap();
+        let retry = result.retry.unwrap();
+        let flags: Vec<(bool, bool, bool)> = retry
+            .attempts
+            .iter()
+            .map(|a| (a.valid, a.echo, a.repeated))
+            .collect();
+        assert_eq!(
+            flags,
+            [
+                (false, true, false),
+                (false, true, true),
+                (true, false, false)
+            ]
+        );
+        assert!(
+            retry.attempts[0]
+                .feedback
+                .as_deref()
+                .unwrap()
+                .contains("repeats the example")
+        );
+        let summary = ModeSummary::of([&retry].into_iter());
+        assert_eq!(
+            (
+                summary.valid,
+                summary.valid_first,
+                summary.echoes,
+                summary.repeats
+            ),
+            (1, 0, 1, 1)
         );
     }
 

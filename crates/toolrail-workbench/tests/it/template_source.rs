@@ -300,3 +300,77 @@ fn a_thinking_budget_set_for_the_template_source_forces_the_end_of_thinking_and_
         input.template.budget
     );
 }
+
+/// Qwen3-Coder, `tool_choice` auto: the trigger `<tool_call>` completes inside the token `><`,
+/// whose second character the grammar refuses, and the run ends there. Everything says so: the
+/// run keeps all its tokens (the fatal one too) and its output, the outcome is invalid with the
+/// failure first (the template parse does not "agree"), the timeline names the trigger, the
+/// token and the refused character, and the transcript and its Markdown hold all of it.
+#[test]
+fn a_template_run_ended_by_a_refused_token_is_explained_and_invalid_everywhere() {
+    let Some(analysis) = analysis("Qwen3-Coder.jinja", ToolChoice::Auto) else {
+        return;
+    };
+    let model = crate::common::model().unwrap().clone();
+    let fatal = (0..model.n_vocab() as u32)
+        .find(|&id| model.piece(id) == b"><")
+        .expect("the test model has the token `><`");
+    let mut forced = model.tokenize("Sure! <tool_call", false, true);
+    forced.push(fatal);
+    let mut c = RunController::with_model(model, std::sync::Arc::new(|| {}));
+    let inputs = RunState::inputs(&analysis);
+    let id = c.start(&setup(60), &inputs, StartMode::Paused).unwrap();
+    for &token in &forced {
+        wait_for(&mut c, "a pause or the end", |c| {
+            c.run(id)
+                .is_some_and(|r| matches!(r.phase, RunPhase::Paused { .. } | RunPhase::Finished))
+        });
+        if c.run(id).unwrap().phase == RunPhase::Finished {
+            break;
+        }
+        c.force(token).unwrap();
+    }
+    wait_for(&mut c, "the end", |c| {
+        c.run(id).is_some_and(|r| r.phase == RunPhase::Finished)
+    });
+    let run = c.run(id).unwrap();
+    let finish = run.finish.as_ref().unwrap();
+    assert_eq!(finish.output, "Sure! <tool_call><");
+    assert_eq!(finish.totals.tokens as usize, forced.len());
+    assert_eq!(run.tokens.len(), forced.len());
+    let message = match &finish.stop {
+        toolrail_llm::record::Stop::Error { message } => message.clone(),
+        other => panic!("the run ends on an error, not {other:?}"),
+    };
+    assert!(
+        message.contains("the trigger <tool_call> completed inside it")
+            && message.contains("refused '<' at output byte 17"),
+        "{message}"
+    );
+    let outcome = run.outcome.as_ref().unwrap();
+    assert!(!outcome.is_valid_call());
+    let parse = outcome.template.as_ref().unwrap();
+    assert!(
+        parse.disagreements[0].contains(&message),
+        "{:?}",
+        parse.disagreements
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let saved = c.export(id, &dir.path().join("run.json"), None).unwrap();
+    assert_eq!(saved.output, "Sure! <tool_call><");
+    assert_eq!(saved.tokens.len(), forced.len());
+    let validation = saved.validation.as_ref().unwrap();
+    assert_eq!(validation.valid, Some(false));
+    assert!(validation.problems()[0].contains(&message));
+    let template = saved.template.as_ref().unwrap();
+    let line = template_info::timeline(template, &saved.tokens, &saved.output).unwrap();
+    assert!(
+        line.contains("trigger fired") && line.contains(&message),
+        "{line}"
+    );
+    let markdown = toolrail_workbench::transcript::to_markdown(&saved);
+    assert!(
+        markdown.contains("refused '<' at output byte 17"),
+        "{markdown}"
+    );
+}
