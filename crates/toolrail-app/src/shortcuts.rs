@@ -22,15 +22,29 @@ pub fn shortcut(action: &Action) -> Option<KeyboardShortcut> {
 /// Queues the actions whose shortcuts were pressed this frame (consuming the key presses);
 /// an action not enabled in `now` is not queued, as its menu item is greyed out.
 pub fn collect(ctx: &egui::Context, now: &Situation, actions: &mut Vec<Action>) {
-    for action in Action::ALL {
-        if let Some(sc) = shortcut(&action)
-            && ctx.input_mut(|i| i.consume_shortcut(&sc))
+    // egui lets a shortcut without Shift match a press with Shift, so the shortcuts with more
+    // modifiers are tried first: Ctrl+Shift+E is the transcript's, not Ctrl+E's grammar.
+    let mut bound: Vec<(Action, KeyboardShortcut)> = Action::ALL
+        .into_iter()
+        .filter_map(|action| shortcut(&action).map(|sc| (action, sc)))
+        .collect();
+    bound.sort_by_key(|(_, sc)| std::cmp::Reverse(modifier_count(sc.modifiers)));
+    for (action, sc) in bound {
+        if ctx.input_mut(|i| i.consume_shortcut(&sc))
             && action.enabled(now)
             && !actions.contains(&action)
         {
             actions.push(action);
         }
     }
+}
+
+/// How many modifier keys a shortcut holds down.
+fn modifier_count(m: Modifiers) -> usize {
+    [m.alt, m.ctrl || m.command || m.mac_cmd, m.shift]
+        .into_iter()
+        .filter(|&held| held)
+        .count()
 }
 
 /// The shortcut as text for menus ("" when none).
@@ -68,4 +82,42 @@ pub fn help(ctx: &egui::Context) -> Vec<(String, String)> {
         ),
     ]);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The actions queued by one frame in which `modifiers`+`key` is pressed.
+    fn pressed(modifiers: Modifiers, key: Key) -> Vec<Action> {
+        let ctx = egui::Context::default();
+        let input = egui::RawInput {
+            events: vec![egui::Event::Key {
+                key,
+                physical_key: None,
+                pressed: true,
+                repeat: false,
+                modifiers,
+            }],
+            ..egui::RawInput::default()
+        };
+        let now = Situation {
+            grammar: true,
+            exportable_run: true,
+            ..Situation::default()
+        };
+        let mut actions = Vec::new();
+        let mut output = ctx.run_pass(input, |ctx| collect(ctx, &now, &mut actions));
+        output.textures_delta.clear();
+        actions
+    }
+
+    #[test]
+    fn ctrl_shift_e_exports_the_transcript_and_ctrl_e_the_grammar() {
+        assert_eq!(
+            pressed(Modifiers::COMMAND.plus(Modifiers::SHIFT), Key::E),
+            [Action::ExportTranscript]
+        );
+        assert_eq!(pressed(Modifiers::COMMAND, Key::E), [Action::ExportGrammar]);
+    }
 }
