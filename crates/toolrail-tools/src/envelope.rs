@@ -99,6 +99,11 @@ impl EnvelopeSpec {
     }
 }
 
+/// The special token Llama 3.1 writes before a call in its `ipython` environment.
+pub const LLAMA3_PYTHON_TAG: &str = "<|python_tag|>";
+/// The special tokens that end a Llama 3.1 turn after a call (`<|eom_id|>`: a tool will answer).
+pub const LLAMA3_END_TAGS: [&str; 2] = ["<|eom_id|>", "<|eot_id|>"];
+
 /// Every envelope, in documentation order (the order of [`Format::ALL`]).
 pub const ENVELOPES: [EnvelopeSpec; 5] = [
     EnvelopeSpec {
@@ -279,8 +284,23 @@ pub fn call_prefix(format: Format) -> Option<&'static str> {
 /// Parses a model output written in `format`. Leading and trailing whitespace is ignored. An
 /// output that does not start like a call is [`Parsed::Text`].
 pub fn parse_calls(format: Format, text: &str) -> Result<Parsed, ParseError> {
-    let start = text.len() - text.trim_start().len();
-    let body = text.trim();
+    let mut start = text.len() - text.trim_start().len();
+    let mut body = text.trim();
+    if format == Format::Llama3 {
+        // Llama 3.1 may open a call with `<|python_tag|>` and end it with `<|eom_id|>` (or
+        // `<|eot_id|>`) when those are printed as text: the call is what lies between.
+        if let Some(rest) = body.strip_prefix(LLAMA3_PYTHON_TAG) {
+            let inner = rest.trim_start();
+            start += body.len() - inner.len();
+            body = inner;
+        }
+        if let Some(inner) = LLAMA3_END_TAGS
+            .iter()
+            .find_map(|tag| body.strip_suffix(tag))
+        {
+            body = inner.trim_end();
+        }
+    }
     let mut cur = Cursor {
         text,
         pos: start,

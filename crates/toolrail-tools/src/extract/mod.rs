@@ -1347,11 +1347,12 @@ fn dotted_identifier_len(s: &str) -> usize {
 
 /// Special-token openers removed from the prose together with the call that follows them.
 const OPENERS: [&str; 3] = ["<|python_tag|>", "[TOOL_CALLS]", "<|tool_call>"];
-/// Special-token closers removed from the prose together with the call that precedes them.
-const CLOSERS: [&str; 1] = ["<tool_call|>"];
+/// Special-token closers removed from the prose together with the call that precedes them
+/// (Gemma's `<tool_call|>`, Llama 3.1's end of message and end of turn).
+const CLOSERS: [&str; 3] = ["<tool_call|>", "<|eom_id|>", "<|eot_id|>"];
 
-/// Extends a removal over adjacent wrapper tokens (`<|python_tag|>`, `[TOOL_CALLS]`,
-/// Gemma's `<|tool_call>` ... `<tool_call|>`), whitespace between them allowed.
+/// Extends a removal over adjacent wrapper tokens (`<|python_tag|>` ... `<|eom_id|>`,
+/// `[TOOL_CALLS]`, Gemma's `<|tool_call>` ... `<tool_call|>`), whitespace between them allowed.
 fn with_wrappers(text: &str, span: Range<usize>) -> Range<usize> {
     let mut start = span.start;
     let before = text[..start].trim_end();

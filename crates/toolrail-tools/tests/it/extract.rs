@@ -612,6 +612,13 @@ fn python_tag_before_bare_json() {
 }
 
 #[test]
+fn python_tag_and_eom_id_around_a_call_leave_no_prose() {
+    let ex = extract_calls(r#"<|python_tag|>{"name": "a", "parameters": {}}<|eom_id|>"#);
+    assert_eq!(ex.tool_calls(), vec![call("a", json!({}))]);
+    assert_eq!(ex.prose, "");
+}
+
+#[test]
 fn tool_definitions_are_not_calls() {
     let text = r#"Tools: {"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object"}}} and {"name": "g", "description": "d", "parameters": {"type": "object"}}"#;
     let ex = extract_calls(text);

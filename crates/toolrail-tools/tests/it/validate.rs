@@ -133,6 +133,31 @@ fn openai_and_llama3_keys() {
     );
 }
 
+/// Llama 3.1 prints `<|python_tag|>` before a call and `<|eom_id|>` after it when its special
+/// tokens are rendered as text: the call between them is what is validated.
+#[test]
+fn llama3_calls_inside_python_tag_and_eom_id_are_read() {
+    let v = Validator::new(&sample("memory_llama31.json")).unwrap();
+    let call = r#"{"name": "search_memory", "parameters": {"query": "x"}}"#;
+    for text in [
+        format!("<|python_tag|>{call}"),
+        format!("<|python_tag|>{call}<|eom_id|>"),
+        format!("<|python_tag|> {call} <|eot_id|>"),
+        format!("{call}<|eom_id|>"),
+    ] {
+        let report = v.validate_output(Format::Llama3, &text, SINGLE);
+        assert!(report.is_valid_call(), "{text}: {:?}", report.messages());
+        assert_eq!(report.calls[0].name, "search_memory");
+    }
+    // Anything else around the call is still refused.
+    let report = v.validate_output(
+        Format::Llama3,
+        &format!("<|python_tag|>{call} and more"),
+        SINGLE,
+    );
+    assert!(!report.is_valid(), "{:?}", report.messages());
+}
+
 #[test]
 fn hermes_blocks() {
     let v = Validator::new(&sample("weather.json")).unwrap();
