@@ -124,8 +124,16 @@ impl ValidatorPane {
                         return;
                     }
                 };
-                if let Some(report) = &check.report {
-                    report_view(ui, report, false);
+                if let Some(content) = &check.response_content {
+                    ui.label(RichText::new("A chat response; its message's content:").weak());
+                    if content.is_empty() {
+                        ui.label(RichText::new("(empty)").monospace().weak());
+                    } else {
+                        long_text(ui, content, true);
+                    }
+                }
+                if let Some(outcome) = &check.outcome {
+                    outcome_view(ui, outcome);
                 }
                 let color = if check.grammar_accepts {
                     ok_color(ui)
