@@ -15,8 +15,8 @@ use egui::{Color32, RichText};
 use crate::renderer::Renderer;
 use crate::shared::Shared;
 use crate::token_view::{TokenStrip, mask_plot, phase_text, token_details};
+use toolrail_llm::Models;
 use toolrail_llm::worker::EngineKind;
-use toolrail_llm::{ModelSpec, Models};
 use toolrail_workbench::run::PromptStyle;
 use toolrail_workbench::run::{
     LoadState, Run, RunPhase, RunSettings, RunState, ServerRequestChoice, ServerState,
@@ -787,9 +787,5 @@ fn server_section(ui: &mut egui::Ui, run: &mut RunState) {
 
 /// Loads the GGUF the user picked (the answer of the Open GGUF… dialog).
 pub fn open_gguf(shared: &mut Shared, path: std::path::PathBuf) {
-    let run = &mut shared.run;
-    run.settings.gguf = Some(path.clone());
-    if let Err(e) = run.controller.load(ModelSpec::from_path(path)) {
-        run.messages.push(e.to_string());
-    }
+    shared.run.open_gguf(path);
 }

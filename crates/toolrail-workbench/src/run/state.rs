@@ -115,6 +115,9 @@ pub struct RunState {
     /// A Run or Step asked for while no model was loaded: the selected model is loading and
     /// the run starts as soon as it is ready (dropped if the load fails).
     pub pending_start: Option<StartMode>,
+    /// A GGUF file opened directly is loading: the model selected before it (its file, or
+    /// `None` for the `models.toml` entry), which stays selected if the file fails to load.
+    opening_gguf: Option<Option<PathBuf>>,
     /// Step presses (F10) given while a step was still being taken: each is taken as soon as
     /// the run pauses again, so none is lost.
     pub pending_steps: u32,
@@ -263,6 +266,7 @@ impl RunState {
         *actions = rest;
         self.frame_due = self.controller.poll_paced();
         self.messages.extend(self.controller.take_messages());
+        self.settle_gguf_open();
         self.start_pending(analysis);
         self.take_pending_step();
         self.follow_latest_run();
@@ -369,6 +373,42 @@ impl RunState {
                 Err(e) => Err(RunError::ModelSpec(e)),
             },
             other => other.map(|_| ()),
+        }
+    }
+
+    /// Opens a GGUF file directly: it becomes the selected model once it loads; if it fails to
+    /// load, the model selected before stays selected (and the failure is said).
+    pub fn open_gguf(&mut self, path: PathBuf) {
+        let previous = self.settings.gguf.replace(path.clone());
+        match self.controller.load(ModelSpec::from_path(path)) {
+            Ok(()) => self.opening_gguf = Some(previous),
+            Err(e) => {
+                self.settings.gguf = previous;
+                self.messages.push(e.to_string());
+            }
+        }
+    }
+
+    /// Settles a GGUF file being opened: kept when loaded, the earlier selection back when it
+    /// failed.
+    fn settle_gguf_open(&mut self) {
+        let Some(previous) = &self.opening_gguf else {
+            return;
+        };
+        match self.controller.load_state() {
+            LoadState::Loading { .. } => {}
+            LoadState::Ready { .. } => self.opening_gguf = None,
+            LoadState::Empty | LoadState::Failed { .. } => {
+                let kept = match previous {
+                    Some(file) => file.display().to_string(),
+                    None => self.settings.model.clone(),
+                };
+                self.settings.gguf.clone_from(previous);
+                self.opening_gguf = None;
+                self.messages.push(format!(
+                    "the GGUF file did not load: {kept} stays the selected model"
+                ));
+            }
         }
     }
 

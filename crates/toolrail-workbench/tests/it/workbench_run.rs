@@ -651,3 +651,56 @@ fn paced_polls_take_events_at_the_pace_and_lose_none() {
         assert!(told_due, "held-back events come with the time they are due");
     }
 }
+
+/// Opening a file that is not a loadable GGUF leaves the model selected before it selected,
+/// and says so; a real GGUF opened the same way becomes the selection.
+#[test]
+fn a_gguf_that_fails_to_open_does_not_replace_the_selected_model() {
+    use toolrail_workbench::analysis::Analysis;
+    use toolrail_workbench::run::RunState;
+
+    let Some(model) = crate::common::model() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.gguf");
+    std::fs::write(&broken, b"GGUF but not really").unwrap();
+    let mut state = RunState::default();
+    state.settings.model = "gemma-3-270m".into();
+    let analysis = Analysis::default();
+    let repaint: toolrail_workbench::Repaint = std::sync::Arc::new(|| {});
+    let settle = |state: &mut RunState| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+        while matches!(
+            state.controller.load_state(),
+            toolrail_workbench::run::LoadState::Loading { .. }
+        ) {
+            assert!(std::time::Instant::now() < deadline, "the load never ended");
+            state.controller.wait(std::time::Duration::from_millis(50));
+            state.logic(&mut Vec::new(), &analysis, &repaint);
+        }
+        state.logic(&mut Vec::new(), &analysis, &repaint);
+    };
+    state.open_gguf(broken.clone());
+    settle(&mut state);
+    assert_eq!(state.settings.gguf, None);
+    assert!(
+        state
+            .messages
+            .iter()
+            .any(|m| m.contains("gemma-3-270m stays the selected model")),
+        "{:?}",
+        state.messages
+    );
+    state.messages.clear();
+    let good = model.info().path.clone();
+    state.open_gguf(good.clone());
+    settle(&mut state);
+    assert_eq!(state.settings.gguf.as_ref(), Some(&good));
+    assert!(
+        state
+            .messages
+            .iter()
+            .all(|m| !m.contains("stays the selected"))
+    );
+}
