@@ -215,3 +215,75 @@ mod tests {
         assert_eq!(line_count(""), 1);
     }
 }
+
+/// Makes a document replaced from outside its editor (a sample picked, a file opened or
+/// imported, a workspace opened) one step of the editor's undo history: Ctrl+Z brings back the
+/// document as it was just before, Ctrl+Shift+Z the replacement. Without it, egui only knows
+/// the edits made in the widget, so an undo could skip edits not yet settled into its history.
+#[derive(Default)]
+pub struct ExternalEdits {
+    /// The text the editor showed at the end of the last frame it was drawn.
+    shown: Option<String>,
+}
+
+impl ExternalEdits {
+    /// Before the editor `id` is drawn with `text`: if the text changed since the editor last
+    /// showed it, the text it showed becomes an undo point (and egui's pending edit is settled).
+    pub fn before(&mut self, ctx: &egui::Context, id: egui::Id, text: &str) {
+        let Some(shown) = self.shown.as_ref().filter(|shown| shown.as_str() != text) else {
+            return;
+        };
+        let mut state = egui::text_edit::TextEditState::load(ctx, id).unwrap_or_default();
+        let mut undoer = state.undoer();
+        let cursor = state.cursor.char_range().unwrap_or_default();
+        undoer.add_undo(&(cursor, shown.clone()));
+        state.set_undoer(undoer);
+        state.store(ctx, id);
+    }
+
+    /// After the editor is drawn: remembers the text it shows now.
+    pub fn after(&mut self, text: &str) {
+        if self.shown.as_deref() != Some(text) {
+            self.shown = Some(text.to_owned());
+        }
+    }
+}
+
+#[cfg(test)]
+mod external_edit_tests {
+    use super::*;
+
+    /// A replacement made outside the widget is an undo point even when egui's own history
+    /// never settled the text it replaced (typed and replaced within egui's stable time).
+    #[test]
+    fn a_replacement_from_outside_is_one_undo_step() {
+        let ctx = egui::Context::default();
+        let id = egui::Id::unique("doc");
+        let mut external = ExternalEdits::default();
+        let mut text = "typed, not settled".to_owned();
+        let frame = |text: &mut String, external: &mut ExternalEdits| {
+            let mut output = ctx.run_ui(egui::RawInput::default(), |ui| {
+                external.before(ui.ctx(), id, text);
+                ui.add(egui::TextEdit::multiline(text).id(id));
+                external.after(text);
+            });
+            output.textures_delta.clear();
+        };
+        frame(&mut text, &mut external);
+        text = "the sample".to_owned();
+        frame(&mut text, &mut external);
+        let state = egui::text_edit::TextEditState::load(&ctx, id).unwrap();
+        let mut undoer = state.undoer();
+        let current = (state.cursor.char_range().unwrap_or_default(), text.clone());
+        let undone = undoer.undo(&current).map(|(_, t)| t.clone());
+        assert_eq!(undone.as_deref(), Some("typed, not settled"));
+        let back = (
+            state.cursor.char_range().unwrap_or_default(),
+            "typed, not settled".to_owned(),
+        );
+        assert_eq!(
+            undoer.redo(&back).map(|(_, t)| t.clone()).as_deref(),
+            Some("the sample")
+        );
+    }
+}

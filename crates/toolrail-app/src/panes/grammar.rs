@@ -24,6 +24,8 @@ pub struct GrammarPane {
     last_good: String,
     /// The search bar (Ctrl+F).
     search: crate::editor::Search,
+    /// Replacements of the hand-edited text from outside the editor, as undo steps.
+    external: crate::editor::ExternalEdits,
 }
 
 /// The id of the grammar text view (tests find it by its label "Grammar text").
@@ -245,6 +247,10 @@ impl GrammarPane {
             galleys.layout(ui, buf.as_str(), "GBNF", &marks, wrap)
         };
         let mut go_to = None;
+        if hand {
+            self.external
+                .before(ui.ctx(), id, &shared.workspace.grammar.text);
+        }
         egui::ScrollArea::both()
             .id_salt("grammar-scroll")
             .auto_shrink([false, false])
@@ -296,6 +302,9 @@ impl GrammarPane {
                     }
                 });
             });
+        if hand {
+            self.external.after(&shared.workspace.grammar.text);
+        }
         match go_to {
             Some(Some(span)) => {
                 let highlights = shared.grammar_focus.highlights.clone();

@@ -26,6 +26,8 @@ pub struct ToolsPane {
     galleys: highlight::GalleyCache,
     /// The search bar (Ctrl+F).
     search: crate::editor::Search,
+    /// Replacements of the document from outside the editor, as undo steps.
+    external: crate::editor::ExternalEdits,
 }
 
 impl ToolsPane {
@@ -145,6 +147,8 @@ impl ToolsPane {
             ui,
             crate::editor::line_count(&shared.workspace.schema.text),
         );
+        self.external
+            .before(ui.ctx(), id, &shared.workspace.schema.text);
         ui.horizontal_top(|ui| {
             ui.add_space(gutter);
             let mut output = egui::TextEdit::multiline(&mut shared.workspace.schema.text)
@@ -178,6 +182,7 @@ impl ToolsPane {
                 ui.scroll_to_rect(rect, Some(egui::Align::Center));
             }
         });
+        self.external.after(&shared.workspace.schema.text);
     }
 }
 

@@ -393,3 +393,40 @@ fn ctrl_enter_runs_with_an_editor_focused() {
         );
     }
 }
+
+/// Picking a sample replaces the whole document in one undoable step: Ctrl+Z in the editor
+/// brings back the document as it was before the pick, Ctrl+Shift+Z brings the sample back,
+/// and the workspace (what autosave writes) follows each.
+#[test]
+fn undo_and_redo_treat_a_sample_pick_as_one_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = app(dir.path());
+    harness.get_by_label("Schema JSON").focus();
+    settle(&mut harness);
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::A);
+    harness
+        .get_by_label("Schema JSON")
+        .type_text("{ \"broken\": ");
+    settle(&mut harness);
+    let typed = harness.state().shared.workspace.schema.text.clone();
+    assert_eq!(typed, "{ \"broken\": ");
+    harness.get_by_label("Sample").click();
+    settle(&mut harness);
+    harness.get_by_label("calculator.json").click();
+    settle(&mut harness);
+    let sample = harness.state().shared.workspace.schema.text.clone();
+    assert_eq!(
+        sample,
+        toolrail_workbench::samples::find("calculator.json")
+            .unwrap()
+            .text
+    );
+    harness.get_by_label("Schema JSON").focus();
+    settle(&mut harness);
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::Z);
+    settle(&mut harness);
+    assert_eq!(harness.state().shared.workspace.schema.text, typed, "undo");
+    harness.key_press_modifiers(Modifiers::COMMAND.plus(Modifiers::SHIFT), Key::Z);
+    settle(&mut harness);
+    assert_eq!(harness.state().shared.workspace.schema.text, sample, "redo");
+}
