@@ -31,6 +31,8 @@ pub struct PathPrompt {
     /// The completions of `typed` (recomputed when it changes).
     completions: Vec<Completion>,
     completed_for: Option<String>,
+    /// The field was given the keyboard focus (once, when the prompt opens).
+    focused: bool,
 }
 
 impl PathPrompt {
@@ -52,6 +54,7 @@ impl PathPrompt {
             error: None,
             completions: Vec::new(),
             completed_for: None,
+            focused: false,
         }
     }
 
@@ -92,7 +95,9 @@ pub enum PromptOutcome {
 pub fn prompt_ui(ctx: &egui::Context, prompt: &mut PathPrompt) -> PromptOutcome {
     let mut outcome = PromptOutcome::Open;
     let modal = egui::Modal::new(egui::Id::unique("toolrail-path-prompt")).show(ctx, |ui| {
-        ui.set_max_width(560.0);
+        // A fixed size from the first frame, so the centred window does not move when the
+        // completions arrive.
+        ui.set_width(560.0);
         ui.heading(prompt.request.title());
         ui.add(
             egui::Label::new(egui::RichText::new(&prompt.reason).color(ui.visuals().warn_fg_color))
@@ -107,6 +112,9 @@ pub fn prompt_ui(ctx: &egui::Context, prompt: &mut PathPrompt) -> PromptOutcome 
                     .font(egui::TextStyle::Monospace),
             )
             .labelled_by(label.id);
+        if !std::mem::replace(&mut prompt.focused, true) {
+            ui.memory_mut(|m| m.request_focus(field.id));
+        }
         if field.changed() {
             prompt.error = None;
         }
@@ -116,27 +124,30 @@ pub fn prompt_ui(ctx: &egui::Context, prompt: &mut PathPrompt) -> PromptOutcome 
         }
         let mut completed = None;
         let completions = prompt.completions();
-        if !completions.is_empty() {
-            ui.label(egui::RichText::new("In this folder (click to complete):").weak());
-            egui::ScrollArea::vertical()
-                .id_salt("toolrail-path-completions")
-                .max_height(180.0)
-                .show(ui, |ui| {
-                    for c in completions {
-                        let name = if c.is_dir {
-                            format!("{}{}", c.name, std::path::MAIN_SEPARATOR)
-                        } else {
-                            c.name.clone()
-                        };
-                        if ui
-                            .selectable_label(false, egui::RichText::new(name).monospace())
-                            .clicked()
-                        {
-                            completed = Some(c.path.clone());
-                        }
+        ui.label(egui::RichText::new("In this folder (click to complete):").weak());
+        egui::ScrollArea::vertical()
+            .id_salt("toolrail-path-completions")
+            .max_height(180.0)
+            .min_scrolled_height(180.0)
+            .auto_shrink([false, false])
+            .show(ui, |ui| {
+                if completions.is_empty() {
+                    ui.label(egui::RichText::new("nothing here starts like the typed name").weak());
+                }
+                for c in completions {
+                    let name = if c.is_dir {
+                        format!("{}{}", c.name, std::path::MAIN_SEPARATOR)
+                    } else {
+                        c.name.clone()
+                    };
+                    if ui
+                        .selectable_label(false, egui::RichText::new(name).monospace())
+                        .clicked()
+                    {
+                        completed = Some(c.path.clone());
                     }
-                });
-        }
+                }
+            });
         if let Some(path) = completed {
             prompt.typed = path;
             prompt.error = None;

@@ -25,8 +25,11 @@ fn without_a_file_dialog_a_path_field_opens_the_file_and_completes_names() {
     settle(&mut harness);
     // It says why, and lists the folder's entries that complete the typed path.
     harness.get_by_label_contains("no dialog here (test)");
-    let field = harness.get_by_label("File path");
-    field.focus();
+    // The field has the keyboard focus as it opens, and the window stays where it opened.
+    assert!(harness.get_by_label("File path").is_focused());
+    let opened_at = harness.get_by_label("File path").rect();
+    settle(&mut harness);
+    assert_eq!(harness.get_by_label("File path").rect(), opened_at);
     harness.key_press_modifiers(Modifiers::COMMAND, Key::A);
     settle(&mut harness);
     let typed = format!("{}/ping", dir.path().display());
