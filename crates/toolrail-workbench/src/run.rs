@@ -541,6 +541,13 @@ impl RunController {
         then_continue: bool,
     ) -> Result<RunId, RunError> {
         let source = self.run(from).ok_or(RunError::UnknownRun(from))?;
+        if source.server_run.is_some() {
+            return Err(RunError::Server(
+                "Force replays a run in-process: a llama-server run cannot be branched (its \
+                 server chose every token); disconnect the server and run it here to force tokens"
+                    .into(),
+            ));
+        }
         if step > source.tokens.len() {
             return Err(RunError::BadStep {
                 run: from,

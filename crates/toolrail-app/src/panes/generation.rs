@@ -341,7 +341,9 @@ impl GenerationPane {
         if let Some(i) = self.selected
             && let Some(t) = run.tokens.get(i)
         {
-            force = token_details(ui, t, run.request.grammar.as_deref(), true);
+            // A llama-server run cannot be branched: no Force buttons on its tokens.
+            let can_force = run.server_run.is_none();
+            force = token_details(ui, t, run.request.grammar.as_deref(), can_force);
         }
         mask_plot(ui, &run.tokens, run.request.engine, "generation-mask-plot");
         if let (Some(step), Some(token)) = (self.selected, force) {

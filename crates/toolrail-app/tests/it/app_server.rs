@@ -176,6 +176,14 @@ fn connect_to_a_llama_server_run_there_and_see_chips_with_candidates_and_stacks(
     harness.get_by_label("Before the mask");
     harness.get_by_label("After the mask");
     harness.get_by_label_contains("Stacks after this token");
+    // A server run cannot be branched: no Force buttons on its tokens, and Step (F10) says
+    // why instead of streaming the whole answer.
+    assert_eq!(harness.query_all_by_label("Force").count(), 0);
+    let runs_before = harness.state().shared.run.controller.runs().len();
+    harness.key_press(egui::Key::F10);
+    settle(&mut harness);
+    assert_eq!(harness.state().shared.run.controller.runs().len(), runs_before);
+    harness.get_by_label_contains("Step works on in-process runs");
     // the connected state, both themes, at 1024×700
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
     for (theme, name) in [(egui::Theme::Dark, "dark"), (egui::Theme::Light, "light")] {

@@ -169,6 +169,13 @@ impl ServerSlot {
                     .to_owned(),
             ));
         }
+        if request.start_paused {
+            return Err(RunError::Server(
+                "Step works on in-process runs: a llama-server streams the whole answer at once; \
+                 press Start run to run it there, or disconnect the server to step"
+                    .into(),
+            ));
+        }
         if !request.compare.is_empty() {
             return Err(RunError::Server(
                 "comparing other engines' masks runs in-process: untick Compare with for \
