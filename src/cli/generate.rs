@@ -238,6 +238,12 @@ fn connect(controller: &mut RunController, args: &GenerateArgs, url: &str) -> an
         (url.to_owned(), args.api_key_env.clone())
     } else {
         let entry = Models::load(args.model.models.as_deref())?.find_server(url)?;
+        if let Some(vocab) = entry.vocab.as_ref().filter(|v| **v != args.model.model) {
+            eprintln!(
+                "server {}: its entry names the vocabulary of model {vocab}, but --model {} is used",
+                entry.name, args.model.model
+            );
+        }
         (entry.url, args.api_key_env.clone().or(entry.api_key_env))
     };
     controller.connect_server(&url, api_key(key_env.as_deref())?, None)?;

@@ -106,6 +106,12 @@ impl GenerationPane {
                                 )
                                 .clicked()
                             {
+                                // Its `vocab` entry is the model whose vocabulary follows the
+                                // server's tokens: select it (loaded by Start run).
+                                if let Some(vocab) = &server.vocab {
+                                    run.settings.model.clone_from(vocab);
+                                    run.settings.gguf = None;
+                                }
                                 connect_to = Some((
                                     server.url.clone(),
                                     server.api_key_env.clone(),

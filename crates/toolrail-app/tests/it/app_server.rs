@@ -182,7 +182,10 @@ fn connect_to_a_llama_server_run_there_and_see_chips_with_candidates_and_stacks(
     let runs_before = harness.state().shared.run.controller.runs().len();
     harness.key_press(egui::Key::F10);
     settle(&mut harness);
-    assert_eq!(harness.state().shared.run.controller.runs().len(), runs_before);
+    assert_eq!(
+        harness.state().shared.run.controller.runs().len(),
+        runs_before
+    );
     harness.get_by_label_contains("Step works on in-process runs");
     // the connected state, both themes, at 1024×700
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
@@ -259,4 +262,33 @@ fn something_that_is_not_llama_server_is_named_with_what_it_answered() {
         ),
         other => panic!("expected a failure, got {other:?}"),
     }
+}
+
+/// A `[[server]]` entry's `vocab` names the model whose vocabulary follows the server's tokens:
+/// picking the server in the model list selects that model too.
+#[test]
+fn picking_a_server_entry_selects_its_vocabulary_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let models = dir.path().join("models.toml");
+    std::fs::write(
+        &models,
+        "[[model]]\nname = \"vocab-model\"\npath = \"/nowhere/vocab.gguf\"\n\n\
+         [[model]]\nname = \"other\"\npath = \"/nowhere/other.gguf\"\n\n\
+         [[server]]\nname = \"box\"\nurl = \"http://127.0.0.1:9\"\nvocab = \"vocab-model\"\n",
+    )
+    .unwrap();
+    let mut ws = toolrail_workbench::workspace::Workspace::default();
+    ws.run.models_file = Some(models);
+    ws.run.model = "other".into();
+    toolrail_workbench::workspace::save(&dir.path().join("workspace.json"), &ws).unwrap();
+    let mut harness = app_at(dir.path(), egui::Theme::Dark);
+    settle(&mut harness);
+    assert_eq!(harness.state().shared.run.settings.model, "other");
+    harness.get_by_label("Model").click();
+    settle(&mut harness);
+    harness
+        .get_by_label("server: box (http://127.0.0.1:9)")
+        .click();
+    settle(&mut harness);
+    assert_eq!(harness.state().shared.run.settings.model, "vocab-model");
 }
