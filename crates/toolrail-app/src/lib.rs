@@ -363,15 +363,7 @@ impl ToolrailApp {
     /// the replay, the Conversation window).
     fn file_chosen(&mut self, request: FileRequest, path: PathBuf) {
         let shared = &mut self.shared;
-        let recent = match request {
-            FileRequest::OpenGguf => Some(RecentKind::Model),
-            FileRequest::OpenSchema => Some(RecentKind::Schema),
-            FileRequest::OpenTranscript => Some(RecentKind::Transcript),
-            FileRequest::ImportGrammar => Some(RecentKind::Grammar),
-            FileRequest::OpenWorkspace => Some(RecentKind::Workspace),
-            _ => None,
-        };
-        if let Some(kind) = recent {
+        if let Some(kind) = recent_kind(request) {
             shared.workspace.remember_recent(kind, &path);
         }
         match request {
@@ -496,7 +488,10 @@ impl ToolrailApp {
                     self.tree = layout;
                 }
                 match loaded.notice {
-                    Some(notice) => shared.error(notice),
+                    Some(notice) => {
+                        shared.workspace.forget_recent(RecentKind::Workspace, &path);
+                        shared.error(notice);
+                    }
                     None => shared.message(format!("opened workspace {}", path.display())),
                 }
             }
@@ -537,7 +532,12 @@ impl ToolrailApp {
                     }
                     _ => {}
                 },
-                Err(e) => shared.error(e),
+                Err(e) => {
+                    if let Some(kind) = recent_kind(request) {
+                        shared.workspace.forget_recent(kind, &path);
+                    }
+                    shared.error(e);
+                }
             },
             Done::TranscriptExported {
                 run,
@@ -795,6 +795,18 @@ fn action_item(ui: &mut egui::Ui, shared: &mut Shared, action: Action) {
     }
     if response.clicked() {
         shared.queue(action);
+    }
+}
+
+/// The kind of recent file a request opens (`None`: it writes, or is not remembered).
+fn recent_kind(request: FileRequest) -> Option<RecentKind> {
+    match request {
+        FileRequest::OpenGguf => Some(RecentKind::Model),
+        FileRequest::OpenSchema => Some(RecentKind::Schema),
+        FileRequest::OpenTranscript => Some(RecentKind::Transcript),
+        FileRequest::ImportGrammar => Some(RecentKind::Grammar),
+        FileRequest::OpenWorkspace => Some(RecentKind::Workspace),
+        _ => None,
     }
 }
 

@@ -170,6 +170,10 @@ impl Shared {
             self.workspace.run = self.run.settings.clone();
             *saved = Some(self.run.settings.clone());
         }
+        if let Some(failed) = self.run.failed_gguf.take() {
+            (self.workspace)
+                .forget_recent(toolrail_workbench::workspace::RecentKind::Model, &failed);
+        }
         for message in std::mem::take(&mut self.run.messages) {
             self.error(message);
         }

@@ -343,6 +343,12 @@ impl Workspace {
         self.recent.insert(0, entry);
         self.recent.truncate(RECENT_FILES);
     }
+
+    /// Takes `path` off the recent files as `kind` (it could not be opened: the list offers only
+    /// files that open).
+    pub fn forget_recent(&mut self, kind: RecentKind, path: &Path) {
+        self.recent.retain(|r| !(r.kind == kind && r.path == path));
+    }
 }
 
 /// A window's inner size in points.

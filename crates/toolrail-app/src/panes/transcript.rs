@@ -9,6 +9,7 @@ use egui::RichText;
 use crate::shared::Shared;
 use crate::token_view::{DEMO_LABEL, TokenStrip, long_text, mask_plot, stop_text, token_details};
 use toolrail_workbench::run::RunSettings;
+use toolrail_workbench::workspace::RecentKind;
 
 /// The transcript pane's own UI state.
 #[derive(Default)]
@@ -54,7 +55,10 @@ pub fn open_from(shared: &mut Shared, path: &Path) {
             // Replays show in the Generation and Validator panes when no live run is selected.
             shared.run.shown = None;
         }
-        Err(e) => shared.error(e.to_string()),
+        Err(e) => {
+            (shared.workspace).forget_recent(RecentKind::Transcript, path);
+            shared.error(e.to_string());
+        }
     }
 }
 

@@ -430,3 +430,69 @@ fn undo_and_redo_treat_a_sample_pick_as_one_step() {
     settle(&mut harness);
     assert_eq!(harness.state().shared.workspace.schema.text, sample, "redo");
 }
+
+/// A file that cannot be opened is not offered again by Open recent: a missing schema, a
+/// transcript that is not one, a GGUF that does not load.
+#[test]
+fn open_recent_lists_only_files_that_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = app(dir.path());
+    let not_a_transcript = dir.path().join("notes.json");
+    std::fs::write(&not_a_transcript, "{\"hello\": 1}").unwrap();
+    let not_a_model = dir.path().join("empty.gguf");
+    std::fs::write(&not_a_model, b"").unwrap();
+    for (request, path) in [
+        (FileRequest::OpenSchema, dir.path().join("gone.json")),
+        (FileRequest::OpenTranscript, not_a_transcript),
+        (FileRequest::OpenGguf, not_a_model),
+    ] {
+        let errors = |app: &ToolrailApp| app.shared.messages.len();
+        let before = errors(harness.state());
+        harness
+            .state_mut()
+            .shared
+            .file_chosen(request, path.clone());
+        wait_until(&mut harness, "the failure to be said", |app| {
+            app.shared.messages.len() > before
+                && app.shared.messages.iter().any(|m| {
+                    m.text.contains(path.file_name().unwrap().to_str().unwrap())
+                        || m.text.contains("did not load")
+                })
+        });
+        settle(&mut harness);
+        assert!(
+            harness
+                .state()
+                .shared
+                .workspace
+                .recent
+                .iter()
+                .all(|r| r.path != path),
+            "{request:?}: {:?}",
+            harness.state().shared.workspace.recent
+        );
+    }
+    // A file that opened is listed.
+    let tools = dir.path().join("ping.json");
+    std::fs::write(
+        &tools,
+        r#"[{"name": "ping", "parameters": {"type": "object"}}]"#,
+    )
+    .unwrap();
+    harness
+        .state_mut()
+        .shared
+        .file_chosen(FileRequest::OpenSchema, tools.clone());
+    wait_until(&mut harness, "the schema file to be read", |app| {
+        app.shared.workspace.schema.text.contains("ping")
+    });
+    let listed: Vec<_> = harness
+        .state()
+        .shared
+        .workspace
+        .recent
+        .iter()
+        .map(|r| r.path.clone())
+        .collect();
+    assert_eq!(listed, [tools]);
+}

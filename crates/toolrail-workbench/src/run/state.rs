@@ -118,6 +118,9 @@ pub struct RunState {
     /// A GGUF file opened directly is loading: the model selected before it (its file, or
     /// `None` for the `models.toml` entry), which stays selected if the file fails to load.
     opening_gguf: Option<Option<PathBuf>>,
+    /// A GGUF file opened directly that did not load (taken by the app, which drops it from
+    /// the recent files).
+    pub failed_gguf: Option<PathBuf>,
     /// Step presses (F10) given while a step was still being taken: each is taken as soon as
     /// the run pauses again, so none is lost.
     pub pending_steps: u32,
@@ -383,7 +386,7 @@ impl RunState {
         match self.controller.load(ModelSpec::from_path(path)) {
             Ok(()) => self.opening_gguf = Some(previous),
             Err(e) => {
-                self.settings.gguf = previous;
+                self.failed_gguf = std::mem::replace(&mut self.settings.gguf, previous);
                 self.messages.push(e.to_string());
             }
         }
@@ -403,7 +406,8 @@ impl RunState {
                     Some(file) => file.display().to_string(),
                     None => self.settings.model.clone(),
                 };
-                self.settings.gguf.clone_from(previous);
+                let previous = previous.clone();
+                self.failed_gguf = std::mem::replace(&mut self.settings.gguf, previous);
                 self.opening_gguf = None;
                 self.messages.push(format!(
                     "the GGUF file did not load: {kept} stays the selected model"
