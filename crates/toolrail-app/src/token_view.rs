@@ -496,6 +496,29 @@ fn mask_difference_section(
     });
 }
 
+/// The candidates' chip texts; where two look the same (the same piece, a lossy byte, a look-alike
+/// space), each of them also shows its id and its characters' code points, so they are told
+/// apart without hovering.
+pub fn candidate_labels(candidates: &[Candidate]) -> Vec<String> {
+    let texts: Vec<String> = candidates.iter().map(|c| chip_text(&c.piece)).collect();
+    texts
+        .iter()
+        .zip(candidates)
+        .map(|(text, c)| {
+            if texts.iter().filter(|t| *t == text).count() > 1 {
+                let points: Vec<String> = c
+                    .piece
+                    .chars()
+                    .map(|ch| format!("U+{:04X}", ch as u32))
+                    .collect();
+                format!("{text} (id {}, {})", c.id, points.join(" "))
+            } else {
+                text.clone()
+            }
+        })
+        .collect()
+}
+
 /// Candidate rows: the piece, a probability bar, masked ones struck through; with `force`, a
 /// Force button on each other allowed candidate. Returns the candidate to force.
 fn candidate_bars(
@@ -505,9 +528,10 @@ fn candidate_bars(
     force: Option<()>,
 ) -> Option<u32> {
     let mut chosen = None;
-    for c in candidates {
+    let labels = candidate_labels(candidates);
+    for (c, label) in candidates.iter().zip(labels) {
         ui.horizontal(|ui| {
-            let mut text = RichText::new(chip_text(&c.piece)).monospace();
+            let mut text = RichText::new(label).monospace();
             if c.masked {
                 text = text.strikethrough().weak();
             }
@@ -578,6 +602,32 @@ pub fn mask_plot(ui: &mut egui::Ui, tokens: &[TokenRecord], engine: EngineKind, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn candidates_that_look_the_same_show_their_ids_and_code_points() {
+        let candidate = |id: u32, piece: &str| Candidate {
+            id,
+            piece: piece.to_owned(),
+            probability: 0.1,
+            masked: false,
+        };
+        // Two partial UTF-8 bytes both read as U+FFFD.
+        let labels = candidate_labels(&[
+            candidate(1, "\u{fffd}"),
+            candidate(2, "\u{fffd}"),
+            candidate(3, "a"),
+            candidate(4, " x"),
+        ]);
+        assert_eq!(
+            labels,
+            [
+                "\u{fffd} (id 1, U+FFFD)",
+                "\u{fffd} (id 2, U+FFFD)",
+                "a",
+                "·x"
+            ]
+        );
+    }
 
     #[test]
     fn long_pieces_are_cut_on_character_boundaries() {
