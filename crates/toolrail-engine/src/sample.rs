@@ -52,6 +52,9 @@ pub struct Sampler<'g> {
     rule_min: Vec<u64>,
     /// Minimal length from each element position to the end of its alternative.
     rest_min: Vec<u64>,
+    /// Draw only readable characters (letters first, then printable ASCII) where a class has
+    /// some; otherwise one character in eight comes from the whole class.
+    readable: bool,
 }
 
 impl<'g> Sampler<'g> {
@@ -63,7 +66,16 @@ impl<'g> Sampler<'g> {
             grammar,
             rule_min,
             rest_min,
+            readable: false,
         }
+    }
+
+    /// The same sampler drawing only readable characters where a class allows (lower-case
+    /// letters first, then printable ASCII): for examples a person reads, not for tests that
+    /// need the whole range of characters.
+    pub fn readable(mut self) -> Self {
+        self.readable = true;
+        self
     }
 
     /// The length of the shortest string of the grammar (None if it has no text-only string).
@@ -124,6 +136,17 @@ impl<'g> Sampler<'g> {
             .copied()
             .filter(|&a| self.rest_min[a as usize] <= budget)
             .collect();
+        // Readable: not an escape (`\u…`, `\n`) where another alternative fits.
+        let plain: Vec<u32> = if self.readable {
+            fitting
+                .iter()
+                .copied()
+                .filter(|&a| !self.starts_with_backslash(a))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let fitting = if plain.is_empty() { fitting } else { plain };
         if !fitting.is_empty() {
             return fitting[rng.below(fitting.len() as u64) as usize];
         }
@@ -132,11 +155,22 @@ impl<'g> Sampler<'g> {
             .unwrap_or(self.grammar.rule_start(rule))
     }
 
+    /// Whether the alternative starting at `alt` starts with a backslash and nothing else.
+    fn starts_with_backslash(&self, alt: u32) -> bool {
+        matches!(
+            self.grammar.element(alt).kind,
+            ElementKind::Char | ElementKind::CharNot
+        ) && class_chars(self.grammar, alt).ranges() == [(0x5C, 0x5C)]
+    }
+
     fn pick_char(&self, rng: &mut SplitMix64, pos: u32) -> char {
         let set = class_chars(self.grammar, pos);
         // Prefer printable ASCII when the class has some, for readable output.
         let printable = intersect_printable(&set);
-        let from = if !printable.is_empty() && rng.below(8) != 0 {
+        let letters = intersect_range(&set, 'a', 'z');
+        let from = if self.readable && !letters.is_empty() && rng.below(8) != 0 {
+            &letters
+        } else if !printable.is_empty() && (self.readable || rng.below(8) != 0) {
             &printable
         } else {
             &set
@@ -168,9 +202,13 @@ impl<'g> Sampler<'g> {
 }
 
 fn intersect_printable(set: &super::CharSet) -> super::CharSet {
+    intersect_range(set, ' ', '~')
+}
+
+fn intersect_range(set: &super::CharSet, from: char, to: char) -> super::CharSet {
     let mut out = super::CharSet::new();
     for &(lo, hi) in set.ranges() {
-        let (lo, hi) = (lo.max(0x20), hi.min(0x7E));
+        let (lo, hi) = (lo.max(from as u32), hi.min(to as u32));
         out.add_range(lo, hi);
     }
     out

@@ -1,12 +1,15 @@
-//! A valid example for the current envelope: a random string of the grammar in force, checked
-//! by the recognizer and, in tool-set mode, by the call validator (a call with valid
-//! arguments), so that what the app shows as "valid" has been proven valid.
+//! A valid example for the current envelope: a random string of the grammar in force, made of
+//! readable characters where the grammar allows, checked by the recognizer and, in tool-set
+//! mode, by the call validator (a call with valid arguments) — or, under the llama.cpp template
+//! source, by llama.cpp's own parser and the schema check of each call it parses — so that what
+//! the app shows as "valid" has been proven valid.
 
 use toolrail_engine::sample::{Sampler, SplitMix64};
 use toolrail_engine::{Engine, VerdictKind, check_with};
 use toolrail_tools::validate::{ValidateOptions, Validator};
 
 use crate::analysis::Analysis;
+use crate::run::{Outcome, RunState};
 use crate::workspace::SchemaMode;
 
 /// Random strings tried before giving up.
@@ -29,7 +32,13 @@ pub enum ExampleError {
 /// validator finds valid; plain text is skipped), from random seed `seed` on.
 pub fn valid_example(analysis: &Analysis, seed: u64) -> Result<String, ExampleError> {
     let grammar = analysis.grammar.as_ref().ok_or(ExampleError::NoGrammar)?;
-    let sampler = Sampler::new(grammar);
+    let sampler = Sampler::new(grammar).readable();
+    let inputs = RunState::inputs(analysis);
+    let template = match &inputs.template {
+        Some(Ok(template)) => Some(template.clone()),
+        Some(Err(e)) => return Err(ExampleError::NotFound(e.clone())),
+        None => None,
+    };
     let validator = match (&analysis.input.schema.mode, &analysis.tool_set) {
         (SchemaMode::ToolSet, Some(tools)) => {
             Some(Validator::new(tools).map_err(|e| ExampleError::NotFound(e.to_string()))?)
@@ -47,6 +56,21 @@ pub fn valid_example(analysis: &Analysis, seed: u64) -> Result<String, ExampleEr
         };
         if check_with(&mut engine, text.as_bytes()).kind != VerdictKind::Accepted {
             last_problem = "the grammar did not accept its own sample".to_owned();
+            continue;
+        }
+        if let Some(template) = &template {
+            // The template's own format: llama.cpp's parser reads the calls, toolrail checks
+            // each against its tool.
+            let mut run = template.clone();
+            run.parse(&text);
+            let outcome = Outcome::judge_template(&run, &inputs);
+            if outcome.is_valid_call() {
+                return Ok(text);
+            }
+            last_problem = outcome
+                .template
+                .and_then(|t| t.disagreements.into_iter().next())
+                .unwrap_or_else(|| "llama.cpp's parser found no call in the sample".to_owned());
             continue;
         }
         let Some(validator) = &validator else {
@@ -67,4 +91,29 @@ pub fn valid_example(analysis: &Analysis, seed: u64) -> Result<String, ExampleEr
         };
     }
     Err(ExampleError::NotFound(last_problem))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{AnalysisInput, Computer};
+    use crate::workspace::Workspace;
+
+    /// The weather sample's examples are calls the validator accepts, written in characters a
+    /// person reads (no control characters or stray code points as a city).
+    #[test]
+    fn examples_are_valid_calls_in_readable_characters() {
+        let analysis =
+            Computer::default().compute(&AnalysisInput::from_workspace(&Workspace::default(), 0));
+        for seed in 0..20 {
+            let example = valid_example(&analysis, seed).unwrap();
+            assert!(
+                example
+                    .chars()
+                    .all(|c| c == '\n' || (' '..='~').contains(&c)),
+                "{example:?}"
+            );
+            assert!(!example.contains("\\u"), "{example:?}");
+        }
+    }
 }

@@ -374,3 +374,23 @@ fn a_template_run_ended_by_a_refused_token_is_explained_and_invalid_everywhere()
         "{markdown}"
     );
 }
+
+/// *Valid example* under the template source: a string of the template's grammar that
+/// llama.cpp's own parser reads as a call the schema accepts, in readable characters.
+#[test]
+fn a_valid_example_under_a_template_is_a_call_llama_cpp_parses() {
+    let Some(analysis) = analysis(HERMES, ToolChoice::Auto) else {
+        return;
+    };
+    for seed in 0..5 {
+        let example = toolrail_workbench::example::valid_example(&analysis, seed)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert!(example.contains("<tool_call>"), "{example}");
+        assert!(
+            example
+                .chars()
+                .all(|c| c == '\n' || (' '..='~').contains(&c)),
+            "{example:?}"
+        );
+    }
+}
