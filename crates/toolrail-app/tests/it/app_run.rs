@@ -479,3 +479,49 @@ fn compare_with_turns_both_comparisons_on_and_off() {
     harness.step();
     assert_eq!(compare(&harness), [EngineKind::Llguidance]);
 }
+
+/// After *Run with and without grammar* the Transcript pane shows the latest run of the pair,
+/// and its Export button (and Ctrl+Shift+E) writes that run, not the other.
+#[test]
+fn export_writes_the_run_the_transcript_pane_shows_after_a_pair() {
+    let Some((_dir, mut harness)) = live_app(8) else {
+        return;
+    };
+    harness.get_by_label("Load model").click();
+    wait_until(&mut harness, "the model to load", |app| {
+        !matches!(
+            app.shared.run.controller.load_state(),
+            LoadState::Loading { .. } | LoadState::Empty
+        )
+    });
+    harness
+        .get_by_label("Run with and without grammar")
+        .scroll_to_me();
+    harness.run_steps(2);
+    harness.get_by_label("Run with and without grammar").click();
+    wait_until(&mut harness, "both runs to end", |app| {
+        let runs = app.shared.run.controller.runs();
+        runs.len() == 2 && runs.iter().all(|r| r.phase == RunPhase::Finished)
+    });
+    harness.get_by_label("Transcript").click();
+    wait_until(&mut harness, "the Transcript pane to show a run", |app| {
+        app.shared
+            .run
+            .controller
+            .replay()
+            .is_some_and(|r| r.run.is_some())
+    });
+    harness.run_steps(3);
+    let shown = harness
+        .state()
+        .shared
+        .run
+        .controller
+        .replay()
+        .unwrap()
+        .run
+        .unwrap();
+    assert_eq!(harness.state().shared.run.export_target(), Some(shown));
+    harness.get_by_label(&format!("Shown: Run {shown} of this session"));
+    harness.get_by_label(&format!("Export Run {shown} (JSON + Markdown)…"));
+}

@@ -345,13 +345,17 @@ impl RunState {
         }
     }
 
-    /// The run Export transcript writes: the shown run if it has ended, else the latest ended
-    /// run (`None` before any run has ended).
+    /// The run Export transcript writes: the run the Transcript pane shows (its replay of a run
+    /// of this session), else the shown run if it has ended, else the latest ended run (`None`
+    /// before any run has ended). The pane's button names the run it shows.
     pub fn export_target(&self) -> Option<RunId> {
-        let shown = self
-            .shown
-            .and_then(|id| self.controller.run(id))
-            .filter(|r| r.finish.is_some());
+        let ended = |id: RunId| self.controller.run(id).filter(|r| r.finish.is_some());
+        let in_transcript_pane = self
+            .controller
+            .replay()
+            .and_then(|replay| replay.run)
+            .and_then(ended);
+        let shown = in_transcript_pane.or_else(|| self.shown.and_then(ended));
         shown
             .or_else(|| {
                 self.controller
