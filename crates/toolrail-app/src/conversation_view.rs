@@ -8,7 +8,7 @@ use egui::RichText;
 use toolrail_workbench::conversation::{
     CallMode, Conversation, ConversationSession, ConversationSettings, Next, Turn,
 };
-use toolrail_workbench::run::family_for;
+use toolrail_workbench::run::prompt_family;
 use toolrail_workbench::tasks::OpenedConversation;
 
 use crate::dialogs::FileRequest;
@@ -28,6 +28,8 @@ pub struct ConversationView {
     max_blocked: Option<u32>,
     /// What replaying the conversation last opened found, in words (public for tests).
     pub replay_summary: Option<String>,
+    /// New conversation was pressed while one is under way: asking before discarding it.
+    confirm_new: bool,
 }
 
 impl ConversationView {
@@ -60,7 +62,15 @@ impl ConversationView {
             ui.add(egui::DragValue::new(&mut limit).range(1..=20));
             self.max_blocked = Some(limit);
             if ui.button("New conversation").clicked() {
-                self.start(shared);
+                let under_way = self
+                    .session
+                    .as_ref()
+                    .is_some_and(|s| !s.conversation.turns().is_empty());
+                if under_way {
+                    self.confirm_new = true;
+                } else {
+                    self.start(shared);
+                }
             }
             if ui
                 .button("Open…")
@@ -85,6 +95,21 @@ impl ConversationView {
                 );
             }
         });
+        if self.confirm_new {
+            ui.horizontal_wrapped(|ui| {
+                ui.label(
+                    RichText::new("Discard the conversation under way (save it first to keep it)?")
+                        .color(ui.visuals().warn_fg_color),
+                );
+                if ui.button("Discard and start a new one").clicked() {
+                    self.confirm_new = false;
+                    self.start(shared);
+                }
+                if ui.button("Keep it").clicked() {
+                    self.confirm_new = false;
+                }
+            });
+        }
         if let Some(summary) = &self.replay_summary {
             ui.label(RichText::new(summary).weak());
         }
@@ -197,8 +222,11 @@ impl ConversationView {
         let format = shared.analysis.input.schema.envelope;
         let document =
             serde_json::from_str::<serde_json::Value>(&shared.workspace.schema.source).ok();
+        // The prompts of Start run: the same family and system text.
+        let setup = shared.run.setup(&shared.analysis);
+        let spec = shared.run.controller.model().map(|m| m.spec());
         let settings = ConversationSettings {
-            family: family_for(format),
+            family: prompt_family(setup.style, format, spec),
             format,
             mode: if self.prompt_only {
                 CallMode::PromptOnly
@@ -208,7 +236,7 @@ impl ConversationView {
             few_shot: self.few_shot,
             max_blocked: self.max_blocked.unwrap_or(3),
             pool_filter: shared.workspace.schema.pool_filter,
-            system: String::new(),
+            system: setup.system,
         };
         self.session = Some(ConversationSession::new(Conversation::new(
             tools,

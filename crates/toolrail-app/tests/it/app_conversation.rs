@@ -98,6 +98,38 @@ fn a_conversation_with_a_typed_tool_result_runs_in_the_window() {
     harness.get_by_label(&format!("Tool {tool} (result)"));
     // Each answer was a generation run of the session.
     assert!(harness.state().shared.run.controller.runs().len() >= answers);
+    // Its prompts are those of Start run: the loaded model's family (Gemma for the test
+    // model), not the one the envelope alone would pick.
+    assert_eq!(
+        harness
+            .state()
+            .conversation
+            .session
+            .as_ref()
+            .unwrap()
+            .conversation
+            .settings()
+            .family,
+        toolrail_tools::prompt::PromptFamily::Gemma
+    );
+    // New conversation asks before it discards this one; Keep it keeps it.
+    harness.get_by_label("New conversation").click();
+    harness.run_steps(2);
+    harness.get_by_label_contains("Discard the conversation under way");
+    harness.get_by_label("Keep it").click();
+    harness.run_steps(2);
+    assert_eq!(
+        harness
+            .state()
+            .conversation
+            .session
+            .as_ref()
+            .unwrap()
+            .conversation
+            .turns()
+            .len(),
+        turns.len()
+    );
 
     // Saved (as the Save… dialog's answer would be handled), then opened again: the same turns,
     // replayed with every grammar and verdict as recorded; the Markdown reads as a conversation.

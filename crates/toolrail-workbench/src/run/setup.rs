@@ -202,6 +202,21 @@ pub fn family_for(format: Format) -> PromptFamily {
     }
 }
 
+/// The prompt family a run with tools uses under `style`: the chosen family; under the model's
+/// own way, its `models.toml` family, else the family matching the envelope `format` (also
+/// for a raw prompt, whose later turns need turn markers). The Conversation window uses it so
+/// its prompts are those of Start run.
+pub fn prompt_family(style: PromptStyle, format: Format, spec: Option<&ModelSpec>) -> PromptFamily {
+    match style {
+        PromptStyle::Family(family) => family,
+        PromptStyle::Model => match spec.map(|s| s.chat_format) {
+            Some(ChatFormat::Family(family)) => family,
+            _ => family_for(format),
+        },
+        PromptStyle::Raw => family_for(format),
+    }
+}
+
 /// The sampling parameters with a model entry's defaults applied over `base`.
 pub fn sampling_with_defaults(base: &Sampling, spec: &ModelSpec) -> Sampling {
     let d = &spec.sampling;
