@@ -47,11 +47,12 @@ impl GenerationPane {
             .id_salt("generation-scroll")
             .show(ui, |ui| {
                 self.model_row(ui, shared);
+                // The run buttons right under the model, so they are in view in a small window
+                // (the prompt and sampling settings below them scroll).
+                controls(ui, shared);
                 ui.separator();
                 prompt_section(ui, shared);
                 sampling_section(ui, &mut shared.run);
-                ui.separator();
-                controls(ui, shared);
                 ui.separator();
                 self.tokens_section(ui, shared);
             });

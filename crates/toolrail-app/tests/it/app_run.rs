@@ -178,8 +178,14 @@ fn a_run_on_the_test_model_streams_tokens_that_show_candidates_and_stacks() {
     harness.get_by_label_contains(&format!(
         "the same first {index} tokens, then they differ at token {index}"
     ));
-    // Export the first run (the one shown before the branch).
-    harness.state_mut().shared.run.shown = Some(run.id);
+    // Export the first run: shown in the Transcript pane, it is what Export writes.
+    harness
+        .state_mut()
+        .shared
+        .run
+        .controller
+        .replay_run(run.id)
+        .unwrap();
 
     // Export: both files exist and reopen for replay.
     let json = dir.path().join("run.json");
