@@ -1606,6 +1606,20 @@ impl Converter {
                         self.child(&matched, &mcx)?
                     } else if closed_by_default {
                         Some(self.rules.primitive_rule("value"))
+                    } else if add_value.is_none() && self.opts.lenient {
+                        // lenient: a required name the object closes out (a misspelt
+                        // property, or a tool's object closed by toolrail) is admitted as
+                        // written without `additionalProperties`: any value
+                        self.report().reading(
+                            "required",
+                            &cx.at(),
+                            &format!(
+                                "required property {r:?} is not under properties and \
+                                 additionalProperties admits no value for it: no object is valid"
+                            ),
+                            &format!("{r:?} admitted with any value"),
+                        )?;
+                        Some(self.rules.primitive_rule("value"))
                     } else {
                         add_value.clone()
                     };
