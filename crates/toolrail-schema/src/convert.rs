@@ -214,6 +214,27 @@ fn combination_text(
     parts.join(sep)
 }
 
+/// `"type": "array"` with an `enum` none of whose values is an array: the clash in words
+/// (`type "array" and an enum of strings clash`); `None` when the schema is not that.
+fn array_enum_clash(schema: &Value) -> Option<String> {
+    let map = schema.as_object()?;
+    if map.get("type")? != "array" {
+        return None;
+    }
+    let values = map.get("enum")?.as_array()?;
+    if values.is_empty() || values.iter().any(Value::is_array) {
+        return None;
+    }
+    let mut kinds: Vec<&str> = values.iter().map(json_kind).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let kinds: Vec<String> = kinds.iter().map(|k| format!("{k}s")).collect();
+    Some(format!(
+        "type \"array\" and an enum of {} clash",
+        kinds.join(" and ")
+    ))
+}
+
 /// The JSON Schema type name of a value's kind (`integer` only for integral numbers).
 fn json_kind(v: &Value) -> &'static str {
     match v {
@@ -1638,10 +1659,17 @@ impl Converter {
                 }
             }
             if let Some((name, _, _)) = declared.iter().find(|(_, kv, req)| *req && kv.is_none()) {
-                let why = if props.iter().any(|(k, _)| *k == name) {
-                    "its schema under properties (or propertyNames) admits no value"
-                } else {
-                    "additionalProperties admits no value for it"
+                let why = match props.iter().find(|(k, _)| *k == name) {
+                    Some((_, s)) => match array_enum_clash(s) {
+                        Some(clash) => format!(
+                            "its schema at {} admits no value ({clash})",
+                            cx.child("properties", "").child(name, "").at()
+                        ),
+                        None => {
+                            "its schema under properties (or propertyNames) admits no value".into()
+                        }
+                    },
+                    None => "additionalProperties admits no value for it".to_string(),
                 };
                 return Err(Self::invalid(
                     "required",
