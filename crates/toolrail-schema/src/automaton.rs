@@ -460,6 +460,61 @@ enum Count {
     Free,
 }
 
+/// The fewest and most characters (decoded) a string of format `format` has (`None`: no
+/// most), read off its rules; `None` when `format` has no rules here or they nest too deeply.
+/// A length bound the whole range lies within constrains nothing; one the range misses leaves
+/// no string.
+pub(crate) fn format_lengths(format: &str) -> Option<(u64, Option<u64>)> {
+    lengths(crate::formats::rule_body(format)?, 0)
+}
+
+fn lengths(e: &Expr, depth: u32) -> Option<(u64, Option<u64>)> {
+    if depth > 64 {
+        return None;
+    }
+    Some(match e {
+        Expr::Empty => (0, Some(0)),
+        Expr::Literal(text) => {
+            let n = decoded(text).len() as u64;
+            (n, Some(n))
+        }
+        Expr::Class { .. } | Expr::AnyChar => (1, Some(1)),
+        Expr::Rule(name) => lengths(crate::formats::rule_body(name.as_str())?, depth + 1)?,
+        Expr::Seq(items) => {
+            let mut total = (0u64, Some(0u64));
+            for item in items {
+                let (lo, hi) = lengths(item, depth + 1)?;
+                total.0 = total.0.saturating_add(lo);
+                total.1 = match (total.1, hi) {
+                    (Some(a), Some(b)) => Some(a.saturating_add(b)),
+                    _ => None,
+                };
+            }
+            total
+        }
+        Expr::Alt(alternatives) => {
+            let mut out: Option<(u64, Option<u64>)> = None;
+            for a in alternatives {
+                let (lo, hi) = lengths(a, depth + 1)?;
+                out = Some(match out {
+                    None => (lo, hi),
+                    Some((l, h)) => (l.min(lo), h.zip(hi).map(|(x, y)| x.max(y))),
+                });
+            }
+            out?
+        }
+        Expr::Repeat { item, min, max } => {
+            let (lo, hi) = lengths(item, depth + 1)?;
+            let most = match (hi, max) {
+                (Some(0), _) => Some(0),
+                (Some(h), Some(m)) => Some(h.saturating_mul(u64::from(*m))),
+                _ => None,
+            };
+            (lo.saturating_mul(u64::from(*min)), most)
+        }
+    })
+}
+
 /// The rules for a JSON string (quotes included) of format `format` that also matches
 /// `pattern` and has `min` to `max` characters. `Ok(None)`: no string does; `Err`: why it
 /// cannot be written (too many states, a pattern construct not read here).

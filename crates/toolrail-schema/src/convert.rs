@@ -182,6 +182,85 @@ fn scan_document(schema: &Value) -> Result<bool, SchemaError> {
 }
 
 /// Whether the expression is a bare rule reference (needs no rule of its own).
+/// `minLength`/`maxLength` as a condition, e.g. "minLength 3 and maxLength 8 rule out".
+fn bounds_text(min: Option<u64>, max: Option<u64>) -> String {
+    match (min.filter(|&m| m > 0), max) {
+        (Some(lo), Some(hi)) => format!("minLength {lo} and maxLength {hi} rule out"),
+        (Some(lo), None) => format!("minLength {lo} rules out"),
+        (None, Some(hi)) => format!("maxLength {hi} rules out"),
+        (None, None) => "nothing rules out".to_string(),
+    }
+}
+
+/// The keywords a `format` is combined with and their values: `pattern "^a"`,
+/// `maxLength 64`..., for the messages about that combination. For "no string matches", the
+/// words before the list say what is missed.
+fn combination_text(
+    pattern: Option<&str>,
+    min: Option<u64>,
+    max: Option<u64>,
+    sep: &str,
+) -> String {
+    let mut parts = Vec::new();
+    if let Some(p) = pattern {
+        parts.push(format!("pattern {p:?}"));
+    }
+    if let Some(lo) = min.filter(|&m| m > 0) {
+        parts.push(format!("minLength {lo}"));
+    }
+    if let Some(hi) = max {
+        parts.push(format!("maxLength {hi}"));
+    }
+    parts.join(sep)
+}
+
+/// `"type": "array"` with an `enum` none of whose values is an array: the clash in words
+/// (`type "array" and an enum of strings clash`); `None` when the schema is not that.
+fn array_enum_clash(schema: &Value) -> Option<String> {
+    let map = schema.as_object()?;
+    if map.get("type")? != "array" {
+        return None;
+    }
+    let values = map.get("enum")?.as_array()?;
+    if values.is_empty() || values.iter().any(Value::is_array) {
+        return None;
+    }
+    let mut kinds: Vec<&str> = values.iter().map(json_kind).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let kinds: Vec<String> = kinds.iter().map(|k| format!("{k}s")).collect();
+    Some(format!(
+        "type \"array\" and an enum of {} clash",
+        kinds.join(" and ")
+    ))
+}
+
+/// The JSON Schema type name of a value's kind (`integer` only for integral numbers).
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Why a schema plainly allows no value (`false`, an empty `enum`), for the messages of the
+/// arrays whose items it describes; `None` when it is not plainly empty.
+fn no_value_reason(schema: &Value) -> Option<&'static str> {
+    match schema {
+        Value::Bool(false) => Some("it is false"),
+        Value::Object(m) => match m.get("enum") {
+            Some(Value::Array(a)) if a.is_empty() => Some("enum is empty"),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 fn is_rule(e: &Expr) -> bool {
     matches!(e, Expr::Rule(_))
 }
@@ -657,6 +736,7 @@ impl Converter {
             keyword: keyword.to_string(),
             pointer: cx.at(),
             message: message.into(),
+            reading: false,
         };
         if !self.notes.contains(&note) {
             self.notes.push(note);
@@ -843,6 +923,9 @@ impl Converter {
             }
             return self.object(&ir::ObjectRules::read(map, &cx.at())?, cx);
         }
+        if let Some(items_enum) = self.enum_for_items(map, types, cx)? {
+            return self.visit_typed(&items_enum, cx);
+        }
         if let Some(values) = ir::read_values(map, &cx.at())? {
             let mut kept = Vec::new();
             for v in values {
@@ -920,6 +1003,70 @@ impl Converter {
             return Ok(Some(self.rules.primitive_rule("value")));
         }
         Ok(distinct_alternatives(parts))
+    }
+
+    /// `"type": "array"` with an `enum` (or `const`) of values that are not arrays (BFCL writes
+    /// the items' values on the array): no value is valid as written. Strict, an error saying
+    /// so (by the caller, when no value is left); lenient, the node read with the values moved
+    /// to its items (typed by the values), with a warning. `None`: not that case, or strict.
+    fn enum_for_items(
+        &mut self,
+        map: &Map<String, Value>,
+        types: ir::TypeSet,
+        cx: &Ctx,
+    ) -> Result<Option<Map<String, Value>>, SchemaError> {
+        // strict: the node admits no value (an optional property is left out, else the
+        // caller names the clashing `type` and `enum`)
+        if !self.opts.lenient
+            || types != ir::TypeSet::only(JsonType::Array)
+            || map.contains_key("const")
+        {
+            return Ok(None);
+        }
+        let Some(Value::Array(values)) = map.get("enum") else {
+            return Ok(None);
+        };
+        if values.is_empty() || values.iter().any(Value::is_array) {
+            return Ok(None);
+        }
+        let kinds: Vec<&str> = {
+            let mut k: Vec<&str> = values.iter().map(json_kind).collect();
+            k.sort_unstable();
+            k.dedup();
+            k
+        };
+        let item_type = match kinds.as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        };
+        let mut item = Map::new();
+        if let Some(t) = item_type {
+            item.insert("type".into(), Value::String(t.into()));
+        }
+        item.insert("enum".into(), Value::Array(values.clone()));
+        let items = match map.get("items") {
+            None | Some(Value::Bool(true)) => Value::Object(item),
+            Some(Value::Object(o)) if o.is_empty() => Value::Object(item),
+            Some(other) => serde_json::json!({"allOf": [other, Value::Object(item)]}),
+        };
+        let listed = kinds
+            .iter()
+            .map(|k| format!("{k}s"))
+            .collect::<Vec<_>>()
+            .join(" and ");
+        let why = format!(
+            "type is \"array\" but enum lists only {listed}: the keywords clash, no value is valid"
+        );
+        let reading = format!(
+            "the enum of the items: items at {} is {}",
+            cx.child("items", "").at().trim_start_matches('#'),
+            items
+        );
+        self.report().reading("enum", &cx.at(), &why, &reading)?;
+        let mut out = map.clone();
+        out.remove("enum");
+        out.insert("items".into(), items);
+        Ok(Some(out))
     }
 
     /// The grammar of one JSON value (enum/const member): structural, with optional space.
@@ -1100,21 +1247,50 @@ impl Converter {
         }
         let pattern = rules.pattern;
         if let Some(f) = format {
+            let lo = min.unwrap_or(0);
+            // length bounds every string of the format meets constrain nothing; bounds none
+            // meets leave no string (exact either way, without a product of automata)
+            let mut lengths = lengths;
+            if lengths && let Some((flo, fhi)) = automaton::format_lengths(f) {
+                let within = flo >= lo && max.is_none_or(|m| fhi.is_some_and(|h| h <= m));
+                let missed = max.is_some_and(|m| flo > m) || fhi.is_some_and(|h| h < lo);
+                let range = match fhi {
+                    Some(h) if h == flo => format!("exactly {flo} characters"),
+                    Some(h) => format!("{flo} to {h} characters"),
+                    None => format!("at least {flo} characters"),
+                };
+                if missed {
+                    return Err(Self::invalid(
+                        "format",
+                        cx,
+                        format!(
+                            "format {f:?} strings have {range}, which {}: no string is valid",
+                            bounds_text(min, max)
+                        ),
+                    ));
+                }
+                lengths = !within;
+            }
             if lengths || pattern.is_some() {
-                let lo = min.unwrap_or(0);
                 match automaton::format_within(f, pattern, lo, max, &mut self.rules, &cx.hint) {
                     Ok(Some(e)) => return Ok(Some(e)),
                     Ok(None) => {
                         return Err(Self::invalid(
                             "format",
                             cx,
-                            "no string of this format matches pattern/minLength/maxLength",
+                            format!(
+                                "no string of format {f:?} meets {}",
+                                combination_text(pattern, min, max, " and ")
+                            ),
                         ));
                     }
                     Err(m) => self.unsupported(
                         "format",
                         cx,
-                        format!("format combined with pattern/minLength/maxLength: {m}"),
+                        format!(
+                            "format {f:?} combined with {} is not supported: {m}",
+                            combination_text(pattern, min, max, ", ")
+                        ),
                     )?,
                 }
             }
@@ -1214,15 +1390,37 @@ impl Converter {
                     }
                 }
             }
+            let rcx = cx.child(rules.rest_key, "item");
+            // an item schema that plainly allows no value (`false`, an empty `enum`): arrays
+            // without such items are still valid, down to `[]`
+            let no_item = rules.rest.and_then(no_value_reason);
             let rest = match rules.rest {
                 None => Some(self.rules.primitive_rule("value")),
-                Some(s) => {
-                    let rcx = cx.child(rules.rest_key, "item");
-                    self.child(s, &rcx)?
-                }
+                Some(_) if no_item.is_some() => None,
+                Some(s) => self.child(s, &rcx)?,
             };
             if rest.is_none() {
                 let k = elems.len() as u64;
+                if let Some(why) = no_item
+                    && min > k
+                {
+                    let at = rcx.at();
+                    let at = at.trim_start_matches('#');
+                    let most = if k == 0 {
+                        String::new()
+                    } else {
+                        format!(" (at most the {k} {} items)", rules.prefix_key)
+                    };
+                    return Err(Self::invalid(
+                        "minItems",
+                        cx,
+                        format!(
+                            "{} at {at} allows no value ({why}) and minItems is {min}: no array \
+                             is valid{most}",
+                            rules.rest_key
+                        ),
+                    ));
+                }
                 max = Some(max.map_or(k, |m| m.min(k)));
             }
             if max.is_some_and(|m| m < min) {
@@ -1429,6 +1627,20 @@ impl Converter {
                         self.child(&matched, &mcx)?
                     } else if closed_by_default {
                         Some(self.rules.primitive_rule("value"))
+                    } else if add_value.is_none() && self.opts.lenient {
+                        // lenient: a required name the object closes out (a misspelt
+                        // property, or a tool's object closed by toolrail) is admitted as
+                        // written without `additionalProperties`: any value
+                        self.report().reading(
+                            "required",
+                            &cx.at(),
+                            &format!(
+                                "required property {r:?} is not under properties and \
+                                 additionalProperties admits no value for it: no object is valid"
+                            ),
+                            &format!("{r:?} admitted with any value"),
+                        )?;
+                        Some(self.rules.primitive_rule("value"))
                     } else {
                         add_value.clone()
                     };
@@ -1447,10 +1659,17 @@ impl Converter {
                 }
             }
             if let Some((name, _, _)) = declared.iter().find(|(_, kv, req)| *req && kv.is_none()) {
-                let why = if props.iter().any(|(k, _)| *k == name) {
-                    "its schema under properties (or propertyNames) admits no value"
-                } else {
-                    "additionalProperties admits no value for it"
+                let why = match props.iter().find(|(k, _)| *k == name) {
+                    Some((_, s)) => match array_enum_clash(s) {
+                        Some(clash) => format!(
+                            "its schema at {} admits no value ({clash})",
+                            cx.child("properties", "").child(name, "").at()
+                        ),
+                        None => {
+                            "its schema under properties (or propertyNames) admits no value".into()
+                        }
+                    },
+                    None => "additionalProperties admits no value for it".to_string(),
                 };
                 return Err(Self::invalid(
                     "required",

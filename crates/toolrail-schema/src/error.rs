@@ -12,23 +12,28 @@ pub struct SchemaError {
     pub message: String,
 }
 
-/// A constraint dropped in lenient mode, or a keyword llama.cpp ignores in
-/// [`ConvertOptions::llama_compat`] mode.
+/// A constraint dropped in lenient mode, a keyword llama.cpp ignores in
+/// [`ConvertOptions::llama_compat`] mode, or (lenient) a schema no value satisfies as written,
+/// read the one way it can mean something ([`Warning::reading`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Warning {
-    /// The keyword that was dropped.
+    /// The keyword that was dropped or read.
     pub keyword: String,
     /// JSON pointer of the schema holding the keyword.
     pub pointer: String,
-    /// Why.
+    /// Why, and for a reading which reading was chosen.
     pub message: String,
+    /// The keyword was not dropped but read another way (the message says which): the schema
+    /// as written admits no value.
+    pub reading: bool,
 }
 
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = if self.reading { "read" } else { "dropped" };
         write!(
             f,
-            "dropped: {} at {}: {}",
+            "{what}: {} at {}: {}",
             self.keyword, self.pointer, self.message
         )
     }
@@ -58,10 +63,38 @@ impl Report<'_> {
                 keyword: keyword.to_string(),
                 pointer: pointer.to_string(),
                 message,
+                reading: false,
             });
             Ok(())
         } else {
             Err(invalid(keyword, pointer, message))
+        }
+    }
+
+    /// A schema no value satisfies as written (`why`) that has one plausible reading
+    /// (`reading`): strict, an error saying why and which reading lenient mode takes; lenient,
+    /// a warning naming the reading (the caller then converts that reading).
+    pub(crate) fn reading(
+        &mut self,
+        keyword: &str,
+        pointer: &str,
+        why: &str,
+        reading: &str,
+    ) -> Result<(), SchemaError> {
+        if self.lenient {
+            self.warnings.push(Warning {
+                keyword: keyword.to_string(),
+                pointer: pointer.to_string(),
+                message: format!("{why}; read as {reading}"),
+                reading: true,
+            });
+            Ok(())
+        } else {
+            Err(invalid(
+                keyword,
+                pointer,
+                format!("{why} (lenient mode reads it as {reading})"),
+            ))
         }
     }
 
@@ -71,6 +104,7 @@ impl Report<'_> {
             keyword: keyword.to_string(),
             pointer: pointer.to_string(),
             message: message.into(),
+            reading: false,
         };
         if !self.warnings.contains(&w) {
             self.warnings.push(w);

@@ -96,6 +96,11 @@ impl TypeSet {
     /// Every type (a node without `type`).
     pub(crate) const ALL: TypeSet = TypeSet(0b111_1111);
 
+    /// The set of `t` alone.
+    pub(crate) fn only(t: JsonType) -> TypeSet {
+        TypeSet(t.bit())
+    }
+
     /// Whether `t` is in the set.
     pub(crate) fn contains(self, t: JsonType) -> bool {
         self.0 & t.bit() != 0

@@ -33,6 +33,8 @@
 
 use crate::custom_grammar::{BaseType, CustomGrammar};
 use crate::envelope::{CallSyntax, Format, Parallel, Spacing, is_name_char};
+use crate::shape::WarningKind;
+use crate::toolset::READ_AS;
 use crate::toolset::{Tool, ToolSet};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -112,6 +114,22 @@ pub enum GrammarError {
     /// A plain JSON Schema (`grammar --schema`) could not be converted.
     #[error("{0}")]
     PlainSchema(SchemaError),
+    /// A tool's `type` names no JSON Schema type (`"str, optional"`); strict grammars refuse
+    /// it, lenient ones use the reading the loader chose
+    /// ([`crate::toolset::TypeReading`]), with a warning.
+    #[error(
+        "tool '{tool}': unsupported: type at {pointer}: {what} (lenient mode reads it as {reading})"
+    )]
+    TypeName {
+        /// The tool.
+        tool: String,
+        /// JSON pointer of the `type` keyword in the loaded document.
+        pointer: String,
+        /// What is wrong with it (the value as written).
+        what: String,
+        /// The reading lenient mode takes.
+        reading: String,
+    },
 }
 
 /// A generated tool-call grammar.
@@ -253,6 +271,26 @@ pub fn tool_call_grammar(
             args,
         ])
     };
+    // `type` values read loosely when the set was loaded: refused strictly, else warned about
+    for w in tools
+        .warnings()
+        .iter()
+        .filter(|w| w.kind == WarningKind::TypeReading)
+    {
+        if !opts.lenient {
+            let (what, reading) = w
+                .message
+                .split_once(READ_AS)
+                .unwrap_or((w.message.as_str(), "?"));
+            return Err(GrammarError::TypeName {
+                tool: w.tool.clone().unwrap_or_default(),
+                pointer: w.pointer.clone(),
+                what: what.to_string(),
+                reading: reading.to_string(),
+            });
+        }
+        warnings.push(format!("read: type at {}: {}", w.pointer, w.message));
+    }
     for tool in tools.tools() {
         check_tool_name(tool, opts.format)?;
         let slug = slug(&tool.name);

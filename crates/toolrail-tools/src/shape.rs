@@ -156,6 +156,9 @@ pub enum WarningKind {
     NoSchema,
     /// A provider's built-in tool (no schema in the file): left out of the set.
     BuiltInTool,
+    /// A `type` that names no JSON Schema type but reads as one (`"str, optional"`): the
+    /// set holds the reading; strict grammars refuse it, lenient ones use it with a warning.
+    TypeReading,
 }
 
 impl WarningKind {
@@ -167,6 +170,7 @@ impl WarningKind {
             Self::MappedKey => "mapped-key",
             Self::NoSchema => "no-schema",
             Self::BuiltInTool => "built-in-tool",
+            Self::TypeReading => "type-reading",
         }
     }
 
@@ -174,7 +178,9 @@ impl WarningKind {
     pub fn severity(self) -> Severity {
         match self {
             Self::IgnoredKey | Self::MappedKey => Severity::Note,
-            Self::UnknownKey | Self::NoSchema | Self::BuiltInTool => Severity::Warning,
+            Self::UnknownKey | Self::NoSchema | Self::BuiltInTool | Self::TypeReading => {
+                Severity::Warning
+            }
         }
     }
 }

@@ -25,6 +25,7 @@
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fmt;
 
 use toolrail_schema::JsonPointer;
 
@@ -626,7 +627,18 @@ impl Loader {
                     // borrowed: cloning would recurse before the depth check
                     Cow::Borrowed(p)
                 };
-                normalise_parameters(&p, &pptr).map_err(at)?
+                let (schema, readings) = normalise_parameters(&p, &pptr).map_err(at)?;
+                for r in readings {
+                    let message = r.to_string();
+                    self.notes.push(
+                        WarningKind::TypeReading,
+                        Some(&name),
+                        r.pointer,
+                        Some("type"),
+                        message,
+                    );
+                }
+                schema
             }
         };
         if let Some(first) = self.first_at.get(&name) {
@@ -792,9 +804,73 @@ fn tool_name(
     Ok(name)
 }
 
+/// A `type` value that names no JSON Schema type but reads as one, as an agent framework's demo
+/// tools write them (`"str, optional"`): Python's names (`str`, `int`, `float`, `bool`,
+/// `dict`, `list`, and every name [`json_type_for`] knows) and an `optional` part, meaning
+/// the property is not required. The loaded schema holds the reading; a strict grammar refuses
+/// the tool (naming keyword, value and pointer), a lenient one warns with this.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeReading {
+    /// JSON pointer of the `type` keyword in the loaded document.
+    pub pointer: String,
+    /// The `type` value as written.
+    pub written: String,
+    /// The JSON Schema type it is read as (`None`: any value, for `any`).
+    pub read_as: Option<&'static str>,
+    /// The property is read as not required (the value said `optional`).
+    pub optional: bool,
+}
+
+/// What separates a [`TypeReading`]'s message from the reading it names.
+pub const READ_AS: &str = "; read as ";
+
+impl fmt::Display for TypeReading {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "type {:?} is not a JSON Schema type{READ_AS}{}",
+            self.written,
+            match self.read_as {
+                Some(t) => format!("{t:?}"),
+                None => "any value".to_string(),
+            }
+        )?;
+        if self.optional {
+            f.write_str(", the property not required")?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads a `type` name [`json_type_for`] does not know the way a person would: parts split at
+/// commas and spaces, `optional` (any case) marking the property optional, exactly one other
+/// part naming a type. `None`: no reading.
+pub fn read_loose_type(name: &str) -> Option<(Option<&'static str>, bool)> {
+    let mut optional = false;
+    let mut names = Vec::new();
+    for part in name
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|p| !p.is_empty())
+    {
+        if part.eq_ignore_ascii_case("optional") {
+            optional = true;
+        } else {
+            names.push(part);
+        }
+    }
+    match names.as_slice() {
+        [one] => json_type_for(one).map(|t| (t, optional)),
+        _ => None,
+    }
+}
+
 /// Normalises a tool's `parameters` schema; `ptr` is its JSON pointer in the loaded document.
-/// Errors are `(pointer, message)`.
-pub fn normalise_parameters(schema: &Value, ptr: &JsonPointer) -> Result<Value, (String, String)> {
+/// Returns the schema and the `type` values read loosely ([`TypeReading`], already applied to
+/// the schema: the caller reports them). Errors are `(pointer, message)`.
+pub fn normalise_parameters(
+    schema: &Value,
+    ptr: &JsonPointer,
+) -> Result<(Value, Vec<TypeReading>), (String, String)> {
     let Value::Object(_) = schema else {
         return Err((
             ptr.to_string(),
@@ -808,7 +884,8 @@ pub fn normalise_parameters(schema: &Value, ptr: &JsonPointer) -> Result<Value, 
             e.message,
         )
     })?;
-    let mut out = normalise_schema(schema, ptr)?;
+    let mut readings = Vec::new();
+    let mut out = normalise_schema(schema, ptr, &mut readings)?;
     if let Value::Object(m) = &mut out {
         match m.get("type") {
             None => {
@@ -836,7 +913,7 @@ pub fn normalise_parameters(schema: &Value, ptr: &JsonPointer) -> Result<Value, 
             }
         }
     }
-    Ok(out)
+    Ok((out, readings))
 }
 
 /// Maps a type name as found in tool definitions (JSON Schema's, or BFCL's Python/Java-flavoured
@@ -881,7 +958,11 @@ const SUB_MAP: &[&str] = &[
     "dependentSchemas",
 ];
 
-fn normalise_schema(schema: &Value, ptr: &JsonPointer) -> Result<Value, (String, String)> {
+fn normalise_schema(
+    schema: &Value,
+    ptr: &JsonPointer,
+    readings: &mut Vec<TypeReading>,
+) -> Result<Value, (String, String)> {
     let obj = match schema {
         Value::Object(o) => o,
         Value::Bool(_) => return Ok(schema.clone()),
@@ -893,10 +974,12 @@ fn normalise_schema(schema: &Value, ptr: &JsonPointer) -> Result<Value, (String,
         }
     };
     let mut out = Map::new();
+    // properties whose `type` was read as optional
+    let mut optional: Vec<&str> = Vec::new();
     for (key, value) in obj {
         let kptr = ptr.with_key(key);
         let new = match key.as_str() {
-            "type" => match normalise_type(value, &kptr)? {
+            "type" => match normalise_type(value, &kptr, readings)? {
                 Some(t) => t,
                 None => continue,
             },
@@ -904,12 +987,12 @@ fn normalise_schema(schema: &Value, ptr: &JsonPointer) -> Result<Value, (String,
             // `required`'s business.
             "optional" => continue,
             "items" => match value {
-                Value::Array(list) => Value::Array(normalise_list(list, &kptr)?),
-                _ => normalise_schema(value, &kptr)?,
+                Value::Array(list) => Value::Array(normalise_list(list, &kptr, readings)?),
+                _ => normalise_schema(value, &kptr, readings)?,
             },
-            k if SUB_ONE.contains(&k) => normalise_schema(value, &kptr)?,
+            k if SUB_ONE.contains(&k) => normalise_schema(value, &kptr, readings)?,
             k if SUB_LIST.contains(&k) => match value {
-                Value::Array(list) => Value::Array(normalise_list(list, &kptr)?),
+                Value::Array(list) => Value::Array(normalise_list(list, &kptr, readings)?),
                 _ => {
                     return Err((
                         kptr.to_string(),
@@ -922,7 +1005,17 @@ fn normalise_schema(schema: &Value, ptr: &JsonPointer) -> Result<Value, (String,
                     let mut nm = Map::new();
                     for (pk, pv) in m {
                         let pptr = kptr.with_key(pk);
-                        nm.insert(pk.clone(), normalise_schema(pv, &pptr)?);
+                        let before = readings.len();
+                        nm.insert(pk.clone(), normalise_schema(pv, &pptr, readings)?);
+                        // a property's own `type` read as optional (not one deeper down)
+                        let own = pptr.with_key("type").to_string();
+                        if k == "properties"
+                            && readings[before..]
+                                .iter()
+                                .any(|r| r.optional && r.pointer.starts_with(&own))
+                        {
+                            optional.push(pk);
+                        }
                     }
                     Value::Object(nm)
                 }
@@ -937,6 +1030,11 @@ fn normalise_schema(schema: &Value, ptr: &JsonPointer) -> Result<Value, (String,
         };
         out.insert(key.clone(), new);
     }
+    if !optional.is_empty()
+        && let Some(Value::Array(required)) = out.get_mut("required")
+    {
+        required.retain(|r| r.as_str().is_none_or(|name| !optional.contains(&name)));
+    }
     if !out.contains_key("type") && out.contains_key("properties") && !has_composition(&out) {
         out.insert("type".into(), Value::String("object".into()));
     }
@@ -949,17 +1047,36 @@ fn has_composition(m: &Map<String, Value>) -> bool {
         .any(|k| m.contains_key(*k))
 }
 
-fn normalise_list(list: &[Value], ptr: &JsonPointer) -> Result<Vec<Value>, (String, String)> {
+fn normalise_list(
+    list: &[Value],
+    ptr: &JsonPointer,
+    readings: &mut Vec<TypeReading>,
+) -> Result<Vec<Value>, (String, String)> {
     list.iter()
         .enumerate()
-        .map(|(i, s)| normalise_schema(s, &ptr.with_index(i)))
+        .map(|(i, s)| normalise_schema(s, &ptr.with_index(i), readings))
         .collect()
 }
 
 /// Returns the normalised `type` value, or `None` when the type constraint disappears (`any`).
-fn normalise_type(value: &Value, ptr: &JsonPointer) -> Result<Option<Value>, (String, String)> {
-    let one = |name: &str, p: &JsonPointer| -> Result<Option<&'static str>, (String, String)> {
-        json_type_for(name).ok_or_else(|| (p.to_string(), format!("unknown type name \"{name}\"")))
+fn normalise_type(
+    value: &Value,
+    ptr: &JsonPointer,
+    readings: &mut Vec<TypeReading>,
+) -> Result<Option<Value>, (String, String)> {
+    let mut one = |name: &str, p: &JsonPointer| -> Result<Option<&'static str>, (String, String)> {
+        if let Some(t) = json_type_for(name) {
+            return Ok(t);
+        }
+        let (read_as, optional) = read_loose_type(name)
+            .ok_or_else(|| (p.to_string(), format!("unknown type name \"{name}\"")))?;
+        readings.push(TypeReading {
+            pointer: p.to_string(),
+            written: name.to_string(),
+            read_as,
+            optional,
+        });
+        Ok(read_as)
     };
     match value {
         Value::String(s) => Ok(one(s, ptr)?.map(|t| Value::String(t.into()))),

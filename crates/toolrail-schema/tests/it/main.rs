@@ -13,4 +13,5 @@ mod llama_vectors;
 mod maskbench;
 mod props;
 mod python_syntax;
+mod readings;
 mod suite;

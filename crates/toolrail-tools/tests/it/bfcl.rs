@@ -124,6 +124,26 @@ fn bfcl_ground_truth_in_every_envelope() {
     };
     let total_calls: usize = cases.iter().map(|c| c.calls.len()).sum();
     assert_eq!(total_calls, 1140);
+    // every set converts strictly (a refusal would have to name its clashing keywords) and
+    // leniently
+    let (mut strict_ok, mut lenient_ok) = (0usize, 0usize);
+    for case in &cases {
+        for lenient in [false, true] {
+            let opts = GrammarOptions {
+                lenient,
+                ..GrammarOptions::default()
+            };
+            match tool_call_grammar(&case.tools, &opts) {
+                Ok(_) if lenient => lenient_ok += 1,
+                Ok(_) => strict_ok += 1,
+                Err(e) => panic!("{} (lenient {lenient}): {e}", case.id),
+            }
+        }
+    }
+    println!(
+        "bfcl: {} sets, strict ok {strict_ok}, strict refused 0, lenient ok {lenient_ok}",
+        cases.len()
+    );
     let single = ValidateOptions::default();
     let parallel = ValidateOptions {
         parallel: true,

@@ -13,5 +13,6 @@ mod grammar;
 mod pool;
 mod prompt;
 mod python;
+mod readings;
 mod shapes;
 mod validate;
