@@ -191,7 +191,13 @@ impl TranscriptPane {
             long_text(ui, &text, true);
         }
         if let Some(stop) = replay.stop() {
-            ui.label(RichText::new(format!("stopped: {}", stop_text(stop))).weak());
+            let text = RichText::new(format!("stopped: {}", stop_text(stop)));
+            // A run that failed says so in the error colour; a normal end stays quiet.
+            ui.label(if stop.failure().is_some() {
+                text.color(ui.visuals().error_fg_color)
+            } else {
+                text.weak()
+            });
         }
         let so_far = replay.text();
         let shown = replay.shown();
