@@ -183,10 +183,10 @@ pub fn build_prompt(
     system: Option<&str>,
 ) -> Result<String, PromptError> {
     match family {
-        PromptFamily::Llama31 => llama31_prompt_for(answer, tools, query, system),
-        PromptFamily::Hermes => hermes_prompt_for(answer, tools, query, system),
-        PromptFamily::Gemma => gemma_prompt_for(answer, tools, query, system),
-        PromptFamily::Generic => generic_prompt_for(answer, tools, query, system),
+        PromptFamily::Llama31 => llama31_prompt(answer, tools, query, system),
+        PromptFamily::Hermes => hermes_prompt(answer, tools, query, system),
+        PromptFamily::Gemma => gemma_prompt(answer, tools, query, system),
+        PromptFamily::Generic => generic_prompt(answer, tools, query, system),
     }
 }
 
@@ -233,16 +233,9 @@ pub fn answer_note(family: PromptFamily, answer: Format) -> Option<String> {
 /// `Environment: ipython`, then the optional system text, then Meta's instructions and each
 /// tool as a pretty-printed `{"type": "function", "function": {...}}` block; the model answers
 /// `{"name": ..., "parameters": {...}}`.
+/// `answer` is the envelope the prompt asks for: the family's own format in the family's
+/// words, any other in [`answer_instruction`]'s (see [`build_prompt`]).
 pub fn llama31_prompt(
-    tools: &[Value],
-    query: &str,
-    system: Option<&str>,
-) -> Result<String, PromptError> {
-    llama31_prompt_for(Format::Llama3, tools, query, system)
-}
-
-/// [`llama31_prompt`] asking for calls in `answer` (see [`build_prompt`]).
-fn llama31_prompt_for(
     answer: Format,
     tools: &[Value],
     query: &str,
@@ -283,16 +276,9 @@ fn llama31_prompt_for(
 
 /// Hermes/Qwen (ChatML): the system turn holds the optional system text, then `# Tools` with
 /// one JSON line per tool inside `<tools></tools>` and the `<tool_call>` answer format.
+/// `answer` is the envelope the prompt asks for: the family's own format in the family's
+/// words, any other in [`answer_instruction`]'s (see [`build_prompt`]).
 pub fn hermes_prompt(
-    tools: &[Value],
-    query: &str,
-    system: Option<&str>,
-) -> Result<String, PromptError> {
-    hermes_prompt_for(Format::Hermes, tools, query, system)
-}
-
-/// [`hermes_prompt`] asking for calls in `answer` (see [`build_prompt`]).
-fn hermes_prompt_for(
     answer: Format,
     tools: &[Value],
     query: &str,
@@ -341,16 +327,9 @@ fn hermes_prompt_for(
 
 /// Gemma: one user turn holding the optional system text, the tools (one JSON line each) and
 /// the `call:name{...}` answer format, then the query; the model turn is left open.
+/// `answer` is the envelope the prompt asks for: the family's own format in the family's
+/// words, any other in [`answer_instruction`]'s (see [`build_prompt`]).
 pub fn gemma_prompt(
-    tools: &[Value],
-    query: &str,
-    system: Option<&str>,
-) -> Result<String, PromptError> {
-    gemma_prompt_for(Format::Gemma, tools, query, system)
-}
-
-/// [`gemma_prompt`] asking for calls in `answer` (see [`build_prompt`]).
-fn gemma_prompt_for(
     answer: Format,
     tools: &[Value],
     query: &str,
@@ -379,16 +358,9 @@ fn gemma_prompt_for(
 /// (`- name(param: type, optional?: type, with_default: type = 5): description`, required
 /// parameters first), the JSON
 /// answer format, then `User:` and `Assistant:`.
+/// `answer` is the envelope the prompt asks for: the family's own format in the family's
+/// words, any other in [`answer_instruction`]'s (see [`build_prompt`]).
 pub fn generic_prompt(
-    tools: &[Value],
-    query: &str,
-    system: Option<&str>,
-) -> Result<String, PromptError> {
-    generic_prompt_for(Format::OpenAi, tools, query, system)
-}
-
-/// [`generic_prompt`] asking for calls in `answer` (see [`build_prompt`]).
-fn generic_prompt_for(
     answer: Format,
     tools: &[Value],
     query: &str,

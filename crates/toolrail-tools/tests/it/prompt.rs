@@ -2,6 +2,7 @@
 //! with seed 004's "Expected System Prompt Output", copied verbatim.
 
 use serde_json::{Value, json};
+use toolrail_tools::envelope::Format;
 use toolrail_tools::prompt::{
     PromptError, PromptFamily, build_prompt, gemma_prompt, generic_prompt, hermes_prompt,
     llama31_prompt,
@@ -141,7 +142,12 @@ Respond in the format {"name": function name, "parameters": dictionary of argume
 
 #[test]
 fn llama31_matches_seed004_exactly() {
-    let prompt = llama31_prompt(&seed004_tools(), "What did I say about Rome?", None);
+    let prompt = llama31_prompt(
+        Format::Llama3,
+        &seed004_tools(),
+        "What did I say about Rome?",
+        None,
+    );
     let expected = format!(
         "<|start_header_id|>system<|end_header_id|>\n\n{SEED004_SYSTEM}<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWhat did I say about Rome?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
     );
@@ -150,7 +156,12 @@ fn llama31_matches_seed004_exactly() {
 
 #[test]
 fn llama31_with_system_text_and_nested_schema() {
-    let prompt = llama31_prompt(&weather_tool(), "Weather in Oslo?", Some("Answer briefly."));
+    let prompt = llama31_prompt(
+        Format::Llama3,
+        &weather_tool(),
+        "Weather in Oslo?",
+        Some("Answer briefly."),
+    );
     let expected = r#"<|start_header_id|>system<|end_header_id|>
 
 Environment: ipython
@@ -202,7 +213,12 @@ Weather in Oslo?<|eot_id|><|start_header_id|>assistant<|end_header_id|>
 
 #[test]
 fn hermes_full_prompt() {
-    let prompt = hermes_prompt(&weather_tool(), "Weather in Oslo?", Some("You are Qwen."));
+    let prompt = hermes_prompt(
+        Format::Hermes,
+        &weather_tool(),
+        "Weather in Oslo?",
+        Some("You are Qwen."),
+    );
     let expected = r#"<|im_start|>system
 You are Qwen.
 
@@ -228,7 +244,7 @@ Weather in Oslo?<|im_end|>
 
 #[test]
 fn hermes_without_system_lists_every_tool() {
-    let prompt = hermes_prompt(&seed004_tools(), "hi", None).unwrap_or_default();
+    let prompt = hermes_prompt(Format::Hermes, &seed004_tools(), "hi", None).unwrap_or_default();
     assert!(prompt.starts_with("<|im_start|>system\n# Tools\n\n"));
     let tools_block: Vec<&str> = prompt
         .lines()
@@ -249,7 +265,12 @@ fn hermes_without_system_lists_every_tool() {
 
 #[test]
 fn gemma_full_prompt() {
-    let prompt = gemma_prompt(&weather_tool(), "Weather in Oslo?", Some("Be terse."));
+    let prompt = gemma_prompt(
+        Format::Gemma,
+        &weather_tool(),
+        "Weather in Oslo?",
+        Some("Be terse."),
+    );
     let expected = r#"<start_of_turn>user
 Be terse.
 
@@ -268,7 +289,12 @@ Weather in Oslo?<end_of_turn>
 
 #[test]
 fn generic_full_prompt() {
-    let prompt = generic_prompt(&seed004_tools(), "What did I say about Rome?", None);
+    let prompt = generic_prompt(
+        Format::OpenAi,
+        &seed004_tools(),
+        "What did I say about Rome?",
+        None,
+    );
     let expected = r#"You can call the following tools:
 - search_memory(query: string, max_results?: string): Search historical conversation context for relevant information that may have slid out of the current context window
 - get_fact(key: string): Retrieve a specific piece of information that was previously stored...
@@ -283,7 +309,12 @@ Assistant:"#;
 
 #[test]
 fn generic_signature_types_and_defaults() {
-    let prompt = generic_prompt(&weather_tool(), "Weather in Oslo?", Some("System text."));
+    let prompt = generic_prompt(
+        Format::OpenAi,
+        &weather_tool(),
+        "Weather in Oslo?",
+        Some("System text."),
+    );
     let expected = r#"System text.
 
 You can call the following tools:
@@ -312,7 +343,12 @@ fn build_prompt_dispatches_and_families_parse() {
 
 #[test]
 fn bad_tools_are_errors() {
-    let err = llama31_prompt(&[json!({"description": "no name"})], "q", None);
+    let err = llama31_prompt(
+        Format::Llama3,
+        &[json!({"description": "no name"})],
+        "q",
+        None,
+    );
     assert_eq!(
         err,
         Err(PromptError::BadTool {
@@ -320,17 +356,22 @@ fn bad_tools_are_errors() {
             message: "missing `name`".to_owned()
         })
     );
-    let err = hermes_prompt(&[json!({"name": "a"}), json!(3)], "q", None);
+    let err = hermes_prompt(Format::Hermes, &[json!({"name": "a"}), json!(3)], "q", None);
     assert!(matches!(err, Err(PromptError::BadTool { index: 1, .. })));
-    let err = gemma_prompt(&[json!({"name": "a", "parameters": []})], "q", None);
+    let err = gemma_prompt(
+        Format::Gemma,
+        &[json!({"name": "a", "parameters": []})],
+        "q",
+        None,
+    );
     assert!(matches!(err, Err(PromptError::BadTool { index: 0, .. })));
 }
 
 #[test]
 fn tool_without_parameters_or_description() {
-    let prompt = generic_prompt(&[json!({"name": "get_now"})], "time?", None);
+    let prompt = generic_prompt(Format::OpenAi, &[json!({"name": "get_now"})], "time?", None);
     assert!(prompt.is_ok_and(|p| p.contains("- get_now()\n")));
-    let prompt = gemma_prompt(&[json!({"name": "get_now"})], "time?", None);
+    let prompt = gemma_prompt(Format::Gemma, &[json!({"name": "get_now"})], "time?", None);
     assert!(prompt.is_ok_and(|p| {
         p.contains(r#"{"name": "get_now", "parameters": {"type": "object", "properties": {}}}"#)
     }));
@@ -404,7 +445,6 @@ fn a_user_turn_continues_each_family_and_reopens_the_assistant_turn() {
 fn every_family_asks_for_the_envelope_its_grammar_enforces() {
     use std::sync::Arc;
     use toolrail_gbnf::Grammar;
-    use toolrail_tools::envelope::Format;
     use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
     use toolrail_tools::prompt::{answer_instruction, answer_note, user_text_conflict};
     use toolrail_tools::toolset::ToolSet;
@@ -463,7 +503,6 @@ fn every_family_asks_for_the_envelope_its_grammar_enforces() {
 /// raw prompt that never shows the envelope's own syntax; "recall:" is not Gemma's opener.
 #[test]
 fn user_text_that_asks_for_another_syntax_is_warned_about() {
-    use toolrail_tools::envelope::Format;
     use toolrail_tools::prompt::user_text_conflict;
 
     let hermes_style = "Answer inside <tool_call></tool_call> tags.";

@@ -643,28 +643,34 @@ mod tests {
         );
     }
 
+    /// A started branch of run 9 at step 0 that forces token 7, then continues or waits.
+    fn started_branch(then_continue: bool) -> (Runs, RunId) {
+        let mut runs = Runs::default();
+        let r = run(
+            &mut runs,
+            RunKind::Branch {
+                from: 9,
+                step: 0,
+                token: 7,
+            },
+            StartMode::Paused,
+        );
+        let id = runs.queue_branch(
+            r,
+            Vec::new(),
+            AtPause::Force {
+                token: 7,
+                then_continue,
+            },
+        );
+        started(&mut runs);
+        (runs, id)
+    }
+
     #[test]
     fn a_branch_forces_its_token_then_continues_or_waits() {
         for then_continue in [true, false] {
-            let mut runs = Runs::default();
-            let r = run(
-                &mut runs,
-                RunKind::Branch {
-                    from: 9,
-                    step: 0,
-                    token: 7,
-                },
-                StartMode::Paused,
-            );
-            let id = runs.queue_branch(
-                r,
-                Vec::new(),
-                AtPause::Force {
-                    token: 7,
-                    then_continue,
-                },
-            );
-            started(&mut runs);
+            let (mut runs, id) = started_branch(then_continue);
             assert!(runs.get(id).unwrap().is_replaying());
             let forced = runs.handle(event(id, Event::Paused { next_index: 0 }));
             assert!(matches!(forced.command, Some(Command::Force(7))));
@@ -682,25 +688,7 @@ mod tests {
 
     #[test]
     fn a_refused_token_leaves_the_branch_paused_at_its_step() {
-        let mut runs = Runs::default();
-        let r = run(
-            &mut runs,
-            RunKind::Branch {
-                from: 9,
-                step: 0,
-                token: 7,
-            },
-            StartMode::Paused,
-        );
-        let id = runs.queue_branch(
-            r,
-            Vec::new(),
-            AtPause::Force {
-                token: 7,
-                then_continue: true,
-            },
-        );
-        started(&mut runs);
+        let (mut runs, id) = started_branch(true);
         runs.handle(event(id, Event::Paused { next_index: 0 }));
         runs.handle(event(
             id,
