@@ -7,7 +7,6 @@ use egui_kittest::kittest::Queryable;
 use toolrail_app::dialogs::FileRequest;
 use toolrail_app::{AppOptions, ToolrailApp};
 use toolrail_workbench::conversation::{Next, Turn};
-use toolrail_workbench::run::LoadState;
 
 use crate::common::app::wait_until;
 
@@ -41,13 +40,7 @@ fn a_conversation_with_a_typed_tool_result_runs_in_the_window() {
         settings.threads = Some(1);
         settings.sampling.max_tokens = 96;
     }
-    harness.get_by_label("Load model").click();
-    wait_until(&mut harness, "the model to load", |app| {
-        matches!(
-            app.shared.run.controller.load_state(),
-            LoadState::Ready { .. } | LoadState::Failed { .. }
-        )
-    });
+    crate::common::app::load_model(&mut harness);
     wait_until(&mut harness, "the analysis", |app| {
         app.shared.analysis.tool_set.is_some()
     });

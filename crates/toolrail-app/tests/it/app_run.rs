@@ -12,7 +12,7 @@ use toolrail_app::panes::transcript::{export_to, open_from};
 use toolrail_app::{AppOptions, PaneKind, ToolrailApp};
 use toolrail_workbench::run::{LoadState, RunPhase};
 
-use crate::common::app::wait_until;
+use crate::common::app::{load_model, wait_until};
 
 const FIXTURE: &str = "tests/fixtures/weather_run.json";
 
@@ -54,21 +54,7 @@ fn a_run_on_the_test_model_streams_tokens_that_show_candidates_and_stacks() {
     let Some((dir, mut harness)) = live_app(24) else {
         return;
     };
-    harness.get_by_label("Load model").click();
-    wait_until(&mut harness, "the model to load", |app| {
-        matches!(
-            app.shared.run.controller.load_state(),
-            LoadState::Ready { .. } | LoadState::Failed { .. }
-        )
-    });
-    assert!(
-        matches!(
-            harness.state().shared.run.controller.load_state(),
-            LoadState::Ready { .. }
-        ),
-        "{:?}",
-        harness.state().shared.run.controller.load_state()
-    );
+    load_model(&mut harness);
     harness.get_by_label("Start run").click();
     wait_until(&mut harness, "the run to end", |app| {
         app.shared
@@ -493,13 +479,7 @@ fn export_writes_the_run_the_transcript_pane_shows_after_a_pair() {
     let Some((_dir, mut harness)) = live_app(8) else {
         return;
     };
-    harness.get_by_label("Load model").click();
-    wait_until(&mut harness, "the model to load", |app| {
-        !matches!(
-            app.shared.run.controller.load_state(),
-            LoadState::Loading { .. } | LoadState::Empty
-        )
-    });
+    load_model(&mut harness);
     harness
         .get_by_label("Run with and without grammar")
         .scroll_to_me();

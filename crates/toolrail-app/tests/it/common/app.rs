@@ -147,3 +147,18 @@ pub fn settle<State>(harness: &mut Harness<'_, State>) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Presses *Load model* and waits for the selected model to be loaded (a failed load fails the
+/// test, naming why).
+pub fn load_model(harness: &mut Harness<'_, ToolrailApp>) {
+    use toolrail_workbench::run::LoadState;
+    harness.get_by_label("Load model").click();
+    wait_until(harness, "the model to load", |app| {
+        matches!(
+            app.shared.run.controller.load_state(),
+            LoadState::Ready { .. } | LoadState::Failed { .. }
+        )
+    });
+    let state = harness.state().shared.run.controller.load_state();
+    assert!(matches!(state, LoadState::Ready { .. }), "{state:?}");
+}
