@@ -24,7 +24,7 @@ use toolrail_tools::toolset::ToolSet;
 use toolrail_tools::validate::ValidateOptions;
 use toolrail_workbench::run::{
     PromptStyle, RunController, RunId, RunInputs, RunSetup, ServerRequestChoice, ServerState,
-    StartMode, family_for, sampling_with_defaults,
+    StartMode, family_for, prompt_notes, sampling_with_defaults,
 };
 use toolrail_workbench::transcript::{
     Sampling, Stop, TemplateRun, ThinkingBudget, TokenRecord, Transcript,
@@ -452,8 +452,14 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         });
         controller.set_server_post_sampling(!args.no_post_sampling);
     }
-    let preview = controller.prompt_preview(&setup, &inputs)?;
-    for note in &preview.notes {
+    let notes = prompt_notes(
+        &setup,
+        inputs.format,
+        inputs.tools.is_some(),
+        inputs.template.is_some(),
+        controller.model().map(|m| m.spec()),
+    );
+    for note in &notes {
         let level = if note.is_warning() { "warning" } else { "note" };
         eprintln!("prompt: {level}: {}", note.text());
     }

@@ -52,7 +52,7 @@ pub use runs::{AtPause, Finish, Pair, Refusal, Run, RunKind, RunPhase, StartMode
 pub use server::{ServerConnection, ServerRequestChoice, ServerState, in_words};
 pub use setup::{
     PromptNote, PromptPreview, PromptStyle, RunInputs, RunSetup, build_prompt_preview,
-    build_request, family_for, prompt_family, sampling_with_defaults,
+    build_request, family_for, prompt_family, prompt_notes, sampling_with_defaults,
 };
 pub use state::{RunSettings, RunState};
 

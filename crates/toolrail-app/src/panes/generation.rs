@@ -17,10 +17,10 @@ use crate::shared::Shared;
 use crate::token_view::{TokenStrip, mask_plot, phase_text, token_details};
 use toolrail_llm::Models;
 use toolrail_llm::worker::EngineKind;
-use toolrail_workbench::run::PromptStyle;
 use toolrail_workbench::run::{
     LoadState, Run, RunPhase, RunSettings, RunState, ServerRequestChoice, ServerState,
 };
+use toolrail_workbench::run::{PromptStyle, prompt_notes};
 use toolrail_workbench::transcript::{ServerRequest, Stop, TokenRecord};
 use toolrail_workbench::workspace::LiveRefresh;
 
@@ -448,38 +448,47 @@ fn prompt_section(ui: &mut egui::Ui, shared: &mut Shared) {
             )
             .labelled_by(label.id);
         });
-    // Built on the analysis thread (a GGUF template is applied by llama.cpp); always wanted,
-    // as its notes say whether the prompt asks for what the grammar allows.
-    shared.preview_wanted = true;
-    if let Some(Ok(preview)) = &shared.preview {
-        for note in &preview.notes {
-            let text = RichText::new(note.text());
-            ui.label(if note.is_warning() {
-                text.color(ui.visuals().warn_fg_color)
-            } else {
-                text.weak()
-            });
-        }
+    // Whether the prompt asks for what the grammar allows (no prompt is built for this).
+    let mut setup = shared.run.setup(&shared.analysis);
+    setup.user.clone_from(&shared.workspace.prompt);
+    let notes = prompt_notes(
+        &setup,
+        shared.analysis.input.schema.envelope,
+        shared.analysis.tool_set.is_some(),
+        shared.analysis.template.is_some(),
+        shared.run.controller.model().map(|m| m.spec()),
+    );
+    for note in &notes {
+        let text = RichText::new(note.text());
+        ui.label(if note.is_warning() {
+            text.color(ui.visuals().warn_fg_color)
+        } else {
+            text.weak()
+        });
     }
     egui::CollapsingHeader::new("Prompt preview")
         .id_salt("generation-preview")
-        .show(ui, |ui| match &shared.preview {
-            Some(Ok(preview)) => {
-                ui.label(RichText::new(format!("from the {}", preview.source)).weak());
-                let mut text = preview.text.as_str();
-                let label = ui.label("Prompt text");
-                ui.add(
-                    egui::TextEdit::multiline(&mut text)
-                        .code_editor()
-                        .desired_width(f32::INFINITY),
-                )
-                .labelled_by(label.id);
-            }
-            Some(Err(e)) => {
-                ui.label(RichText::new(e).color(error_color(ui)));
-            }
-            None => {
-                ui.label(RichText::new("building the preview…").weak());
+        .show(ui, |ui| {
+            // Built on the analysis thread (a GGUF template is applied by llama.cpp).
+            shared.preview_wanted = true;
+            match &shared.preview {
+                Some(Ok(preview)) => {
+                    ui.label(RichText::new(format!("from the {}", preview.source)).weak());
+                    let mut text = preview.text.as_str();
+                    let label = ui.label("Prompt text");
+                    ui.add(
+                        egui::TextEdit::multiline(&mut text)
+                            .code_editor()
+                            .desired_width(f32::INFINITY),
+                    )
+                    .labelled_by(label.id);
+                }
+                Some(Err(e)) => {
+                    ui.label(RichText::new(e).color(error_color(ui)));
+                }
+                None => {
+                    ui.label(RichText::new("building the preview…").weak());
+                }
             }
         });
 }

@@ -251,53 +251,67 @@ pub fn build_prompt_preview(
         Some(Err(e)) => return Err(RunError::Template(e.clone())),
         None => {}
     }
+    let notes = prompt_notes(setup, inputs.format, inputs.tools.is_some(), false, spec);
+    if setup.style == PromptStyle::Raw {
+        return Ok(PromptPreview {
+            text: setup.user.clone(),
+            source: PromptSource::Raw,
+            notes,
+        });
+    }
     let tools = inputs.tool_values();
+    let family_named = matches!(spec.map(|s| s.chat_format), Some(ChatFormat::Family(_)));
+    // The model's own way without tools and without a family in models.toml: its GGUF template.
+    if setup.style == PromptStyle::Model
+        && !family_named
+        && tools.is_empty()
+        && let Some(model) = model
+        && let Some(preview) = template_prompt(model, setup)?
+    {
+        return Ok(preview);
+    }
+    let family = prompt_family(setup.style, inputs.format, spec);
     let system = (!setup.system.trim().is_empty()).then_some(setup.system.as_str());
-    let family = match setup.style {
-        PromptStyle::Raw => {
-            let notes = inputs
-                .tools
-                .as_ref()
-                .and_then(|_| user_text_conflict(&setup.user, inputs.format, true))
-                .map(PromptNote::Conflict)
-                .into_iter()
-                .collect();
-            return Ok(PromptPreview {
-                text: setup.user.clone(),
-                source: PromptSource::Raw,
-                notes,
-            });
-        }
-        PromptStyle::Family(family) => family,
-        PromptStyle::Model => match spec.map(|s| s.chat_format) {
-            Some(ChatFormat::Family(family)) => family,
-            _ => {
-                if tools.is_empty()
-                    && let Some(model) = model
-                    && let Some(preview) = template_prompt(model, setup)?
-                {
-                    return Ok(preview);
-                }
-                family_for(inputs.format)
-            }
-        },
-    };
     let text = build_prompt(family, inputs.format, &tools, &setup.user, system)
         .map_err(|e| RunError::Prompt(e.to_string()))?;
-    let mut notes = Vec::new();
-    if inputs.tools.is_some() {
-        notes.extend(answer_note(family, inputs.format).map(PromptNote::AnswerAdapted));
-        notes.extend(
-            system
-                .and_then(|system| user_text_conflict(system, inputs.format, false))
-                .map(PromptNote::Conflict),
-        );
-    }
     Ok(PromptPreview {
         text,
         source: PromptSource::Builder(family),
         notes,
     })
+}
+
+/// What a reader of the prompt for `setup` should know beside the grammar (see
+/// [`PromptNote`]), without building the prompt: cheap enough for every frame. `tools`: the
+/// grammar comes from a tool set (envelope `format`); `template`: the llama.cpp template
+/// source builds the prompt (it and its grammar agree by construction: no notes).
+pub fn prompt_notes(
+    setup: &RunSetup,
+    format: Format,
+    tools: bool,
+    template: bool,
+    spec: Option<&ModelSpec>,
+) -> Vec<PromptNote> {
+    if !tools || template {
+        return Vec::new();
+    }
+    if setup.style == PromptStyle::Raw {
+        return user_text_conflict(&setup.user, format, true)
+            .map(PromptNote::Conflict)
+            .into_iter()
+            .collect();
+    }
+    let family = prompt_family(setup.style, format, spec);
+    let system = (!setup.system.trim().is_empty()).then_some(setup.system.as_str());
+    answer_note(family, format)
+        .map(PromptNote::AnswerAdapted)
+        .into_iter()
+        .chain(
+            system
+                .and_then(|system| user_text_conflict(system, format, false))
+                .map(PromptNote::Conflict),
+        )
+        .collect()
 }
 
 /// The GGUF chat template applied by llama.cpp, if the model has one llama.cpp recognises.
