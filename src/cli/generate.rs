@@ -755,6 +755,9 @@ fn apply_template(
     for warning in &result.warnings {
         eprintln!("template: warning: {warning}");
     }
+    for difference in tools.reading_differences() {
+        eprintln!("template: note: the prompt shows the tools as sent; {difference}");
+    }
     if let Some(sampler) = &result.sampler
         && result.grammar_lazy
     {

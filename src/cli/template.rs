@@ -12,10 +12,11 @@ use serde_json::{Value, json};
 use toolrail_gbnf::{Severity, lint::lint};
 use toolrail_llm::server::ServerClient;
 use toolrail_llm::template::{
-    ChatTemplates, ParsedMessage, ReasoningFormat, RequestDefaults, ServerSwitch, TemplateRequest,
-    TemplateResult, ToolChoice, TriggerKind, openai_tools,
+    ChatTemplates, ParsedMessage, ReasoningFormat, RequestDefaults, ServerSwitch, TemplateError,
+    TemplateRequest, TemplateResult, ToolChoice, TriggerKind,
 };
 use toolrail_llm::template_lint::{TemplateFinding, lint_request, lint_template};
+use toolrail_tools::sent::ReadingDifference;
 
 /// Arguments of `toolrail template`.
 #[derive(Debug, clap::Args)]
@@ -117,7 +118,6 @@ pub fn run(args: &TemplateArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let mut request = TemplateRequest::for_tools(&tools, &args.user);
-    request.tools = openai_tools(&tools);
     if let Some(path) = &args.messages {
         let text = super::common::read_input(path)?;
         let value: Value =
@@ -165,10 +165,11 @@ pub fn run(args: &TemplateArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::from(2));
     }
+    let differences = tools.reading_differences();
     let result = match templates.apply(&request) {
         Ok(result) => result,
         Err(e) => {
-            eprintln!("toolrail: {source}: {e}");
+            say_refused(args, &source, &templates, &request, &e, &differences)?;
             return Ok(ExitCode::from(2));
         }
     };
@@ -183,9 +184,9 @@ pub fn run(args: &TemplateArgs) -> anyhow::Result<ExitCode> {
     };
     let findings = lint_template(&templates, &request, &result);
     if args.json {
-        print_json(&result, &source, parsed.as_ref(), &findings)?;
+        print_json(&result, &source, parsed.as_ref(), &findings, &differences)?;
     } else {
-        print_report(&result, &source, parsed.as_ref(), &findings)?;
+        print_report(&result, &source, parsed.as_ref(), &findings, &differences)?;
     }
     if let Some(url) = &args.server {
         compare_with_server(url, args, &request, &result)?;
@@ -194,6 +195,67 @@ pub fn run(args: &TemplateArgs) -> anyhow::Result<ExitCode> {
         Some(Err(_)) => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// Says why llama-server refuses the request, as it would (its message and HTTP status), why
+/// (the template lint's blame for a grammar llama.cpp cannot load), and what toolrail reads
+/// differently from what the client sent (`dict` as `object`: the fix for a refused type).
+fn say_refused(
+    args: &TemplateArgs,
+    source: &str,
+    templates: &ChatTemplates,
+    request: &TemplateRequest,
+    error: &TemplateError,
+    differences: &[ReadingDifference],
+) -> anyhow::Result<()> {
+    let findings = match error {
+        TemplateError::SamplerRefused { .. } => templates
+            .build(request)
+            .map(|built| lint_template(templates, request, &built))
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let status = error.http_status();
+    if args.json {
+        let value = json!({
+            "source": source,
+            "error": error.to_string(),
+            "http_status": status,
+            "template_lint": findings,
+            "reading_differences": differences_json(differences),
+        });
+        outln!("{}", serde_json::to_string_pretty(&value)?)?;
+        return Ok(());
+    }
+    let answer = match (error, status) {
+        (TemplateError::Llama { .. }, Some(s)) => format!(" (llama-server answers HTTP {s})"),
+        _ => String::new(),
+    };
+    eprintln!("toolrail: {source}: {error}{answer}");
+    for finding in &findings {
+        eprintln!("{}", finding.render());
+    }
+    if !differences.is_empty() {
+        eprintln!(
+            "the tools were sent as written; toolrail's own reading differs (what it would send \
+             instead):"
+        );
+        for difference in differences {
+            eprintln!("note: {difference}");
+        }
+    }
+    Ok(())
+}
+
+/// The reading differences as `--json` lists them.
+fn differences_json(differences: &[ReadingDifference]) -> Value {
+    differences
+        .iter()
+        .map(|d| {
+            json!({"tool": d.tool, "pointer": d.pointer, "sent": d.sent, "read": d.read,
+                   "message": d.to_string()})
+        })
+        .collect()
 }
 
 /// Asks the server what it builds for `request` and reports, on standard error, where its
@@ -307,10 +369,12 @@ fn print_json(
     source: &str,
     parsed: Option<&Result<ParsedMessage, String>>,
     template_lint: &[TemplateFinding],
+    differences: &[ReadingDifference],
 ) -> anyhow::Result<()> {
     let mut value = serde_json::to_value(result)?;
     if let Value::Object(map) = &mut value {
         map.insert("source".into(), json!(source));
+        map.insert("reading_differences".into(), differences_json(differences));
         let findings = if result.grammar.is_empty() {
             Vec::new()
         } else {
@@ -337,6 +401,7 @@ fn print_report(
     source: &str,
     parsed: Option<&Result<ParsedMessage, String>>,
     template_lint: &[TemplateFinding],
+    differences: &[ReadingDifference],
 ) -> anyhow::Result<()> {
     let inputs = &result.inputs;
     outln!("template: {source}")?;
@@ -351,6 +416,15 @@ fn print_report(
     )?;
     for warning in &result.warnings {
         outln!("warning: {warning}")?;
+    }
+    if !differences.is_empty() {
+        outln!(
+            "the prompt shows the tools as a client sends them (as written); toolrail's grammar \
+             and validator read them differently here:"
+        )?;
+        for difference in differences {
+            outln!("note: {difference}")?;
+        }
     }
     outln!(
         "\n== prompt ({} bytes) ==\n{}",

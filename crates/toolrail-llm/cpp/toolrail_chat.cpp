@@ -57,11 +57,19 @@ void set_error(char ** err, const std::string & message) {
     }
 }
 
-// Runs `body`, turning every exception into an error message; returns 0 on success.
+// Runs `body`, turning every exception into an error message. Returns 0 on success, 2 for the
+// exceptions llama-server answers with HTTP 400 (std::invalid_argument and common_json_error,
+// tools/server/server.cpp ex_wrapper) and 1 for the others, which it answers with HTTP 500.
 template <typename F> int guarded(char ** err, F body) {
     try {
         body();
         return 0;
+    } catch (const std::invalid_argument & e) {
+        set_error(err, e.what());
+        return 2;
+    } catch (const common_json_error & e) {
+        set_error(err, e.what());
+        return 2;
     } catch (const std::exception & e) {
         set_error(err, e.what());
     } catch (...) {
@@ -379,7 +387,48 @@ int toolrail_chat_apply(const toolrail_chat * handle, const char * request_json,
                     prefill.push_back(ids[i]);
                 }
             }
+            // What llama-server's common_sampler_init does next (common/sampling.cpp): load the
+            // grammar with the vocabulary (lazy: with the trigger regexes and tokens), then feed
+            // a grammar that is not lazy the generation prompt's tokens. A failure there is the
+            // server's HTTP 400 "Failed to initialize samplers: <what>"; a rejected prefill token
+            // is rethrown sliced (`throw e;`), so <what> is "std::exception".
+            std::string refusal;
+            {
+                std::vector<std::string> pattern_texts;
+                std::vector<llama_token> token_ids;
+                for (const auto & t : converted) {
+                    if (t.type == COMMON_GRAMMAR_TRIGGER_TYPE_TOKEN) {
+                        token_ids.push_back(t.token);
+                    } else {
+                        pattern_texts.push_back(sampler_pattern(t));
+                    }
+                }
+                std::vector<const char *> pattern_ptrs;
+                for (const auto & text : pattern_texts) {
+                    pattern_ptrs.push_back(text.c_str());
+                }
+                llama_sampler * grmr = nullptr;
+                try {
+                    grmr = params.grammar_lazy
+                        ? llama_sampler_init_grammar_lazy_patterns(vocab, params.grammar.c_str(), "root",
+                              pattern_ptrs.data(), pattern_ptrs.size(), token_ids.data(), token_ids.size())
+                        : llama_sampler_init_grammar(vocab, params.grammar.c_str(), "root");
+                    if (grmr == nullptr) {
+                        refusal = "failed to parse grammar";
+                    } else if (!params.grammar_lazy) {
+                        for (const auto & token : prefill) {
+                            llama_sampler_accept(grmr, token.get<llama_token>());
+                        }
+                    }
+                } catch (const std::exception & e) {
+                    refusal = grmr == nullptr ? std::string(e.what()) : "std::exception";
+                }
+                if (grmr != nullptr) {
+                    llama_sampler_free(grmr);
+                }
+            }
             ojson sampler = ojson::object();
+            sampler["refusal"]             = refusal.empty() ? ojson(nullptr) : ojson(refusal);
             sampler["triggers"]            = server_triggers;
             sampler["patterns"]            = patterns;
             sampler["tokens"]              = tokens;

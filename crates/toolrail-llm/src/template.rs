@@ -87,9 +87,28 @@ pub enum TemplateError {
         offset: usize,
     },
     /// llama.cpp refused: its own message (a template it cannot parse or render, a request
-    /// llama-server would answer with an error, a parse that does not match the format).
-    #[error("llama.cpp: {0}")]
-    Llama(String),
+    /// llama-server would answer with an error, a parse that does not match the format), and
+    /// the HTTP status llama-server answers a request that fails so.
+    #[error("llama.cpp: {message}")]
+    Llama {
+        /// llama.cpp's message, as llama-server returns it.
+        message: String,
+        /// 400 for what llama-server calls an invalid request (`std::invalid_argument`, a JSON
+        /// error), 500 for the rest.
+        http_status: u16,
+    },
+    /// The request builds, but llama-server's sampler cannot be set up with its grammar
+    /// (`common_sampler_init`): llama.cpp's loader refuses the grammar, or a grammar that is not
+    /// lazy refuses the generation prompt's tokens fed to it first. llama-server answers HTTP
+    /// 400 "Failed to initialize samplers: {what}".
+    #[error("llama-server answers HTTP 400 \"{SAMPLER_PREFIX}{what}\": {detail}")]
+    SamplerRefused {
+        /// The end of the server's message: `failed to parse grammar`, or `std::exception` for
+        /// a refused prefill token (llama.cpp rethrows it sliced).
+        what: String,
+        /// Why, in words (toolrail's parser on the grammar, or the generation prompt refused).
+        detail: String,
+    },
     /// The shim answered with JSON toolrail does not understand (a shim/Rust mismatch).
     #[error("the chat shim's answer is not what toolrail expects: {0}")]
     Protocol(String),
@@ -128,19 +147,55 @@ unsafe fn take_string(ptr: *mut c_char) -> String {
     text
 }
 
-/// Turns a shim status and its error string into a result.
+/// How llama-server's message starts when it cannot set up a request's sampler.
+pub const SAMPLER_PREFIX: &str = "Failed to initialize samplers: ";
+
+/// llama-server's message when the sampler cannot load a request's grammar.
+pub const SAMPLER_REFUSAL: &str = "Failed to initialize samplers: failed to parse grammar";
+
+impl TemplateError {
+    /// The HTTP status llama-server answers a chat request that fails so (`None`: not a
+    /// failure of the request, e.g. toolrail's own limits or a missing vocabulary).
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            TemplateError::Llama { http_status, .. } => Some(*http_status),
+            TemplateError::SamplerRefused { .. } => Some(400),
+            _ => None,
+        }
+    }
+
+    /// The message llama-server answers a chat request that fails so (`None` as for
+    /// [`TemplateError::http_status`]).
+    pub fn server_message(&self) -> Option<String> {
+        match self {
+            TemplateError::Llama { message, .. } => Some(message.clone()),
+            TemplateError::SamplerRefused { what, .. } => Some(format!("{SAMPLER_PREFIX}{what}")),
+            _ => None,
+        }
+    }
+}
+
+/// Turns a shim status (0 ok, 2 an invalid request, 1 another failure) and its error string
+/// into a result.
 ///
 /// # Safety
 /// `err` is null or a string from the shim, not freed yet.
 unsafe fn check(status: c_int, err: *mut c_char) -> Result<(), TemplateError> {
     // SAFETY: forwarded contract.
     let message = unsafe { take_string(err) };
+    let http_status = if status == 2 { 400 } else { 500 };
     if status == 0 {
         Ok(())
     } else if message.is_empty() {
-        Err(TemplateError::Llama("failed without a message".to_owned()))
+        Err(TemplateError::Llama {
+            message: "failed without a message".to_owned(),
+            http_status,
+        })
     } else {
-        Err(TemplateError::Llama(message))
+        Err(TemplateError::Llama {
+            message,
+            http_status,
+        })
     }
 }
 
@@ -230,8 +285,43 @@ impl ChatTemplates {
         self.has_vocabulary
     }
 
-    /// What llama-server builds for `request`.
+    /// What llama-server builds for `request`, refused as llama-server refuses it: an error
+    /// from llama.cpp's chat code, or a grammar llama.cpp's loader refuses
+    /// ([`TemplateError::SamplerRefused`]; llama-server answers HTTP 400 when it sets up the
+    /// sampler). A result is a request llama-server runs.
     pub fn apply(&self, request: &TemplateRequest) -> Result<TemplateResult, TemplateError> {
+        let result = self.build(request)?;
+        if result.grammar.is_empty() {
+            return Ok(result);
+        }
+        // with a vocabulary the shim set the sampler up as the server does; without one, the
+        // grammar's loading is what can be checked
+        let what = match &result.sampler {
+            Some(sampler) => sampler.refusal.clone(),
+            None => (!llama_grammar_loads(&result.grammar)?)
+                .then(|| "failed to parse grammar".to_owned()),
+        };
+        let Some(what) = what else {
+            return Ok(result);
+        };
+        let detail = match toolrail_gbnf::Grammar::parse(&result.grammar) {
+            Err(e) => format!("llama.cpp's grammar loader refuses the tool-call grammar: {e}"),
+            Ok(_) if what == "failed to parse grammar" => {
+                "llama.cpp's grammar loader refuses the tool-call grammar".to_owned()
+            }
+            Ok(_) => format!(
+                "the tool-call grammar is not lazy, and it refuses the generation prompt {:?} \
+                 that the template ends the prompt with (llama.cpp feeds its tokens to the \
+                 grammar before generating: {what})",
+                result.generation_prompt
+            ),
+        };
+        Err(TemplateError::SamplerRefused { what, detail })
+    }
+
+    /// What llama.cpp's chat code builds for `request`, without loading its grammar: the
+    /// grammar may be one llama.cpp refuses (see [`ChatTemplates::apply`]).
+    pub fn build(&self, request: &TemplateRequest) -> Result<TemplateResult, TemplateError> {
         let body = c_string(&request.to_json().to_string(), "the request")?;
         let mut out = std::ptr::null_mut();
         let mut err = std::ptr::null_mut();
@@ -316,11 +406,14 @@ pub struct TemplateRequest {
 }
 
 impl TemplateRequest {
-    /// A request for `tools` (in any shape toolrail reads) with one user message.
+    /// A request for `tools` (in any shape toolrail reads) with one user message. The tools go
+    /// as a client sends them ([`ToolSet::client_tools`]: each parameter schema as its document
+    /// wrote it), so the prompt is the one llama-server renders; toolrail's normalised reading
+    /// stays with its own grammar and validation.
     pub fn for_tools(tools: &ToolSet, user: &str) -> TemplateRequest {
         TemplateRequest {
             messages: vec![json!({"role": "user", "content": user})],
-            tools: openai_tools(tools),
+            tools: tools.client_tools(),
             ..TemplateRequest::default()
         }
     }
@@ -362,23 +455,6 @@ impl TemplateRequest {
         body.insert("defaults".into(), json!(self.defaults.name()));
         Value::Object(body)
     }
-}
-
-/// A tool set as OpenAI `tools` JSON, what llama-server reads.
-pub fn openai_tools(tools: &ToolSet) -> Vec<Value> {
-    tools
-        .tools()
-        .iter()
-        .map(|tool| {
-            let mut function = Map::new();
-            function.insert("name".into(), json!(tool.name));
-            if !tool.description.is_empty() {
-                function.insert("description".into(), json!(tool.description));
-            }
-            function.insert("parameters".into(), tool.parameters.clone());
-            json!({"type": "function", "function": function})
-        })
-        .collect()
 }
 
 /// The kind of a lazy-grammar trigger.
@@ -434,6 +510,10 @@ pub struct SamplerSetup {
     pub preserved_token_ids: Vec<i32>,
     /// The generation prompt's tokens fed to a non-lazy grammar before generation.
     pub prefill_tokens: Vec<i32>,
+    /// Why llama-server's `common_sampler_init` fails with this setup (the end of its message:
+    /// `failed to parse grammar`, `std::exception` for a refused prefill token), or `None`.
+    #[serde(default)]
+    pub refusal: Option<String>,
 }
 
 /// The request values llama.cpp was actually given, after the defaults.

@@ -114,7 +114,9 @@ pub fn lint_request(request: &TemplateRequest) -> Vec<TemplateFinding> {
     findings
 }
 
-/// Every finding on `request` and the `result` llama.cpp built for it with `templates`:
+/// Every finding on `request` and the `result` llama.cpp built for it with `templates`
+/// ([`ChatTemplates::build`]: a grammar llama.cpp refuses is TP001, blamed on the template when
+/// a tool with no arguments fails too, else on the tools that fail alone):
 /// [`lint_request`]'s, then TP001–TP003.
 pub fn lint_template(
     templates: &ChatTemplates,
@@ -168,6 +170,33 @@ fn over_limits(
     result: &TemplateResult,
 ) -> Option<TemplateFinding> {
     let (severity, problem) = limit_problem(&result.grammar)?;
+    // The template's own doing: a tool with no arguments gives a grammar llama.cpp refuses too.
+    let probe = TemplateRequest {
+        tools: vec![serde_json::json!({"type": "function", "function": {
+            "name": "probe", "parameters": {"type": "object", "properties": {}}
+        }})],
+        ..request.clone()
+    };
+    if severity == TemplateLintSeverity::Error
+        && let Ok(built) = templates.build(&probe)
+        && limit_problem(&built.grammar).is_some_and(|(s, _)| s == TemplateLintSeverity::Error)
+    {
+        return Some(TemplateFinding {
+            code: TemplateLintCode::OverLimits,
+            severity,
+            message: format!(
+                "the template's parser emits a tool-call grammar llama.cpp cannot load, whatever \
+                 the tools (a tool with no arguments gives the same): {problem}"
+            ),
+            hint: format!(
+                "not your tools: llama-server answers HTTP 400 (\"{}\") for this template and \
+                 tool_choice {}; use another tool_choice or template",
+                crate::template::SAMPLER_REFUSAL,
+                request.tool_choice
+            ),
+            tools: Vec::new(),
+        });
+    }
     // Which tools do it alone: the same request with one tool at a time.
     let mut culprits = Vec::new();
     if request.tools.len() > 1 {
@@ -176,7 +205,7 @@ fn over_limits(
                 tools: vec![tool.clone()],
                 ..request.clone()
             };
-            if let Ok(built) = templates.apply(&alone)
+            if let Ok(built) = templates.build(&alone)
                 && limit_problem(&built.grammar).is_some()
             {
                 culprits.push(tool_name(tool));

@@ -13,6 +13,7 @@ pub mod extract;
 pub mod pool;
 pub mod prompt;
 pub mod python;
+pub mod sent;
 pub mod shape;
 pub mod source;
 

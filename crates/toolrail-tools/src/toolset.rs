@@ -30,6 +30,7 @@ use std::fmt;
 use toolrail_schema::JsonPointer;
 
 use crate::custom_grammar::CustomGrammar;
+use crate::sent::SentParameters;
 use crate::shape::{
     ANTHROPIC_KNOWN, GEMINI_BUILT_IN, GEMINI_KNOWN, MCP_KNOWN, Notes, OPENAI_KNOWN, ToolSetShape,
     ToolSetWarning, ToolShape, WRAPPER_KNOWN, WarningKind, gemini_to_json_schema, has_openapi_type,
@@ -111,6 +112,9 @@ pub struct Tool {
     /// A grammar of its own for the arguments (a Python docstring's `Grammar:` section), used
     /// by the grammar builder instead of the one generated from [`Tool::parameters`].
     pub custom_grammar: Option<CustomGrammar>,
+    /// What a client sends as the parameters (the document as written): the prompt shows it,
+    /// while the grammar and the validator use [`Tool::parameters`] (see [`crate::sent`]).
+    pub sent: SentParameters,
 }
 
 impl Tool {
@@ -641,6 +645,15 @@ impl Loader {
                 schema
             }
         };
+        // after the reading: it checked the depth (cloning a value recurses)
+        let sent = match func.get(schema_key) {
+            None | Some(Value::Null) => SentParameters::Absent,
+            // Gemini's OpenAPI schema: a client converts it before sending
+            Some(_) if shape == ToolShape::Gemini && schema_key == "parameters" => {
+                SentParameters::Reading
+            }
+            Some(p) => SentParameters::Verbatim(p.clone()),
+        };
         if let Some(first) = self.first_at.get(&name) {
             return Err(ToolSetError::Duplicate {
                 name,
@@ -654,6 +667,7 @@ impl Loader {
             description,
             parameters,
             custom_grammar: None,
+            sent,
         });
         // a bare `{name, description}` shows no shape: it does not make a list mixed
         let shows_shape = shape != ToolShape::Function || func.contains_key(schema_key);

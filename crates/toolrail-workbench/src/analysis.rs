@@ -21,6 +21,7 @@ use toolrail_tools::grammar::{
     GrammarError, GrammarPlace, ToolGrammar, schema_grammar, tool_call_grammar,
 };
 use toolrail_tools::pool::{PoolDecision, PoolRules, filter_pool};
+use toolrail_tools::sent::ReadingDifference;
 use toolrail_tools::shape::{Severity, ToolSetShape, ToolSetWarning};
 use toolrail_tools::toolset::{ToolSet, ToolSetError};
 
@@ -92,6 +93,9 @@ pub struct TemplateView {
     /// What llama-server would build, or the error in words (no model loaded, no template in
     /// the GGUF, a template llama.cpp rejects, a tool set that does not load).
     pub result: Result<TemplateResult, String>,
+    /// Where toolrail's reading of the tools (its grammar and validation) differs from the
+    /// tools as a client sends them, which the template's prompt shows.
+    pub reading_differences: Vec<ReadingDifference>,
 }
 
 impl TemplateView {
@@ -496,7 +500,12 @@ fn template_view(
         request.reasoning_format = settings.reasoning_format;
         loaded.apply(&request).map_err(|e| format!("{source}: {e}"))
     })();
-    TemplateView { source, result }
+    let reading_differences = tools.map(ToolSet::reading_differences).unwrap_or_default();
+    TemplateView {
+        source,
+        result,
+        reading_differences,
+    }
 }
 
 fn parse_json(text: &str, part: &mut GrammarPart) -> Option<serde_json::Value> {

@@ -103,6 +103,21 @@ impl GrammarPane {
                         .wrap(),
                     );
                 }
+                if !view.reading_differences.is_empty() {
+                    ui.label(
+                        egui::RichText::new(
+                            "The prompt shows the tools as a client sends them (as written); \
+                             toolrail's grammar and validator read them differently here:",
+                        )
+                        .weak(),
+                    );
+                    for difference in &view.reading_differences {
+                        ui.add(
+                            egui::Label::new(egui::RichText::new(format!("note: {difference}")))
+                                .wrap(),
+                        );
+                    }
+                }
                 self.prompt_view(ui, shared, &result.prompt);
             });
         if result.grammar.is_empty() {

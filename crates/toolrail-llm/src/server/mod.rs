@@ -276,6 +276,37 @@ impl ServerClient {
         self.chat_build_json(body)
     }
 
+    /// `POST /apply-template`: the prompt the server's chat template renders for an OpenAI chat
+    /// body (messages, tools, tool_choice, …), built as for a chat request (a request the
+    /// server refuses is its HTTP error), without generating.
+    pub fn apply_template(&self, body: &Value) -> Result<String, ServerError> {
+        let url = self.endpoint("/apply-template");
+        let bytes = serde_json::to_vec(body).map_err(|e| ServerError::Stream {
+            url: url.clone(),
+            detail: format!("cannot write the request: {e}"),
+        })?;
+        let mut post = self
+            .agent
+            .post(&url)
+            .config()
+            .timeout_global(Some(GET_TIMEOUT))
+            .build()
+            .header("Content-Type", "application/json");
+        if let Some(key) = &self.api_key {
+            post = post.header("Authorization", format!("Bearer {key}"));
+        }
+        let reply = post.send(&bytes[..]).map_err(|e| self.unreachable(&e))?;
+        let value = Self::json_reply(url.clone(), reply)?;
+        value
+            .get("prompt")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| ServerError::NotLlamaServer {
+                url,
+                detail: "the reply has no \"prompt\"".into(),
+            })
+    }
+
     /// Like [`ServerClient::chat_build`] for a request given as JSON (any OpenAI chat body);
     /// `stream`, `verbose` and `max_tokens` are set here.
     pub fn chat_build_json(&self, mut probe: Value) -> Result<ChatBuild, ServerError> {

@@ -22,5 +22,6 @@ mod maskbench_llama;
 mod maskbench_three;
 mod reasoning_budget;
 mod server;
+mod server_templates;
 mod template_runs;
 mod token_triggers;

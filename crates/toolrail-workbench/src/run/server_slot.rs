@@ -227,11 +227,7 @@ impl ServerSlot {
             ServerRequest::Grammar => RequestKind::Grammar,
             ServerRequest::JsonSchema { schema } => RequestKind::JsonSchema(schema.clone()),
             ServerRequest::Tools { user, .. } => RequestKind::Tools {
-                tools: inputs
-                    .tool_values()
-                    .into_iter()
-                    .map(|t| serde_json::json!({"type": "function", "function": t}))
-                    .collect(),
+                tools: inputs.client_tools(),
                 user: user.clone(),
             },
         };

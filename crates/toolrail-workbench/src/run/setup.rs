@@ -58,6 +58,12 @@ impl RunInputs {
             .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
             .collect()
     }
+
+    /// The tools as a client sends them in a chat request's `tools` (OpenAI entries, each
+    /// parameter schema as its document wrote it): what a server's chat template is given.
+    pub fn client_tools(&self) -> Vec<Value> {
+        self.tools.iter().flat_map(ToolSet::client_tools).collect()
+    }
 }
 
 /// How the prompt text is made from the system and user text. Stored (workspace files) by its

@@ -51,7 +51,18 @@ impl Drop for LlamaServer {
 /// Starts llama-server with the test model, or None (skip) when the binary or the model is
 /// missing outside CI.
 pub fn start(model: &Path) -> Option<LlamaServer> {
-    let bin = toolrail_testkit::llama_server()?;
+    match try_start(model, &[]) {
+        Ok(server) => server,
+        Err(log) => panic!("{log}"),
+    }
+}
+
+/// Starts llama-server with the test model and `extra` arguments (e.g. `--chat-template-file`):
+/// Ok(None) to skip as [`start`]; Err with the server's log when it exits before listening.
+pub fn try_start(model: &Path, extra: &[&std::ffi::OsStr]) -> Result<Option<LlamaServer>, String> {
+    let Some(bin) = toolrail_testkit::llama_server() else {
+        return Ok(None);
+    };
     let cache = tempfile::tempdir().unwrap();
     let mut command = Command::new(&bin);
     command
@@ -79,6 +90,7 @@ pub fn start(model: &Path) -> Option<LlamaServer> {
             "--cache-ram",
             "0",
         ])
+        .args(extra)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("LLAMA_API_KEY", API_KEY)
@@ -120,10 +132,10 @@ pub fn start(model: &Path) -> Option<LlamaServer> {
             break;
         }
         if let Ok(Some(status)) = server.child.try_wait() {
-            panic!(
+            return Err(format!(
                 "llama-server exited ({status}) before listening:\n{}",
                 server.log_text()
-            );
+            ));
         }
     }
     assert!(
@@ -132,5 +144,5 @@ pub fn start(model: &Path) -> Option<LlamaServer> {
         server.log_text()
     );
     std::mem::forget(cache); // the server may still write there; the OS cleans /tmp
-    Some(server)
+    Ok(Some(server))
 }
