@@ -415,3 +415,127 @@ fn parallel_calls_can_be_left_to_the_server_allowed_or_forbidden() {
     let (code, _, stderr) = run(&["template", "--template", &path, "--parallel", "maybe"]);
     assert_eq!(code, 2, "{stderr}");
 }
+
+/// A BFCL tool list goes to the template as written: the prompt shows `"optional": []` and no
+/// added `"type"`, each place where toolrail's reading differs is a note; with `dict` and
+/// `float` types the request is refused as llama-server b11434 refuses it (its message and HTTP
+/// status: 500 on Qwen3-Coder, 400 on Llama 3.1), exit 2, and the notes say what toolrail
+/// reads instead.
+#[test]
+fn bfcl_tools_are_sent_as_written_and_refused_as_the_server_refuses_them() {
+    let (Some(qwen), Some(llama)) = (
+        template("Qwen3-Coder"),
+        template("meta-llama-Llama-3.1-8B-Instruct"),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let accepted = dir.path().join("accepted.json");
+    std::fs::write(
+        &accepted,
+        r#"[{"name": "get_weather", "description": "Weather.", "parameters": {
+            "properties": {"city": {"type": "string"}}, "required": ["city"], "optional": []}}]"#,
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run(&[
+        "template",
+        "--template",
+        &qwen,
+        "--tools",
+        &accepted.to_string_lossy(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let prompt = report["prompt"].as_str().unwrap();
+    // the template renders the extra key it was sent (Qwen3-Coder lists unknown keys)
+    assert!(prompt.contains("<optional>[]</optional>"), "{prompt}");
+    let notes = report["reading_differences"].as_array().unwrap();
+    let pointers: Vec<&str> = notes
+        .iter()
+        .map(|n| n["pointer"].as_str().unwrap())
+        .collect();
+    assert_eq!(pointers, ["/optional", "/type"], "{notes:?}");
+    assert_eq!(notes[1]["read"], "object");
+    assert!(notes[1]["sent"].is_null());
+
+    let refused = dir.path().join("dict.json");
+    std::fs::write(
+        &refused,
+        r#"[{"name": "area", "parameters": {"type": "dict",
+            "properties": {"radius": {"type": "float"}}, "required": ["radius"]}}]"#,
+    )
+    .unwrap();
+    let refused_arg = refused.to_string_lossy().into_owned();
+    for (path, status) in [(&qwen, 500), (&llama, 400)] {
+        let (code, stdout, stderr) = run(&[
+            "template",
+            "--template",
+            path,
+            "--tools",
+            &refused_arg,
+            "--json",
+        ]);
+        assert_eq!(code, 2, "{path}: {stdout}{stderr}");
+        let report: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(report["http_status"], status, "{path}: {report}");
+        let error = report["error"].as_str().unwrap();
+        assert!(
+            error.contains("JSON schema error at #: unrecognized type dict"),
+            "{error}"
+        );
+        let reads: Vec<&str> = report["reading_differences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|n| n["read"].as_str())
+            .collect();
+        assert_eq!(reads, ["object", "number"], "{report}");
+    }
+    let (code, _, stderr) = run(&["template", "--template", &llama, "--tools", &refused_arg]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("(llama-server answers HTTP 400)")
+            && stderr.contains("note: tool `area`, parameters/type: the client sends \"dict\", toolrail reads it as \"object\""),
+        "{stderr}"
+    );
+}
+
+/// With the model's vocabulary the sampler is set up as llama-server sets it up: Spark 2.5's
+/// `required` grammar is not lazy and refuses the generation prompt's tokens fed to it first,
+/// which the server answers with HTTP 400 "Failed to initialize samplers: std::exception";
+/// `template` refuses it the same way (exit 2) and says why, while `auto` (lazy) builds.
+#[test]
+fn a_grammar_refusing_its_generation_prompt_is_refused_as_the_server_refuses_it() {
+    let (Some(path), Some(model)) = (template("Spark2.5"), toolrail_testkit::model()) else {
+        return;
+    };
+    let model = model.to_string_lossy().into_owned();
+    let args = |choice: &'static str| {
+        [
+            "template",
+            "--model",
+            model.as_str(),
+            "--template",
+            path.as_str(),
+            "--tools",
+            WEATHER,
+            "--tool-choice",
+            choice,
+            "--json",
+        ]
+        .map(str::to_owned)
+    };
+    let (code, stdout, stderr) = run(&args("required").each_ref().map(String::as_str));
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["http_status"], 400, "{report}");
+    let error = report["error"].as_str().unwrap();
+    assert!(
+        error.contains("\"Failed to initialize samplers: std::exception\"")
+            && error.contains("refuses the generation prompt"),
+        "{error}"
+    );
+    let (code, _, stderr) = run(&args("auto").each_ref().map(String::as_str));
+    assert_eq!(code, 0, "{stderr}");
+}

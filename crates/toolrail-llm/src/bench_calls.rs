@@ -524,6 +524,7 @@ pub fn server_answer(
         json_schema: None,
         n_predict: max_tokens,
         post_sampling_probs: false,
+        chat: None,
         sampling: SamplingFields {
             temperature: 0.0,
             top_k: 40,

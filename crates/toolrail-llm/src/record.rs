@@ -448,6 +448,11 @@ pub struct Totals {
     /// older transcripts).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_engines: Vec<OtherEngineTotals>,
+    /// On a llama-server: the tokens it says it generated (`tokens_predicted`, or the chat
+    /// reply's `completion_tokens`), end of generation included; [`Totals::tokens`] is what
+    /// it streamed. `None` in-process (and in older transcripts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_tokens: Option<u64>,
 }
 
 /// One other engine's totals over a run.

@@ -83,6 +83,99 @@ pub struct CompletionRequest {
     /// Sampling and streaming, as on the chat endpoint.
     #[serde(flatten)]
     pub sampling: SamplingFields,
+    /// What the chat endpoint adds for a `tools` request (its template's build), when the
+    /// request is one sent this way.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<ChatBuildFields>,
+}
+
+/// The fields llama-server's chat endpoint hands its completion code for a `tools` request
+/// (`oaicompat_chat_params_parse`, b11434), sent to `/completion` with the same prompt: the
+/// server then generates exactly as for the chat request, but streams every token (the chat
+/// endpoint streams a chunk only when its parsed message changes, so the tokens of tool-call
+/// text never arrive one by one).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ChatBuildFields {
+    /// `tool_calls`: the grammar is the template's (it is fed the generation prompt first).
+    pub grammar_type: &'static str,
+    /// The grammar waits for a trigger.
+    pub grammar_lazy: bool,
+    /// The triggers as the template gives them (`{"type": 0–3, "value", "token"?}`); the server
+    /// turns one-token words into token triggers as for the chat request.
+    pub grammar_triggers: Vec<Value>,
+    /// Texts that stay special tokens.
+    pub preserved_tokens: Vec<String>,
+    /// The text the template put after the prompt for the assistant.
+    pub generation_prompt: String,
+    /// llama.cpp's chat format number.
+    pub chat_format: i32,
+    /// llama.cpp's serialized output parser.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub chat_parser: String,
+    /// The template's additional stop strings.
+    pub stop: Vec<String>,
+    /// Tool calls are parsed from the output.
+    pub parse_tool_calls: bool,
+    /// The reasoning budget's tags (llama-server's default budget, -1: none), when the template
+    /// thinks.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<ReasoningBudgetFields>,
+}
+
+/// The reasoning-budget fields of a chat request's build (with the server's defaults).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReasoningBudgetFields {
+    /// -1: no budget (llama-server's default `--reasoning-budget`).
+    pub reasoning_budget_tokens: i32,
+    /// The tag that opens thinking.
+    pub reasoning_budget_start_tag: String,
+    /// The tags that close it.
+    pub reasoning_budget_end_tags: Vec<String>,
+    /// Text forced before the end tag (the server's default: none).
+    pub reasoning_budget_message: String,
+    /// Reasoning cannot be ended at runtime (the chat request's default).
+    pub reasoning_control: bool,
+}
+
+impl ChatBuildFields {
+    /// The fields for what llama.cpp built from a template (see [`crate::template`]).
+    pub fn from_template(result: &crate::template::TemplateResult) -> ChatBuildFields {
+        use crate::template::TriggerKind;
+        let grammar_triggers = (result.grammar_triggers.iter())
+            .map(|t| {
+                let kind = match t.kind {
+                    TriggerKind::Token => 0,
+                    TriggerKind::Word => 1,
+                    TriggerKind::Pattern => 2,
+                    TriggerKind::PatternFull => 3,
+                };
+                let mut value = serde_json::json!({"type": kind, "value": t.value});
+                if let Some(token) = t.token {
+                    value["token"] = Value::from(token);
+                }
+                value
+            })
+            .collect();
+        let reasoning = (!result.thinking_end_tags.is_empty()).then(|| ReasoningBudgetFields {
+            reasoning_budget_tokens: -1,
+            reasoning_budget_start_tag: result.thinking_start_tag.clone(),
+            reasoning_budget_end_tags: result.thinking_end_tags.clone(),
+            reasoning_budget_message: String::new(),
+            reasoning_control: false,
+        });
+        ChatBuildFields {
+            grammar_type: "tool_calls",
+            grammar_lazy: result.grammar_lazy,
+            grammar_triggers,
+            preserved_tokens: result.preserved_tokens.clone(),
+            generation_prompt: result.generation_prompt.clone(),
+            chat_format: result.format_id,
+            chat_parser: result.parser.clone(),
+            stop: result.additional_stops.clone(),
+            parse_tool_calls: true,
+            reasoning,
+        }
+    }
 }
 
 /// The sampling and streaming fields a `/completion` and a `/v1/chat/completions` request
@@ -321,8 +414,10 @@ pub struct ChatBuild {
     pub grammar_lazy: bool,
     /// The lazy grammar's triggers, as the server lists them (`{"type": …, "value": …}`).
     pub grammar_triggers: Vec<Value>,
-    /// Tokens kept whole in the output (the tool-call markers).
+    /// Tokens kept whole in the output (the tool-call markers), when listed as text.
     pub preserved_tokens: Vec<String>,
+    /// The same as token ids, as llama-server b11434 lists them (its sampler's set, sorted).
+    pub preserved_token_ids: Vec<i64>,
     /// The chat format the server's parser reads the output with (e.g. `peg-native`).
     pub chat_format: Option<String>,
 }
@@ -355,6 +450,11 @@ impl ChatBuild {
                         .map(str::to_owned)
                         .collect()
                 })
+                .unwrap_or_default(),
+            preserved_token_ids: settings
+                .get("preserved_tokens")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_i64).collect())
                 .unwrap_or_default(),
             chat_format: settings
                 .get("chat_format")
@@ -485,6 +585,7 @@ mod tests {
             n_predict: 12,
             post_sampling_probs: false,
             sampling: sampling.clone(),
+            chat: None,
         })
         .unwrap();
         let chat = serde_json::to_value(ChatRequest {

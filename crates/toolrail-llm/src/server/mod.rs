@@ -18,8 +18,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use api::{
-    ChatBuild, ChatChunk, ChatMessage, ChatRequest, Chunk, CompletionRequest, Prompt, Props,
-    SamplingFields,
+    ChatBuild, ChatBuildFields, ChatChunk, ChatMessage, ChatRequest, Chunk, CompletionRequest,
+    Prompt, Props, ReasoningBudgetFields, SamplingFields,
 };
 pub use run::{RequestKind, ServerOptions, ServerWorker};
 use sse::{SseEvent, SseReader};

@@ -38,13 +38,13 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use serde_json::{Value, json};
 
 use super::api::{
-    ChatMessage, ChatRequest, CompletionRequest, Prompt, SamplingFields, Timings, TokenProbs,
-    TopProb,
+    ChatBuildFields, ChatMessage, ChatRequest, CompletionRequest, Prompt, SamplingFields, Timings,
+    TokenProbs, TopProb,
 };
 use super::{ServerClient, StreamEnd};
 use crate::Model;
 use crate::record::{Candidate, Disagreement, Stop, TokenRecord, Totals};
-use crate::template::ToolChoice;
+use crate::template::{ChatTemplates, TemplateRequest, TemplateResult, ToolChoice};
 use crate::worker::{Command, EngineKind, Event, Handle, Notify, RunEvent, RunId, RunRequest};
 use toolrail_engine::{Engine, MaskEngine, State, TokenMask};
 use toolrail_gbnf::{Grammar, TokenVocabulary};
@@ -150,6 +150,7 @@ impl ServerWorker {
                 events,
                 notify,
                 pending,
+                mirror: None,
             };
             state.serve();
         });
@@ -187,6 +188,9 @@ struct ServerRunner {
     events: Sender<RunEvent>,
     notify: Notify,
     pending: Arc<Mutex<Option<ServerOptions>>>,
+    /// The server's chat template loaded with the local vocabulary (the template text it was
+    /// loaded from), to rebuild a `tools` request as the server builds it.
+    mirror: Option<(String, ChatTemplates)>,
 }
 
 /// What a command seen mid-stream means for the stream.
@@ -344,7 +348,7 @@ impl ServerRunner {
             RequestKind::Tools { tools, user } => {
                 self.run_chat(request, &tools, &user, &mut progress)
             }
-            kind => self.run_completion(request, grammar, &kind, &mut progress),
+            kind => self.run_completion(request, grammar, &kind, None, &mut progress),
         };
         let totals = &mut progress.totals;
         let seconds = started.elapsed().as_secs_f64();
@@ -366,6 +370,7 @@ impl ServerRunner {
         request: &RunRequest,
         grammar: Option<String>,
         kind: &RequestKind,
+        chat: Option<ChatBuildFields>,
     ) -> CompletionRequest {
         let prompt = match &self.vocab {
             Some(model) => Prompt::Tokens(model.tokenize(&request.prompt, true, true)),
@@ -385,6 +390,7 @@ impl ServerRunner {
             n_predict: s.max_tokens,
             post_sampling_probs: false,
             sampling: SamplingFields::new(s, request.show.max(1) as u32),
+            chat,
         }
     }
 
@@ -394,9 +400,10 @@ impl ServerRunner {
         request: &RunRequest,
         grammar: Option<String>,
         kind: &RequestKind,
+        chat: Option<ChatBuildFields>,
         progress: &mut Progress,
     ) -> Stop {
-        let body = self.completion_body(request, grammar.clone(), kind);
+        let body = self.completion_body(request, grammar.clone(), kind, chat);
         let client = self.client.clone();
         let result = client.stream_completion(&body, |chunk| {
             self.interrupted(progress)?;
@@ -424,6 +431,7 @@ impl ServerRunner {
         if let Some(t) = &last.timings {
             progress.totals.decode_ms = t.predicted_ms.unwrap_or(progress.totals.decode_ms);
         }
+        progress.totals.server_tokens = last.tokens_predicted;
         // the end-of-generation token is counted, streamed or not
         let eog = if last.stop_type.as_deref() == Some("eos") {
             progress.eog_streamed.max(1)
@@ -607,7 +615,13 @@ impl ServerRunner {
         }
     }
 
-    /// A `tools` run on `/v1/chat/completions`.
+    /// A `tools` run. The chat endpoint streams a chunk only when its parsed message changes,
+    /// so the tokens of tool-call text never arrive one by one; when the server's own build of
+    /// the request (its `__verbose` block) is the one toolrail makes from the server's template
+    /// with the local vocabulary, the run is sent to `/completion` with that build, as the chat
+    /// endpoint hands it to its completion code: the same generation, every token streamed,
+    /// and the output parsed by llama.cpp's parser as the server parses it. Otherwise it is
+    /// streamed from `/v1/chat/completions`, and the run says how many tokens did not arrive.
     fn run_chat(
         &mut self,
         request: &RunRequest,
@@ -628,11 +642,158 @@ impl ServerRunner {
             sampling: SamplingFields::new(s, request.show.max(1) as u32),
             verbose: false,
         };
+        let fallback = match self.mirror_build(&body) {
+            Ok(built) => return self.run_chat_as_completion(request, &built, &body, progress),
+            Err(reason) => reason,
+        };
+        let stop = self.run_chat_stream(&body, tools, progress);
+        if let Some(generated) = progress.totals.server_tokens {
+            let streamed = u64::from(progress.totals.tokens) + progress.eog_streamed;
+            if generated > streamed {
+                self.emit(
+                    progress.run,
+                    Event::Error(format!(
+                        "the server generated {generated} tokens, {streamed} arrived: its chat \
+                         endpoint streams no chunk for a token that leaves its parsed message \
+                         unchanged (tool-call text); toolrail could not send the request as the \
+                         server builds it, where every token streams: {fallback}"
+                    )),
+                );
+            }
+        }
+        stop
+    }
+
+    /// What llama.cpp builds for `body` from the server's own chat template with the local
+    /// vocabulary, when the server reports the same build (prompt up to its BOS text, grammar,
+    /// laziness, triggers, preserved tokens); otherwise why not, in words.
+    fn mirror_build(&mut self, body: &ChatRequest) -> Result<TemplateResult, String> {
+        if body.grammar.is_some() {
+            return Err("a grammar is sent with the tools".into());
+        }
+        let model = (self.vocab.as_ref()).ok_or("no local copy of the model's vocabulary")?;
+        let props =
+            (self.client.props()).map_err(|e| format!("reading the server's props: {e}"))?;
+        let template = (props.chat_template.filter(|t| !t.is_empty()))
+            .ok_or("the server reports no chat template")?;
+        if self
+            .mirror
+            .as_ref()
+            .is_none_or(|(text, _)| *text != template)
+        {
+            self.mirror = None;
+            let loaded = ChatTemplates::from_gguf(&model.info().path, Some(&template))
+                .map_err(|e| format!("toolrail cannot load the server's template: {e}"))?;
+            self.mirror = Some((template, loaded));
+        }
+        let (_, templates) = self.mirror.as_ref().ok_or("the template did not load")?;
+        let local = TemplateRequest {
+            messages: body
+                .messages
+                .iter()
+                .map(|m| json!({"role": m.role, "content": m.content}))
+                .collect(),
+            tools: body.tools.clone(),
+            tool_choice: body.tool_choice.clone(),
+            ..TemplateRequest::default()
+        };
+        let built = (templates.apply(&local))
+            .map_err(|e| format!("toolrail's build of the request fails: {e}"))?;
+        let server = (self.client.chat_build(body))
+            .map_err(|e| format!("asking the server what it builds: {e}"))?;
+        let prompt_same = server.prompt == built.prompt
+            || (server.prompt.strip_suffix(built.prompt.as_str()))
+                .is_some_and(|bos| bos.len() <= 16);
+        let ours: Vec<&str> = (built.sampler.iter())
+            .flat_map(|sampler| sampler.triggers.iter().map(|t| t.value.as_str()))
+            .collect();
+        let theirs: Vec<&str> = (server.grammar_triggers.iter())
+            .filter_map(|t| t.get("value").and_then(Value::as_str))
+            .collect();
+        let differs = [
+            ("prompt", !prompt_same),
+            ("grammar", server.grammar != built.grammar),
+            ("lazy flag", server.grammar_lazy != built.grammar_lazy),
+            ("triggers", ours != theirs),
+            ("preserved tokens", !Self::same_preserved(&server, &built)),
+        ];
+        let differing: Vec<&str> = (differs.iter())
+            .filter(|(_, differs)| *differs)
+            .map(|(what, _)| *what)
+            .collect();
+        if differing.is_empty() {
+            Ok(built)
+        } else {
+            Err(format!(
+                "the server's build differs from toolrail's ({}): another llama.cpp build or \
+                 a vocabulary that is not the server's model's",
+                differing.join(", ")
+            ))
+        }
+    }
+
+    /// A `tools` run sent to `/completion` with the build the chat endpoint makes (`built`):
+    /// every token streams; the output is parsed by llama.cpp's parser for the format.
+    fn run_chat_as_completion(
+        &mut self,
+        request: &RunRequest,
+        built: &TemplateResult,
+        body: &ChatRequest,
+        progress: &mut Progress,
+    ) -> Stop {
+        let mut sent = request.clone();
+        sent.prompt = built.prompt.clone();
+        let grammar = (!built.grammar.is_empty()).then(|| built.grammar.clone());
+        let fields = ChatBuildFields::from_template(built);
+        let stop = self.run_completion(
+            &sent,
+            grammar,
+            &RequestKind::Grammar,
+            Some(fields),
+            progress,
+        );
+        if !matches!(stop, Stop::EndOfGeneration | Stop::MaxTokens) {
+            return stop;
+        }
+        let text = String::from_utf8_lossy(&progress.output).into_owned();
+        let calls: Vec<Value> = match built.parse(&text, false) {
+            Ok(message) => (message.tool_calls.iter())
+                .map(|c| json!({"name": c.name, "arguments": c.arguments}))
+                .collect(),
+            Err(e) => {
+                self.emit(
+                    progress.run,
+                    Event::Error(format!(
+                        "the server's parser refuses the output (its chat endpoint answers HTTP \
+                         500 for it): {e}"
+                    )),
+                );
+                Vec::new()
+            }
+        };
+        if calls.is_empty() {
+            let client = self.client.clone();
+            self.explain_no_call(progress.run, &client, body, &body.tools);
+        }
+        self.emit(progress.run, Event::ServerCalls(calls));
+        stop
+    }
+
+    /// A `tools` run streamed from `/v1/chat/completions`.
+    fn run_chat_stream(
+        &mut self,
+        body: &ChatRequest,
+        tools: &[Value],
+        progress: &mut Progress,
+    ) -> Stop {
         // (name, arguments text) per call index
         let mut calls: Vec<(String, String)> = Vec::new();
         let client = self.client.clone();
-        let result = client.stream_chat(&body, |chunk| {
+        let result = client.stream_chat(body, |chunk| {
             self.interrupted(progress)?;
+            if let Some(n) = chunk.timings.as_ref().and_then(|t| t.predicted_n) {
+                progress.totals.server_tokens = Some(n as u64);
+            }
             let Some(choice) = chunk.choices.first() else {
                 return ControlFlow::Continue(());
             };
@@ -676,7 +837,7 @@ impl ServerRunner {
             .map(|(name, arguments)| json!({"name": name, "arguments": arguments}))
             .collect();
         if parsed.is_empty() {
-            self.explain_no_call(progress.run, &client, &body, tools);
+            self.explain_no_call(progress.run, &client, body, tools);
         }
         self.emit(progress.run, Event::ServerCalls(parsed));
         match reason.as_str() {
@@ -686,6 +847,22 @@ impl ServerRunner {
                 "the server stopped for an unknown reason ({other})"
             )),
         }
+    }
+
+    /// Whether the server lists the same preserved tokens as `built` (as texts, or as the ids its
+    /// sampler holds).
+    fn same_preserved(server: &super::ChatBuild, built: &TemplateResult) -> bool {
+        if !server.preserved_tokens.is_empty() {
+            return server.preserved_tokens == built.preserved_tokens;
+        }
+        let mut ours: Vec<i64> = (built.sampler.iter())
+            .flat_map(|s| s.preserved_token_ids.iter().map(|&id| i64::from(id)))
+            .collect();
+        ours.sort_unstable();
+        ours.dedup();
+        let mut theirs = server.preserved_token_ids.clone();
+        theirs.sort_unstable();
+        ours == theirs
     }
 
     /// No call was parsed: asks the server what it built for the request and, when that

@@ -431,6 +431,7 @@ fn plain(prompt: Vec<u32>, grammar: Option<&str>, n_predict: u32) -> CompletionR
         json_schema: None,
         n_predict,
         post_sampling_probs: false,
+        chat: None,
         sampling: toolrail_llm::server::SamplingFields {
             temperature: 0.0,
             top_k: 40,
@@ -537,4 +538,86 @@ fn cancel_stops_the_stream_and_a_killed_server_keeps_the_partial_run() {
         Stop::Error { message } => assert!(message.contains("stream"), "{message}"),
         other => panic!("expected an error, got {other:?}"),
     }
+}
+
+/// A `tools` run on a server with a tool-calling template (Gemma 4, `tool_choice: required`: the
+/// call starts at once): the chat endpoint would stream no chunk for the tokens of the tool-call
+/// text, so
+/// the run goes to `/completion` with the server's own build; every token the server generated
+/// is recorded (the count the server reports equals the records plus the end of generation),
+/// the tool-call text is among them, and the server's parser reads the call from the output.
+#[test]
+fn a_template_run_on_the_server_records_every_token_of_the_tool_call_text() {
+    let Some(model) = model() else { return };
+    let Some(template) =
+        toolrail_testkit::corpus("llama-cpp-chat/templates/google-gemma-4-31B-it.jinja")
+    else {
+        return;
+    };
+    let Some(server) = llama_server::try_start(
+        &model_path().unwrap(),
+        &[
+            std::ffi::OsStr::new("--chat-template-file"),
+            template.as_os_str(),
+        ],
+    )
+    .unwrap() else {
+        return;
+    };
+    let text = std::fs::read_to_string("../../sample_schemas/weather.json").unwrap();
+    let tools = toolrail_tools::toolset::ToolSet::from_json_str(&text).unwrap();
+    let remote = ServerWorker::spawn_with(
+        server.client(),
+        Some(model.clone()),
+        Arc::new(|| {}),
+        ServerOptions {
+            request: RequestKind::Tools {
+                tools: tools.client_tools(),
+                user: "What is the weather in Paris?".into(),
+            },
+            post_sampling: false,
+            ..ServerOptions::default()
+        },
+    );
+    let req = request("", None, EngineKind::None, 96);
+    remote.send(Command::Start(Box::new(req)));
+    let mut tokens = Vec::new();
+    let mut calls = None;
+    let mut errors = Vec::new();
+    let (stop, totals, output) = loop {
+        match next_event(remote.events()) {
+            Event::Token(t) => tokens.push(*t),
+            Event::ServerCalls(c) => calls = Some(c),
+            Event::Error(e) => errors.push(e),
+            Event::Done {
+                stop,
+                totals,
+                output,
+            } => break (stop, totals, output),
+            _ => {}
+        }
+    };
+    assert!(
+        matches!(stop, Stop::EndOfGeneration | Stop::MaxTokens),
+        "{stop:?} {errors:?}"
+    );
+    let generated = totals.server_tokens.expect("the server's count");
+    let eog = u64::from(stop == Stop::EndOfGeneration);
+    assert_eq!(
+        tokens.len() as u64 + eog,
+        generated,
+        "records vs the server's tokens_predicted; {errors:?}\n{output}"
+    );
+    // the tool-call text, token by token (the chat endpoint streams none of it)
+    assert!(
+        output.starts_with("<|tool_call>call:get_weather{"),
+        "{output}"
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(tokens.len() > 8, "{} tokens: {output}", tokens.len());
+    let joined: String = tokens.iter().map(|t| t.piece.as_str()).collect();
+    assert_eq!(joined, output);
+    let calls = calls.expect("the parsed calls");
+    assert_eq!(calls.len(), 1, "{calls:?}\n{output}");
+    assert_eq!(calls[0]["name"], "get_weather", "{calls:?}");
 }
