@@ -446,6 +446,79 @@ fn parse_repeated(
     Ok(Parsed::Calls { calls, list: false })
 }
 
+/// A JSON value read with a repeated object key refused: serde_json would keep the last one
+/// silently, so `{"city": "Paris", "city": "Rome"}` would validate as Rome, while no grammar
+/// toolrail emits lets a model write a key twice (and readers disagree on which one counts).
+struct NoDuplicateKeys(Value);
+
+impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_any(NoDuplicateKeysVisitor)
+            .map(NoDuplicateKeys)
+    }
+}
+
+struct NoDuplicateKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicateKeysVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(NoDuplicateKeys(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!(
+                    "the key \"{key}\" appears twice in one object"
+                )));
+            }
+            let NoDuplicateKeys(value) = map.next_value()?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+}
+
 struct Cursor<'a> {
     text: &'a str,
     pos: usize,
@@ -476,9 +549,10 @@ impl Cursor<'_> {
     }
 
     fn json_value(&mut self) -> Result<Value, ParseError> {
-        let mut stream = serde_json::Deserializer::from_str(self.rest()).into_iter::<Value>();
+        let mut stream =
+            serde_json::Deserializer::from_str(self.rest()).into_iter::<NoDuplicateKeys>();
         match stream.next() {
-            Some(Ok(v)) => {
+            Some(Ok(NoDuplicateKeys(v))) => {
                 self.pos += stream.byte_offset();
                 Ok(v)
             }

@@ -479,6 +479,29 @@ mod tests {
     }
 
     #[test]
+    fn a_key_written_twice_is_refused_at_its_place() {
+        let v = Validator::new(&set()).unwrap();
+        let r = v.validate_output(
+            Format::OpenAi,
+            r#"{"name": "get_inputs", "arguments": {"title": "a", "title": "b", "dialog": []}}"#,
+            ValidateOptions::default(),
+        );
+        assert!(!r.is_valid());
+        let fb = r.feedback().unwrap();
+        assert!(
+            fb.contains("the key \"title\" appears twice in one object"),
+            "{fb}"
+        );
+        // the same keys in two objects are fine
+        let r = v.validate_output(
+            Format::OpenAi,
+            r#"{"name": "get_inputs", "arguments": {"title": "a", "dialog": [{"var": "x"}, {"var": "y"}]}}"#,
+            ValidateOptions::default(),
+        );
+        assert!(r.is_valid(), "{:?}", r.feedback());
+    }
+
+    #[test]
     fn unknown_tool_lists_names() {
         let v = Validator::new(&set()).unwrap();
         let r = v.validate_output(Format::Pythonic, "get_then()", ValidateOptions::default());

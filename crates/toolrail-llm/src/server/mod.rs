@@ -61,6 +61,17 @@ pub enum ServerError {
         /// The server's message (or the start of the body when it is not llama-server's JSON).
         message: String,
     },
+    /// The server answered with a redirect, which toolrail does not follow: it talks only to
+    /// the address the user gave.
+    #[error(
+        "{url} answered a redirect ({status}); toolrail does not follow redirects, it talks only to the address you gave: give the server's own address"
+    )]
+    Redirect {
+        /// The request's URL.
+        url: String,
+        /// The HTTP status (301, 302, 303, 307, 308, …).
+        status: u16,
+    },
     /// The server answered something that is not llama-server's protocol.
     #[error("{url} does not look like llama-server: {detail}")]
     NotLlamaServer {
@@ -115,6 +126,8 @@ impl ServerClient {
         }
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
+            // toolrail talks only to the address the user gave: a redirect is an error
+            .max_redirects(0)
             .timeout_connect(Some(Duration::from_secs(5)))
             .build()
             .into();
@@ -143,6 +156,9 @@ impl ServerClient {
 
     /// An HTTP error from a reply's status and body.
     fn http_error(url: String, status: u16, body: &str) -> ServerError {
+        if (300..400).contains(&status) {
+            return ServerError::Redirect { url, status };
+        }
         let parsed: Option<api::ApiError> = serde_json::from_str::<Value>(body)
             .ok()
             .and_then(|v| serde_json::from_value(v.get("error")?.clone()).ok());
@@ -442,5 +458,53 @@ fn in_stream_error(url: &str, e: &api::ApiError) -> ServerError {
         status: e.code.unwrap_or(500),
         kind: e.kind.clone(),
         message: e.message.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    /// A server that answers a redirect to another address on 127.0.0.1 (a GET and a POST):
+    /// toolrail does not follow it, says so, and the other address is never contacted.
+    #[test]
+    fn a_redirect_is_an_error_and_is_not_followed() {
+        let elsewhere = TcpListener::bind("127.0.0.1:0").unwrap();
+        elsewhere.set_nonblocking(true).unwrap();
+        let target = elsewhere.local_addr().unwrap();
+        let hostile = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", hostile.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            for status in ["302 Found", "303 See Other"] {
+                let (mut stream, _) = hostile.accept().unwrap();
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf).unwrap();
+                let reply = format!(
+                    "HTTP/1.1 {status}\r\nLocation: http://{target}/health\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                );
+                stream.write_all(reply.as_bytes()).unwrap();
+            }
+        });
+        let client = ServerClient::new(&url, None).unwrap();
+        let got = client.health();
+        assert!(
+            matches!(got, Err(ServerError::Redirect { status: 302, .. })),
+            "{got:?}"
+        );
+        let posted = client.apply_template(&serde_json::json!({"messages": []}));
+        let Err(error) = posted else {
+            panic!("{posted:?}")
+        };
+        assert!(
+            error.to_string().contains("does not follow redirects"),
+            "{error}"
+        );
+        server.join().unwrap();
+        assert!(
+            elsewhere.accept().is_err(),
+            "the redirect's target was contacted"
+        );
     }
 }
