@@ -257,7 +257,10 @@ fn connect(controller: &mut RunController, args: &GenerateArgs, url: &str) -> an
         }
         ServerState::Failed { message, .. } => bail!("{message}"),
         ServerState::Disconnected | ServerState::Connecting { .. } => {
-            bail!("{url}: the connection was dropped")
+            bail!(
+                "{}: the connection was dropped",
+                toolrail_llm::server::redact_url(&url)
+            )
         }
     }
 }

@@ -102,7 +102,10 @@ pub enum StreamEnd {
 /// A llama-server at a base URL.
 #[derive(Clone)]
 pub struct ServerClient {
+    /// The base URL requests go to (with any credentials in it).
     base: String,
+    /// The base URL as shown, recorded and put in errors (credentials redacted).
+    shown: String,
     api_key: Option<String>,
     agent: ureq::Agent,
 }
@@ -111,7 +114,7 @@ pub struct ServerClient {
 impl std::fmt::Debug for ServerClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerClient")
-            .field("base", &self.base)
+            .field("base", &self.shown)
             .field("api_key", &self.api_key.as_ref().map(|_| "(set)"))
             .finish_non_exhaustive()
     }
@@ -122,8 +125,11 @@ impl ServerClient {
     pub fn new(url: &str, api_key: Option<String>) -> Result<ServerClient, ServerError> {
         let base = url.trim_end_matches('/').to_owned();
         if !base.starts_with("http://") || base.len() <= "http://".len() {
-            return Err(ServerError::BadUrl { url: url.into() });
+            return Err(ServerError::BadUrl {
+                url: redact_url(url),
+            });
         }
+        let shown = redact_url(&base);
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             // toolrail talks only to the address the user gave: a redirect is an error
@@ -133,23 +139,34 @@ impl ServerClient {
             .into();
         Ok(ServerClient {
             base,
+            shown,
             api_key: api_key.filter(|k| !k.is_empty()),
             agent,
         })
     }
 
-    /// The base URL.
+    /// The base URL as shown and recorded: a password (or a token in the user's place) in it
+    /// is replaced by `***` (see [`redact_url`]).
     pub fn url(&self) -> &str {
-        &self.base
+        &self.shown
     }
 
+    /// An endpoint's URL as shown in messages (redacted).
     fn endpoint(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
+        format!("{}{path}", self.shown)
+    }
+
+    /// The URL requests go to, from an [`ServerClient::endpoint`] (with the credentials).
+    fn real(&self, shown: &str) -> String {
+        match shown.strip_prefix(self.shown.as_str()) {
+            Some(path) => format!("{}{path}", self.base),
+            None => shown.to_owned(),
+        }
     }
 
     fn unreachable(&self, e: &ureq::Error) -> ServerError {
         ServerError::Unreachable {
-            url: self.base.clone(),
+            url: self.shown.clone(),
             reason: e.to_string(),
         }
     }
@@ -183,7 +200,7 @@ impl ServerClient {
         // A server that accepts the connection but never answers is cut after this long.
         let mut request = self
             .agent
-            .get(&url)
+            .get(&self.real(&url))
             .config()
             .timeout_global(Some(GET_TIMEOUT))
             .build();
@@ -259,7 +276,7 @@ impl ServerClient {
         })?;
         let mut post = self
             .agent
-            .post(&url)
+            .post(&self.real(&url))
             .header("Content-Type", "application/json")
             .header("Accept", "text/event-stream");
         if let Some(key) = &self.api_key {
@@ -303,7 +320,7 @@ impl ServerClient {
         })?;
         let mut post = self
             .agent
-            .post(&url)
+            .post(&self.real(&url))
             .config()
             .timeout_global(Some(GET_TIMEOUT))
             .build()
@@ -338,7 +355,7 @@ impl ServerClient {
         })?;
         let mut post = self
             .agent
-            .post(&url)
+            .post(&self.real(&url))
             .header("Content-Type", "application/json");
         if let Some(key) = &self.api_key {
             post = post.header("Authorization", format!("Bearer {key}"));
@@ -461,9 +478,51 @@ fn in_stream_error(url: &str, e: &api::ApiError) -> ServerError {
     }
 }
 
+/// `url` with the credentials of its authority hidden, for messages, transcripts and exports:
+/// `http://user:secret@host:8080/x` → `http://user:***@host:8080/x`; a user name alone (often a
+/// token) → `***@`. A URL without credentials is unchanged.
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.find("://") {
+        Some(at) => url.split_at(at + 3),
+        None => ("", url),
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let Some(at) = authority.rfind('@') else {
+        return url.to_owned();
+    };
+    let (userinfo, host) = authority.split_at(at);
+    let hidden = match userinfo.split_once(':') {
+        Some((user, _)) => format!("{user}:***"),
+        None => "***".to_owned(),
+    };
+    format!("{scheme}{hidden}{host}{tail}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_in_a_url_are_redacted() {
+        assert_eq!(
+            redact_url("http://alice:s3cret@127.0.0.1:8080/v1"),
+            "http://alice:***@127.0.0.1:8080/v1"
+        );
+        assert_eq!(redact_url("http://tok3n@host:1"), "http://***@host:1");
+        assert_eq!(redact_url("http://host:1/a@b"), "http://host:1/a@b");
+        assert_eq!(redact_url("http://127.0.0.1:8080"), "http://127.0.0.1:8080");
+        let client = ServerClient::new("http://alice:s3cret@127.0.0.1:9", None).unwrap();
+        assert_eq!(client.url(), "http://alice:***@127.0.0.1:9");
+        assert!(!format!("{client:?}").contains("s3cret"));
+        let error = client.health().unwrap_err().to_string();
+        assert!(
+            !error.contains("s3cret") && error.contains("alice:***@"),
+            "{error}"
+        );
+        let bad = ServerClient::new("https://alice:s3cret@host", None).unwrap_err();
+        assert!(!bad.to_string().contains("s3cret"), "{bad}");
+    }
     use std::io::{Read, Write};
     use std::net::TcpListener;
 

@@ -57,7 +57,7 @@ impl ServerSlot {
             Err(message) => {
                 self.connecting = None;
                 self.state = ServerState::Failed {
-                    url: url.to_owned(),
+                    url: toolrail_llm::server::redact_url(url),
                     message,
                 };
             }
