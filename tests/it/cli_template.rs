@@ -107,15 +107,26 @@ fn named_tool_choice_warns_and_an_unknown_tool_is_refused() {
     assert!(stderr.contains("--tool-choice nope"), "{stderr}");
 }
 
+/// A template llama.cpp's Jinja parser refuses: exit 2 with the parser's own message (llama.cpp
+/// rethrows it sliced, as a bare "std::exception"; toolrail parses first to keep the words).
 #[test]
 fn a_template_llama_cpp_refuses_exits_2_with_its_message() {
-    let bad = std::env::temp_dir().join(format!("toolrail-bad-{}.jinja", std::process::id()));
-    std::fs::write(&bad, "{% if %}").unwrap();
-    let bad_arg = bad.to_string_lossy().into_owned();
-    let (code, stdout, stderr) = run(&["template", "--template", &bad_arg, "--tools", WEATHER]);
-    let _ = std::fs::remove_file(&bad);
-    assert_eq!(code, 2, "{stdout}");
-    assert!(stderr.contains("llama.cpp: "), "{stderr}");
+    let dir = tempfile::tempdir().unwrap();
+    for (source, says) in [
+        ("{% if %}", "llama.cpp: "),
+        ("{% include '/etc/passwd' %}", "Unknown statement: include"),
+        ("x {# never closed", "missing end of comment tag"),
+    ] {
+        let bad = dir.path().join("bad.jinja");
+        std::fs::write(&bad, source).unwrap();
+        let bad_arg = bad.to_string_lossy().into_owned();
+        let (code, stdout, stderr) = run(&["template", "--template", &bad_arg, "--tools", WEATHER]);
+        assert_eq!(code, 2, "{source}: {stdout}");
+        assert!(
+            stderr.contains(says) && !stderr.contains("std::exception"),
+            "{source}: {stderr}"
+        );
+    }
 }
 
 /// `generate --template` on the test model: Hermes 2 Pro's template with `tool_choice`

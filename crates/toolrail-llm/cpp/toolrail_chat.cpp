@@ -78,6 +78,17 @@ template <typename F> int guarded(char ** err, F body) {
     return 1;
 }
 
+// Parses a template as common_chat_templates_init will, to report llama.cpp's own message when
+// it cannot: init logs the parser's error and rethrows it sliced (`throw e;` on a
+// std::exception&), whose what() is only "std::exception".
+void check_template_parses(const std::string & src, const std::string & bos, const std::string & eos) {
+    if (src.empty()) {
+        return;
+    }
+    common_chat_template probe(src, bos, eos);
+    (void) probe;
+}
+
 void quiet_common_log() {
     // common/ logs INFO to stdout from a worker thread; keep the CLI's stdout clean.
     common_log_set_verbosity_thold(-1);
@@ -182,6 +193,7 @@ int toolrail_chat_open_template(const char * template_src, const char * bos, con
         if (src.empty()) {
             throw std::runtime_error("the chat template is empty");
         }
+        check_template_parses(src, bos ? bos : "", eos ? eos : "");
         auto handle             = std::make_unique<toolrail_chat>();
         handle->templates       = common_chat_templates_init(nullptr, src, bos ? bos : "", eos ? eos : "");
         handle->template_source = "text";
@@ -207,6 +219,11 @@ int toolrail_chat_open_gguf(const char * gguf_path, const char * template_overri
             throw std::runtime_error(std::string("llama.cpp could not load the vocabulary of ") + gguf_path);
         }
         std::string override_src = template_override ? template_override : "";
+        if (!override_src.empty()) {
+            check_template_parses(override_src, "", "");
+        } else if (const char * own = llama_model_chat_template(handle->model, nullptr)) {
+            check_template_parses(own, "", "");
+        }
         handle->templates        = common_chat_templates_init(handle->model, override_src);
         handle->template_source  = override_src.empty() ? "gguf" : "text";
         if (!handle->templates) {
