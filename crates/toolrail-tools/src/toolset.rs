@@ -30,7 +30,7 @@ use std::fmt;
 use toolrail_schema::JsonPointer;
 
 use crate::custom_grammar::CustomGrammar;
-use crate::sent::SentParameters;
+use crate::sent::{ReadingDifference, SentParameters};
 use crate::shape::{
     ANTHROPIC_KNOWN, GEMINI_BUILT_IN, GEMINI_KNOWN, MCP_KNOWN, Notes, OPENAI_KNOWN, ToolSetShape,
     ToolSetWarning, ToolShape, WRAPPER_KNOWN, WarningKind, gemini_to_json_schema, has_openapi_type,
@@ -118,6 +118,18 @@ pub struct Tool {
 }
 
 impl Tool {
+    /// The OpenAI `tools` entry a client sends for this tool, its parameters as its document
+    /// wrote them (see [`crate::sent`]).
+    pub fn client_definition(&self) -> Value {
+        crate::sent::client_definition(&self.name, &self.description, &self.parameters, &self.sent)
+    }
+
+    /// Where toolrail's reading of the parameters differs from what a client sends, in
+    /// document order (none when the reading is what is sent).
+    pub fn reading_differences(&self) -> Vec<ReadingDifference> {
+        crate::sent::reading_differences(&self.name, &self.parameters, &self.sent)
+    }
+
     /// The schema the tool's arguments are checked against: [`Tool::parameters`] with every object
     /// that declares `properties` closed (see [`close_objects`]).
     pub fn arguments_schema(&self) -> Value {
@@ -204,6 +216,19 @@ impl ToolSet {
         set.warnings = warnings;
         set.schema_pointers = vec![String::new(); count];
         Ok(set)
+    }
+
+    /// The request's `tools` as a client sends them (see [`Tool::client_definition`]).
+    pub fn client_tools(&self) -> Vec<Value> {
+        self.tools.iter().map(Tool::client_definition).collect()
+    }
+
+    /// Every tool's [`Tool::reading_differences`], in tool order.
+    pub fn reading_differences(&self) -> Vec<ReadingDifference> {
+        self.tools
+            .iter()
+            .flat_map(Tool::reading_differences)
+            .collect()
     }
 
     /// Parses and normalises a tool set from JSON text.

@@ -14,5 +14,6 @@ mod pool;
 mod prompt;
 mod python;
 mod readings;
+mod sent;
 mod shapes;
 mod validate;
