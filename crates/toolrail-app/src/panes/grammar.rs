@@ -79,47 +79,21 @@ impl GrammarPane {
             }
         };
         let info = toolrail_workbench::template_info::describe(result);
+        // at most half the pane, scrolled: the grammar below keeps its room in a small pane
+        let max_height = (ui.available_height() * 0.5).max(120.0);
         egui::CollapsingHeader::new(egui::RichText::new(&info.summary).strong())
             .id_salt("grammar-template-info")
             .default_open(true)
             .show(ui, |ui| {
-                egui::Grid::new("grammar-template-grid")
-                    .num_columns(2)
-                    .striped(true)
+                egui::ScrollArea::vertical()
+                    .id_salt("grammar-template-info-scroll")
+                    .max_height(max_height)
+                    .auto_shrink([false, true])
                     .show(ui, |ui| {
-                        for (name, value) in &info.rows {
-                            ui.label(egui::RichText::new(*name).weak());
-                            ui.add(egui::Label::new(egui::RichText::new(value).monospace()).wrap())
-                                .on_hover_text(value.as_str());
-                            ui.end_row();
-                        }
+                        self.template_details(ui, shared, view, result, &info)
                     });
-                for warning in &result.warnings {
-                    ui.add(
-                        egui::Label::new(
-                            egui::RichText::new(format!("warning: {warning}"))
-                                .color(ui.visuals().warn_fg_color),
-                        )
-                        .wrap(),
-                    );
-                }
-                if !view.reading_differences.is_empty() {
-                    ui.label(
-                        egui::RichText::new(
-                            "The prompt shows the tools as a client sends them (as written); \
-                             toolrail's grammar and validator read them differently here:",
-                        )
-                        .weak(),
-                    );
-                    for difference in &view.reading_differences {
-                        ui.add(
-                            egui::Label::new(egui::RichText::new(format!("note: {difference}")))
-                                .wrap(),
-                        );
-                    }
-                }
-                self.prompt_view(ui, shared, &result.prompt);
             });
+
         if result.grammar.is_empty() {
             ui.label(
                 egui::RichText::new(
@@ -140,6 +114,50 @@ impl GrammarPane {
                 .set_grammar_source(GrammarSource::HandEdited);
         }
         true
+    }
+
+    /// The template result's details: its rows, warnings, the reading notes and the prompt.
+    fn template_details(
+        &mut self,
+        ui: &mut egui::Ui,
+        shared: &Shared,
+        view: &toolrail_workbench::analysis::TemplateView,
+        result: &toolrail_llm::template::TemplateResult,
+        info: &toolrail_workbench::template_info::TemplateInfo,
+    ) {
+        egui::Grid::new("grammar-template-grid")
+            .num_columns(2)
+            .striped(true)
+            .show(ui, |ui| {
+                for (name, value) in &info.rows {
+                    ui.label(egui::RichText::new(*name).weak());
+                    ui.add(egui::Label::new(egui::RichText::new(value).monospace()).wrap())
+                        .on_hover_text(value.as_str());
+                    ui.end_row();
+                }
+            });
+        for warning in &result.warnings {
+            ui.add(
+                egui::Label::new(
+                    egui::RichText::new(format!("warning: {warning}"))
+                        .color(ui.visuals().warn_fg_color),
+                )
+                .wrap(),
+            );
+        }
+        if !view.reading_differences.is_empty() {
+            ui.label(
+                egui::RichText::new(
+                    "The prompt shows the tools as a client sends them (as written); \
+                     toolrail's grammar and validator read them differently here:",
+                )
+                .weak(),
+            );
+            for difference in &view.reading_differences {
+                ui.add(egui::Label::new(egui::RichText::new(format!("note: {difference}"))).wrap());
+            }
+        }
+        self.prompt_view(ui, shared, &result.prompt);
     }
 
     /// The template's prompt, with its token count and tokens when a model is loaded.

@@ -296,3 +296,38 @@ fn the_thinking_budget_and_parallel_calls_are_set_in_the_template_row() {
         ServerSwitch::Off
     );
 }
+
+/// A BFCL tool list under the template source: the prompt shows it as a client sends it, and
+/// the Grammar pane lists where toolrail's reading differs (the `"optional"` key dropped, the
+/// missing top-level `"type"` added), one note each.
+#[test]
+fn the_grammar_pane_notes_where_the_tools_as_sent_differ_from_toolrails_reading() {
+    let (Some(_), Some(hermes)) = (crate::common::model(), template_path(HERMES)) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = crate::common::app::app_sized(dir.path(), [1440.0, 1400.0]);
+    harness.state_mut().shared.workspace.schema.text = r#"[{"name": "get_weather",
+        "description": "Weather.", "parameters": {"properties": {"city": {"type": "string"}},
+        "required": ["city"], "optional": []}}]"#
+        .to_owned();
+    crate::common::app::load_model(&mut harness);
+    pick(&mut harness, "Grammar from", "llama.cpp template");
+    harness
+        .state_mut()
+        .shared
+        .file_chosen(FileRequest::OpenTemplate, hermes);
+    wait_until(&mut harness, "the template's build with the notes", |app| {
+        app.shared.analysis.template.as_ref().is_some_and(|v| {
+            v.built()
+                .is_some_and(|r| r.prompt.contains("\"optional\": []"))
+                && v.reading_differences.len() == 2
+        })
+    });
+    harness.get_by_label(
+        "note: tool `get_weather`, parameters/optional: the client sends [], toolrail's reading drops it",
+    );
+    harness.get_by_label(
+        "note: tool `get_weather`, parameters/type: the client sends nothing, toolrail's reading adds \"object\"",
+    );
+}
