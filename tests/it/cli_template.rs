@@ -550,3 +550,45 @@ fn a_grammar_refusing_its_generation_prompt_is_refused_as_the_server_refuses_it(
     let (code, _, stderr) = run(&args("auto").each_ref().map(String::as_str));
     assert_eq!(code, 0, "{stderr}");
 }
+
+/// A chat template whose calls are written `<call>name key=value …</call>`: llama.cpp's
+/// automatic parser builds a tool-call grammar for it that llama.cpp's own loader refuses (an
+/// empty rule name after `ac-12 ::= |`), whatever the tools. llama-server b11434 answers HTTP 400
+/// "Failed to initialize samplers: failed to parse grammar" (checked on the real server, see
+/// `server_templates`); `template` refuses it the same way, exit 2, and the lint blames the
+/// template's parser, not the tools.
+#[test]
+fn a_template_whose_parser_emits_an_unloadable_grammar_is_refused_and_blamed_on_the_template() {
+    let (code, stdout, stderr) = run(&[
+        "template",
+        "--template",
+        "tests/fixtures/key-value-calls.jinja",
+        "--tools",
+        WEATHER,
+        "--json",
+    ]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["http_status"], 400, "{report}");
+    let error = report["error"].as_str().unwrap();
+    assert!(
+        error.contains("\"Failed to initialize samplers: failed to parse grammar\""),
+        "{error}"
+    );
+    let lint = report["template_lint"].as_array().unwrap();
+    assert_eq!(lint.len(), 1, "{lint:?}");
+    assert_eq!(lint[0]["code"], "TP001");
+    assert!(
+        lint[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the template's parser emits a tool-call grammar llama.cpp cannot load"),
+        "{lint:?}"
+    );
+    assert!(
+        lint[0].get("tools").is_none(),
+        "no tool is blamed: {lint:?}"
+    );
+    // nothing of llama.cpp's own grammar dump reaches the terminal
+    assert!(!stderr.contains("error parsing grammar"), "{stderr}");
+}

@@ -404,48 +404,7 @@ int toolrail_chat_apply(const toolrail_chat * handle, const char * request_json,
                     prefill.push_back(ids[i]);
                 }
             }
-            // What llama-server's common_sampler_init does next (common/sampling.cpp): load the
-            // grammar with the vocabulary (lazy: with the trigger regexes and tokens), then feed
-            // a grammar that is not lazy the generation prompt's tokens. A failure there is the
-            // server's HTTP 400 "Failed to initialize samplers: <what>"; a rejected prefill token
-            // is rethrown sliced (`throw e;`), so <what> is "std::exception".
-            std::string refusal;
-            {
-                std::vector<std::string> pattern_texts;
-                std::vector<llama_token> token_ids;
-                for (const auto & t : converted) {
-                    if (t.type == COMMON_GRAMMAR_TRIGGER_TYPE_TOKEN) {
-                        token_ids.push_back(t.token);
-                    } else {
-                        pattern_texts.push_back(sampler_pattern(t));
-                    }
-                }
-                std::vector<const char *> pattern_ptrs;
-                for (const auto & text : pattern_texts) {
-                    pattern_ptrs.push_back(text.c_str());
-                }
-                llama_sampler * grmr = nullptr;
-                try {
-                    grmr = params.grammar_lazy
-                        ? llama_sampler_init_grammar_lazy_patterns(vocab, params.grammar.c_str(), "root",
-                              pattern_ptrs.data(), pattern_ptrs.size(), token_ids.data(), token_ids.size())
-                        : llama_sampler_init_grammar(vocab, params.grammar.c_str(), "root");
-                    if (grmr == nullptr) {
-                        refusal = "failed to parse grammar";
-                    } else if (!params.grammar_lazy) {
-                        for (const auto & token : prefill) {
-                            llama_sampler_accept(grmr, token.get<llama_token>());
-                        }
-                    }
-                } catch (const std::exception & e) {
-                    refusal = grmr == nullptr ? std::string(e.what()) : "std::exception";
-                }
-                if (grmr != nullptr) {
-                    llama_sampler_free(grmr);
-                }
-            }
             ojson sampler = ojson::object();
-            sampler["refusal"]             = refusal.empty() ? ojson(nullptr) : ojson(refusal);
             sampler["triggers"]            = server_triggers;
             sampler["patterns"]            = patterns;
             sampler["tokens"]              = tokens;
@@ -472,6 +431,54 @@ int toolrail_chat_apply(const toolrail_chat * handle, const char * request_json,
         out["inputs"]   = resolved;
         out["warnings"] = warnings;
         *out_json       = copy_string(out.dump());
+    });
+}
+
+// What llama-server's common_sampler_init (common/sampling.cpp) does with a request's grammar:
+// load it with the vocabulary (lazy: with the trigger regexes and tokens), then feed a grammar
+// that is not lazy the generation prompt's tokens. `setup_json` is {grammar, lazy, patterns,
+// tokens, prefill}. Sets *refusal to null when it succeeds, else to the end of the server's
+// HTTP 400 message "Failed to initialize samplers: <what>" (a rejected prefill token is rethrown
+// sliced, `throw e;`, so <what> is "std::exception"). Needs a vocabulary.
+int toolrail_chat_sampler_check(const toolrail_chat * handle, const char * setup_json, char ** refusal, char ** err) {
+    return guarded(err, [&] {
+        if (handle == nullptr || handle->model == nullptr || setup_json == nullptr || refusal == nullptr) {
+            throw std::runtime_error("the sampler check needs a template loaded with a vocabulary");
+        }
+        *refusal = nullptr;
+        ojson setup = ojson::parse(setup_json);
+        const llama_vocab * vocab = llama_model_get_vocab(handle->model);
+        const std::string grammar = setup.value("grammar", std::string());
+        const bool lazy = setup.value("lazy", false);
+        std::vector<std::string> patterns = setup.value("patterns", std::vector<std::string>());
+        std::vector<llama_token> tokens = setup.value("tokens", std::vector<llama_token>());
+        std::vector<llama_token> prefill = setup.value("prefill", std::vector<llama_token>());
+        std::vector<const char *> pattern_ptrs;
+        for (const auto & text : patterns) {
+            pattern_ptrs.push_back(text.c_str());
+        }
+        std::string what;
+        llama_sampler * grmr = nullptr;
+        try {
+            grmr = lazy ? llama_sampler_init_grammar_lazy_patterns(vocab, grammar.c_str(), "root", pattern_ptrs.data(),
+                                                                   pattern_ptrs.size(), tokens.data(), tokens.size())
+                        : llama_sampler_init_grammar(vocab, grammar.c_str(), "root");
+            if (grmr == nullptr) {
+                what = "failed to parse grammar";
+            } else if (!lazy) {
+                for (const auto & token : prefill) {
+                    llama_sampler_accept(grmr, token);
+                }
+            }
+        } catch (const std::exception & e) {
+            what = grmr == nullptr ? std::string(e.what()) : "std::exception";
+        }
+        if (grmr != nullptr) {
+            llama_sampler_free(grmr);
+        }
+        if (!what.empty()) {
+            *refusal = copy_string(what);
+        }
     });
 }
 

@@ -67,6 +67,12 @@ mod ffi {
             out_json: *mut *mut c_char,
             err: *mut *mut c_char,
         ) -> c_int;
+        pub fn toolrail_chat_sampler_check(
+            handle: *const ToolrailChat,
+            setup_json: *const c_char,
+            refusal: *mut *mut c_char,
+            err: *mut *mut c_char,
+        ) -> c_int;
         pub fn toolrail_grammar_loads(
             grammar: *const c_char,
             ok: *mut c_int,
@@ -294,29 +300,70 @@ impl ChatTemplates {
         if result.grammar.is_empty() {
             return Ok(result);
         }
-        // with a vocabulary the shim set the sampler up as the server does; without one, the
-        // grammar's loading is what can be checked
+        // toolrail's parser first (it agrees with llama.cpp's, which prints a refused grammar
+        // whole on stderr): a grammar it refuses never reaches llama.cpp
+        if let Err(e) = toolrail_gbnf::Grammar::parse(&result.grammar) {
+            return Err(TemplateError::SamplerRefused {
+                what: "failed to parse grammar".to_owned(),
+                detail: format!("llama.cpp's grammar loader refuses the tool-call grammar: {e}"),
+            });
+        }
+        // with a vocabulary, the sampler set up as the server does; without one, the grammar's
+        // loading is what can be checked
         let what = match &result.sampler {
-            Some(sampler) => sampler.refusal.clone(),
+            Some(sampler) => self.sampler_refusal(&result, sampler)?,
             None => (!llama_grammar_loads(&result.grammar)?)
                 .then(|| "failed to parse grammar".to_owned()),
         };
         let Some(what) = what else {
             return Ok(result);
         };
-        let detail = match toolrail_gbnf::Grammar::parse(&result.grammar) {
-            Err(e) => format!("llama.cpp's grammar loader refuses the tool-call grammar: {e}"),
-            Ok(_) if what == "failed to parse grammar" => {
-                "llama.cpp's grammar loader refuses the tool-call grammar".to_owned()
-            }
-            Ok(_) => format!(
+        let detail = if what == "failed to parse grammar" {
+            "llama.cpp's grammar loader refuses the tool-call grammar".to_owned()
+        } else if result.grammar_lazy {
+            format!("llama.cpp cannot set up the lazy grammar's triggers: {what}")
+        } else {
+            format!(
                 "the tool-call grammar is not lazy, and it refuses the generation prompt {:?} \
                  that the template ends the prompt with (llama.cpp feeds its tokens to the \
                  grammar before generating: {what})",
                 result.generation_prompt
-            ),
+            )
         };
         Err(TemplateError::SamplerRefused { what, detail })
+    }
+
+    /// Sets llama-server's sampler up for `result` (`common_sampler_init`'s steps, with this
+    /// vocabulary): `None` when it can be, else the end of the server's HTTP 400 message.
+    fn sampler_refusal(
+        &self,
+        result: &TemplateResult,
+        sampler: &SamplerSetup,
+    ) -> Result<Option<String>, TemplateError> {
+        let setup = json!({
+            "grammar": result.grammar,
+            "lazy": result.grammar_lazy,
+            "patterns": sampler.patterns,
+            "tokens": sampler.tokens,
+            "prefill": sampler.prefill_tokens,
+        });
+        let setup = c_string(&setup.to_string(), "the sampler setup")?;
+        let mut refusal = std::ptr::null_mut();
+        let mut err = std::ptr::null_mut();
+        // SAFETY: live handle, valid C string and out-pointers.
+        let status = unsafe {
+            ffi::toolrail_chat_sampler_check(
+                self.handle.as_ptr(),
+                setup.as_ptr(),
+                &mut refusal,
+                &mut err,
+            )
+        };
+        // SAFETY: both strings come from the shim (null when not set).
+        let refusal = unsafe { take_string(refusal) };
+        // SAFETY: err comes from the shim.
+        unsafe { check(status, err) }?;
+        Ok((!refusal.is_empty()).then_some(refusal))
     }
 
     /// What llama.cpp's chat code builds for `request`, without loading its grammar: the
@@ -510,10 +557,6 @@ pub struct SamplerSetup {
     pub preserved_token_ids: Vec<i32>,
     /// The generation prompt's tokens fed to a non-lazy grammar before generation.
     pub prefill_tokens: Vec<i32>,
-    /// Why llama-server's `common_sampler_init` fails with this setup (the end of its message:
-    /// `failed to parse grammar`, `std::exception` for a refused prefill token), or `None`.
-    #[serde(default)]
-    pub refusal: Option<String>,
 }
 
 /// The request values llama.cpp was actually given, after the defaults.

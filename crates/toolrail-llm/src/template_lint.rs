@@ -116,7 +116,8 @@ pub fn lint_request(request: &TemplateRequest) -> Vec<TemplateFinding> {
 
 /// Every finding on `request` and the `result` llama.cpp built for it with `templates`
 /// ([`ChatTemplates::build`]: a grammar llama.cpp refuses is TP001, blamed on the template when
-/// a tool with no arguments fails too, else on the tools that fail alone):
+/// the simplest tools fail too — no arguments, one string argument —, else on the tools that
+/// fail alone):
 /// [`lint_request`]'s, then TP001–TP003.
 pub fn lint_template(
     templates: &ChatTemplates,
@@ -151,11 +152,11 @@ fn limit_problem(grammar: &str) -> Option<(TemplateLintSeverity, String)> {
         };
         kept.first().map(|f| format!("{f}{more}"))
     };
-    let loads = llama_grammar_loads(grammar).unwrap_or(false);
     if let Some(error) = first(&|d| d.severity == GbnfSeverity::Error) {
         return Some((TemplateLintSeverity::Error, error));
     }
-    if !loads {
+    // only now: llama.cpp prints a grammar it cannot parse whole on stderr
+    if !llama_grammar_loads(grammar).unwrap_or(false) {
         return Some((
             TemplateLintSeverity::Error,
             "llama.cpp's grammar loader refuses it".to_owned(),
@@ -170,23 +171,43 @@ fn over_limits(
     result: &TemplateResult,
 ) -> Option<TemplateFinding> {
     let (severity, problem) = limit_problem(&result.grammar)?;
-    // The template's own doing: a tool with no arguments gives a grammar llama.cpp refuses too.
-    let probe = TemplateRequest {
-        tools: vec![serde_json::json!({"type": "function", "function": {
-            "name": "probe", "parameters": {"type": "object", "properties": {}}
-        }})],
-        ..request.clone()
-    };
-    if severity == TemplateLintSeverity::Error
-        && let Ok(built) = templates.build(&probe)
-        && limit_problem(&built.grammar).is_some_and(|(s, _)| s == TemplateLintSeverity::Error)
-    {
+    // The template's own doing: the simplest tools (no arguments; one string argument) give a
+    // grammar llama.cpp refuses too.
+    let probes = [
+        ("a tool with no arguments", serde_json::json!({})),
+        (
+            "a tool with one string argument",
+            serde_json::json!({"text": {"type": "string"}}),
+        ),
+    ];
+    let failing_probe = (severity == TemplateLintSeverity::Error)
+        .then(|| {
+            probes.iter().find(|(_, properties)| {
+                let required: Vec<&String> = properties
+                    .as_object()
+                    .map(|m| m.keys().collect())
+                    .unwrap_or_default();
+                let probe = TemplateRequest {
+                    tools: vec![serde_json::json!({"type": "function", "function": {
+                        "name": "probe",
+                        "parameters": {"type": "object", "properties": properties, "required": required}
+                    }})],
+                    ..request.clone()
+                };
+                templates.build(&probe).is_ok_and(|built| {
+                    limit_problem(&built.grammar)
+                        .is_some_and(|(s, _)| s == TemplateLintSeverity::Error)
+                })
+            })
+        })
+        .flatten();
+    if let Some((which, _)) = failing_probe {
         return Some(TemplateFinding {
             code: TemplateLintCode::OverLimits,
             severity,
             message: format!(
                 "the template's parser emits a tool-call grammar llama.cpp cannot load, whatever \
-                 the tools (a tool with no arguments gives the same): {problem}"
+                 the tools ({which} gives the same): {problem}"
             ),
             hint: format!(
                 "not your tools: llama-server answers HTTP 400 (\"{}\") for this template and \

@@ -234,3 +234,30 @@ fn the_servers_prompts_and_refusals_match_on_every_corpus_template_first_half() 
 fn the_servers_prompts_and_refusals_match_on_every_corpus_template_second_half() {
     run_shard(1, 2);
 }
+
+/// A template whose calls are `<call>name key=value …</call>`: llama.cpp's automatic parser
+/// builds a grammar llama.cpp cannot load (whatever the tools), so the server answers every
+/// tools request of it with HTTP 400 "Failed to initialize samplers: failed to parse grammar";
+/// toolrail refuses each the same way, and builds the same prompt.
+#[test]
+fn a_template_whose_parser_emits_an_unloadable_grammar_is_refused_as_the_server_refuses_it() {
+    let Some(model) = model_path() else { return };
+    if toolrail_testkit::llama_server().is_none() {
+        return;
+    }
+    let path = toolrail_testkit::repo_path("tests/fixtures/key-value-calls.jinja");
+    let (differences, compared) = compare_template(&model, "key-value-calls", &path);
+    assert!(differences.is_empty(), "{}", differences.join("\n\n"));
+    assert_eq!(compared, 6);
+    let source = std::fs::read_to_string(&path).unwrap();
+    let local = ChatTemplates::from_gguf(&model, Some(&source)).unwrap();
+    let tools = ToolSet::from_value(&tool_sets()[0].1).unwrap();
+    let refused = local.apply(&TemplateRequest::for_tools(&tools, USER));
+    assert!(
+        matches!(
+            &refused,
+            Err(TemplateError::SamplerRefused { what, .. }) if what == "failed to parse grammar"
+        ),
+        "{refused:?}"
+    );
+}
