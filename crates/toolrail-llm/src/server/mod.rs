@@ -313,23 +313,7 @@ impl ServerClient {
     /// body (messages, tools, tool_choice, …), built as for a chat request (a request the
     /// server refuses is its HTTP error), without generating.
     pub fn apply_template(&self, body: &Value) -> Result<String, ServerError> {
-        let url = self.endpoint("/apply-template");
-        let bytes = serde_json::to_vec(body).map_err(|e| ServerError::Stream {
-            url: url.clone(),
-            detail: format!("cannot write the request: {e}"),
-        })?;
-        let mut post = self
-            .agent
-            .post(&self.real(&url))
-            .config()
-            .timeout_global(Some(GET_TIMEOUT))
-            .build()
-            .header("Content-Type", "application/json");
-        if let Some(key) = &self.api_key {
-            post = post.header("Authorization", format!("Bearer {key}"));
-        }
-        let reply = post.send(&bytes[..]).map_err(|e| self.unreachable(&e))?;
-        let value = Self::json_reply(url.clone(), reply)?;
+        let (url, value) = self.post_json("/apply-template", body, Some(GET_TIMEOUT))?;
         value
             .get("prompt")
             .and_then(Value::as_str)
@@ -343,29 +327,44 @@ impl ServerClient {
     /// Like [`ServerClient::chat_build`] for a request given as JSON (any OpenAI chat body);
     /// `stream`, `verbose` and `max_tokens` are set here.
     pub fn chat_build_json(&self, mut probe: Value) -> Result<ChatBuild, ServerError> {
-        let url = self.endpoint("/v1/chat/completions");
         if let Some(map) = probe.as_object_mut() {
             map.insert("stream".into(), Value::Bool(false));
             map.insert("verbose".into(), Value::Bool(true));
             map.insert("max_tokens".into(), Value::from(1));
         }
-        let body = serde_json::to_vec(&probe).map_err(|e| ServerError::Stream {
+        let (url, value) = self.post_json("/v1/chat/completions", &probe, None)?;
+        ChatBuild::from_reply(&value).ok_or_else(|| ServerError::NotLlamaServer {
+            url,
+            detail: "the reply has no __verbose block (llama-server reports the prompt and grammar it built there)".into(),
+        })
+    }
+
+    /// Posts `body` to `path` (cut after `timeout` when given) and reads the JSON reply; the
+    /// endpoint's URL as shown comes back with it, for the caller's errors.
+    fn post_json(
+        &self,
+        path: &str,
+        body: &Value,
+        timeout: Option<Duration>,
+    ) -> Result<(String, Value), ServerError> {
+        let url = self.endpoint(path);
+        let bytes = serde_json::to_vec(body).map_err(|e| ServerError::Stream {
             url: url.clone(),
             detail: format!("cannot write the request: {e}"),
         })?;
         let mut post = self
             .agent
             .post(&self.real(&url))
+            .config()
+            .timeout_global(timeout)
+            .build()
             .header("Content-Type", "application/json");
         if let Some(key) = &self.api_key {
             post = post.header("Authorization", format!("Bearer {key}"));
         }
-        let reply = post.send(&body[..]).map_err(|e| self.unreachable(&e))?;
+        let reply = post.send(&bytes[..]).map_err(|e| self.unreachable(&e))?;
         let value = Self::json_reply(url.clone(), reply)?;
-        ChatBuild::from_reply(&value).ok_or_else(|| ServerError::NotLlamaServer {
-            url,
-            detail: "the reply has no __verbose block (llama-server reports the prompt and grammar it built there)".into(),
-        })
+        Ok((url, value))
     }
 
     /// Streams `POST /completion`, calling `on_chunk` for every chunk before the final one;

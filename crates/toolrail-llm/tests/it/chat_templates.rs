@@ -16,30 +16,16 @@ use toolrail_llm::template::{
 /// The templates of `../shared/corpus/llama-cpp-chat/templates/`, sorted by name; missing: a
 /// failure under `CI=true`, otherwise None (a skip).
 fn templates() -> Option<Vec<(String, String)>> {
-    let dir = toolrail_testkit::corpus("llama-cpp-chat/templates")?;
-    let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
-        .expect("corpus folder readable")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jinja"))
-        .map(|p| {
-            let name = p
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            (
-                name,
-                std::fs::read_to_string(&p).expect("template readable"),
-            )
-        })
-        .collect();
-    out.sort();
-    assert!(
-        out.len() >= 70,
-        "expected the 71 templates, found {}",
-        out.len()
-    );
-    Some(out)
+    let paths = crate::common::corpus_templates()?;
+    Some(
+        paths
+            .into_iter()
+            .map(|(name, path)| {
+                let source = std::fs::read_to_string(&path).expect("template readable");
+                (name, source)
+            })
+            .collect(),
+    )
 }
 
 /// `special_function` of test-chat.cpp, plus a second tool with a string and an enum.

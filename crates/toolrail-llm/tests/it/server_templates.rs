@@ -49,32 +49,6 @@ fn tool_sets() -> Vec<(&'static str, Value)> {
     ]
 }
 
-/// The corpus templates (name, path), sorted; None to skip outside CI when the corpus is missing.
-fn template_paths() -> Option<Vec<(String, std::path::PathBuf)>> {
-    let dir = toolrail_testkit::corpus("llama-cpp-chat/templates")?;
-    let mut out: Vec<(String, std::path::PathBuf)> = std::fs::read_dir(&dir)
-        .expect("corpus folder readable")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jinja"))
-        .map(|p| {
-            let name = p
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            (name, p)
-        })
-        .collect();
-    out.sort();
-    assert!(
-        out.len() >= 70,
-        "{} templates in {}",
-        out.len(),
-        dir.display()
-    );
-    Some(out)
-}
-
 /// What a refusal looks like from either side: HTTP status and message.
 fn ours(error: &TemplateError) -> (Option<u16>, String) {
     let message = error.server_message().unwrap_or_else(|| error.to_string());
@@ -201,7 +175,7 @@ fn compare_template(model: &Path, name: &str, path: &Path) -> (Vec<String>, usiz
 /// Runs the templates whose index is `shard` modulo `of` (the shards run in parallel).
 fn run_shard(shard: usize, of: usize) {
     let Some(model) = model_path() else { return };
-    let Some(paths) = template_paths() else {
+    let Some(paths) = crate::common::corpus_templates() else {
         return;
     };
     if toolrail_testkit::llama_server().is_none() {

@@ -92,3 +92,29 @@ pub fn run_request(
         gate: None,
     }
 }
+
+/// The templates of `../shared/corpus/llama-cpp-chat/templates/` (name, path), sorted by name;
+/// missing: a failure under `CI=true`, otherwise None (a skip).
+pub fn corpus_templates() -> Option<Vec<(String, PathBuf)>> {
+    let dir = toolrail_testkit::corpus("llama-cpp-chat/templates")?;
+    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
+        .expect("corpus folder readable")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jinja"))
+        .map(|p| {
+            let name = p
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (name, p)
+        })
+        .collect();
+    out.sort();
+    assert!(
+        out.len() >= 70,
+        "expected the 71 templates, found {}",
+        out.len()
+    );
+    Some(out)
+}
