@@ -17,6 +17,8 @@ use super::grammar::FormatArg;
 use toolrail_llm::template::{
     ChatTemplates, ReasoningFormat, ServerSwitch, TemplateRequest, ToolChoice,
 };
+use toolrail_llm::server::ServerClient;
+use toolrail_llm::settings::{CacheType, ComputeOptions, FlashAttention, LogitSettings, ServerFlags};
 use toolrail_llm::worker::EngineKind;
 use toolrail_llm::{ChatFormat, Model, ModelSpec, Models, SamplingDefaults, cores};
 use toolrail_tools::grammar::{GrammarOptions, schema_grammar, tool_call_grammar};
@@ -184,6 +186,33 @@ pub struct GenerateArgs {
     /// tag when the budget runs out.
     #[arg(long, value_name = "TEXT", requires = "template")]
     pub reasoning_budget_message: Option<String>,
+    /// In-process: llama.cpp's flash attention (on, off, auto; default: the models.toml
+    /// entry's, else auto, as llama-server's `-fa`).
+    #[arg(long, value_name = "on|off|auto", conflicts_with = "server")]
+    pub flash_attn: Option<FlashAttention>,
+    /// In-process: the logical batch, as llama-server's `-b` (default: the entry's, else 2048).
+    #[arg(long, value_name = "N", conflicts_with = "server", value_parser = clap::value_parser!(u32).range(1..))]
+    pub batch: Option<u32>,
+    /// In-process: the micro-batch, as llama-server's `-ub` (default: the entry's, else 512).
+    #[arg(long, value_name = "N", conflicts_with = "server", value_parser = clap::value_parser!(u32).range(1..))]
+    pub ubatch: Option<u32>,
+    /// In-process: the K cache's type, as llama-server's `-ctk` (default: f16).
+    #[arg(long, value_name = "TYPE", conflicts_with = "server")]
+    pub cache_type_k: Option<CacheType>,
+    /// In-process: the V cache's type, as llama-server's `-ctv` (default: f16).
+    #[arg(long, value_name = "TYPE", conflicts_with = "server")]
+    pub cache_type_v: Option<CacheType>,
+    /// Run in-process computing the logits as this llama-server does (a URL or a `[[server]]`
+    /// entry): its flash attention, batch sizes and cache types, from its entry's `flags` or
+    /// --server-flags (llama-server does not report them), else its defaults. The flags above
+    /// override single settings.
+    #[arg(long, value_name = "URL", conflicts_with = "server")]
+    pub like_server: Option<String>,
+    /// The flags the llama-server was started with (`"-fa on -ub 256 -ctk q8_0"`), with
+    /// --server or --like-server: recorded with the run's settings, since the server does not
+    /// report them (default: the `[[server]]` entry's `flags`).
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+    pub server_flags: Option<String>,
     /// Write the transcript (JSON) here.
     #[arg(long)]
     pub transcript: Option<PathBuf>,
@@ -230,23 +259,94 @@ fn api_key(name: Option<&str>) -> anyhow::Result<Option<String>> {
     }
 }
 
-/// Connects `controller` to the llama-server `--server` names (a URL, or a `[[server]]` entry
-/// of models.toml), waiting for the answer, and says what it is
-/// (`llama-server b11434 at URL, model M`).
-fn connect(controller: &mut RunController, args: &GenerateArgs, url: &str) -> anyhow::Result<()> {
-    let (url, key_env) = if url.contains("://") {
-        (url.to_owned(), args.api_key_env.clone())
-    } else {
-        let entry = Models::load(args.model.models.as_deref())?.find_server(url)?;
+/// The in-process compute options: the flags given, over a `--like-server`'s settings (said on
+/// stderr, with what could not be matched).
+fn compute_options(args: &GenerateArgs) -> anyhow::Result<ComputeOptions> {
+    if args.server_flags.is_some() && args.server.is_none() && args.like_server.is_none() {
+        bail!("--server-flags describes a server: it goes with --server or --like-server");
+    }
+    let given = ComputeOptions {
+        flash_attention: args.flash_attn,
+        batch: args.batch,
+        ubatch: args.ubatch,
+        cache_type_k: args.cache_type_k,
+        cache_type_v: args.cache_type_v,
+    };
+    let Some(name) = &args.like_server else {
+        return Ok(given);
+    };
+    let settings = ServerTarget::resolve(args, name)?.settings()?;
+    let (like, unmatched) = ComputeOptions::matching(&settings);
+    eprintln!(
+        "like the server: {}: {}",
+        settings.engine,
+        settings.summary()
+    );
+    for line in unmatched {
+        eprintln!("like the server: not matched: {line}");
+    }
+    Ok(given.or(like))
+}
+
+/// A llama-server named on the command line: its URL, API key variable and the flags it was
+/// started with (--server-flags, else its `[[server]]` entry's).
+struct ServerTarget {
+    url: String,
+    key_env: Option<String>,
+    flags: ServerFlags,
+}
+
+impl ServerTarget {
+    /// `name` is a URL or the name of a `[[server]]` entry.
+    fn resolve(args: &GenerateArgs, name: &str) -> anyhow::Result<ServerTarget> {
+        let stated = args
+            .server_flags
+            .as_deref()
+            .map(ServerFlags::parse)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--server-flags: {e}"))?;
+        if name.contains("://") {
+            return Ok(ServerTarget {
+                url: name.to_owned(),
+                key_env: args.api_key_env.clone(),
+                flags: stated.unwrap_or_default(),
+            });
+        }
+        let entry = Models::load(args.model.models.as_deref())?.find_server(name)?;
         if let Some(vocab) = entry.vocab.as_ref().filter(|v| **v != args.model.model) {
             eprintln!(
                 "server {}: its entry names the vocabulary of model {vocab}, but --model {} is used",
                 entry.name, args.model.model
             );
         }
-        (entry.url, args.api_key_env.clone().or(entry.api_key_env))
-    };
-    controller.connect_server(&url, api_key(key_env.as_deref())?, None)?;
+        Ok(ServerTarget {
+            url: entry.url,
+            key_env: args.api_key_env.clone().or(entry.api_key_env),
+            flags: stated.unwrap_or(entry.flags),
+        })
+    }
+
+    /// What the server computes with: `/props` and the stated flags.
+    fn settings(&self) -> anyhow::Result<LogitSettings> {
+        let client = ServerClient::new(&self.url, api_key(self.key_env.as_deref())?)?;
+        let props = client.props()?;
+        Ok(self.flags.server_settings(
+            format!("llama-server at {}", client.url()),
+            props.n_ctx.and_then(|n| u32::try_from(n).ok()),
+            props.build_info,
+            None,
+        ))
+    }
+}
+
+/// Connects `controller` to the llama-server `--server` names (a URL, or a `[[server]]` entry
+/// of models.toml), waiting for the answer, and says what it is
+/// (`llama-server b11434 at URL, model M`).
+fn connect(controller: &mut RunController, args: &GenerateArgs, url: &str) -> anyhow::Result<()> {
+    let target = ServerTarget::resolve(args, url)?;
+    let url = target.url;
+    controller.set_server_flags(target.flags);
+    controller.connect_server(&url, api_key(target.key_env.as_deref())?, None)?;
     while matches!(controller.server_state(), ServerState::Connecting { .. }) {
         controller.wait(Duration::from_millis(100));
     }
@@ -420,6 +520,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
             ChatFormat::Auto => family_for(args.format.into()),
         })
     };
+    let compute = compute_options(args)?;
     let setup = RunSetup {
         system: String::new(),
         user: args.prompt.clone(),
@@ -434,6 +535,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         context: None,
         // a command line leaves no core to a window: the spec's threads, else every core
         threads: Some(spec.threads.unwrap_or_else(cores)),
+        compute,
         show: 5,
     };
     let inputs = RunInputs {
@@ -486,6 +588,13 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         .context("the run is gone from the run controller")?;
     let transcript = run.transcript();
     report_stop(&transcript, first_token_ms);
+    if let Some(settings) = &transcript.settings {
+        eprintln!(
+            "computed with: {}: {}",
+            settings.engine,
+            settings.summary()
+        );
+    }
     let valid = report_validation(&transcript)?;
     if let Some(path) = &args.transcript {
         transcript.save(path)?;

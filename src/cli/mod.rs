@@ -33,6 +33,7 @@ pub mod bench;
 pub mod bench_calls;
 pub mod check;
 pub mod common;
+pub mod compare;
 pub mod extract;
 pub mod generate;
 pub mod grammar;
@@ -76,6 +77,9 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// How often calls come out valid on BFCL questions: valid calls and first-tool match, with and without grammar.
     BenchCalls(bench_calls::BenchCallsArgs),
+    /// Compare two runs' transcripts: where their tokens part, how far their probabilities
+    /// drift, and the recorded settings that explain it (exit 0 same tokens, 1 they part).
+    Compare(compare::CompareArgs),
     /// What llama-server builds from a chat template and tools: prompt, grammar, lazy triggers, parser.
     Template(template::TemplateArgs),
     /// List the models and llama-servers toolrail knows by name, and the file they come from.
@@ -110,6 +114,7 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::BenchCalls(args) => bench_calls::run(args),
         Command::Template(args) => template::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Models(args) => models::run(args),
         Command::Gui(args) => gui::run(args),
     };

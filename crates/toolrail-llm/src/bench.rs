@@ -373,6 +373,7 @@ pub fn bench(
     let session = SessionOptions {
         context: Some((prompt.len() as u32).saturating_add(options.tokens) + 8),
         threads: options.threads,
+        compute: Default::default(),
     };
     let mut runs = [EngineKind::Toolrail, EngineKind::Llama]
         .into_iter()

@@ -348,6 +348,7 @@ pub fn local_answer(
     let session = SessionOptions {
         context: Some((prompt.len() as u32).saturating_add(options.max_tokens) + 8),
         threads: options.threads,
+        compute: Default::default(),
     };
     let kind = if grammar.is_some() {
         EngineKind::Toolrail

@@ -162,8 +162,7 @@ pub enum LlmError {
     /// A llama.cpp context could not be created (most often: not enough memory for the KV
     /// cache of that many tokens).
     #[error(
-        "cannot create a llama.cpp context for {} ({n_ctx} tokens, {threads} threads): {reason}; \
-         a smaller context (--context, or `context` in models.toml) needs less memory",
+        "cannot create a llama.cpp context for {} ({n_ctx} tokens, {threads} threads): {reason}",
         .path.display()
     )]
     Context {

@@ -49,6 +49,7 @@ pub mod record;
 pub mod sampling;
 pub mod server;
 mod session;
+pub mod settings;
 mod spec;
 pub mod step;
 pub mod template;
@@ -56,6 +57,10 @@ pub mod template_lint;
 pub mod worker;
 
 use std::sync::OnceLock;
+
+/// The llama.cpp build toolrail links (llama-cpp-sys-2 0.1.161 vendors b11434): the in-process
+/// engine's side of a comparison with a llama-server's `build_info`.
+pub const LLAMA_CPP_BUILD: u32 = 11434;
 
 use llama_cpp_2::llama_backend::LlamaBackend;
 

@@ -24,6 +24,33 @@ pub(crate) struct LogLine {
 
 thread_local! {
     static CAPTURE: RefCell<Option<Vec<LogLine>>> = const { RefCell::new(None) };
+    /// What llama.cpp last resolved flash attention `auto` to on this thread (its
+    /// `resolve_fused_ops` line, logged too early in a context's creation to stay among the
+    /// last captured lines).
+    static FLASH_ATTENTION: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+}
+
+/// Takes what llama.cpp last resolved flash attention `auto` to on this thread, if it said.
+pub(crate) fn take_flash_attention() -> Option<bool> {
+    FLASH_ATTENTION.with(std::cell::Cell::take)
+}
+
+/// Notes a flash attention resolution line.
+fn note_flash_attention(text: &[u8]) {
+    let text = String::from_utf8_lossy(text);
+    if !text.contains("Flash Attention") {
+        return;
+    }
+    let resolved = if text.contains("set to disabled") {
+        Some(false)
+    } else if text.trim_end().ends_with("Flash Attention enabled") {
+        Some(true)
+    } else {
+        None
+    };
+    if resolved.is_some() {
+        let _ = FLASH_ATTENTION.try_with(|cell| cell.set(resolved));
+    }
 }
 
 /// True when `TOOLRAIL_LLAMA_LOG` asks for llama.cpp's log on stderr.
@@ -46,6 +73,7 @@ unsafe extern "C" fn on_log(
     if echo() {
         let _ = std::io::stderr().write_all(bytes);
     }
+    note_flash_attention(bytes);
     let _ = CAPTURE.try_with(|capture| {
         let Ok(mut capture) = capture.try_borrow_mut() else {
             return;

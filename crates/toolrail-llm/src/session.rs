@@ -14,13 +14,13 @@ use llama_cpp_2::token::LlamaToken;
 use super::backend;
 use super::error::LlmError;
 use super::model::Model;
+use super::settings::{
+    CacheType, ComputeOptions, FlashAttention, Known, LogitSettings, SERVER_BATCH, SERVER_UBATCH,
+};
 use super::spec::{check_threads, cores};
 
 /// Context size when neither the caller nor the spec gives one.
 pub const DEFAULT_CONTEXT: u32 = 4096;
-
-/// Tokens decoded per `llama_decode` call while reading a prompt.
-const PROMPT_BATCH: u32 = 512;
 
 /// How to make a session's context.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -29,6 +29,8 @@ pub struct SessionOptions {
     pub context: Option<u32>,
     /// Decoding threads (`None`: the spec's, else the number of cores).
     pub threads: Option<u32>,
+    /// How the logits are computed (each unset value: the spec's, else llama-server's default).
+    pub compute: ComputeOptions,
 }
 
 /// A context with its position: prompt in, one token at a time, logits out.
@@ -41,6 +43,10 @@ pub struct Session<'m> {
     tokens: Vec<u32>,
     /// Index in the last batch whose logits are available.
     logits_index: Option<i32>,
+    /// Tokens handed to llama.cpp per `llama_decode` call while reading a prompt.
+    n_batch: u32,
+    /// What the context computes with.
+    settings: LogitSettings,
     model: &'m Model,
 }
 
@@ -72,32 +78,74 @@ impl<'m> Session<'m> {
             .clamp(1, trained);
         let threads = options.threads.or(spec.threads).unwrap_or_else(cores);
         let threads = check_threads(threads).map_err(LlmError::Threads)?;
-        let n_batch = PROMPT_BATCH.min(n_ctx);
+        let compute = options.compute.or(spec.compute);
+        let n_batch = compute.batch.unwrap_or(SERVER_BATCH).clamp(1, n_ctx);
+        let n_ubatch = compute.ubatch.unwrap_or(SERVER_UBATCH).clamp(1, n_batch);
+        let flash_attention = compute.flash_attention.unwrap_or(FlashAttention::Auto);
+        let cache_type_k = compute.cache_type_k.unwrap_or(CacheType::F16);
+        let cache_type_v = compute.cache_type_v.unwrap_or(CacheType::F16);
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))
             .with_n_batch(n_batch)
-            .with_n_ubatch(n_batch)
+            .with_n_ubatch(n_ubatch)
             .with_n_threads(threads as i32)
-            .with_n_threads_batch(threads as i32);
+            .with_n_threads_batch(threads as i32)
+            .with_flash_attention_policy(flash_attention.llama_type())
+            .with_type_k(cache_type_k.kv_type())
+            .with_type_v(cache_type_v.kv_type());
         let backend = backend()?;
+        let _ = super::log::take_flash_attention();
         let (ctx, lines) = super::log::capture(|| model.llama().new_context(backend, params));
+        let resolved_flash_attention = super::log::take_flash_attention();
         let ctx = ctx.map_err(|_| {
             let reasons = super::log::reasons(&lines);
             LlmError::Context {
                 path: spec.path.clone(),
                 n_ctx,
                 threads,
-                reason: if reasons.is_empty() {
-                    "llama.cpp returned no context and logged no reason".to_owned()
-                } else {
-                    reasons.join("; ")
+                reason: {
+                    let said = if reasons.is_empty() {
+                        "llama.cpp returned no context and logged no reason".to_owned()
+                    } else {
+                        reasons.join("; ")
+                    };
+                    // A refused combination of settings is its own reason; otherwise memory
+                    // is the usual one.
+                    if said.contains("flash_attn") || said.contains("cache") {
+                        format!(
+                            "{said} (flash attention {flash_attention}, K cache {cache_type_k}, \
+                             V cache {cache_type_v})"
+                        )
+                    } else {
+                        format!(
+                            "{said}; a smaller context (--context, or `context` in models.toml) \
+                             needs less memory"
+                        )
+                    }
                 },
             }
         })?;
+        let settings = LogitSettings {
+            engine: "in-process".to_owned(),
+            flash_attention: Known::Set(flash_attention),
+            flash_attention_enabled: resolved_flash_attention,
+            batch: Known::Set(n_batch),
+            ubatch: Known::Set(n_ubatch),
+            cache_type_k: Known::Set(cache_type_k),
+            cache_type_v: Known::Set(cache_type_v),
+            threads: Known::Set(threads),
+            gpu_layers: Known::Set(spec.gpu_layers),
+            context: Known::Set(n_ctx),
+            prompt_cached: None,
+            build: Some(format!("b{}", crate::LLAMA_CPP_BUILD)),
+            unread_flags: Vec::new(),
+        };
         Ok(Session {
             n_ctx: ctx.n_ctx(),
             ctx,
             batch: LlamaBatch::new(n_batch as usize, 1),
+            n_batch,
+            settings,
             n_vocab: model.n_vocab(),
             tokens: Vec::new(),
             logits_index: None,
@@ -108,6 +156,11 @@ impl<'m> Session<'m> {
     /// The model.
     pub fn model(&self) -> &'m Model {
         self.model
+    }
+
+    /// What the context computes with (recorded with every run, compared with a server's).
+    pub fn settings(&self) -> &LogitSettings {
+        &self.settings
     }
 
     /// The context size in tokens.
@@ -181,7 +234,7 @@ impl<'m> Session<'m> {
             .map(|&t| self.model.check_token(t))
             .collect::<Result<Vec<LlamaToken>, _>>()?;
         self.logits_index = None;
-        let chunk_size = PROMPT_BATCH.min(self.n_ctx) as usize;
+        let chunk_size = self.n_batch.min(self.n_ctx) as usize;
         let total = checked.len();
         for (c, chunk) in checked.chunks(chunk_size).enumerate() {
             self.batch.clear();

@@ -7,6 +7,11 @@
 //! context = 4096                                               # relative paths are relative
 //! gpu_layers = 0                                               # to the models.toml file
 //! threads = 2
+//! flash_attn = "auto"        # how logits are computed, as llama-server's -fa, -b, -ub, -ctk,
+//! batch = 2048               # -ctv (these are its defaults); a [[server]] entry's `flags`
+//! ubatch = 512               # says how the server was started, which it does not report
+//! cache_type_k = "f16"
+//! cache_type_v = "f16"
 //! chat_format = "gemma"      # a prompt family, or "auto": the GGUF's template, else generic
 //! temperature = 0.0          # default sampling: temperature, top_k, top_p, min_p, seed,
 //! ```                        # max_tokens, repeat_penalty
@@ -16,6 +21,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::error::LlmError;
+use super::settings::{ComputeOptions, ServerFlags};
 use toolrail_tools::prompt::PromptFamily;
 
 /// File name of the test model the project's tests and benches use.
@@ -165,6 +171,9 @@ pub struct ModelSpec {
     pub gpu_layers: u32,
     /// Threads for decoding (`None`: the number of cores).
     pub threads: Option<u32>,
+    /// How the logits are computed (flash attention, batch sizes, cache types; unset:
+    /// llama-server's defaults).
+    pub compute: ComputeOptions,
     /// How prompts are built.
     pub chat_format: ChatFormat,
     /// Default sampling.
@@ -185,6 +194,7 @@ impl ModelSpec {
             context: None,
             gpu_layers: 0,
             threads: None,
+            compute: ComputeOptions::default(),
             chat_format: ChatFormat::Auto,
             sampling: SamplingDefaults::default(),
         }
@@ -218,6 +228,9 @@ pub struct ServerSpec {
     /// A `[[model]]` entry of the same model (or one with the same tokenizer): its vocabulary
     /// lets toolrail send token ids and check every token the server sends.
     pub vocab: Option<String>,
+    /// The flags the server was started with (`-fa on -ub 256 …`), as far as they change its
+    /// logits: llama-server does not report them, and an in-process run can match them.
+    pub flags: ServerFlags,
 }
 
 /// Both kinds of entries of a models file: `[[model]]` and `[[server]]`.
@@ -250,7 +263,10 @@ fn parse_file(text: &str, file: &Path) -> Result<(Vec<ModelSpec>, Vec<ServerSpec
             if servers.iter().any(|s| s.name == entry.name) {
                 return Err(bad("the name is used by an earlier server"));
             }
+            let flags = ServerFlags::parse(entry.flags.as_deref().unwrap_or(""))
+                .map_err(|e| bad(&format!("`flags`: {e}")))?;
             servers.push(ServerSpec {
+                flags,
                 name: entry.name,
                 url: entry.url,
                 api_key_env: entry.api_key_env.filter(|v| !v.trim().is_empty()),
@@ -423,6 +439,7 @@ pub fn builtin_models() -> Vec<ModelSpec> {
         context: Some(4096),
         gpu_layers: 0,
         threads: None,
+        compute: ComputeOptions::default(),
         chat_format: ChatFormat::Family(PromptFamily::Gemma),
         sampling: SamplingDefaults {
             temperature: Some(0.0),
@@ -473,6 +490,7 @@ struct RawServer {
     url: String,
     api_key_env: Option<String>,
     vocab: Option<String>,
+    flags: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -486,6 +504,11 @@ struct RawEntry {
     #[serde(default)]
     gpu_layers: u32,
     threads: Option<u32>,
+    flash_attn: Option<String>,
+    batch: Option<u32>,
+    ubatch: Option<u32>,
+    cache_type_k: Option<String>,
+    cache_type_v: Option<String>,
     chat_format: Option<String>,
     temperature: Option<f32>,
     top_k: Option<u32>,
@@ -514,6 +537,31 @@ impl RawEntry {
         if let Some(threads) = self.threads {
             check_threads(threads).map_err(|e| format!("`threads`: {e}"))?;
         }
+        if self.batch == Some(0) || self.ubatch == Some(0) {
+            return Err("`batch` and `ubatch` must be at least 1".to_owned());
+        }
+        let compute = ComputeOptions {
+            flash_attention: self
+                .flash_attn
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(|e| format!("`flash_attn`: {e}"))?,
+            batch: self.batch,
+            ubatch: self.ubatch,
+            cache_type_k: self
+                .cache_type_k
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(|e| format!("`cache_type_k`: {e}"))?,
+            cache_type_v: self
+                .cache_type_v
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(|e| format!("`cache_type_v`: {e}"))?,
+        };
         let chat_format = match self.chat_format.as_deref() {
             None | Some("auto") => ChatFormat::Auto,
             Some(name) => ChatFormat::Family(name.parse().map_err(|_| {
@@ -540,6 +588,7 @@ impl RawEntry {
             context: self.context,
             gpu_layers: self.gpu_layers,
             threads: self.threads,
+            compute,
             chat_format,
             sampling,
         })
@@ -569,6 +618,7 @@ mod tests {
                 url: "http://10.0.0.5:8080".into(),
                 api_key_env: Some("GPU_BOX_KEY".into()),
                 vocab: Some("gemma".into()),
+                flags: ServerFlags::default(),
             }]
         );
         for (bad, says) in [

@@ -27,6 +27,7 @@ use crate::lazy_gate::GateSetup;
 use crate::llguidance::Llguidance;
 use crate::record::{Sampling, Stop, TokenRecord, Totals};
 use crate::step::{ConstrainedRun, Following, Recording, Step, StepSetup};
+use crate::settings::{ComputeOptions, LogitSettings};
 use crate::{LlmError, Model, Session, SessionOptions};
 use toolrail_engine::MaskEngine;
 
@@ -67,6 +68,9 @@ pub struct RunRequest {
     pub context: Option<u32>,
     /// Decoding threads (None: the model spec's, else the number of cores).
     pub threads: Option<u32>,
+    /// How the logits are computed (each unset value: the model spec's, else llama-server's
+    /// default).
+    pub compute: ComputeOptions,
     /// Tokens taken before generation begins, as if forced, without events (a branch's copy of
     /// the tokens its source run took before the branch point). They must be allowed by the
     /// grammar; a constrained engine ends the run with an error on one that is not.
@@ -113,6 +117,8 @@ pub enum Event {
         /// Tokens of the prompt and prefix found in the previous run's context and not decoded
         /// again (0 unless [`RunRequest::reuse_cache`]).
         reused: usize,
+        /// What the logits are computed with, and how that is known.
+        settings: Box<LogitSettings>,
     },
     /// One token was generated.
     Token(Box<TokenRecord>),
@@ -409,6 +415,7 @@ impl WorkerState {
         let options = SessionOptions {
             context: request.context,
             threads: request.threads,
+            compute: request.compute,
         };
         // The previous run's context serves only a run that asks for it, with the same options;
         // otherwise it is dropped before a fresh one is made.
@@ -426,12 +433,15 @@ impl WorkerState {
         let reused = session.keep_prefix(&wanted);
         session.decode(&wanted[reused..])?;
         let mut decode_ms = ms(started);
+        let mut settings = session.settings().clone();
+        settings.prompt_cached = Some(u32::try_from(reused).unwrap_or(u32::MAX));
         self.emit(
             request.id,
             Event::Started {
                 prompt_tokens: prompt.len(),
                 prompt_ms: decode_ms,
                 reused,
+                settings: Box::new(settings),
             },
         );
 

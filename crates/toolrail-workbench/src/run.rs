@@ -41,6 +41,7 @@ use crate::transcript::{self, TokenRecord, Transcript};
 use model_slot::ModelSlot;
 use runs::Runs;
 use server_slot::ServerSlot;
+use toolrail_llm::settings::ServerFlags;
 use toolrail_llm::worker::{Command, EngineKind, Notify, RunEvent, RunRequest};
 use toolrail_llm::{Model, ModelSpec, PromptSource};
 
@@ -343,6 +344,18 @@ impl RunController {
         self.server
             .connect(url, api_key, name, Arc::clone(&self.notify));
         Ok(())
+    }
+
+    /// States the flags the connected (or next) server was started with: llama-server does not
+    /// report flash attention, batch sizes or cache types, and each run's recorded settings,
+    /// and a comparison with an in-process run, use these.
+    pub fn set_server_flags(&mut self, flags: ServerFlags) {
+        self.server.set_flags(flags);
+    }
+
+    /// The flags stated for the server.
+    pub fn server_flags(&self) -> &ServerFlags {
+        self.server.flags()
     }
 
     /// Runs in-process again (refused while a run is in progress).

@@ -280,6 +280,9 @@ pub struct TokenProbs {
 /// Timings the server reports.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 pub struct Timings {
+    /// Prompt tokens taken from the slot's cache instead of decoded.
+    #[serde(default)]
+    pub cache_n: Option<f64>,
     /// Prompt tokens decoded.
     #[serde(default)]
     pub prompt_n: Option<f64>,

@@ -44,6 +44,7 @@ use super::api::{
 use super::{ServerClient, StreamEnd};
 use crate::Model;
 use crate::record::{Candidate, Disagreement, Stop, TokenRecord, Totals};
+use crate::settings::{LogitSettings, ServerFlags};
 use crate::template::{ChatTemplates, TemplateRequest, TemplateResult, ToolChoice};
 use crate::worker::{Command, EngineKind, Event, Handle, Notify, RunEvent, RunId, RunRequest};
 use toolrail_engine::{Engine, MaskEngine, State, TokenMask};
@@ -79,6 +80,9 @@ pub struct ServerOptions {
     /// Ask again with `post_sampling_probs` for each token's candidates after the server's
     /// sampling chain (`/completion` requests; a second request).
     pub post_sampling: bool,
+    /// The flags the server was started with, as the user states them (it does not report
+    /// flash attention, batch sizes or cache types): recorded with each run's settings.
+    pub flags: ServerFlags,
 }
 
 impl Default for ServerOptions {
@@ -87,6 +91,7 @@ impl Default for ServerOptions {
             request: RequestKind::Grammar,
             sent_grammar: None,
             post_sampling: true,
+            flags: ServerFlags::default(),
         }
     }
 }
@@ -217,11 +222,14 @@ struct Progress {
     records: Vec<TokenRecord>,
     /// toolrail's mask at each record's step (None once the recognizer stopped following).
     masks: Vec<Option<TokenMask>>,
+    /// What the server computes with, as far as it is known (sent with the run's start).
+    settings: LogitSettings,
 }
 
 impl Progress {
-    fn new(run: RunId, track: Option<(Engine, State)>) -> Progress {
+    fn new(run: RunId, track: Option<(Engine, State)>, settings: LogitSettings) -> Progress {
         Progress {
+            settings,
             run,
             output: Vec::new(),
             totals: Totals::default(),
@@ -243,6 +251,21 @@ impl Progress {
 }
 
 impl ServerRunner {
+    /// What the server computes with: `/props` (context, build), the stated flags, and
+    /// llama-server's defaults for the rest.
+    fn settings(&self) -> LogitSettings {
+        let props = self.client.props().ok();
+        let build = props.as_ref().and_then(|p| p.build_info.clone());
+        let context = props
+            .as_ref()
+            .and_then(|p| p.n_ctx)
+            .and_then(|n| u32::try_from(n).ok());
+        let engine = format!("llama-server at {}", self.client.url());
+        self.options
+            .flags
+            .server_settings(engine, context, build, None)
+    }
+
     fn emit(&self, run: RunId, event: Event) {
         let _ = self.events.send(RunEvent { run, event });
         (self.notify)();
@@ -343,7 +366,7 @@ impl ServerRunner {
             }
         }
         let started = Instant::now();
-        let mut progress = Progress::new(request.id, track);
+        let mut progress = Progress::new(request.id, track, self.settings());
         let stop = match self.options.request.clone() {
             RequestKind::Tools { tools, user } => {
                 self.run_chat(request, &tools, &user, &mut progress)
@@ -913,7 +936,11 @@ impl ServerRunner {
                         .or(timings.prompt_n.map(|n| n as u64))
                         .unwrap_or(0) as usize,
                     prompt_ms: timings.prompt_ms.unwrap_or(0.0),
-                    reused: 0,
+                    reused: timings.cache_n.map_or(0, |n| n as usize),
+                    settings: Box::new(LogitSettings {
+                        prompt_cached: timings.cache_n.map(|n| n as u32),
+                        ..progress.settings.clone()
+                    }),
                 },
             );
         }

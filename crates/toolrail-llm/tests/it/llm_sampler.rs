@@ -200,6 +200,7 @@ fn greedy_decode_under_the_llama_sampler_says_yes_or_no() {
             context: Some(256),
             // One thread: ggml's spinning thread pool collapses when the cores are shared.
             threads: Some(1),
+            ..Default::default()
         })
         .unwrap();
     let prompt = "Question: Is the sky blue on a clear day? Answer yes or no.\nAnswer:";
@@ -261,6 +262,7 @@ fn sessions_refuse_overflow_and_bad_tokens() {
         .session(SessionOptions {
             context: Some(8),
             threads: Some(1),
+            ..Default::default()
         })
         .unwrap();
     // llama.cpp rounds the context size up (to a multiple of 256).

@@ -17,6 +17,7 @@ mod llguidance_engine;
 mod llm_masks;
 mod llm_model;
 mod llm_sampler;
+mod logit_settings;
 mod mask_agreement;
 mod maskbench_llama;
 mod maskbench_three;

@@ -156,6 +156,7 @@ mod tests {
             stop: Stop::EndOfGeneration,
             validation: None,
             totals: Totals::default(),
+            settings: None,
             template: None,
         };
         let mut r = Replay::new(transcript, None);

@@ -19,6 +19,7 @@ use crate::transcript::{
     self, ServerRequest, ServerRun, Stop, TRANSCRIPT_VERSION, TokenRecord, Totals, Transcript,
 };
 use toolrail_llm::PromptSource;
+use toolrail_llm::settings::LogitSettings;
 use toolrail_llm::worker::{Command, EngineKind, Event, RunEvent, RunId, RunRequest};
 
 /// How a new run begins.
@@ -152,6 +153,8 @@ pub struct Run {
     pub prompt_decode: Option<(usize, f64)>,
     /// Tokens of the prompt and prefix reused from the previous run's context (a branch).
     pub prompt_reused: usize,
+    /// What the logits are computed with, once started.
+    pub settings: Option<LogitSettings>,
     /// Every token so far.
     pub tokens: Vec<TokenRecord>,
     /// The text so far (the pieces joined).
@@ -197,6 +200,7 @@ impl Run {
             phase: RunPhase::Queued,
             prompt_decode: None,
             prompt_reused: 0,
+            settings: None,
             tokens: Vec::new(),
             text: String::new(),
             refusals: Vec::new(),
@@ -259,6 +263,7 @@ impl Run {
             stop,
             validation: self.outcome.as_ref().and_then(Outcome::to_json),
             totals,
+            settings: self.settings.clone(),
             template: self.inputs.template.clone().and_then(Result::ok),
         }
     }
@@ -278,9 +283,11 @@ impl Run {
                 prompt_tokens,
                 prompt_ms,
                 reused,
+                settings,
             } => {
                 self.prompt_decode = Some((prompt_tokens, prompt_ms));
                 self.prompt_reused = reused;
+                self.settings = Some(*settings);
                 self.phase = RunPhase::Running;
             }
             Event::Token(record) => {

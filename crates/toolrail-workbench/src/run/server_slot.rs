@@ -13,6 +13,7 @@ use super::setup::RunInputs;
 use crate::transcript::{ServerRequest, ServerRun};
 use toolrail_llm::Model;
 use toolrail_llm::server::{RequestKind, ServerOptions, ServerWorker};
+use toolrail_llm::settings::ServerFlags;
 use toolrail_llm::worker::{Command, EngineKind, Notify, RunRequest};
 
 /// The server slot (see the module docs).
@@ -23,6 +24,8 @@ pub(super) struct ServerSlot {
     worker: Option<(ServerWorker, PathBuf)>,
     request: ServerRequestChoice,
     post_sampling: bool,
+    /// The flags the server was started with, as the user states them.
+    flags: ServerFlags,
 }
 
 impl Default for ServerSlot {
@@ -33,11 +36,23 @@ impl Default for ServerSlot {
             worker: None,
             request: ServerRequestChoice::Grammar,
             post_sampling: ServerOptions::default().post_sampling,
+            flags: ServerFlags::default(),
         }
     }
 }
 
 impl ServerSlot {
+    /// States the flags the server was started with (it does not report those that change
+    /// its logits); every later run records the settings they give.
+    pub(super) fn set_flags(&mut self, flags: ServerFlags) {
+        self.flags = flags;
+    }
+
+    /// The flags stated for the server.
+    pub(super) fn flags(&self) -> &ServerFlags {
+        &self.flags
+    }
+
     /// Starts connecting to `url` (`/health`, then `/props`, on a thread that calls `notify`
     /// when it has answered).
     pub(super) fn connect(
@@ -237,6 +252,7 @@ impl ServerSlot {
         worker.set_options(ServerOptions {
             request: kind,
             post_sampling: self.post_sampling,
+            flags: self.flags.clone(),
             ..ServerOptions::default()
         });
         worker.send(Command::Start(Box::new(request)))

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use super::error::RunError;
 use crate::transcript::{Sampling, TemplateRun};
+use toolrail_llm::settings::ComputeOptions;
 use toolrail_llm::worker::{EngineKind, RunRequest};
 use toolrail_llm::{
     ChatFormat, ChatMessage, Model, ModelSpec, PromptSource, threads_beside_a_window,
@@ -141,6 +142,9 @@ pub struct RunSetup {
     pub context: Option<u32>,
     /// Decoding threads (`None`: the model spec's, else all cores but one, left to the UI).
     pub threads: Option<u32>,
+    /// How the logits are computed in-process (each unset value: the model spec's, else
+    /// llama-server's default): set to a server's to compare runs on both.
+    pub compute: ComputeOptions,
     /// How many candidates to record before and after the mask at each step.
     pub show: usize,
 }
@@ -156,6 +160,7 @@ impl Default for RunSetup {
             sampling: Sampling::default(),
             context: None,
             threads: None,
+            compute: ComputeOptions::default(),
             show: 8,
         }
     }
@@ -380,6 +385,7 @@ pub fn build_request(
                     t.min(threads_beside_a_window())
                 })
         })),
+        compute: setup.compute,
         prefix: Vec::new(),
         reuse_cache: false,
         gate: None,

@@ -14,6 +14,7 @@ use crate::Repaint;
 use crate::actions::Action;
 use crate::analysis::Analysis;
 use crate::transcript::Sampling;
+use toolrail_llm::settings::ComputeOptions;
 use toolrail_llm::worker::EngineKind;
 use toolrail_llm::{MODELS_FILE, ModelSpec, Models};
 
@@ -52,6 +53,9 @@ pub struct RunSettings {
     pub system: String,
     /// Decoding threads (`None`: the model's).
     pub threads: Option<u32>,
+    /// How in-process runs compute the logits (flash attention, batch sizes, cache types;
+    /// unset: the model's entry, else llama-server's defaults).
+    pub compute: ComputeOptions,
     /// Candidates recorded per step.
     pub show: usize,
     /// The transcript exported last (reopened for replay when the app starts).
@@ -74,6 +78,7 @@ impl Default for RunSettings {
             prompt_style: PromptStyle::Model,
             system: String::new(),
             threads: None,
+            compute: ComputeOptions::default(),
             show: 8,
             last_transcript: None,
             demo_closed: false,
@@ -213,6 +218,7 @@ impl RunState {
             sampling: s.sampling.clone(),
             context: None,
             threads: s.threads,
+            compute: s.compute,
             show: s.show.max(1),
         }
     }

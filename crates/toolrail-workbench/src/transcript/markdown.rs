@@ -51,6 +51,12 @@ pub fn to_markdown(t: &Transcript) -> String {
             "| live check | {flagged} token(s) the grammar forbids, {differing} step(s) where the allowed sets differ |\n"
         ));
     }
+    if let Some(settings) = &t.settings {
+        out.push_str(&format!(
+            "| computed with | {} |\n",
+            cell(&format!("{}: {}", settings.engine, settings.summary()))
+        ));
+    }
     if let Some(format) = &t.format {
         out.push_str(&format!("| format | {format} |\n"));
     }

@@ -3,12 +3,14 @@
 //! after it, the result and its validation — as a versioned JSON file that reopens for replay,
 //! and as Markdown for people.
 
+pub mod compare;
 mod markdown;
 mod validation;
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use toolrail_llm::settings::LogitSettings;
 use toolrail_llm::template::{ParsedMessage, TemplateResult};
 use toolrail_llm::worker::EngineKind;
 use toolrail_tools::envelope::Format;
@@ -74,6 +76,10 @@ pub struct Transcript {
     pub validation: Option<Validation>,
     /// Totals over the run.
     pub totals: Totals,
+    /// What the logits were computed with (flash attention, batch sizes, cache types, threads,
+    /// cached prompt tokens), each with how it is known; absent in older transcripts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<LogitSettings>,
     /// The chat template whose own tool calling the run followed (prompt, grammar, triggers,
     /// llama.cpp's parse of the output); absent for other grammar sources and in older
     /// transcripts.

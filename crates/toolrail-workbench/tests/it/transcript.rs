@@ -1,6 +1,7 @@
 //! Transcripts save atomically, reopen identical, render to Markdown, and refuse files that are
 //! not transcripts (with line:column) or that a newer toolrail wrote.
 
+use toolrail_llm::settings::{CacheType, FlashAttention, Known};
 use std::sync::Arc;
 
 use toolrail_engine::Engine;
@@ -84,6 +85,16 @@ fn sample_transcript() -> Transcript {
             tokens_per_s: 60.0,
             ..Totals::default()
         },
+        settings: Some(toolrail_llm::settings::LogitSettings {
+            engine: "llama-server at http://127.0.0.1:8080".into(),
+            flash_attention: Known::Stated(FlashAttention::Off),
+            ubatch: Known::Assumed(512),
+            cache_type_k: Known::Reported(CacheType::Q8_0),
+            threads: Known::Set(2),
+            prompt_cached: Some(3),
+            unread_flags: vec!["--port".into()],
+            ..Default::default()
+        }),
         template: None,
     }
 }
@@ -100,6 +111,10 @@ fn save_and_reopen_round_trip() {
     let text = std::fs::read_to_string(md).unwrap();
     assert!(text.contains("| 2 | `tr` (forced) | 0.90 | 3 |"), "{text}");
     assert!(text.contains("```gbnf\nroot ::="), "{text}");
+    assert!(
+        text.contains("| computed with | llama-server at http://127.0.0.1:8080: flash attention off (stated by its flags), batch unknown, micro-batch 512 (llama-server's default, assumed: the server does not report it), K cache q8_0 (reported by the server)"),
+        "{text}"
+    );
     assert!(
         text.contains("Is it ok? | answer in JSON"),
         "prompt kept verbatim in its fence"
@@ -243,7 +258,11 @@ fn a_run_compared_with_other_engines_keeps_each_engines_times_and_differences() 
     );
     assert!(md.contains("| 4 | llguidance refused token 104 |"), "{md}");
     // a transcript without comparisons keeps its plain mask column
-    let plain = to_markdown(&sample_transcript());
+    // (its settings row names the llama-server it ran on, which is no engine)
+    let plain = to_markdown(&Transcript {
+        settings: None,
+        ..sample_transcript()
+    });
     assert!(!plain.contains("llama"), "{plain}");
 }
 

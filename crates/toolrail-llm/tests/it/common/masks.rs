@@ -41,6 +41,7 @@ impl<'m> MaskPair<'m> {
             .session(SessionOptions {
                 context: Some(context),
                 threads: Some(1),
+                ..Default::default()
             })
             .unwrap();
         session.decode(&model.tokenize(prompt, true, true)).unwrap();

@@ -87,6 +87,7 @@ pub fn run_request(
         show: 5,
         context: Some(1024),
         threads: Some(1),
+        compute: Default::default(),
         prefix: Vec::new(),
         reuse_cache: false,
         gate: None,
