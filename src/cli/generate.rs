@@ -14,11 +14,13 @@ use anyhow::{Context as _, bail};
 use serde_json::Value;
 
 use super::grammar::FormatArg;
+use toolrail_llm::server::ServerClient;
+use toolrail_llm::settings::{
+    CacheType, ComputeOptions, FlashAttention, LogitSettings, ServerFlags,
+};
 use toolrail_llm::template::{
     ChatTemplates, ReasoningFormat, ServerSwitch, TemplateRequest, ToolChoice,
 };
-use toolrail_llm::server::ServerClient;
-use toolrail_llm::settings::{CacheType, ComputeOptions, FlashAttention, LogitSettings, ServerFlags};
 use toolrail_llm::worker::EngineKind;
 use toolrail_llm::{ChatFormat, Model, ModelSpec, Models, SamplingDefaults, cores};
 use toolrail_tools::grammar::{GrammarOptions, schema_grammar, tool_call_grammar};
@@ -134,8 +136,8 @@ pub struct GenerateArgs {
     /// the grammar forbids).
     #[arg(long, value_name = "URL")]
     pub server: Option<String>,
-    /// The environment variable holding the server's API key (with --server).
-    #[arg(long, value_name = "NAME", requires = "server")]
+    /// The environment variable holding the server's API key (with --server or --like-server).
+    #[arg(long, value_name = "NAME")]
     pub api_key_env: Option<String>,
     /// What the server is asked for (with --server). Default `grammar`: toolrail's own
     /// grammar, so the server enforces exactly what toolrail checks. `json-schema` sends the
@@ -259,23 +261,25 @@ fn api_key(name: Option<&str>) -> anyhow::Result<Option<String>> {
     }
 }
 
-/// The in-process compute options: the flags given, over a `--like-server`'s settings (said on
-/// stderr, with what could not be matched).
-fn compute_options(args: &GenerateArgs) -> anyhow::Result<ComputeOptions> {
-    if args.server_flags.is_some() && args.server.is_none() && args.like_server.is_none() {
-        bail!("--server-flags describes a server: it goes with --server or --like-server");
-    }
+/// The in-process compute options and context size: the flags given, over a `--like-server`'s
+/// settings (said on stderr, with what could not be matched).
+fn compute_options(
+    args: &GenerateArgs,
+    model: &Model,
+) -> anyhow::Result<(ComputeOptions, Option<u32>)> {
     let given = ComputeOptions {
         flash_attention: args.flash_attn,
         batch: args.batch,
         ubatch: args.ubatch,
         cache_type_k: args.cache_type_k,
         cache_type_v: args.cache_type_v,
+        prompt_split: None,
     };
     let Some(name) = &args.like_server else {
-        return Ok(given);
+        return Ok((given, None));
     };
-    let settings = ServerTarget::resolve(args, name)?.settings()?;
+    // The server runs the same model (the prompt is sent as its token ids).
+    let settings = ServerTarget::resolve(args, name)?.settings(model.makes_server_checkpoints())?;
     let (like, unmatched) = ComputeOptions::matching(&settings);
     eprintln!(
         "like the server: {}: {}",
@@ -285,7 +289,7 @@ fn compute_options(args: &GenerateArgs) -> anyhow::Result<ComputeOptions> {
     for line in unmatched {
         eprintln!("like the server: not matched: {line}");
     }
-    Ok(given.or(like))
+    Ok((given.or(like), settings.context.value().copied()))
 }
 
 /// A llama-server named on the command line: its URL, API key variable and the flags it was
@@ -326,8 +330,9 @@ impl ServerTarget {
         })
     }
 
-    /// What the server computes with: `/props` and the stated flags.
-    fn settings(&self) -> anyhow::Result<LogitSettings> {
+    /// What the server computes with: `/props` and the stated flags; `checkpoints`: whether
+    /// its model is one llama-server makes checkpoints for.
+    fn settings(&self, checkpoints: bool) -> anyhow::Result<LogitSettings> {
         let client = ServerClient::new(&self.url, api_key(self.key_env.as_deref())?)?;
         let props = client.props()?;
         Ok(self.flags.server_settings(
@@ -335,6 +340,7 @@ impl ServerTarget {
             props.n_ctx.and_then(|n| u32::try_from(n).ok()),
             props.build_info,
             None,
+            Some(checkpoints),
         ))
     }
 }
@@ -383,6 +389,15 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         && !args.compare.is_empty()
     {
         bail!("--compare needs a grammar: it does not go with --engine none or --request tools");
+    }
+    if args.api_key_env.is_some() && args.server.is_none() && args.like_server.is_none() {
+        bail!("--api-key-env names a server's key: it goes with --server or --like-server");
+    }
+    if let Some(flags) = &args.server_flags {
+        if args.server.is_none() && args.like_server.is_none() {
+            bail!("--server-flags describes a server: it goes with --server or --like-server");
+        }
+        ServerFlags::parse(flags).map_err(|e| anyhow::anyhow!("--server-flags: {e}"))?;
     }
     // The same rules as models.toml, checked before anything is loaded.
     let given = SamplingDefaults {
@@ -520,7 +535,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
             ChatFormat::Auto => family_for(args.format.into()),
         })
     };
-    let compute = compute_options(args)?;
+    let (compute, context) = compute_options(args, &model)?;
     let setup = RunSetup {
         system: String::new(),
         user: args.prompt.clone(),
@@ -532,7 +547,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         },
         compare: args.compare.iter().map(|&e| e.into()).collect(),
         sampling: sampling.clone(),
-        context: None,
+        context,
         // a command line leaves no core to a window: the spec's threads, else every core
         threads: Some(spec.threads.unwrap_or_else(cores)),
         compute,
@@ -589,11 +604,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     let transcript = run.transcript();
     report_stop(&transcript, first_token_ms);
     if let Some(settings) = &transcript.settings {
-        eprintln!(
-            "computed with: {}: {}",
-            settings.engine,
-            settings.summary()
-        );
+        eprintln!("computed with: {}: {}", settings.engine, settings.summary());
     }
     let valid = report_validation(&transcript)?;
     if let Some(path) = &args.transcript {

@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 
 #[allow(dead_code)] // the harness is shared with toolrail-llm's tests, which use all of it
 #[path = "../../crates/toolrail-llm/tests/it/common/llama_server.rs"]
-mod llama_server;
+pub mod llama_server;
 
 use llama_server::{API_KEY, LlamaServer};
 

@@ -172,6 +172,20 @@ impl Model {
         &self.llama
     }
 
+    /// Whether llama-server makes context checkpoints for this model, cutting each prompt's
+    /// last tokens into pieces of their own: its cache cannot be cut back (a sliding attention
+    /// window named in the GGUF, recurrent or hybrid layers).
+    pub fn makes_server_checkpoints(&self) -> bool {
+        let key = format!("{}.attention.sliding_window", self.info.architecture);
+        let window = self
+            .llama
+            .meta_val_str(&key)
+            .ok()
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .unwrap_or(0);
+        window > 0 || self.llama.is_recurrent() || self.llama.is_hybrid()
+    }
+
     /// Number of tokens in the vocabulary.
     pub fn n_vocab(&self) -> usize {
         self.info.vocab_size

@@ -15,7 +15,8 @@ use super::backend;
 use super::error::LlmError;
 use super::model::Model;
 use super::settings::{
-    CacheType, ComputeOptions, FlashAttention, Known, LogitSettings, SERVER_BATCH, SERVER_UBATCH,
+    CacheType, ComputeOptions, FlashAttention, Known, LogitSettings, PromptSplit, SERVER_BATCH,
+    SERVER_UBATCH, checkpoint_offsets,
 };
 use super::spec::{check_threads, cores};
 
@@ -45,6 +46,10 @@ pub struct Session<'m> {
     logits_index: Option<i32>,
     /// Tokens handed to llama.cpp per `llama_decode` call while reading a prompt.
     n_batch: u32,
+    /// Tokens computed per graph.
+    n_ubatch: u32,
+    /// How a prompt is cut.
+    prompt_split: PromptSplit,
     /// What the context computes with.
     settings: LogitSettings,
     model: &'m Model,
@@ -84,6 +89,14 @@ impl<'m> Session<'m> {
         let flash_attention = compute.flash_attention.unwrap_or(FlashAttention::Auto);
         let cache_type_k = compute.cache_type_k.unwrap_or(CacheType::F16);
         let cache_type_v = compute.cache_type_v.unwrap_or(CacheType::F16);
+        // As llama-server cuts prompts for this model, unless asked otherwise.
+        let prompt_split = compute
+            .prompt_split
+            .unwrap_or(if model.makes_server_checkpoints() {
+                PromptSplit::Checkpoints
+            } else {
+                PromptSplit::Batches
+            });
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))
             .with_n_batch(n_batch)
@@ -133,6 +146,7 @@ impl<'m> Session<'m> {
             ubatch: Known::Set(n_ubatch),
             cache_type_k: Known::Set(cache_type_k),
             cache_type_v: Known::Set(cache_type_v),
+            prompt_split: Known::Set(prompt_split),
             threads: Known::Set(threads),
             gpu_layers: Known::Set(spec.gpu_layers),
             context: Known::Set(n_ctx),
@@ -145,6 +159,8 @@ impl<'m> Session<'m> {
             ctx,
             batch: LlamaBatch::new(n_batch as usize, 1),
             n_batch,
+            n_ubatch,
+            prompt_split,
             settings,
             n_vocab: model.n_vocab(),
             tokens: Vec::new(),
@@ -234,11 +250,11 @@ impl<'m> Session<'m> {
             .map(|&t| self.model.check_token(t))
             .collect::<Result<Vec<LlamaToken>, _>>()?;
         self.logits_index = None;
-        let chunk_size = self.n_batch.min(self.n_ctx) as usize;
         let total = checked.len();
-        for (c, chunk) in checked.chunks(chunk_size).enumerate() {
+        for piece in self.pieces(total) {
+            let chunk = &checked[piece.clone()];
             self.batch.clear();
-            let first = self.tokens.len() + c * chunk_size;
+            let first = self.tokens.len() + piece.start;
             let decode_error = |reason: String| LlmError::Decode {
                 path: self.model.spec().path.clone(),
                 first,
@@ -247,7 +263,7 @@ impl<'m> Session<'m> {
                 reason,
             };
             for (i, &token) in chunk.iter().enumerate() {
-                let last = c * chunk_size + i + 1 == total;
+                let last = piece.start + i + 1 == total;
                 self.batch
                     .add(token, (first + i) as i32, &[0], last)
                     .map_err(|e| {
@@ -264,6 +280,37 @@ impl<'m> Session<'m> {
         self.tokens.extend_from_slice(tokens);
         self.logits_index = Some(self.batch.n_tokens() - 1);
         Ok(())
+    }
+
+    /// The `llama_decode` calls for `count` more tokens, as ranges of them: batches of
+    /// `n_batch`, and under [`PromptSplit::Checkpoints`] a cut where llama-server cuts to make a
+    /// checkpoint (the last `4 + n_ubatch` and the last 4 tokens of what is decoded).
+    fn pieces(&self, count: usize) -> Vec<std::ops::Range<usize>> {
+        let start = self.tokens.len();
+        let end = start + count;
+        let mut cuts: Vec<usize> = match self.prompt_split {
+            PromptSplit::Batches => Vec::new(),
+            PromptSplit::Checkpoints => checkpoint_offsets(self.n_batch, self.n_ubatch)
+                .iter()
+                .filter_map(|&off| end.checked_sub(off as usize))
+                .filter(|&at| at > start && at < end)
+                .map(|at| at - start)
+                .collect(),
+        };
+        cuts.push(count);
+        cuts.sort_unstable();
+        cuts.dedup();
+        let batch = self.n_batch.min(self.n_ctx).max(1) as usize;
+        let mut pieces = Vec::new();
+        let mut from = 0;
+        for cut in cuts {
+            while from < cut {
+                let to = (from + batch).min(cut);
+                pieces.push(from..to);
+                from = to;
+            }
+        }
+        pieces
     }
 
     /// Decodes one more token (the one just chosen).

@@ -164,6 +164,35 @@ impl FromStr for CacheType {
     }
 }
 
+/// How a prompt is cut into `llama_decode` calls, which changes the logits (each piece is
+/// computed apart).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptSplit {
+    /// In batches of `batch` tokens.
+    Batches,
+    /// In batches, with the last `4 + ubatch` and the last 4 tokens in pieces of their own:
+    /// what llama-server does to make a context checkpoint, for models whose cache cannot be
+    /// cut back (sliding-window attention, recurrent or hybrid layers), unless started with
+    /// `--ctx-checkpoints 0` or `--swa-full`.
+    Checkpoints,
+}
+
+impl fmt::Display for PromptSplit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PromptSplit::Batches => "in batches",
+            PromptSplit::Checkpoints => "with its last tokens apart (checkpoints)",
+        })
+    }
+}
+
+/// The tokens before the end of a prompt where llama-server ends a piece to make a context
+/// checkpoint: `4 + ubatch` and 4, each at most `batch`.
+pub fn checkpoint_offsets(batch: u32, ubatch: u32) -> [u32; 2] {
+    [batch.min(4 + ubatch), batch.min(4)]
+}
+
 /// llama-server's default logical batch (`-b`).
 pub const SERVER_BATCH: u32 = 2048;
 /// llama-server's default micro-batch (`-ub`).
@@ -189,6 +218,9 @@ pub struct ComputeOptions {
     /// The V cache's type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_type_v: Option<CacheType>,
+    /// How a prompt is cut (default: as llama-server cuts it for the model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_split: Option<PromptSplit>,
 }
 
 impl ComputeOptions {
@@ -201,6 +233,7 @@ impl ComputeOptions {
             ubatch: self.ubatch.or(fallback.ubatch),
             cache_type_k: self.cache_type_k.or(fallback.cache_type_k),
             cache_type_v: self.cache_type_v.or(fallback.cache_type_v),
+            prompt_split: self.prompt_split.or(fallback.prompt_split),
         }
     }
 
@@ -215,7 +248,10 @@ impl ComputeOptions {
                 ));
             }
         };
-        take("flash attention", settings.flash_attention.value().is_some());
+        take(
+            "flash attention",
+            settings.flash_attention.value().is_some(),
+        );
         take("micro-batch", settings.ubatch.value().is_some());
         let options = ComputeOptions {
             flash_attention: settings.flash_attention.value().copied(),
@@ -223,6 +259,7 @@ impl ComputeOptions {
             ubatch: settings.ubatch.value().copied(),
             cache_type_k: settings.cache_type_k.value().copied(),
             cache_type_v: settings.cache_type_v.value().copied(),
+            prompt_split: settings.prompt_split.value().copied(),
         };
         if let Some(layers) = settings.gpu_layers.value().copied().filter(|&n| n != 0) {
             unmatched.push(format!(
@@ -312,6 +349,9 @@ pub struct LogitSettings {
     /// The V cache's type.
     #[serde(default)]
     pub cache_type_v: Known<CacheType>,
+    /// How the prompt is cut into pieces.
+    #[serde(default)]
+    pub prompt_split: Known<PromptSplit>,
     /// Decoding threads (they do not change the logits on the CPU backend; recorded to say so).
     #[serde(default)]
     pub threads: Known<u32>,
@@ -354,6 +394,7 @@ impl LogitSettings {
             format!("micro-batch {}", self.ubatch.described()),
             format!("K cache {}", self.cache_type_k.described()),
             format!("V cache {}", self.cache_type_v.described()),
+            format!("prompt {}", self.prompt_split.described()),
             format!("GPU layers {}", self.gpu_layers.described()),
             format!("threads {}", self.threads.described()),
             format!("context {}", self.context.described()),
@@ -423,25 +464,65 @@ pub fn differences(a: &LogitSettings, b: &LogitSettings) -> Vec<SettingDifferenc
         };
         map_known(&s.flash_attention, shown)
     };
-    let effective_fa = |s: &LogitSettings| match (s.flash_attention.value(), s.flash_attention_enabled)
-    {
-        (Some(FlashAttention::On), _) | (Some(FlashAttention::Auto), Some(true)) => Some(true),
-        (Some(FlashAttention::Off), _) | (Some(FlashAttention::Auto), Some(false)) => Some(false),
-        _ => None,
-    };
+    let effective_fa =
+        |s: &LogitSettings| match (s.flash_attention.value(), s.flash_attention_enabled) {
+            (Some(FlashAttention::On), _) | (Some(FlashAttention::Auto), Some(true)) => Some(true),
+            (Some(FlashAttention::Off), _) | (Some(FlashAttention::Auto), Some(false)) => {
+                Some(false)
+            }
+            _ => None,
+        };
     let fa_differs = match (effective_fa(a), effective_fa(b)) {
         (Some(x), Some(y)) => x != y,
-        _ => a.flash_attention.value() != b.flash_attention.value()
-            || a.flash_attention.is_unknown()
-            || b.flash_attention.is_unknown(),
+        _ => {
+            a.flash_attention.value() != b.flash_attention.value()
+                || a.flash_attention.is_unknown()
+                || b.flash_attention.is_unknown()
+        }
     };
     if fa_differs {
-        out.push(difference("flash attention", &fa(a), &fa(b), Effect::Changes));
+        out.push(difference(
+            "flash attention",
+            &fa(a),
+            &fa(b),
+            Effect::Changes,
+        ));
     }
-    push_if_differs(&mut out, "K cache type", &a.cache_type_k, &b.cache_type_k, Effect::Changes);
-    push_if_differs(&mut out, "V cache type", &a.cache_type_v, &b.cache_type_v, Effect::Changes);
-    push_if_differs(&mut out, "GPU layers", &a.gpu_layers, &b.gpu_layers, Effect::Changes);
-    push_if_differs(&mut out, "micro-batch", &a.ubatch, &b.ubatch, Effect::Changes);
+    push_if_differs(
+        &mut out,
+        "K cache type",
+        &a.cache_type_k,
+        &b.cache_type_k,
+        Effect::Changes,
+    );
+    push_if_differs(
+        &mut out,
+        "V cache type",
+        &a.cache_type_v,
+        &b.cache_type_v,
+        Effect::Changes,
+    );
+    push_if_differs(
+        &mut out,
+        "GPU layers",
+        &a.gpu_layers,
+        &b.gpu_layers,
+        Effect::Changes,
+    );
+    push_if_differs(
+        &mut out,
+        "micro-batch",
+        &a.ubatch,
+        &b.ubatch,
+        Effect::Changes,
+    );
+    push_if_differs(
+        &mut out,
+        "how the prompt is cut",
+        &a.prompt_split,
+        &b.prompt_split,
+        Effect::Changes,
+    );
     let cached = |s: &LogitSettings| match s.prompt_cached {
         Some(n) => Known::Set(n),
         None => Known::Unknown,
@@ -516,6 +597,9 @@ pub struct ServerFlags {
     pub gpu_layers: Option<u32>,
     /// `-c`.
     pub context: Option<u32>,
+    /// `--ctx-checkpoints 0` or `--swa-full`: no checkpoints, so prompts are cut in batches
+    /// only.
+    pub no_checkpoints: bool,
     /// The flags not read here, each as written.
     pub unread: Vec<String>,
 }
@@ -552,6 +636,24 @@ impl ServerFlags {
                     | "-c"
                     | "--ctx-size"
             );
+            if name == "--swa-full" {
+                flags.no_checkpoints = true;
+                continue;
+            }
+            if matches!(name, "-ctxcp" | "--ctx-checkpoints" | "--swa-checkpoints") {
+                let value = match inline {
+                    Some(v) => v,
+                    None => words
+                        .next()
+                        .ok_or_else(|| format!("{name} needs a value"))?
+                        .to_owned(),
+                };
+                let n: i64 = value
+                    .parse()
+                    .map_err(|_| format!("{name} {value}: not a number"))?;
+                flags.no_checkpoints = n <= 0;
+                continue;
+            }
             if !takes_value {
                 flags.unread.push(word.to_owned());
                 continue;
@@ -596,13 +698,16 @@ impl ServerFlags {
     /// The settings of a server run: what `/props` reports (context, build), what these flags
     /// state, llama-server's defaults for what neither says (flash attention `auto`, batch 2048,
     /// micro-batch 512, f16 caches), and unknown for what has no default that can be assumed
-    /// (threads and GPU layers depend on the server's machine).
+    /// (threads and GPU layers depend on the server's machine). `checkpoints` says whether the
+    /// server's model is one llama-server makes checkpoints for (known from the same model's
+    /// file here; `None`: unknown).
     pub fn server_settings(
         &self,
         engine: String,
         context: Option<u32>,
         build: Option<String>,
         prompt_cached: Option<u32>,
+        checkpoints: Option<bool>,
     ) -> LogitSettings {
         fn pick<T>(stated: Option<T>, default: Option<T>) -> Known<T> {
             match (stated, default) {
@@ -619,6 +724,12 @@ impl ServerFlags {
             ubatch: pick(self.ubatch, Some(SERVER_UBATCH)),
             cache_type_k: pick(self.cache_type_k, Some(CacheType::F16)),
             cache_type_v: pick(self.cache_type_v, Some(CacheType::F16)),
+            prompt_split: match checkpoints {
+                Some(false) => Known::Assumed(PromptSplit::Batches),
+                _ if self.no_checkpoints => Known::Stated(PromptSplit::Batches),
+                Some(true) => Known::Assumed(PromptSplit::Checkpoints),
+                None => Known::Unknown,
+            },
             threads: pick(self.threads, None),
             gpu_layers: pick(self.gpu_layers, None),
             context: match context {
@@ -650,18 +761,33 @@ mod tests {
         assert_eq!(flags.gpu_layers, None);
         assert_eq!(
             flags.unread,
-            ["llama-server", "-m", "model.gguf", "-ngl auto", "--port", "8080"]
+            [
+                "llama-server",
+                "-m",
+                "model.gguf",
+                "-ngl auto",
+                "--port",
+                "8080"
+            ]
         );
-        assert!(ServerFlags::parse("-fa maybe").unwrap_err().contains("maybe"));
+        assert!(
+            ServerFlags::parse("-fa maybe")
+                .unwrap_err()
+                .contains("maybe")
+        );
         assert!(ServerFlags::parse("-ub").unwrap_err().contains("-ub"));
         assert!(ServerFlags::parse("-ctk q3").unwrap_err().contains("q8_0"));
     }
 
     #[test]
     fn differences_name_the_settings_that_change_logits_first() {
-        let server = ServerFlags::parse("-fa on")
-            .unwrap()
-            .server_settings("server".into(), Some(4096), None, Some(12));
+        let server = ServerFlags::parse("-fa on").unwrap().server_settings(
+            "server".into(),
+            Some(4096),
+            None,
+            Some(12),
+            Some(false),
+        );
         let here = LogitSettings {
             engine: "in-process".into(),
             flash_attention: Known::Set(FlashAttention::Off),
@@ -669,6 +795,7 @@ mod tests {
             ubatch: Known::Set(512),
             cache_type_k: Known::Set(CacheType::F16),
             cache_type_v: Known::Set(CacheType::F16),
+            prompt_split: Known::Set(PromptSplit::Batches),
             threads: Known::Set(2),
             gpu_layers: Known::Set(0),
             context: Known::Set(4096),
@@ -678,7 +805,12 @@ mod tests {
         let names: Vec<&str> = diff.iter().map(|d| d.setting.as_str()).collect();
         assert_eq!(
             names,
-            ["flash attention", "GPU layers", "prompt tokens taken from a cache", "threads"]
+            [
+                "flash attention",
+                "GPU layers",
+                "prompt tokens taken from a cache",
+                "threads"
+            ]
         );
         assert_eq!(
             diff[0].to_string(),

@@ -12,6 +12,8 @@
 //! ubatch = 512               # says how the server was started, which it does not report
 //! cache_type_k = "f16"
 //! cache_type_v = "f16"
+//! prompt_split = "checkpoints" # a prompt's last tokens apart, as llama-server does for models
+//!                              # with a sliding window (the default there), or "batches"
 //! chat_format = "gemma"      # a prompt family, or "auto": the GGUF's template, else generic
 //! temperature = 0.0          # default sampling: temperature, top_k, top_p, min_p, seed,
 //! ```                        # max_tokens, repeat_penalty
@@ -21,7 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::error::LlmError;
-use super::settings::{ComputeOptions, ServerFlags};
+use super::settings::{ComputeOptions, PromptSplit, ServerFlags};
 use toolrail_tools::prompt::PromptFamily;
 
 /// File name of the test model the project's tests and benches use.
@@ -509,6 +511,7 @@ struct RawEntry {
     ubatch: Option<u32>,
     cache_type_k: Option<String>,
     cache_type_v: Option<String>,
+    prompt_split: Option<String>,
     chat_format: Option<String>,
     temperature: Option<f32>,
     top_k: Option<u32>,
@@ -561,6 +564,16 @@ impl RawEntry {
                 .map(str::parse)
                 .transpose()
                 .map_err(|e| format!("`cache_type_v`: {e}"))?,
+            prompt_split: match self.prompt_split.as_deref() {
+                None => None,
+                Some("batches") => Some(PromptSplit::Batches),
+                Some("checkpoints") => Some(PromptSplit::Checkpoints),
+                Some(other) => {
+                    return Err(format!(
+                        "`prompt_split`: unknown value '{other}' (batches or checkpoints)"
+                    ));
+                }
+            },
         };
         let chat_format = match self.chat_format.as_deref() {
             None | Some("auto") => ChatFormat::Auto,

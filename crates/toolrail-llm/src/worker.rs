@@ -26,8 +26,8 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded};
 use crate::lazy_gate::GateSetup;
 use crate::llguidance::Llguidance;
 use crate::record::{Sampling, Stop, TokenRecord, Totals};
-use crate::step::{ConstrainedRun, Following, Recording, Step, StepSetup};
 use crate::settings::{ComputeOptions, LogitSettings};
+use crate::step::{ConstrainedRun, Following, Recording, Step, StepSetup};
 use crate::{LlmError, Model, Session, SessionOptions};
 use toolrail_engine::MaskEngine;
 

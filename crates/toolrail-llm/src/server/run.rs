@@ -261,9 +261,13 @@ impl ServerRunner {
             .and_then(|p| p.n_ctx)
             .and_then(|n| u32::try_from(n).ok());
         let engine = format!("llama-server at {}", self.client.url());
-        self.options
-            .flags
-            .server_settings(engine, context, build, None)
+        self.options.flags.server_settings(
+            engine,
+            context,
+            build,
+            None,
+            self.vocab.as_ref().map(Model::makes_server_checkpoints),
+        )
     }
 
     fn emit(&self, run: RunId, event: Event) {

@@ -4,7 +4,7 @@
 //! change them; a
 //! session records what it computed with (flash attention `auto` with what it became).
 
-use toolrail_llm::settings::{CacheType, ComputeOptions, FlashAttention, Known};
+use toolrail_llm::settings::{CacheType, ComputeOptions, FlashAttention, Known, PromptSplit};
 use toolrail_llm::{Model, SessionOptions};
 
 use crate::common::model;
@@ -26,7 +26,10 @@ fn logits(model: &Model, threads: u32, compute: ComputeOptions) -> Vec<f32> {
 }
 
 fn largest_difference(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
 }
 
 #[test]
@@ -44,6 +47,11 @@ fn threads_leave_the_logits_identical_and_flash_attention_changes_them() {
     let two = logits(model, 2, on);
     assert_eq!(one, two, "the thread count changed the logits");
     let without = logits(model, 1, off);
+    assert_eq!(
+        without,
+        logits(model, 2, off),
+        "the thread count changed the logits without flash attention"
+    );
     let d = largest_difference(&one, &without);
     assert!(d > 0.0, "flash attention on and off gave the same logits");
     eprintln!("flash attention on vs off: largest logit difference {d}");
@@ -69,8 +77,27 @@ fn threads_leave_the_logits_identical_and_flash_attention_changes_them() {
         },
     );
     let d = largest_difference(&one, &small);
-    assert!(d > 0.0, "micro-batches of 4 gave the same logits as one of 512");
+    assert!(
+        d > 0.0,
+        "micro-batches of 4 gave the same logits as one of 512"
+    );
     eprintln!("micro-batch 512 vs 4: largest logit difference {d}");
+    // The test model has a sliding window: its prompts are cut as llama-server cuts them.
+    assert!(model.makes_server_checkpoints());
+    let whole = logits(
+        model,
+        1,
+        ComputeOptions {
+            prompt_split: Some(PromptSplit::Batches),
+            ..on
+        },
+    );
+    let d = largest_difference(&one, &whole);
+    assert!(
+        d > 0.0,
+        "cutting the prompt's last 4 tokens apart changed nothing"
+    );
+    eprintln!("prompt cut for checkpoints vs in batches: largest logit difference {d}");
 }
 
 #[test]
@@ -93,11 +120,17 @@ fn a_session_records_what_it_computes_with() {
     // The CPU backend supports flash attention: `auto` turns it on, as llama.cpp logs.
     assert_eq!(s.flash_attention_enabled, Some(true));
     // The batch is capped at the context, the micro-batch at the batch.
-    assert_eq!((s.batch.clone(), s.ubatch.clone()), (Known::Set(128), Known::Set(64)));
+    assert_eq!(
+        (s.batch.clone(), s.ubatch.clone()),
+        (Known::Set(128), Known::Set(64))
+    );
     assert_eq!(s.cache_type_k, Known::Set(CacheType::Q8_0));
     assert_eq!(s.cache_type_v, Known::Set(CacheType::F16));
     assert_eq!(s.threads, Known::Set(1));
-    assert!(s.summary().starts_with("flash attention auto → on, batch 128, micro-batch 64"));
+    assert!(
+        s.summary()
+            .starts_with("flash attention auto → on, batch 128, micro-batch 64")
+    );
     // A quantized V cache without flash attention is refused by llama.cpp, with its reason.
     let refused = model.session(SessionOptions {
         context: Some(128),

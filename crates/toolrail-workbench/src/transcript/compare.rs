@@ -300,7 +300,11 @@ fn sampling_differences(a: &Transcript, b: &Transcript) -> Vec<String> {
             out.push(format!("{name} {p} in the first run, {q} in the second"));
         }
     };
-    field("temperature", x.temperature.to_string(), y.temperature.to_string());
+    field(
+        "temperature",
+        x.temperature.to_string(),
+        y.temperature.to_string(),
+    );
     // With greedy choice on both sides the filters and the seed change nothing.
     if x.temperature > 0.0 || y.temperature > 0.0 {
         field("top-k", x.top_k.to_string(), y.top_k.to_string());
@@ -319,7 +323,7 @@ fn sampling_differences(a: &Transcript, b: &Transcript) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolrail_llm::settings::{CacheType, FlashAttention, Known, LogitSettings};
+    use toolrail_llm::settings::{CacheType, FlashAttention, Known, LogitSettings, PromptSplit};
 
     fn record(index: u32, id: u32, before: &[(u32, f32)]) -> TokenRecord {
         TokenRecord {
@@ -373,6 +377,7 @@ mod tests {
             ubatch: Known::Set(512),
             cache_type_k: Known::Set(CacheType::F16),
             cache_type_v: Known::Set(CacheType::F16),
+            prompt_split: Known::Set(PromptSplit::Checkpoints),
             threads: Known::Set(1),
             gpu_layers: Known::Set(0),
             context: Known::Set(4096),
@@ -403,8 +408,14 @@ mod tests {
         let drift = c.drift.as_ref().unwrap();
         assert_eq!((drift.index, drift.id), (0, 1));
         let text = c.explanation().join("\n");
-        assert!(text.contains("at token 1 the first run took \"t3\""), "{text}");
-        assert!(text.contains("A near tie: the two most likely tokens were 0.020 apart"), "{text}");
+        assert!(
+            text.contains("at token 1 the first run took \"t3\""),
+            "{text}"
+        );
+        assert!(
+            text.contains("A near tie: the two most likely tokens were 0.020 apart"),
+            "{text}"
+        );
         assert!(text.contains("differ by up to 0.0200"), "{text}");
         assert!(
             text.contains("Settings that change the logits differ: flash attention: on in the first run, off in the second"),
@@ -415,6 +426,9 @@ mod tests {
         let text = same.explanation().join("\n");
         assert!(text.contains("The same 2 tokens."), "{text}");
         assert!(text.contains("agree to 4 decimal places"), "{text}");
-        assert!(text.contains("The settings that change logits agree"), "{text}");
+        assert!(
+            text.contains("The settings that change logits agree"),
+            "{text}"
+        );
     }
 }

@@ -1,8 +1,8 @@
 //! Transcripts save atomically, reopen identical, render to Markdown, and refuse files that are
 //! not transcripts (with line:column) or that a newer toolrail wrote.
 
-use toolrail_llm::settings::{CacheType, FlashAttention, Known};
 use std::sync::Arc;
+use toolrail_llm::settings::{CacheType, FlashAttention, Known};
 
 use toolrail_engine::Engine;
 use toolrail_gbnf::Grammar;
