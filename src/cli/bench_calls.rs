@@ -107,8 +107,17 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
         ChatFormat::Family(PromptFamily::Generic) | ChatFormat::Auto => FormatArg::Openai,
     });
     let cases = load_cases(&args.cases, args.skip, args.n)?;
+    if cases.is_empty() {
+        // A benchmark that measured nothing is no result.
+        anyhow::bail!(
+            "bench-calls has no question to ask: {} holds none after skipping {} (-n {})",
+            args.cases.display(),
+            args.skip,
+            args.n
+        );
+    }
     if !args.json {
-        eprintln!("loading {} ...", spec.path.display());
+        errln!("loading {} ...", spec.path.display());
     }
     let model = Model::load(&spec, |_| true)?;
     let mut masks = MaskEngine::new(model.shared_token_table());
@@ -131,7 +140,7 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
             client.health()?;
             if !args.json {
                 let props = client.props()?;
-                eprintln!(
+                errln!(
                     "server: llama-server {} at {url}, model {}",
                     props.build_info.as_deref().unwrap_or("of unknown build"),
                     props

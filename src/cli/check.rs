@@ -76,7 +76,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             column: verdict.position.column,
             expected,
         };
-        outln!("{}", serde_json::to_string(&out)?)?;
+        super::output::write_json(&serde_json::to_string(&out)?)?;
     } else {
         let name = if args.input == "-" {
             "<stdin>"

@@ -34,7 +34,7 @@ pub fn run(args: &SampleArgs) -> anyhow::Result<ExitCode> {
     for _ in 0..args.count {
         let s = sampler.sample(&mut rng, args.max_len)?;
         if args.json {
-            outln!("{}", serde_json::to_string(&s)?)?;
+            super::output::write_json(&serde_json::to_string(&s)?)?;
         } else {
             outln!("{s}")?;
         }

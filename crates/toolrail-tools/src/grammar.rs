@@ -702,8 +702,12 @@ impl Emitter {
         });
     }
 
+    /// A comment line: line breaks become spaces and control characters visible escapes
+    /// (a tool description may carry terminal escapes; the grammar is printed on terminals).
     fn comment(&mut self, c: &str) {
-        self.items.push(Item::Comment(c.replace('\n', " ")));
+        let line = c.replace('\n', " ");
+        let safe = toolrail_gbnf::terminal_safe(&line).into_owned();
+        self.items.push(Item::Comment(safe));
     }
 
     /// Rules written as text (see [`Item::Text`]).
