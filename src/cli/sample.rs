@@ -18,7 +18,8 @@ pub struct SampleArgs {
     /// Keep strings to this many characters when the grammar allows.
     #[arg(long, default_value_t = 200)]
     pub max_len: u64,
-    /// Print each string as a JSON string (one per line), so newlines stay visible.
+    /// Print each string as a JSON string (one per line): the exact text, newlines visible (the
+    /// plain listing shows control characters as escapes such as `\x1b`).
     #[arg(long)]
     pub json: bool,
 }

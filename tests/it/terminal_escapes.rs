@@ -118,6 +118,31 @@ fn a_description_with_escapes_is_an_escaped_grammar_comment_and_the_grammar_stil
 }
 
 #[test]
+fn a_tool_grammar_written_with_raw_escapes_is_printed_as_the_same_grammar_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let python = format!(
+        "def f(code: str) -> str:\n    r\"\"\"\n    Send a code.\n\n    Grammar:\n        \
+         root ::= \"code=\\\"\" \"{HOSTILE}\" \"\\\"\" # {HOSTILE}\n    \"\"\"\n    return code\n"
+    );
+    let file = write(dir.path(), "tools.py", &python);
+    let run = toolrail(&["grammar", "--format", "pythonic", &file], "");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_terminal_safe(&run, "grammar of a Python tool");
+    assert!(run.stdout.contains("\\x1B]0;PWNED\\x07"), "{}", run.stdout);
+    // The literal still means the control sequence itself.
+    let grammar = toolrail_gbnf::Grammar::parse(&run.stdout).unwrap();
+    let mut engine = toolrail_engine::Engine::new(std::sync::Arc::new(grammar));
+    let call = format!("f(code=\"{HOSTILE}\")");
+    let verdict = toolrail_engine::check_with(&mut engine, call.as_bytes());
+    assert_eq!(
+        verdict.kind,
+        toolrail_engine::VerdictKind::Accepted,
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
 fn extract_shows_a_model_output_escaped_and_its_json_keeps_the_exact_name() {
     let output = serde_json::json!({"name": format!("x{HOSTILE}\u{9b}"), "arguments": {}});
     let run = toolrail(&["extract", "-"], &output.to_string());

@@ -24,4 +24,4 @@ pub use element::{Element, ElementKind};
 pub use grammar::{DEFAULT_ROOT, Grammar, Position};
 pub use parser::{ParsedGrammar, SymbolKind, TokenVocabulary, parse, parse_with_vocab};
 pub use source::{LineCol, LineExcerpt, LineIndex, Span};
-pub use terminal::terminal_safe;
+pub use terminal::{terminal_safe, terminal_safe_gbnf};

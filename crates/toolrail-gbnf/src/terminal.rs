@@ -32,6 +32,29 @@ pub fn terminal_safe(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A GBNF text that parses, with every raw control character but the whitespace GBNF reads
+/// (tab, line feed, carriage return) written as a GBNF escape: `\x1B`, `\x9B`. Such a character
+/// can only stand in a literal, a class or a comment (anywhere else the text would not parse);
+/// in a literal or a class the escape is the same code point to llama.cpp, in a comment it is
+/// text. So the result is the same grammar, safe to print on a terminal.
+pub fn terminal_safe_gbnf(text: &str) -> Cow<'_, str> {
+    let raw = |c: char| c.is_control() && !matches!(c, '\t' | '\n' | '\r');
+    if !text.chars().any(raw) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if raw(c) {
+            use std::fmt::Write as _;
+            // writing into a String cannot fail
+            let _ = write!(out, "\\x{:02X}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Appends the visible escape of the control character `c`.
 fn push_escape(c: char, out: &mut String) {
     use std::fmt::Write as _;
@@ -58,6 +81,24 @@ mod tests {
             terminal_safe("a\u{9b}2Jb\u{7f}\r\0"),
             "a\\u{9b}2Jb\\x7f\\x0d\\x00"
         );
+    }
+
+    #[test]
+    fn a_grammar_with_raw_controls_is_the_same_grammar_escaped() {
+        let text = "root ::= \"a\u{1b}]0;T\u{7}\" [\u{1}-\u{9b}] # \u{1b}[2J\r\nx ::= \"\u{7f}\"\n";
+        let safe = terminal_safe_gbnf(text);
+        assert!(!safe.chars().any(is_terminal_control_but_cr), "{safe}");
+        let (Ok(a), Ok(b)) = (crate::Grammar::parse(text), crate::Grammar::parse(&safe)) else {
+            panic!("both parse: {safe}");
+        };
+        assert_eq!(
+            crate::printer::print_compiled(&a),
+            crate::printer::print_compiled(&b)
+        );
+    }
+
+    fn is_terminal_control_but_cr(c: char) -> bool {
+        is_terminal_control(c) && c != '\r'
     }
 
     #[test]

@@ -710,9 +710,11 @@ impl Emitter {
         self.items.push(Item::Comment(safe));
     }
 
-    /// Rules written as text (see [`Item::Text`]).
+    /// Rules written as text (see [`Item::Text`]), raw control characters as GBNF escapes (the
+    /// same grammar, safe to print on a terminal).
     fn verbatim(&mut self, text: &str) {
-        self.items.push(Item::Text(text.to_owned()));
+        let safe = toolrail_gbnf::terminal_safe_gbnf(text).into_owned();
+        self.items.push(Item::Text(safe));
     }
 
     /// Appends every entry, one line each (a text entry as its lines).
