@@ -195,8 +195,9 @@ fn check_and_lint_show_the_grammar_and_input_lines_escaped() {
     let run = toolrail(&["check", &grammar, &input], "");
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_terminal_safe(&run, "check");
+    // The caret stands under the rejected byte as the line is shown.
     assert!(
-        run.stdout.contains(&format!("  | a{SHOWN}")),
+        run.stdout.contains(&format!("  | a{SHOWN}\n  |  ^")),
         "{}",
         run.stdout
     );
