@@ -43,8 +43,8 @@ pub struct BenchArgs {
     /// The user's message (with --tools) or the whole prompt (with --grammar).
     #[arg(long)]
     pub prompt: Option<String>,
-    /// Tokens per engine at most.
-    #[arg(long, default_value_t = 64)]
+    /// Tokens per engine at most (at least 1).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
     pub tokens: u32,
     /// Decoding threads per engine (1 keeps ggml's thread pool from spinning on busy cores).
     #[arg(long, default_value_t = 1, value_parser = super::common::parse_threads)]
@@ -72,11 +72,11 @@ pub struct AppSpeedArgs {
     /// The model.
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Runs of each path (alternating).
-    #[arg(long, default_value_t = 3)]
+    /// Runs of each path (alternating; at least 1).
+    #[arg(long, default_value_t = 3, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub rounds: usize,
-    /// Tokens per run at most.
-    #[arg(long, default_value_t = 64)]
+    /// Tokens per run at most (at least 1).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: u32,
     /// Run the app in a real window (the platform's renderer draws every frame) instead of
     /// headless; the command line's rounds run while the window stays open.

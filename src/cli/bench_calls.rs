@@ -29,8 +29,8 @@ pub struct BenchCallsArgs {
     /// A BFCL v4 cases file (its `.answers.json` beside it gives the expected tools).
     #[arg(long, default_value = "../shared/corpus/bfcl/BFCL_v4_multiple.json")]
     pub cases: PathBuf,
-    /// How many questions (the first N after the skipped ones).
-    #[arg(short = 'n', long, default_value_t = 50)]
+    /// How many questions (the first N after the skipped ones; at least 1).
+    #[arg(short = 'n', long, default_value_t = 50, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub n: usize,
     /// Questions to pass over first (e.g. `--skip 50` for held-out questions 51-100).
     #[arg(long, default_value_t = 0)]

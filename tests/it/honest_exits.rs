@@ -170,7 +170,7 @@ fn bench_masks_over_unreadable_files_fails_naming_them() {
 }
 
 #[test]
-fn bench_calls_without_questions_fails_saying_so() {
+fn benchmarks_with_nothing_to_measure_fail_saying_so() {
     let dir = tempfile::tempdir().unwrap();
     // The questions are read before the model loads: any file stands for the model here.
     let model = dir.path().join("model.gguf");
@@ -187,6 +187,16 @@ fn bench_calls_without_questions_fails_saying_so() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("no question to ask"), "{stderr}");
+    // Nothing to measure by the command line's own choice is a usage error.
+    for args in [
+        vec!["bench-calls", "--model", "m", "-n", "0"],
+        vec!["bench", "--model", "m", "--tokens", "0"],
+        vec!["bench", "app", "--model", "m", "--rounds", "0"],
+    ] {
+        let out = toolrail(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(text(&out.stderr).contains("0 is not in 1.."), "{args:?}");
+    }
 }
 
 /// `generate` with `extra` after a model file that is never loaded (the clash is refused first).
