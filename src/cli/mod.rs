@@ -98,12 +98,21 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
+        Err(e) if e.use_stderr() => {
             let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
+            return ExitCode::from(2);
+        }
+        // --help and --version: the result, so it must reach standard output like any other.
+        Err(e) => {
+            return match output::print_help(&e) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                    ExitCode::from(BROKEN_PIPE_STATUS)
+                }
+                Err(e) => {
+                    errln!("toolrail: {e}");
+                    ExitCode::from(2)
+                }
             };
         }
     };

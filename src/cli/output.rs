@@ -65,14 +65,28 @@ static PROBE_AT_START: extern "C" fn() = probe;
 /// start.
 pub fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
     if STDOUT_CLOSED_AT_START.load(Ordering::Relaxed) {
-        return Err(std::io::Error::other(
-            "cannot write to standard output: it is closed (nothing was written)",
-        ));
+        return Err(closed());
     }
     let mut out = std::io::stdout().lock();
     out.write_all(bytes)
         .and_then(|()| out.flush())
         .map_err(stdout_error)
+}
+
+/// Prints clap's `--help` or `--version` text (as clap prints it: in colour on a terminal) and
+/// flushes it, failing as [`write_stdout`] does.
+pub fn print_help(e: &clap::Error) -> std::io::Result<()> {
+    if STDOUT_CLOSED_AT_START.load(Ordering::Relaxed) {
+        return Err(closed());
+    }
+    e.print()
+        .and_then(|()| std::io::stdout().flush())
+        .map_err(stdout_error)
+}
+
+/// The error for a standard output that was closed at start.
+fn closed() -> std::io::Error {
+    std::io::Error::other("cannot write to standard output: it is closed (nothing was written)")
 }
 
 /// A write error on standard output, saying so (its kind kept: a broken pipe stays one).

@@ -55,6 +55,8 @@ fn printing_commands(dir: &Path) -> Vec<Vec<String>> {
         vec!["validate", "--json", WEATHER, &output],
         vec!["extract", r#"call:f{x: 1}"#],
         vec!["check", &grammar, &output],
+        vec!["--version"],
+        vec!["grammar", "--help"],
     ]
     .into_iter()
     .map(|args| args.into_iter().map(str::to_owned).collect())
