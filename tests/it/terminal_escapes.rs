@@ -227,7 +227,11 @@ fn template_shows_a_description_with_escapes_escaped() {
         "tools.json",
         &tools_with_description(&format!("weather {HOSTILE}")),
     );
-    let template = toolrail_testkit::repo_path("tests/fixtures/key-value-calls.jinja");
+    // A template that writes each description as it is into the prompt.
+    let Some(template) = toolrail_testkit::corpus("llama-cpp-chat/templates/Qwen3-Coder.jinja")
+    else {
+        return;
+    };
     let template = template.display().to_string();
     for json in [false, true] {
         let mut args = vec!["template", "--template", &template, "--tools", &tools];
@@ -235,9 +239,18 @@ fn template_shows_a_description_with_escapes_escaped() {
             args.push("--json");
         }
         let run = toolrail(&args, "");
+        assert_eq!(run.code, 0, "{}", run.stderr);
         assert_terminal_safe(&run, &format!("template (json: {json})"));
         if json {
-            serde_json::from_str::<serde_json::Value>(&run.stdout).unwrap();
+            let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+            assert!(report.to_string().contains("PWNED\\u0007"), "{report}");
+        } else {
+            assert!(
+                run.stdout
+                    .contains(&format!("<description>weather {SHOWN}</description>")),
+                "{}",
+                run.stdout
+            );
         }
     }
 }
