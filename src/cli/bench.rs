@@ -43,8 +43,8 @@ pub struct BenchArgs {
     /// The user's message (with --tools) or the whole prompt (with --grammar).
     #[arg(long)]
     pub prompt: Option<String>,
-    /// Tokens per engine at most.
-    #[arg(long, default_value_t = 64)]
+    /// Tokens per engine at most (at least 1).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
     pub tokens: u32,
     /// Decoding threads per engine (1 keeps ggml's thread pool from spinning on busy cores).
     #[arg(long, default_value_t = 1, value_parser = super::common::parse_threads)]
@@ -72,11 +72,11 @@ pub struct AppSpeedArgs {
     /// The model.
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Runs of each path (alternating).
-    #[arg(long, default_value_t = 3)]
+    /// Runs of each path (alternating; at least 1).
+    #[arg(long, default_value_t = 3, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub rounds: usize,
-    /// Tokens per run at most.
-    #[arg(long, default_value_t = 64)]
+    /// Tokens per run at most (at least 1).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: u32,
     /// Run the app in a real window (the platform's renderer draws every frame) instead of
     /// headless; the command line's rounds run while the window stays open.
@@ -181,7 +181,7 @@ fn run_app_speed(args: &AppSpeedArgs) -> anyhow::Result<ExitCode> {
             "cli_median_tokens_per_s": toolrail_app::run_speed::RunSpeed::median(&speed.cli),
             "ratio": ratio,
         });
-        outln!("{}", serde_json::to_string_pretty(&report)?)?;
+        super::output::write_json(&serde_json::to_string_pretty(&report)?)?;
     } else {
         outln!(
             "model {}, {} decoding thread(s), {} rounds of at most {} tokens, {}",
@@ -277,7 +277,8 @@ impl From<MaskEngineArg> for EngineKind {
     }
 }
 
-/// Runs `toolrail bench masks`: exit 0, or 1 when toolrail's and llama.cpp's masks differ.
+/// Runs `toolrail bench masks`: exit 0, or 1 when toolrail's and llama.cpp's masks differ; an
+/// error (exit 2) when it measured nothing (each unreadable file named with why).
 fn run_masks(args: &MasksArgs) -> anyhow::Result<ExitCode> {
     let spec = args.model.resolve()?;
     let model = Model::load(&spec, |_| true)?;
@@ -295,12 +296,45 @@ fn run_masks(args: &MasksArgs) -> anyhow::Result<ExitCode> {
         llama_positions: args.llama_positions,
     };
     let report = bench_masks(&model, &options)?;
+    let unreadable: Vec<String> = report
+        .unreadable
+        .iter()
+        .map(|f| format!("{}: {}", f.path.display(), f.reason))
+        .collect();
+    let masks: usize = report.engines.iter().map(|e| e.mask_ms.count).sum();
+    if masks == 0 {
+        // A benchmark that measured nothing is no result: say why.
+        let why = if report.schemas == 0 && unreadable.is_empty() {
+            format!("no .json schema file in {}", args.dir.display())
+        } else if report.schemas == 0 {
+            format!(
+                "no schema file could be read ({} passed over):\n  {}",
+                unreadable.len(),
+                unreadable.join("\n  ")
+            )
+        } else {
+            format!(
+                "{} schema(s) read, {} valid instance(s), no engine computed a mask \
+                 (no schema compiled, or no instance to follow)",
+                report.schemas, report.instances
+            )
+        };
+        anyhow::bail!("bench masks measured nothing: {why}");
+    }
+    for line in &unreadable {
+        errln!("warning: passed over {line}");
+    }
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?)?;
+        super::output::write_json(&serde_json::to_string_pretty(&report)?)?;
     } else {
         outln!(
-            "{} schemas, {} valid instances, {} tokens ({} positions followed); vocabulary of {} tokens",
+            "{} schemas{}, {} valid instances, {} tokens ({} positions followed); vocabulary of {} tokens",
             report.schemas,
+            if unreadable.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} unreadable file(s) passed over)", unreadable.len())
+            },
             report.instances,
             report.tokens,
             report.positions,
@@ -415,7 +449,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         (None, None) => bail!("give --tools or --grammar"),
     };
     if !args.json {
-        eprintln!("loading {} ...", spec.path.display());
+        errln!("loading {} ...", spec.path.display());
     }
     let model = Model::load(&spec, |_| true)?;
     let report = bench(
@@ -428,7 +462,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         },
     )?;
     if args.json {
-        outln!("{}", to_json(&spec.name, &what, &report))?;
+        super::output::write_json(&to_json(&spec.name, &what, &report).to_string())?;
     } else {
         print_table(&spec.name, &what, &report)?;
     }

@@ -29,8 +29,8 @@ pub struct BenchCallsArgs {
     /// A BFCL v4 cases file (its `.answers.json` beside it gives the expected tools).
     #[arg(long, default_value = "../shared/corpus/bfcl/BFCL_v4_multiple.json")]
     pub cases: PathBuf,
-    /// How many questions (the first N after the skipped ones).
-    #[arg(short = 'n', long, default_value_t = 50)]
+    /// How many questions (the first N after the skipped ones; at least 1).
+    #[arg(short = 'n', long, default_value_t = 50, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub n: usize,
     /// Questions to pass over first (e.g. `--skip 50` for held-out questions 51-100).
     #[arg(long, default_value_t = 0)]
@@ -107,8 +107,17 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
         ChatFormat::Family(PromptFamily::Generic) | ChatFormat::Auto => FormatArg::Openai,
     });
     let cases = load_cases(&args.cases, args.skip, args.n)?;
+    if cases.is_empty() {
+        // A benchmark that measured nothing is no result.
+        anyhow::bail!(
+            "bench-calls has no question to ask: {} holds none after skipping {} (-n {})",
+            args.cases.display(),
+            args.skip,
+            args.n
+        );
+    }
     if !args.json {
-        eprintln!("loading {} ...", spec.path.display());
+        errln!("loading {} ...", spec.path.display());
     }
     let model = Model::load(&spec, |_| true)?;
     let mut masks = MaskEngine::new(model.shared_token_table());
@@ -131,7 +140,7 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
             client.health()?;
             if !args.json {
                 let props = client.props()?;
-                eprintln!(
+                errln!(
                     "server: llama-server {} at {url}, model {}",
                     props.build_info.as_deref().unwrap_or("of unknown build"),
                     props

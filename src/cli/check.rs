@@ -76,7 +76,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             column: verdict.position.column,
             expected,
         };
-        outln!("{}", serde_json::to_string(&out)?)?;
+        super::output::write_json(&serde_json::to_string(&out)?)?;
     } else {
         let name = if args.input == "-" {
             "<stdin>"
@@ -104,13 +104,14 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
                 outln!("{name}:{}: rejected at byte {offset}", verdict.position)?;
                 // A window of the line around the byte (a one-line input may be megabytes).
                 let shown = LineExcerpt::around(&streamed.window, offset - streamed.window_start);
-                let pad: String = shown
-                    .before
+                // The caret under the byte as the line is shown (control characters escaped).
+                let before = toolrail_gbnf::terminal_safe(&shown.before);
+                let pad: String = before
                     .chars()
                     .map(|c| if c == '\t' { '\t' } else { ' ' })
                     .collect();
                 let cut = if shown.cut_right { "…" } else { "" };
-                outln!("  | {}{}{cut}\n  | {pad}^", shown.before, shown.after)?;
+                outln!("  | {before}{}{cut}\n  | {pad}^", shown.after)?;
                 if expected.is_empty() {
                     outln!("expected: nothing (the grammar was already complete)")?;
                 } else {

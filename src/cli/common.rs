@@ -1,8 +1,7 @@
 //! What the subcommands share: reading inputs (a file or standard input), loading tool sets
-//! and grammars with their findings on standard error, writing to standard output, and
-//! `--threads`.
+//! and grammars with their findings on standard error, and `--threads`.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -16,19 +15,6 @@ pub fn parse_threads(text: &str) -> Result<u32, String> {
         .parse()
         .map_err(|_| format!("'{text}' is not a number of threads"))?;
     toolrail_llm::check_threads(n)
-}
-
-/// Writes to standard output (see the `out!` macro).
-pub fn write_stdout(args: std::fmt::Arguments) -> std::io::Result<()> {
-    std::io::stdout()
-        .lock()
-        .write_fmt(args)
-        .map_err(stdout_error)
-}
-
-/// A write error on standard output, saying so.
-pub fn stdout_error(e: std::io::Error) -> std::io::Error {
-    std::io::Error::new(e.kind(), format!("cannot write to standard output: {e}"))
 }
 
 /// Reads a file, or standard input for `-`.
@@ -91,14 +77,14 @@ pub fn load_tool_set_from(
     let tools = ToolSet::from_source(text, source).with_context(|| path.to_owned())?;
     if let Some(shape) = tools.shape() {
         let noun = if tools.len() == 1 { "tool" } else { "tools" };
-        eprintln!("note: {path}: read as {shape} ({} {noun})", tools.len());
+        errln!("note: {path}: read as {shape} ({} {noun})", tools.len());
     }
     // Notes repeat per tool (every MCP tool's `title`, …): one line per note text, with the
     // number of tools and the first place. Warnings are printed one by one.
     let mut notes: Vec<(&str, &ToolSetWarning, usize)> = Vec::new();
     for w in tools.warnings() {
         match w.severity() {
-            Severity::Warning => eprintln!("warning: {path}: {w}"),
+            Severity::Warning => errln!("warning: {path}: {w}"),
             Severity::Note => match notes.iter_mut().find(|(m, _, _)| *m == w.message) {
                 Some((_, _, count)) => *count += 1,
                 None => notes.push((&w.message, w, 1)),
@@ -107,9 +93,9 @@ pub fn load_tool_set_from(
     }
     for (message, first, count) in notes {
         if count == 1 {
-            eprintln!("note: {path}: {first}");
+            errln!("note: {path}: {first}");
         } else {
-            eprintln!(
+            errln!(
                 "note: {path}: {message} ({count} times, first at {})",
                 first.pointer
             );
@@ -160,9 +146,9 @@ pub fn refuse_unusable(text: &str, path: &str) -> Result<(), ExitCode> {
     }
     let name = Path::new(path).display().to_string();
     for d in &unusable {
-        eprintln!("{}", d.render(text.as_bytes(), &name));
+        errln!("{}", d.render(text.as_bytes(), &name));
     }
-    eprintln!("toolrail: {name}: the grammar can never be completed (see above); not running it");
+    errln!("toolrail: {name}: the grammar can never be completed (see above); not running it");
     Err(ExitCode::from(2))
 }
 
@@ -171,15 +157,68 @@ pub fn load_grammar(path: &str) -> Result<toolrail_gbnf::Grammar, ExitCode> {
     let text = match read_grammar(path) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("toolrail: {e:#}");
+            errln!("toolrail: {e:#}");
             return Err(ExitCode::from(2));
         }
     };
     toolrail_gbnf::Grammar::parse(&text).map_err(|e| {
         let name = Path::new(path).display().to_string();
         for d in &e.diagnostics {
-            eprintln!("{}", d.render(text.as_bytes(), &name));
+            errln!("{}", d.render(text.as_bytes(), &name));
         }
         ExitCode::from(2)
     })
+}
+
+/// Refuses, before anything runs, a command whose outputs would overwrite one another or one
+/// of its inputs: two outputs naming the same file, or an output naming an input (the model,
+/// the tool set, ...). Each entry is the option and the path it names, if given; `-` (standard
+/// input) and an empty path are no file. Files are compared by canonical path (an output that does not exist yet
+/// by its folder's canonical path and its name).
+pub fn refuse_clashing_files(
+    outputs: &[(&str, Option<&Path>)],
+    inputs: &[(&str, Option<&Path>)],
+) -> anyhow::Result<()> {
+    let named = |files: &[(&str, Option<&Path>)]| -> Vec<(String, std::path::PathBuf, String)> {
+        files
+            .iter()
+            .filter_map(|(option, path)| Some((option.to_string(), (*path)?)))
+            .filter(|(_, path)| !path.as_os_str().is_empty() && path.as_os_str() != "-")
+            .map(|(option, path)| (option, file_identity(path), path.display().to_string()))
+            .collect()
+    };
+    let outputs = named(outputs);
+    let inputs = named(inputs);
+    for (i, (option, identity, shown)) in outputs.iter().enumerate() {
+        if let Some((other, _, other_shown)) = outputs[..i].iter().find(|(_, id, _)| id == identity)
+        {
+            anyhow::bail!(
+                "{other} {other_shown} and {option} {shown} are the same file: each output needs \
+                 a file of its own (nothing was run)"
+            );
+        }
+        if let Some((input, _, input_shown)) = inputs.iter().find(|(_, id, _)| id == identity) {
+            anyhow::bail!(
+                "{option} {shown} is the {input} file {input_shown}: writing it would replace an \
+                 input (nothing was run)"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// What a path names, for comparing files: its canonical path when it exists, else its
+/// folder's canonical path joined with its name, else the path as given.
+fn file_identity(path: &Path) -> std::path::PathBuf {
+    if let Ok(canonical) = std::fs::canonicalize(path) {
+        return canonical;
+    }
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match (std::fs::canonicalize(folder), path.file_name()) {
+        (Ok(folder), Some(name)) => folder.join(name),
+        _ => path.to_path_buf(),
+    }
 }

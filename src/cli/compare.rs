@@ -39,7 +39,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
                 serde_json::to_value(comparison.explanation())?,
             );
         }
-        outln!("{}", serde_json::to_string_pretty(&value)?)?;
+        super::output::write_json(&serde_json::to_string_pretty(&value)?)?;
     } else {
         for (label, path, t) in [
             ("first", &args.first, &first),

@@ -32,12 +32,14 @@ pub struct ExtractArgs {
 /// Runs `toolrail extract` on standard input and output.
 pub fn run(args: &ExtractArgs) -> anyhow::Result<ExitCode> {
     let stdin = std::io::stdin();
-    let stdout = std::io::stdout();
-    let code = run_with(args, &mut stdin.lock(), &mut stdout.lock())?;
+    let mut report = Vec::new();
+    let code = run_with(args, &mut stdin.lock(), &mut report)?;
+    super::output::write_stdout(&report)?;
     Ok(ExitCode::from(code))
 }
 
-/// The command with its input and output streams given; returns the exit status (0, 1 or 2).
+/// The command with its input and output streams given (the report terminal-safe); returns the
+/// exit status (0, 1 or 2).
 pub fn run_with(
     args: &ExtractArgs,
     input: &mut dyn Read,
@@ -46,13 +48,13 @@ pub fn run_with(
     let text = if args.text == "-" {
         let mut bytes = Vec::new();
         if let Err(err) = input.read_to_end(&mut bytes) {
-            eprintln!("toolrail extract: cannot read standard input: {err}");
+            errln!("toolrail extract: cannot read standard input: {err}");
             return Ok(2);
         }
         match String::from_utf8(bytes) {
             Ok(text) => text,
             Err(err) => {
-                eprintln!(
+                errln!(
                     "toolrail extract: standard input is not UTF-8 (invalid byte at offset {})",
                     err.utf8_error().valid_up_to()
                 );
@@ -69,9 +71,15 @@ pub fn run_with(
     if args.json {
         let rendered = serde_json::to_string_pretty(&json_report(&extraction))
             .context("serialising the extraction")?;
+        let rendered = super::output::json_terminal_safe(&rendered);
         writeln!(out, "{rendered}").context("writing the report")?;
     } else {
-        write_human(out, &text, &extraction).context("writing the report")?;
+        // The model's text (names, arguments, prose) made terminal-safe.
+        let mut human = Vec::new();
+        write_human(&mut human, &text, &extraction).context("writing the report")?;
+        let human = String::from_utf8_lossy(&human);
+        out.write_all(toolrail_gbnf::terminal_safe(&human).as_bytes())
+            .context("writing the report")?;
     }
     Ok(if extraction.calls.is_empty() { 1 } else { 0 })
 }

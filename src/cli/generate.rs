@@ -5,7 +5,7 @@
 //! validation says, and writes the run's transcript.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -215,10 +215,12 @@ pub struct GenerateArgs {
     /// report them (default: the `[[server]]` entry's `flags`).
     #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
     pub server_flags: Option<String>,
-    /// Write the transcript (JSON) here.
+    /// Write the transcript (JSON) here: the exact text, control characters and all (only
+    /// what is shown on the terminal is escaped). Refused when it names an input or
+    /// --markdown's file.
     #[arg(long)]
     pub transcript: Option<PathBuf>,
-    /// Write the transcript as Markdown here.
+    /// Write the transcript as Markdown here (the exact text, as --transcript).
     #[arg(long)]
     pub markdown: Option<PathBuf>,
 }
@@ -281,13 +283,13 @@ fn compute_options(
     // The server runs the same model (the prompt is sent as its token ids).
     let settings = ServerTarget::resolve(args, name)?.settings(model.makes_server_checkpoints())?;
     let (like, unmatched) = ComputeOptions::matching(&settings);
-    eprintln!(
+    errln!(
         "like the server: {}: {}",
         settings.engine,
         settings.summary()
     );
     for line in unmatched {
-        eprintln!("like the server: not matched: {line}");
+        errln!("like the server: not matched: {line}");
     }
     Ok((given.or(like), settings.context.value().copied()))
 }
@@ -318,9 +320,10 @@ impl ServerTarget {
         }
         let entry = Models::load(args.model.models.as_deref())?.find_server(name)?;
         if let Some(vocab) = entry.vocab.as_ref().filter(|v| **v != args.model.model) {
-            eprintln!(
+            errln!(
                 "server {}: its entry names the vocabulary of model {vocab}, but --model {} is used",
-                entry.name, args.model.model
+                entry.name,
+                args.model.model
             );
         }
         Ok(ServerTarget {
@@ -358,7 +361,7 @@ fn connect(controller: &mut RunController, args: &GenerateArgs, url: &str) -> an
     }
     match controller.server_state() {
         ServerState::Connected(connection) => {
-            eprintln!("server: {}", connection.described());
+            errln!("server: {}", connection.described());
             Ok(())
         }
         ServerState::Failed { message, .. } => bail!("{message}"),
@@ -466,7 +469,21 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     let spec = args.model.resolve()?;
-    eprintln!("loading {} ...", spec.path.display());
+    super::common::refuse_clashing_files(
+        &[
+            ("--transcript", args.transcript.as_deref()),
+            ("--markdown", args.markdown.as_deref()),
+        ],
+        &[
+            ("--model", Some(spec.path.as_path())),
+            ("--models", args.model.models.as_deref()),
+            ("--tools", args.tools.as_deref().map(Path::new)),
+            ("--grammar", args.grammar.as_deref().map(Path::new)),
+            ("--schema", args.schema.as_deref().map(Path::new)),
+            ("--template", args.template.as_deref().map(Path::new)),
+        ],
+    )?;
+    errln!("loading {} ...", spec.path.display());
     let model = Model::load(&spec, |_| true)?;
     if args.template.is_some() && args.format != FormatArg::Openai {
         bail!(
@@ -581,7 +598,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     );
     for note in &notes {
         let level = if note.is_warning() { "warning" } else { "note" };
-        eprintln!("prompt: {level}: {}", note.text());
+        errln!("prompt: {level}: {}", note.text());
     }
     let start = Instant::now();
     let id = controller.start(&setup, &inputs, StartMode::Run)?;
@@ -593,7 +610,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
             .as_ref()
             .is_some_and(|g| g.reasoning.is_none())
     {
-        eprintln!(
+        errln!(
             "reasoning budget: ignored: the template has no thinking tags (llama-server ignores it too)"
         );
     }
@@ -604,16 +621,16 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     let transcript = run.transcript();
     report_stop(&transcript, first_token_ms);
     if let Some(settings) = &transcript.settings {
-        eprintln!("computed with: {}: {}", settings.engine, settings.summary());
+        errln!("computed with: {}: {}", settings.engine, settings.summary());
     }
     let valid = report_validation(&transcript)?;
     if let Some(path) = &args.transcript {
         transcript.save(path)?;
-        eprintln!("transcript: {}", path.display());
+        errln!("transcript: {}", path.display());
     }
     if let Some(path) = &args.markdown {
         transcript.save_markdown(path)?;
-        eprintln!("markdown: {}", path.display());
+        errln!("markdown: {}", path.display());
     }
     Ok(match transcript.stop {
         Stop::Error { .. } | Stop::DeadEnd { .. } => ExitCode::from(2),
@@ -635,22 +652,22 @@ fn stream(
     loop {
         controller.wait(Duration::from_millis(100));
         for message in controller.take_messages() {
-            eprintln!("toolrail: {message}");
+            errln!("toolrail: {message}");
         }
         let run = controller
             .run(id)
             .context("the run is gone from the run controller")?;
         for message in &run.errors[errors..] {
-            eprintln!("toolrail: {message}");
+            errln!("toolrail: {message}");
         }
         errors = run.errors.len();
         for record in &run.tokens[printed..] {
             first_token_ms.get_or_insert_with(|| start.elapsed().as_secs_f64() * 1e3);
             if let Some(flag) = &record.flag {
-                eprintln!("\nlive check: token {}: {flag}", record.index);
+                errln!("\nlive check: token {}: {flag}", record.index);
             }
             if let (Some(sampled), Some(note)) = (record.budget_replaced, &record.budget) {
-                eprintln!(
+                errln!(
                     "\nbudget guard: token {}: took {:?} instead of token {sampled}: {}",
                     record.index,
                     record.piece,
@@ -658,7 +675,7 @@ fn stream(
                 );
             }
             for difference in record.mask_differences() {
-                eprintln!(
+                errln!(
                     "\nmask comparison: token {}: {} ({} token(s) only {} allows, {} only toolrail allows)",
                     record.index,
                     difference.describe(),
@@ -696,7 +713,7 @@ fn report_stop(t: &Transcript, first_token_ms: Option<f64>) {
         Stop::StopString { stop } => format!("stop string {stop:?} (the output ends before it)"),
         Stop::Error { message } => format!("error: {message}"),
     };
-    eprintln!(
+    errln!(
         "stopped: {stop_text}; {} tokens, {:.1} tokens/s, mask {:.2} ms total, first token {} after start",
         totals.tokens,
         totals.tokens_per_s,
@@ -704,16 +721,19 @@ fn report_stop(t: &Transcript, first_token_ms: Option<f64>) {
         first_token_ms.map_or("never".to_owned(), |ms| format!("{ms:.0} ms"))
     );
     if totals.compared_steps > 0 {
-        eprintln!(
+        errln!(
             "mask comparison: {engine}'s mask and toolrail's, over the whole vocabulary: {} of {} \
              step(s) differ",
-            totals.differing_steps, totals.compared_steps
+            totals.differing_steps,
+            totals.compared_steps
         );
     }
     if !totals.other_engines.is_empty() {
-        eprintln!(
+        errln!(
             "mask time per engine: {} {:.2} ms total ({} steps, the run's engine)",
-            engine, totals.mask_ms, totals.tokens
+            engine,
+            totals.mask_ms,
+            totals.tokens
         );
     }
     for other in &totals.other_engines {
@@ -725,9 +745,11 @@ fn report_stop(t: &Transcript, first_token_ms: Option<f64>) {
                 other.differing_steps, other.compared_steps
             )
         };
-        eprintln!(
+        errln!(
             "mask time per engine: {} {:.2} ms total ({} steps){compared}",
-            other.engine, other.mask_ms, other.steps
+            other.engine,
+            other.mask_ms,
+            other.steps
         );
     }
     if t.server.is_some() {
@@ -739,7 +761,7 @@ fn report_stop(t: &Transcript, first_token_ms: Option<f64>) {
             .collect();
         let checked = tokens.iter().filter(|t| t.stacks.is_some()).count();
         if t.grammar.is_some() {
-            eprintln!(
+            errln!(
                 "live check: {checked} of {} tokens followed by toolrail's recognizer; {flagged} \
                  token(s) the grammar forbids; {} step(s) where the server's allowed set differs \
                  from toolrail's within the candidates returned",
@@ -747,7 +769,7 @@ fn report_stop(t: &Transcript, first_token_ms: Option<f64>) {
                 differing.len()
             );
         } else {
-            eprintln!("live check: none (the server's own grammar; toolrail validates the calls)");
+            errln!("live check: none (the server's own grammar; toolrail validates the calls)");
         }
         for t in differing.iter().take(10) {
             let list: Vec<String> = t
@@ -765,7 +787,7 @@ fn report_stop(t: &Transcript, first_token_ms: Option<f64>) {
                     )
                 })
                 .collect();
-            eprintln!("  step {}: {}", t.index, list.join(", "));
+            errln!("  step {}: {}", t.index, list.join(", "));
         }
     }
 }
@@ -784,43 +806,43 @@ fn report_validation(t: &Transcript) -> anyhow::Result<bool> {
         return Ok(validation.is_valid());
     }
     let valid = validation.is_valid();
-    let invalid = || eprintln!("validation: invalid: {}", validation.problems().join("; "));
+    let invalid = || errln!("validation: invalid: {}", validation.problems().join("; "));
     if let Some(run) = &t.template {
         report_thinking(&t.tokens);
         report_trigger(run, &t.tokens, &t.output);
         match &run.parsed {
-            None => eprintln!(
+            None => errln!(
                 "llama.cpp's parse: failed: {}",
                 run.parse_error.clone().unwrap_or_default()
             ),
             Some(parsed) => {
-                eprintln!(
+                errln!(
                     "llama.cpp's parse: content {:?}, reasoning {:?}, {} call(s)",
                     parsed.content,
                     parsed.reasoning_content,
                     parsed.tool_calls.len()
                 );
                 for (i, call) in parsed.tool_calls.iter().enumerate() {
-                    eprintln!("call {i}: {}({})", call.name, call.arguments);
+                    errln!("call {i}: {}({})", call.name, call.arguments);
                 }
             }
         }
         if valid {
-            eprintln!("validation: llama.cpp's parse is valid for the tool set");
+            errln!("validation: llama.cpp's parse is valid for the tool set");
         } else {
             invalid();
         }
     } else if let Some(calls) = &validation.server_calls {
         for (i, call) in calls.iter().enumerate() {
-            eprintln!("server call {i}: {}({})", call.name, call.arguments);
+            errln!("server call {i}: {}({})", call.name, call.arguments);
         }
         if valid {
-            eprintln!("validation: valid call(s), as the server parsed them");
+            errln!("validation: valid call(s), as the server parsed them");
         } else {
             invalid();
         }
     } else if valid {
-        eprintln!("validation: valid call");
+        errln!("validation: valid call");
     } else {
         invalid();
     }
@@ -864,7 +886,7 @@ fn apply_template(
     request.enable_thinking = ServerSwitch::from(args.thinking);
     request.reasoning_format = args.reasoning_format.unwrap_or_default();
     let result = templates.apply(&request).with_context(|| source.clone())?;
-    eprintln!(
+    errln!(
         "template: {source}: format {}, grammar {}",
         result.format,
         if result.grammar.is_empty() {
@@ -876,16 +898,16 @@ fn apply_template(
         }
     );
     for warning in &result.warnings {
-        eprintln!("template: warning: {warning}");
+        errln!("template: warning: {warning}");
     }
     for difference in tools.reading_differences() {
-        eprintln!("template: note: the prompt shows the tools as sent; {difference}");
+        errln!("template: note: the prompt shows the tools as sent; {difference}");
     }
     if let Some(sampler) = &result.sampler
         && result.grammar_lazy
     {
         for trigger in &sampler.triggers {
-            eprintln!("template: trigger {} {:?}", trigger.kind, trigger.value);
+            errln!("template: trigger {} {:?}", trigger.kind, trigger.value);
         }
     }
     Ok(TemplateRun {
@@ -925,7 +947,7 @@ fn report_thinking(tokens: &[TokenRecord]) {
         }
     }
     if !line.is_empty() {
-        eprintln!("reasoning: {}", line.join("; "));
+        errln!("reasoning: {}", line.join("; "));
     }
 }
 
@@ -960,5 +982,5 @@ fn report_trigger(run: &TemplateRun, tokens: &[TokenRecord], output: &str) {
             None => "no trigger fired; no trigger word starts in the output".to_owned(),
         },
     };
-    eprintln!("lazy grammar: {line}; trigger search {scan_ms:.3} ms in all");
+    errln!("lazy grammar: {line}; trigger search {scan_ms:.3} ms in all");
 }

@@ -90,7 +90,7 @@ pub struct GrammarArgs {
     /// Turn unsupported keywords into warnings instead of errors.
     #[arg(long)]
     pub lenient: bool,
-    /// Write the grammar to this file instead of standard output.
+    /// Write the grammar to this file instead of standard output (not FILE itself).
     #[arg(short = 'o', long = "output")]
     pub out: Option<String>,
 }
@@ -98,7 +98,7 @@ pub struct GrammarArgs {
 /// Runs `toolrail grammar`.
 pub fn run(args: &GrammarArgs) -> anyhow::Result<ExitCode> {
     if args.schema && (args.format.is_some() || args.parallel || args.auto) {
-        eprintln!("toolrail: --format, --parallel and --auto apply to tool sets, not to --schema");
+        errln!("toolrail: --format, --parallel and --auto apply to tool sets, not to --schema");
         return Ok(ExitCode::from(2));
     }
     let what = if args.schema {
@@ -106,6 +106,10 @@ pub fn run(args: &GrammarArgs) -> anyhow::Result<ExitCode> {
     } else {
         "the tool set"
     };
+    super::common::refuse_clashing_files(
+        &[("--output", args.out.as_deref().map(Path::new))],
+        &[("input", Some(Path::new(&args.file)))],
+    )?;
     let text = super::common::read_text(&args.file, what)?;
     let opts = GrammarOptions {
         format: args.format.unwrap_or(FormatArg::Openai).into(),
@@ -123,7 +127,7 @@ pub fn run(args: &GrammarArgs) -> anyhow::Result<ExitCode> {
         tool_call_grammar(&tools, &opts).with_context(|| args.file.clone())?
     };
     for w in &grammar.warnings {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     // The grammar is the product: it must load in llama.cpp, whose limits the parser mirrors.
     if let Err(e) = toolrail_gbnf::Grammar::parse(&grammar.text) {
@@ -134,7 +138,7 @@ pub fn run(args: &GrammarArgs) -> anyhow::Result<ExitCode> {
         );
     }
     match &args.out {
-        None => out!("{}", grammar.text)?,
+        None => super::output::write_data(&grammar.text)?,
         Some(path) => write_atomically(Path::new(path), grammar.text.as_bytes())?,
     }
     Ok(ExitCode::SUCCESS)

@@ -22,6 +22,10 @@ pub struct GuiArgs {
 
 /// Runs the app until its window closes.
 pub fn run(args: &GuiArgs) -> anyhow::Result<ExitCode> {
+    super::common::refuse_clashing_files(
+        &[("--screenshot", args.screenshot.as_deref())],
+        &[("--workspace", args.workspace.as_deref())],
+    )?;
     let workspace_path = match &args.workspace {
         Some(p) => p.clone(),
         None => toolrail_workbench::workspace::default_path().ok_or_else(|| {

@@ -22,7 +22,7 @@ pub fn run(args: &LintArgs) -> anyhow::Result<ExitCode> {
     let text = super::common::read_grammar(&args.grammar)?;
     let findings = lint(&text, &args.root);
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&findings)?)?;
+        super::output::write_json(&serde_json::to_string_pretty(&findings)?)?;
     } else if findings.is_empty() {
         outln!("{}: no findings", args.grammar)?;
     } else {

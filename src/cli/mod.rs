@@ -2,26 +2,35 @@
 //! everywhere: 0 success, 1 a negative verdict (rejected, invalid), 2 usage or input errors,
 //! 3 an incomplete input for `check`.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// `print!` to standard output that returns an error (naming standard output) instead of
-/// panicking when the pipe is closed or the disk is full.
+/// `print!` to standard output for a person: terminal-safe, and an error (naming standard
+/// output) instead of a panic or a silent loss when it cannot be written (see [`output`]).
 macro_rules! out {
     ($($arg:tt)*) => {
-        $crate::cli::common::write_stdout(format_args!($($arg)*))
+        $crate::cli::output::write_text(format_args!($($arg)*))
     };
 }
 
 /// `println!` to standard output; see [`out!`].
 macro_rules! outln {
     () => {
-        $crate::cli::common::write_stdout(format_args!("\n"))
+        $crate::cli::output::write_text(format_args!("\n"))
     };
     ($($arg:tt)*) => {
-        $crate::cli::common::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+        $crate::cli::output::write_text(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `eprintln!` for a person: terminal-safe, and never a panic (see [`output`]).
+macro_rules! errln {
+    () => {
+        $crate::cli::output::write_err_line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::output::write_err_line(format_args!($($arg)*))
     };
 }
 
@@ -40,6 +49,7 @@ pub mod grammar;
 pub mod gui;
 pub mod lint;
 pub mod models;
+pub mod output;
 pub mod sample;
 pub mod template;
 pub mod validate;
@@ -92,12 +102,21 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
+        Err(e) if e.use_stderr() => {
             let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
+            return ExitCode::from(2);
+        }
+        // --help and --version: the result, so it must reach standard output like any other.
+        Err(e) => {
+            return match output::print_help(&e) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                    ExitCode::from(BROKEN_PIPE_STATUS)
+                }
+                Err(e) => {
+                    errln!("toolrail: {e}");
+                    ExitCode::from(2)
+                }
             };
         }
     };
@@ -118,18 +137,11 @@ pub fn main() -> ExitCode {
         Command::Models(args) => models::run(args),
         Command::Gui(args) => gui::run(args),
     };
-    // What is still buffered must reach its reader too (a full disk is an error here).
-    let result = result.and_then(|code| {
-        std::io::stdout()
-            .flush()
-            .map_err(|e| common::stdout_error(e).into())
-            .map(|()| code)
-    });
     match result {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::from(BROKEN_PIPE_STATUS),
         Err(e) => {
-            eprintln!("toolrail: {e:#}");
+            errln!("toolrail: {e:#}");
             ExitCode::from(2)
         }
     }

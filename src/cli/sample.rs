@@ -18,7 +18,8 @@ pub struct SampleArgs {
     /// Keep strings to this many characters when the grammar allows.
     #[arg(long, default_value_t = 200)]
     pub max_len: u64,
-    /// Print each string as a JSON string (one per line), so newlines stay visible.
+    /// Print each string as a JSON string (one per line): the exact text, newlines visible (the
+    /// plain listing shows control characters as escapes such as `\x1b`).
     #[arg(long)]
     pub json: bool,
 }
@@ -34,7 +35,7 @@ pub fn run(args: &SampleArgs) -> anyhow::Result<ExitCode> {
     for _ in 0..args.count {
         let s = sampler.sample(&mut rng, args.max_len)?;
         if args.json {
-            outln!("{}", serde_json::to_string(&s)?)?;
+            super::output::write_json(&serde_json::to_string(&s)?)?;
         } else {
             outln!("{s}")?;
         }

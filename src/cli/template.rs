@@ -154,10 +154,9 @@ pub fn run(args: &TemplateArgs) -> anyhow::Result<ExitCode> {
     let refused = lint_request(&request);
     if !refused.is_empty() {
         if args.json {
-            outln!(
-                "{}",
-                serde_json::to_string_pretty(&json!({"source": source, "template_lint": refused}))?
-            )?;
+            super::output::write_json(&serde_json::to_string_pretty(
+                &json!({"source": source, "template_lint": refused}),
+            )?)?;
         } else {
             for finding in &refused {
                 outln!("{}", finding.render())?;
@@ -224,24 +223,24 @@ fn say_refused(
             "template_lint": findings,
             "reading_differences": differences_json(differences),
         });
-        outln!("{}", serde_json::to_string_pretty(&value)?)?;
+        super::output::write_json(&serde_json::to_string_pretty(&value)?)?;
         return Ok(());
     }
     let answer = match (error, status) {
         (TemplateError::Llama { .. }, Some(s)) => format!(" (llama-server answers HTTP {s})"),
         _ => String::new(),
     };
-    eprintln!("toolrail: {source}: {error}{answer}");
+    errln!("toolrail: {source}: {error}{answer}");
     for finding in &findings {
-        eprintln!("{}", finding.render());
+        errln!("{}", finding.render());
     }
     if !differences.is_empty() {
-        eprintln!(
+        errln!(
             "the tools were sent as written; toolrail's own reading differs (what it would send \
              instead):"
         );
         for difference in differences {
-            eprintln!("note: {difference}");
+            errln!("note: {difference}");
         }
     }
     Ok(())
@@ -291,8 +290,8 @@ fn compare_with_server(
     }
     let server = client.chat_build_json(body)?;
     let same = |a: bool| if a { "identical" } else { "differs" };
-    eprintln!("\n== the server ({}) ==", client.url());
-    eprintln!(
+    errln!("\n== the server ({}) ==", client.url());
+    errln!(
         "format: {} (local {})",
         server.chat_format.as_deref().unwrap_or("not reported"),
         local.format
@@ -310,8 +309,8 @@ fn compare_with_server(
             server.prompt
         )
     };
-    eprintln!("prompt: {prompt}");
-    eprintln!(
+    errln!("prompt: {prompt}");
+    errln!(
         "grammar: {} ({} bytes, {}; local {} bytes, {})",
         same(server.grammar == local.grammar),
         server.grammar.len(),
@@ -341,7 +340,7 @@ fn compare_with_server(
                 .map_or_else(|| t.to_string(), str::to_owned)
         })
         .collect();
-    eprintln!(
+    errln!(
         "triggers: {} (server {:?}, local {:?})",
         same(
             server_triggers
@@ -352,14 +351,14 @@ fn compare_with_server(
         server_triggers,
         local_triggers
     );
-    eprintln!(
+    errln!(
         "preserved tokens: {} (server {:?}, local {:?})",
         same(server.preserved_tokens == local.preserved_tokens),
         server.preserved_tokens,
         local.preserved_tokens
     );
     if server.grammar != local.grammar && !server.grammar.is_empty() {
-        eprintln!("== the server's grammar ==\n{}", server.grammar);
+        errln!("== the server's grammar ==\n{}", server.grammar);
     }
     Ok(())
 }
@@ -392,7 +391,7 @@ fn print_json(
             None => {}
         }
     }
-    outln!("{}", serde_json::to_string_pretty(&value)?)?;
+    super::output::write_json(&serde_json::to_string_pretty(&value)?)?;
     Ok(())
 }
 

@@ -55,7 +55,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         let mut json = report_json(&report, &tools);
         json["grammar"] = json!(grammar_stop);
-        outln!("{}", serde_json::to_string_pretty(&json)?)?;
+        super::output::write_json(&serde_json::to_string_pretty(&json)?)?;
     } else {
         print_report(&report)?;
         if let Some(stop) = &grammar_stop {

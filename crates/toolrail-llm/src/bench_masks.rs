@@ -99,8 +99,10 @@ pub struct MaskEngineFigures {
 /// Everything `bench masks` measured.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MaskBenchReport {
-    /// Schema files read.
+    /// Schema files read (JSON, as MaskBench writes them).
     pub schemas: usize,
+    /// The `.json` files that could not be read as JSON, with why: not measured.
+    pub unreadable: Vec<UnreadableFile>,
     /// Valid instances fed.
     pub instances: usize,
     /// Tokens in all valid instances: every position, followed by an engine or not.
@@ -126,6 +128,15 @@ pub struct MaskBenchReport {
     pub llama_examples: Vec<String>,
     /// The first toolrail/llguidance differences, described.
     pub llguidance_examples: Vec<String>,
+}
+
+/// A schema file `bench masks` passed over.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct UnreadableFile {
+    /// The file.
+    pub path: PathBuf,
+    /// Why it was passed over (the read or JSON error).
+    pub reason: String,
 }
 
 /// The schema files of `dir` (or `dir/data`), sorted; a seeded draw of `limit` of them.
@@ -231,7 +242,8 @@ pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenc
     let mut draw_rng = SplitMix64::new(options.seed ^ 0x6c6c_616d_612e_6370);
     let slot = |k: EngineKind| k as usize;
     let mut report = MaskBenchReport {
-        schemas: files.len(),
+        schemas: 0,
+        unreadable: Vec::new(),
         instances: 0,
         tokens: 0,
         positions: 0,
@@ -249,12 +261,21 @@ pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenc
         let name = path
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let Ok(doc) = std::fs::read_to_string(path)
-            .map_err(|_| ())
-            .and_then(|t| serde_json::from_str::<Value>(&t).map_err(|_| ()))
-        else {
-            continue;
+        let doc = match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str::<Value>(&text).map_err(|e| format!("not JSON: {e}")),
+            Err(e) => Err(format!("cannot read it: {e}")),
         };
+        let doc = match doc {
+            Ok(doc) => doc,
+            Err(reason) => {
+                report.unreadable.push(UnreadableFile {
+                    path: path.clone(),
+                    reason,
+                });
+                continue;
+            }
+        };
+        report.schemas += 1;
         let schema = doc.get("schema").cloned().unwrap_or(Value::Bool(true));
         // Compile: the time to first mask.
         // One recognizer per schema: the mask engine's memo is keyed on its states, so

@@ -19,7 +19,8 @@ pub(crate) fn push_gbnf_literal(text: &str, out: &mut String) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7F => {
+            // C0, DEL and C1 (U+009B is a CSI): as hex, the same code point to llama.cpp
+            c if c.is_control() => {
                 // writing into a String cannot fail
                 let _ = write!(out, "\\x{:02X}", c as u32);
             }

@@ -702,13 +702,19 @@ impl Emitter {
         });
     }
 
+    /// A comment line: line breaks become spaces and control characters visible escapes
+    /// (a tool description may carry terminal escapes; the grammar is printed on terminals).
     fn comment(&mut self, c: &str) {
-        self.items.push(Item::Comment(c.replace('\n', " ")));
+        let line = c.replace('\n', " ");
+        let safe = toolrail_gbnf::terminal_safe(&line).into_owned();
+        self.items.push(Item::Comment(safe));
     }
 
-    /// Rules written as text (see [`Item::Text`]).
+    /// Rules written as text (see [`Item::Text`]), raw control characters as GBNF escapes (the
+    /// same grammar, safe to print on a terminal).
     fn verbatim(&mut self, text: &str) {
-        self.items.push(Item::Text(text.to_owned()));
+        let safe = toolrail_gbnf::terminal_safe_gbnf(text).into_owned();
+        self.items.push(Item::Text(safe));
     }
 
     /// Appends every entry, one line each (a text entry as its lines).
