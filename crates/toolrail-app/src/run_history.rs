@@ -5,7 +5,9 @@ use egui::RichText;
 
 use crate::shared::Shared;
 use crate::token_view::{chip_text, phase_text};
+use toolrail_llm::settings::ComputeOptions;
 use toolrail_workbench::run::{Run, RunId, RunKind};
+use toolrail_workbench::transcript::compare::{RunComparison, RunSide};
 
 /// The history's own state: the two runs compared.
 #[derive(Default)]
@@ -67,7 +69,7 @@ impl RunHistory {
         }
         ui.separator();
         ui.horizontal_wrapped(|ui| {
-            ui.label("Compare");
+            let mut label = ui.label("Compare");
             for (slot, salt) in [(0, "history-compare-a"), (1, "history-compare-b")] {
                 let current =
                     self.compare[slot].map_or("choose a run".to_owned(), |id| format!("Run {id}"));
@@ -81,9 +83,11 @@ impl RunHistory {
                                 format!("Run {}", run.id),
                             );
                         }
-                    });
+                    })
+                    .response
+                    .labelled_by(label.id);
                 if slot == 0 {
-                    ui.label("with");
+                    label = ui.label("with");
                 }
             }
         });
@@ -96,7 +100,31 @@ impl RunHistory {
         ) else {
             return;
         };
-        compare(ui, a, b);
+        let like = compare(ui, a, b);
+        if let Some((id, compute)) = like {
+            shared.run.settings.compute = compute;
+            shared.run.messages.push(format!(
+                "In-process runs now compute as Run {id} on the server did (Reset in the run \
+                 history to go back to the defaults)."
+            ));
+        }
+        if shared.run.settings.compute != ComputeOptions::default() {
+            ui.horizontal_wrapped(|ui| {
+                ui.label(
+                    RichText::new(
+                        "In-process runs compute with settings taken from a server run.",
+                    )
+                    .weak(),
+                );
+                if ui
+                    .button("Reset")
+                    .on_hover_text("In-process runs use the model entry's settings again")
+                    .clicked()
+                {
+                    shared.run.settings.compute = ComputeOptions::default();
+                }
+            });
+        }
     }
 }
 
@@ -114,8 +142,57 @@ fn branch_depth(runs: &[Run], run: &Run) -> usize {
     depth
 }
 
-/// Two runs side by side from the first token where they differ.
-fn compare(ui: &mut egui::Ui, a: &Run, b: &Run) {
+/// Why two runs differ, in sentences (where they part, a near tie, the probability drift, the
+/// settings and sampling that explain it); a server run's settings can be taken for in-process
+/// runs: the run and the options, when that button was clicked.
+fn explain(ui: &mut egui::Ui, a: &Run, b: &Run) -> Option<(RunId, ComputeOptions)> {
+    let comparison = RunComparison::between(run_side(a), run_side(b));
+    for line in comparison
+        .explanation()
+        .iter()
+        .filter(|l| !l.starts_with("The same"))
+    {
+        ui.label(RichText::new(line).small());
+    }
+    let mut taken = None;
+    for run in [a, b] {
+        let Some(settings) = run.settings.as_ref().filter(|_| run.server.is_some()) else {
+            continue;
+        };
+        let (compute, unmatched) = ComputeOptions::matching(settings);
+        let button = ui
+            .button(format!("Compute in-process as Run {}", run.id))
+            .on_hover_text(format!(
+                "Flash attention, batch sizes, cache types and the prompt's cut as on the \
+                 server: {}{}",
+                settings.summary(),
+                if unmatched.is_empty() {
+                    String::new()
+                } else {
+                    format!(". Not matched: {}", unmatched.join("; "))
+                }
+            ));
+        if button.clicked() {
+            taken = Some((run.id, compute));
+        }
+    }
+    taken
+}
+
+/// What a comparison reads of a run.
+fn run_side(r: &Run) -> RunSide<'_> {
+    RunSide {
+        tokens: &r.tokens,
+        prompt: &r.request.prompt,
+        sampling: &r.request.sampling,
+        settings: r.settings.as_ref(),
+        server: r.server.as_deref(),
+    }
+}
+
+/// Two runs side by side from the first token where they differ, with why they differ; the
+/// run whose settings in-process runs are to take, when its button was clicked.
+fn compare(ui: &mut egui::Ui, a: &Run, b: &Run) -> Option<(RunId, ComputeOptions)> {
     let ids_a: Vec<u32> = a.tokens.iter().map(|t| t.id).collect();
     let ids_b: Vec<u32> = b.tokens.iter().map(|t| t.id).collect();
     let same = divergence(&ids_a, &ids_b);
@@ -125,6 +202,7 @@ fn compare(ui: &mut egui::Ui, a: &Run, b: &Run) {
         format!("the same first {same} tokens, then they differ at token {same}:")
     };
     ui.label(RichText::new(words).strong());
+    let like = explain(ui, a, b);
     ui.columns(2, |cols| {
         for (col, run) in cols.iter_mut().zip([a, b]) {
             let plain = egui::Layout::top_down(egui::Align::Min);
@@ -149,6 +227,7 @@ fn compare(ui: &mut egui::Ui, a: &Run, b: &Run) {
             });
         }
     });
+    like
 }
 
 #[cfg(test)]

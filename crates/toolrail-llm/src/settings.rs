@@ -376,13 +376,13 @@ pub struct LogitSettings {
 }
 
 impl LogitSettings {
-    /// The settings on one line (`flash attention auto → on, batch 2048, micro-batch 512, …`),
+    /// The settings on one line (`flash attention auto: on, batch 2048, micro-batch 512, …`),
     /// each value with how it is known when the engine did not set it itself.
     pub fn summary(&self) -> String {
         let fa = match (self.flash_attention.value(), self.flash_attention_enabled) {
             (Some(FlashAttention::Auto), Some(on)) => {
                 let known = map_known(&self.flash_attention, |_| {
-                    format!("auto → {}", if on { "on" } else { "off" })
+                    format!("auto: {}", if on { "on" } else { "off" })
                 });
                 known.described()
             }
@@ -458,8 +458,8 @@ pub fn differences(a: &LogitSettings, b: &LogitSettings) -> Vec<SettingDifferenc
     let fa = |s: &LogitSettings| -> Known<String> {
         // What `auto` became is what computes: compare that when it is known.
         let shown = |v: &FlashAttention| match (v, s.flash_attention_enabled) {
-            (FlashAttention::Auto, Some(true)) => "auto → on".to_owned(),
-            (FlashAttention::Auto, Some(false)) => "auto → off".to_owned(),
+            (FlashAttention::Auto, Some(true)) => "auto: on".to_owned(),
+            (FlashAttention::Auto, Some(false)) => "auto: off".to_owned(),
             (v, _) => v.to_string(),
         };
         map_known(&s.flash_attention, shown)

@@ -7,6 +7,7 @@
 //! grammar logic lives in this file. The token strip and the token details live in
 //! [`crate::token_view`], shared with the Transcript pane.
 
+use toolrail_llm::settings::ServerFlags;
 use crate::dialogs::FileRequest;
 use std::ops::Range;
 
@@ -37,6 +38,18 @@ pub struct GenerationPane {
     server_url: String,
     /// The environment variable holding the server's API key (empty: none).
     server_key_env: String,
+    /// The flags the server was started with, as typed (it does not report those that change
+    /// logits).
+    server_flags: String,
+}
+
+/// A server to connect to: from a `[[server]]` entry or the form.
+struct ConnectTo {
+    url: String,
+    key_env: Option<String>,
+    name: Option<String>,
+    /// The flags it was started with (`-fa on -ub 256`), as written.
+    flags: Result<ServerFlags, String>,
 }
 
 impl GenerationPane {
@@ -62,7 +75,7 @@ impl GenerationPane {
     fn model_row(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
         let mut open_gguf = false;
         let mut open_connect = false;
-        let mut connect_to: Option<(String, Option<String>, Option<String>)> = None;
+        let mut connect_to: Option<ConnectTo> = None;
         let run = &mut shared.run;
         let models = self.models.get_or_insert_with(|| {
             Models::load(run.settings.models_file.as_deref()).map_err(|e| e.to_string())
@@ -113,11 +126,12 @@ impl GenerationPane {
                                     run.settings.model.clone_from(vocab);
                                     run.settings.gguf = None;
                                 }
-                                connect_to = Some((
-                                    server.url.clone(),
-                                    server.api_key_env.clone(),
-                                    Some(server.name.clone()),
-                                ));
+                                connect_to = Some(ConnectTo {
+                                    url: server.url.clone(),
+                                    key_env: server.api_key_env.clone(),
+                                    name: Some(server.name.clone()),
+                                    flags: Ok(server.flags.clone()),
+                                });
                             }
                         }
                     }
@@ -199,8 +213,22 @@ impl GenerationPane {
         if self.connect_open {
             self.connect_form(ui, &mut connect_to);
         }
-        if let Some((url, key_env, name)) = connect_to {
+        if let Some(ConnectTo {
+            url,
+            key_env,
+            name,
+            flags,
+        }) = connect_to
+        {
             let run = &mut shared.run;
+            match flags {
+                Ok(flags) => run.controller.set_server_flags(flags),
+                Err(e) => {
+                    run.messages
+                        .push(format!("Started with: {e} (connecting without the flags)"));
+                    run.controller.set_server_flags(ServerFlags::default());
+                }
+            }
             let key = match key_env.as_deref().map(str::trim).filter(|k| !k.is_empty()) {
                 Some(var) => match std::env::var(var) {
                     Ok(key) => Some(key),
@@ -232,7 +260,7 @@ impl GenerationPane {
     fn connect_form(
         &mut self,
         ui: &mut egui::Ui,
-        connect_to: &mut Option<(String, Option<String>, Option<String>)>,
+        connect_to: &mut Option<ConnectTo>,
     ) {
         ui.horizontal_wrapped(|ui| {
             let label = ui.label("Server URL");
@@ -251,13 +279,26 @@ impl GenerationPane {
             )
             .labelled_by(label.id)
             .on_hover_text("The name of an environment variable holding the server's API key");
+            let label = ui.label("Started with");
+            ui.add(
+                egui::TextEdit::singleline(&mut self.server_flags)
+                    .hint_text("-fa on -ub 256")
+                    .desired_width(140.0),
+            )
+            .labelled_by(label.id)
+            .on_hover_text(
+                "The flags the server was started with that change its logits (-fa, -b, -ub, \
+                 -ctk, -ctv, -t, -ngl, -c): llama-server does not report them, and each run \
+                 records them to compare with in-process runs",
+            );
             let enter = url.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
             if ui.button("Connect").clicked() || enter {
-                *connect_to = Some((
-                    self.server_url.trim().to_owned(),
-                    Some(self.server_key_env.clone()),
-                    None,
-                ));
+                *connect_to = Some(ConnectTo {
+                    url: self.server_url.trim().to_owned(),
+                    key_env: Some(self.server_key_env.clone()),
+                    name: None,
+                    flags: ServerFlags::parse(&self.server_flags),
+                });
             }
             if ui.button("Close").clicked() {
                 self.connect_open = false;

@@ -292,3 +292,127 @@ fn picking_a_server_entry_selects_its_vocabulary_model() {
     settle(&mut harness);
     assert_eq!(harness.state().shared.run.settings.model, "vocab-model");
 }
+
+/// A run on a server started with `-fa off`, its flags typed into the connect form, then the
+/// same request in-process: the run history compares the two and names flash attention as the
+/// setting that differs; "Compute in-process as Run 1" takes the server's settings for the
+/// next in-process run, which then records them.
+#[test]
+fn the_run_history_explains_a_server_run_against_an_in_process_one_by_their_settings() {
+    let Some(model) = crate::common::model() else {
+        return;
+    };
+    let flags = [std::ffi::OsStr::new("-fa"), std::ffi::OsStr::new("off")];
+    let server = match llama_server::try_start(&model, &flags) {
+        Ok(Some(server)) => server,
+        Ok(None) => return,
+        Err(log) => panic!("{log}"),
+    };
+    // SAFETY: set once, before the app reads it, to a name no other test uses.
+    #[allow(unsafe_code)] // setting a variable is unsafe since Rust 2024 (other threads may read)
+    unsafe {
+        std::env::set_var("TOOLRAIL_APP_TEST_SERVER_KEY_2", llama_server::API_KEY)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = app_at(dir.path(), egui::Theme::Light);
+    {
+        let settings = &mut harness.state_mut().shared.run.settings;
+        settings.model = "gemma-3-270m".into();
+        settings.gguf = Some(model.clone());
+        settings.threads = Some(1);
+        settings.sampling.max_tokens = 12;
+    }
+    harness.get_by_label("Model").click();
+    settle(&mut harness);
+    harness.get_by_label("Connect to server…").click();
+    settle(&mut harness);
+    for (label, text) in [
+        ("Server URL", server.url.as_str()),
+        ("API key variable", "TOOLRAIL_APP_TEST_SERVER_KEY_2"),
+        ("Started with", "-fa off"),
+    ] {
+        harness.get_by_label(label).click();
+        settle(&mut harness);
+        harness.get_by_label(label).type_text(text);
+        settle(&mut harness);
+    }
+    harness.get_by_label("Connect").click();
+    wait_until(&mut harness, "the connection", |app| {
+        matches!(
+            app.shared.run.controller.server_state(),
+            ServerState::Connected(_)
+        )
+    });
+    let run_to_end = |harness: &mut Harness<'_, ToolrailApp>, what: &str| {
+        let before = harness.state().shared.run.controller.runs().len();
+        harness.get_by_label("Start run").scroll_to_me();
+        settle(harness);
+        harness.get_by_label("Start run").click();
+        wait_until(harness, what, |app| {
+            let c = &app.shared.run.controller;
+            matches!(c.load_state(), LoadState::Failed { .. })
+                || (c.runs().len() > before
+                    && c.latest().is_some_and(|r| r.phase == RunPhase::Finished))
+        });
+        harness.state().shared.run.controller.latest().unwrap().clone()
+    };
+    let on_server = run_to_end(&mut harness, "the server run");
+    let settings = on_server.settings.clone().expect("the server run has settings");
+    assert_eq!(
+        settings.flash_attention,
+        toolrail_llm::settings::Known::Stated(toolrail_llm::settings::FlashAttention::Off)
+    );
+    harness
+        .state_mut()
+        .shared
+        .run
+        .controller
+        .disconnect_server()
+        .unwrap();
+    settle(&mut harness);
+    let in_process = run_to_end(&mut harness, "the in-process run");
+    assert!(in_process.server.is_none());
+    harness.get_by_label("Transcript").click();
+    harness.run_steps(2);
+    harness.get_by_label_contains("Run history").click();
+    harness.run_steps(2);
+    for pick in [on_server.id, in_process.id] {
+        harness
+            .get_all_by_value("choose a run")
+            .next()
+            .unwrap()
+            .click();
+        harness.run_steps(2);
+        harness
+            .get_all_by_label(&format!("Run {pick}"))
+            .last()
+            .unwrap()
+            .click();
+        harness.run_steps(2);
+    }
+    harness.get_by_label_contains(
+        "Settings that change the logits differ: flash attention: off (stated by its flags) in \
+         the first run, auto: on in the second",
+    );
+    harness
+        .get_by_label(&format!("Compute in-process as Run {}", on_server.id))
+        .click();
+    settle(&mut harness);
+    assert_eq!(
+        harness.state().shared.run.settings.compute.flash_attention,
+        Some(toolrail_llm::settings::FlashAttention::Off)
+    );
+    harness.get_by_label_contains("In-process runs now compute as Run");
+    let like = run_to_end(&mut harness, "the in-process run like the server");
+    let like_settings = like.settings.expect("settings recorded");
+    assert_eq!(
+        like_settings.flash_attention,
+        toolrail_llm::settings::Known::Set(toolrail_llm::settings::FlashAttention::Off)
+    );
+    harness.get_by_label("Reset").click();
+    settle(&mut harness);
+    assert_eq!(
+        harness.state().shared.run.settings.compute,
+        toolrail_llm::settings::ComputeOptions::default()
+    );
+}

@@ -129,7 +129,7 @@ fn a_session_records_what_it_computes_with() {
     assert_eq!(s.threads, Known::Set(1));
     assert!(
         s.summary()
-            .starts_with("flash attention auto → on, batch 128, micro-batch 64")
+            .starts_with("flash attention auto: on, batch 128, micro-batch 64")
     );
     // A quantized V cache without flash attention is refused by llama.cpp, with its reason.
     let refused = model.session(SessionOptions {

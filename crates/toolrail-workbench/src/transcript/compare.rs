@@ -7,8 +7,8 @@
 use serde::Serialize;
 
 use super::Transcript;
-use toolrail_llm::record::{Candidate, TokenRecord};
-use toolrail_llm::settings::{Effect, SettingDifference, differences};
+use toolrail_llm::record::{Candidate, Sampling, TokenRecord};
+use toolrail_llm::settings::{Effect, LogitSettings, SettingDifference, differences};
 
 /// Probabilities closer than this at the step where two runs part make the step a near tie.
 pub const NEAR_TIE: f32 = 0.05;
@@ -81,13 +81,45 @@ pub struct RunComparison {
     pub settings: Option<Vec<SettingDifference>>,
 }
 
+/// What a comparison reads of one run: a transcript, or a run still in the app.
+#[derive(Clone, Copy, Debug)]
+pub struct RunSide<'a> {
+    /// Its tokens.
+    pub tokens: &'a [TokenRecord],
+    /// Its prompt.
+    pub prompt: &'a str,
+    /// Its sampling.
+    pub sampling: &'a Sampling,
+    /// What its logits were computed with.
+    pub settings: Option<&'a LogitSettings>,
+    /// The server it ran on (older transcripts record no settings).
+    pub server: Option<&'a str>,
+}
+
+impl<'a> From<&'a Transcript> for RunSide<'a> {
+    fn from(t: &'a Transcript) -> Self {
+        RunSide {
+            tokens: &t.tokens,
+            prompt: &t.prompt,
+            sampling: &t.sampling,
+            settings: t.settings.as_ref(),
+            server: t.server.as_deref(),
+        }
+    }
+}
+
 impl RunComparison {
     /// Compares `first` with `second`.
     pub fn of(first: &Transcript, second: &Transcript) -> RunComparison {
+        RunComparison::between(first.into(), second.into())
+    }
+
+    /// Compares two runs.
+    pub fn between(first: RunSide<'_>, second: RunSide<'_>) -> RunComparison {
         let common = first
             .tokens
             .iter()
-            .zip(&second.tokens)
+            .zip(second.tokens)
             .take_while(|(a, b)| a.id == b.id)
             .count();
         let differ = common < first.tokens.len() || common < second.tokens.len();
@@ -96,24 +128,21 @@ impl RunComparison {
             first: side(first.tokens.get(common)),
             second: side(second.tokens.get(common)),
         });
-        let engine = |t: &Transcript| {
-            t.settings.as_ref().map_or_else(
-                || match &t.server {
-                    Some(server) => server.clone(),
-                    None => "in-process".to_owned(),
-                },
+        let engine = |t: &RunSide<'_>| {
+            t.settings.map_or_else(
+                || t.server.unwrap_or("in-process").to_owned(),
                 |s| s.engine.clone(),
             )
         };
         RunComparison {
-            engines: [engine(first), engine(second)],
+            engines: [engine(&first), engine(&second)],
             same_prompt: first.prompt == second.prompt,
             lengths: [first.tokens.len(), second.tokens.len()],
             common,
             parting,
-            drift: drift(&first.tokens, &second.tokens, common),
-            sampling: sampling_differences(first, second),
-            settings: match (&first.settings, &second.settings) {
+            drift: drift(first.tokens, second.tokens, common),
+            sampling: sampling_differences(first.sampling, second.sampling),
+            settings: match (first.settings, second.settings) {
                 (Some(a), Some(b)) => Some(differences(a, b)),
                 _ => None,
             },
@@ -292,8 +321,7 @@ fn drift(a: &[TokenRecord], b: &[TokenRecord], common: usize) -> Option<Drift> {
     best
 }
 
-fn sampling_differences(a: &Transcript, b: &Transcript) -> Vec<String> {
-    let (x, y) = (&a.sampling, &b.sampling);
+fn sampling_differences(x: &Sampling, y: &Sampling) -> Vec<String> {
     let mut out = Vec::new();
     let mut field = |name: &str, p: String, q: String| {
         if p != q {
