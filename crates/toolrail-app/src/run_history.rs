@@ -111,10 +111,8 @@ impl RunHistory {
         if shared.run.settings.compute != ComputeOptions::default() {
             ui.horizontal_wrapped(|ui| {
                 ui.label(
-                    RichText::new(
-                        "In-process runs compute with settings taken from a server run.",
-                    )
-                    .weak(),
+                    RichText::new("In-process runs compute with settings taken from a server run.")
+                        .weak(),
                 );
                 if ui
                     .button("Reset")

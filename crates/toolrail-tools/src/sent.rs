@@ -20,10 +20,13 @@ use toolrail_schema::JsonPointer;
 /// What a client sends as a tool's `parameters`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum SentParameters {
-    /// There is no JSON document of its own to send (a Python function, a tool built in code, a
-    /// Gemini OpenAPI schema a client must convert first): toolrail's reading is sent.
+    /// There is no JSON document of its own to send (a Python function, a tool built in code):
+    /// toolrail's reading is sent.
     #[default]
     Reading,
+    /// The document's schema is in a shape a client converts before sending (a Gemini OpenAPI
+    /// schema, named here): toolrail's conversion is sent, and a client's may differ.
+    Converted(String),
     /// The definition has no parameter schema: the client sends none (llama-server then gives
     /// the template `{}`).
     Absent,
@@ -42,6 +45,10 @@ pub struct ReadingDifference {
     pub sent: Option<Value>,
     /// toolrail's reading there (`None`: toolrail's reading drops it).
     pub read: Option<Value>,
+    /// The shape the whole schema is written in when a client converts it before sending (a
+    /// Gemini OpenAPI schema): then this is one note for the tool, not a place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub converted_from: Option<String>,
 }
 
 impl fmt::Display for ReadingDifference {
@@ -52,6 +59,13 @@ impl fmt::Display for ReadingDifference {
             format!("parameters{}", self.pointer)
         };
         write!(f, "tool `{}`, {at}: ", self.tool)?;
+        if let Some(shape) = &self.converted_from {
+            return write!(
+                f,
+                "written as {shape}, which a client converts before sending; the prompt shows \
+                 toolrail's conversion, and a client's may differ"
+            );
+        }
         match (&self.sent, &self.read) {
             (Some(sent), Some(read)) => write!(
                 f,
@@ -98,7 +112,7 @@ pub fn client_definition(
         function.insert("description".into(), json!(description));
     }
     match sent {
-        SentParameters::Reading => {
+        SentParameters::Reading | SentParameters::Converted(_) => {
             function.insert("parameters".into(), read.clone());
         }
         SentParameters::Absent => {}
@@ -118,6 +132,15 @@ pub fn reading_differences(
 ) -> Vec<ReadingDifference> {
     let sent = match sent {
         SentParameters::Reading => return Vec::new(),
+        SentParameters::Converted(shape) => {
+            return vec![ReadingDifference {
+                tool: tool.to_owned(),
+                pointer: String::new(),
+                sent: None,
+                read: None,
+                converted_from: Some(shape.clone()),
+            }];
+        }
         // llama-server gives the template `{}` for a tool with no parameters
         SentParameters::Absent => &Value::Object(Map::new()),
         SentParameters::Verbatim(schema) => schema,
@@ -147,6 +170,7 @@ pub fn reading_differences(
             }
             (a, b) if a == b => {}
             (a, b) => out.push(ReadingDifference {
+                converted_from: None,
                 tool: tool.to_owned(),
                 pointer: at.to_string(),
                 sent: a.cloned(),

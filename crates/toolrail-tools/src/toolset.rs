@@ -675,7 +675,7 @@ impl Loader {
             None | Some(Value::Null) => SentParameters::Absent,
             // Gemini's OpenAPI schema: a client converts it before sending
             Some(_) if shape == ToolShape::Gemini && schema_key == "parameters" => {
-                SentParameters::Reading
+                SentParameters::Converted("a Gemini OpenAPI schema".to_owned())
             }
             Some(p) => SentParameters::Verbatim(p.clone()),
         };

@@ -7,9 +7,9 @@
 //! grammar logic lives in this file. The token strip and the token details live in
 //! [`crate::token_view`], shared with the Transcript pane.
 
-use toolrail_llm::settings::ServerFlags;
 use crate::dialogs::FileRequest;
 use std::ops::Range;
+use toolrail_llm::settings::ServerFlags;
 
 use egui::{Color32, RichText};
 
@@ -257,11 +257,7 @@ impl GenerationPane {
     }
 
     /// The "Connect to server…" form: URL, the API key's variable, Connect and Close.
-    fn connect_form(
-        &mut self,
-        ui: &mut egui::Ui,
-        connect_to: &mut Option<ConnectTo>,
-    ) {
+    fn connect_form(&mut self, ui: &mut egui::Ui, connect_to: &mut Option<ConnectTo>) {
         ui.horizontal_wrapped(|ui| {
             let label = ui.label("Server URL");
             let url = ui

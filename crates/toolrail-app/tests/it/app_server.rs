@@ -354,10 +354,20 @@ fn the_run_history_explains_a_server_run_against_an_in_process_one_by_their_sett
                 || (c.runs().len() > before
                     && c.latest().is_some_and(|r| r.phase == RunPhase::Finished))
         });
-        harness.state().shared.run.controller.latest().unwrap().clone()
+        harness
+            .state()
+            .shared
+            .run
+            .controller
+            .latest()
+            .unwrap()
+            .clone()
     };
     let on_server = run_to_end(&mut harness, "the server run");
-    let settings = on_server.settings.clone().expect("the server run has settings");
+    let settings = on_server
+        .settings
+        .clone()
+        .expect("the server run has settings");
     assert_eq!(
         settings.flash_attention,
         toolrail_llm::settings::Known::Stated(toolrail_llm::settings::FlashAttention::Off)

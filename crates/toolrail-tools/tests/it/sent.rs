@@ -66,3 +66,30 @@ fn a_clean_openai_list_is_sent_unchanged_with_no_differences() {
     assert_eq!(set.client_tools(), doc.as_array().unwrap().clone());
     assert!(set.reading_differences().is_empty());
 }
+
+#[test]
+fn a_gemini_schema_is_sent_as_toolrail_converts_it_and_says_so() {
+    let doc = json!([{"functionDeclarations": [{
+        "name": "get_weather",
+        "description": "Weather in a city.",
+        "parameters": {"type": "OBJECT", "properties": {"city": {"type": "STRING"}}, "required": ["city"]}
+    }]}]);
+    let set = ToolSet::from_value(&doc).unwrap();
+    let sent = set.client_tools();
+    assert_eq!(
+        sent[0]["function"]["parameters"]["properties"]["city"]["type"],
+        "string"
+    );
+    let lines: Vec<String> = set
+        .reading_differences()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "tool `get_weather`, parameters: written as a Gemini OpenAPI schema, which a client converts before sending; the prompt shows toolrail's conversion, and a client's may differ"
+        ],
+        "{lines:#?}"
+    );
+}
