@@ -93,7 +93,10 @@ pub(crate) struct Converter {
     /// entered (a cycle back to one at the same nesting consumes no input).
     in_progress: FxHashMap<RefTarget, usize>,
     consumed: usize,
+    /// The walk's nesting ([`MAX_SCHEMA_NESTING`]).
     depth: usize,
+    /// The nesting of [`Converter::flatten_map`] calls ([`MAX_SCHEMA_NESTING`]).
+    flattening: usize,
     root_referenced: bool,
     /// `patternProperties` patterns compiled once ([`regex::is_match`] compiles each time;
     /// an object tests every declared name against every pattern).
@@ -101,8 +104,21 @@ pub(crate) struct Converter {
 }
 
 /// The deepest nesting of JSON arrays and objects a schema document may have. Deeper documents
-/// are refused before any other work (the walk, cloning and merging recurse over the document).
-pub const MAX_DOCUMENT_DEPTH: usize = 512;
+/// are refused before any other work: the walk, cloning, merging, comparing and writing
+/// `const`/`enum` values recurse over the document, one call per level. serde_json refuses text
+/// nested deeper than 128 levels (its recursion limit) before any of this, so no schema read
+/// from text is refused here; a document built in code is held to the same depth, at which
+/// every recursive walk over it fits a 2 MiB thread stack (a test thread's) even unoptimised.
+pub const MAX_DOCUMENT_DEPTH: usize = 128;
+
+/// How deep the converter's walk may nest: a schema inside a schema (`properties`, `items`,
+/// `not`, ...), a `$ref` followed, a branch of `allOf`/`anyOf`/`oneOf` each count one level, and
+/// so do the `$ref`s and `allOf`s followed to flatten (merge) a schema. A document of
+/// [`MAX_DOCUMENT_DEPTH`] levels can nest its schemas less deep than that, but a chain of
+/// `$ref`s is flat text of any length: past this nesting the conversion is an error naming the
+/// place, not a stack overflow. An unoptimised build spends up to about 35 KiB of stack per
+/// level, so this many levels, and as many flattening ones, fit a 2 MiB thread stack.
+pub const MAX_SCHEMA_NESTING: usize = 32;
 
 /// Refuses a document nested deeper than [`MAX_DOCUMENT_DEPTH`], without recursion; the error
 /// names the key at which the limit is crossed and its JSON pointer (from `#`). Callers that
@@ -288,6 +304,7 @@ impl Converter {
             in_progress: FxHashMap::default(),
             consumed: 0,
             depth: 0,
+            flattening: 0,
             root_referenced: false,
             compiled_patterns: FxHashMap::default(),
         }
@@ -469,9 +486,15 @@ impl Converter {
 
     fn visit(&mut self, schema: &Value, cx: &Ctx, named: bool) -> Result<Frag, SchemaError> {
         self.depth += 1;
-        if self.depth > 200 {
+        if self.depth > MAX_SCHEMA_NESTING {
             self.depth -= 1;
-            return Err(Self::invalid("$ref", cx, "schema nesting too deep"));
+            return Err(Self::invalid(
+                "schema",
+                cx,
+                format!(
+                    "schemas are nested more than {MAX_SCHEMA_NESTING} deep here (a subschema, a $ref followed and an allOf/anyOf/oneOf branch each count one)"
+                ),
+            ));
         }
         let r = match schema {
             // any keyword arguments
@@ -555,6 +578,30 @@ impl Converter {
     /// [`Self::flatten`] of an object schema, taken by value when the caller has a copy (the
     /// map holds the whole subtree below it: it is copied at most once).
     fn flatten_map(
+        &mut self,
+        map: Cow<'_, Map<String, Value>>,
+        cx: &Ctx,
+        guard: usize,
+    ) -> Result<Value, SchemaError> {
+        // Flattening recurses through `$ref`s and `allOf`s, and through llama_compat's view of
+        // `oneOf` (which flattens each branch afresh): bounded over all of them at once.
+        if self.flattening >= MAX_SCHEMA_NESTING {
+            return Err(Self::invalid(
+                "$ref",
+                cx,
+                format!(
+                    "references and allOf are nested more than {MAX_SCHEMA_NESTING} deep here to merge this schema"
+                ),
+            ));
+        }
+        self.flattening += 1;
+        let flat = self.flatten_map_nested(map, cx, guard);
+        self.flattening -= 1;
+        flat
+    }
+
+    /// [`Self::flatten_map`] inside its nesting bound.
+    fn flatten_map_nested(
         &mut self,
         map: Cow<'_, Map<String, Value>>,
         cx: &Ctx,
