@@ -72,7 +72,8 @@ fn a_schema_nested_100000_deep_as_text_is_refused_by_the_parser() {
             "{mode}"
         );
         assert!(
-            e.message.contains("nested more than 32 deep"),
+            e.message
+                .contains(&format!("nested more than {MAX_SCHEMA_NESTING} deep")),
             "{mode}: {e}"
         );
     }
@@ -278,12 +279,16 @@ fn a_chain_of_100000_refs_is_an_error_naming_where_it_stops() {
                 &e.pointer[..e.pointer.len().min(80)]
             );
             assert!(
-                e.message.contains("nested more than 32 deep") || e.message.contains("may overlap"),
+                e.message
+                    .contains(&format!("nested more than {MAX_SCHEMA_NESTING} deep"))
+                    // flattening a `$ref` with siblings: the merge's own bound
+                    || e.message.contains("cannot be merged")
+                    || e.message.contains("may overlap"),
                 "{name} {mode}: {e}"
             );
         }
     }
-    // A chain as long as the nesting allows converts, and matches what its end matches.
+    // A short chain converts.
     let mut defs = Map::new();
     for i in 0..8 {
         defs.insert(
