@@ -1145,6 +1145,8 @@ impl Converter {
     /// The grammar of one JSON value (enum/const member): structural, with optional space.
     /// Exactly the JSON texts of `v` (objects: members in any order when small enough, see
     /// [`Self::any_order`]).
+    ///
+    /// Recursive over the value, one call per level: at most [`MAX_DOCUMENT_DEPTH`].
     fn literal(&mut self, v: &Value, cx: &Ctx) -> Expr {
         match v {
             Value::Null => Expr::literal(self.rules.syntax.null()),
