@@ -5,9 +5,11 @@
 //!
 //! Built on typed data only: the compiled grammar's elements and the stacks of a state.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use super::recognizer::{Engine, Expected, State};
+use toolrail_gbnf::Grammar;
 use toolrail_gbnf::element::ElementKind;
 use toolrail_gbnf::parser::SymbolKind;
 
@@ -71,10 +73,123 @@ fn quote_literal(literal: &str) -> String {
 }
 
 /// Finite languages of rules and alternative tails, computed on demand.
+///
+/// A rule's language is built from the languages of the rules its alternatives reference, to
+/// any depth (a chain of 100,000 rules each referencing the next): the walk keeps its own
+/// stack of frames ([`Frame`]) instead of recursing, so no grammar can overflow the thread's
+/// stack. It visits rules in the order a recursive walk would, with the same results.
 struct Languages<'a> {
     engine: &'a Engine,
     rules: HashMap<u32, Option<Vec<String>>>,
-    in_progress: Vec<u32>,
+    /// Rules whose language is being computed (a reference back to one is not finite here).
+    in_progress: HashSet<u32>,
+}
+
+/// One suspended step of [`Languages`]' walk.
+enum Frame {
+    /// The language of rule `id`: the alternatives starting at `alternatives[next..]` are still
+    /// to be read; `language` holds the literals of those before.
+    Rule {
+        id: u32,
+        alternatives: Vec<u32>,
+        next: usize,
+        language: Vec<String>,
+    },
+    /// The language of the sequence from element `pos` to the end of its alternative; `out`
+    /// holds the literals of the elements before `pos`.
+    Tail { pos: u32, out: Vec<String> },
+}
+
+/// What a frame asks of the walk when it resumes.
+enum Step {
+    /// The language of this rule (it resumes with it).
+    Rule(u32),
+    /// The language of the tail starting at this element (it resumes with it).
+    Tail(u32),
+    /// The frame is done: its language (None: infinite, too large or not only literals).
+    Done(Option<Vec<String>>),
+}
+
+/// Every string of `out` followed by every string of `piece`, or None past the limits.
+fn concatenate(out: &[String], piece: &[String]) -> Option<Vec<String>> {
+    let mut joined = Vec::with_capacity(out.len() * piece.len());
+    for a in out {
+        for b in piece {
+            if a.len() + b.len() > MAX_LITERAL_BYTES {
+                return None;
+            }
+            joined.push(format!("{a}{b}"));
+        }
+    }
+    (joined.len() <= MAX_LITERALS).then_some(joined)
+}
+
+impl Frame {
+    /// Resumes the frame with the language of the last rule or tail it asked for (`None` on
+    /// its first step); says what it needs next, or its language.
+    fn resume(&mut self, grammar: &Grammar, answer: Option<Option<Vec<String>>>) -> Step {
+        match self {
+            Frame::Rule {
+                alternatives,
+                next,
+                language,
+                ..
+            } => {
+                if let Some(tail) = answer {
+                    let Some(tail) = tail else {
+                        return Step::Done(None);
+                    };
+                    for s in tail {
+                        if !language.contains(&s) {
+                            language.push(s);
+                        }
+                    }
+                    if language.len() > MAX_LITERALS {
+                        return Step::Done(None);
+                    }
+                }
+                match alternatives.get(*next) {
+                    Some(&start) => {
+                        *next += 1;
+                        Step::Tail(start)
+                    }
+                    None => Step::Done(Some(std::mem::take(language))),
+                }
+            }
+            Frame::Tail { pos, out } => {
+                if let Some(piece) = answer {
+                    // The rule referenced at `pos`.
+                    let Some(joined) = piece.and_then(|piece| concatenate(out, &piece)) else {
+                        return Step::Done(None);
+                    };
+                    *out = joined;
+                    *pos += 1;
+                }
+                while !grammar.is_end_of_sequence(*pos) {
+                    let element = grammar.element(*pos);
+                    match element.kind {
+                        ElementKind::RuleRef => return Step::Rule(element.value),
+                        ElementKind::Char => {
+                            let after = grammar.element(*pos + 1).kind;
+                            if matches!(after, ElementKind::CharAlt | ElementKind::CharRngUpper) {
+                                return Step::Done(None);
+                            }
+                            let Some(c) = char::from_u32(element.value) else {
+                                return Step::Done(None);
+                            };
+                            let Some(joined) = concatenate(out, &[c.to_string()]) else {
+                                return Step::Done(None);
+                            };
+                            *out = joined;
+                            *pos += 1;
+                        }
+                        _ => return Step::Done(None),
+                    }
+                }
+                Step::Done(Some(std::mem::take(out)))
+            }
+        }
+    }
 }
 
 impl<'a> Languages<'a> {
@@ -82,76 +197,72 @@ impl<'a> Languages<'a> {
         Self {
             engine,
             rules: HashMap::new(),
-            in_progress: Vec::new(),
+            in_progress: HashSet::new(),
         }
     }
 
     /// The language of rule `id` if it is finite and small (`None` otherwise).
     fn rule(&mut self, id: u32) -> Option<Vec<String>> {
-        if let Some(known) = self.rules.get(&id) {
-            return known.clone();
+        match self.enter_rule(id) {
+            Ok(known) => known,
+            Err(frame) => self.walk(frame),
         }
-        if self.in_progress.contains(&id) {
-            return None;
-        }
-        self.in_progress.push(id);
-        let grammar = std::sync::Arc::clone(self.engine.grammar());
-        let mut language: Option<Vec<String>> = Some(Vec::new());
-        for start in grammar.alternatives(id) {
-            let tail = self.tail(start);
-            language = match (language, tail) {
-                (Some(mut all), Some(tail)) => {
-                    for s in tail {
-                        if !all.contains(&s) {
-                            all.push(s);
-                        }
-                    }
-                    (all.len() <= MAX_LITERALS).then_some(all)
-                }
-                _ => None,
-            };
-            if language.is_none() {
-                break;
-            }
-        }
-        self.in_progress.retain(|&r| r != id);
-        self.rules.insert(id, language.clone());
-        language
     }
 
     /// The language of the sequence from element `pos` to the end of its alternative.
-    fn tail(&mut self, mut pos: u32) -> Option<Vec<String>> {
-        let grammar = std::sync::Arc::clone(self.engine.grammar());
-        let mut out = vec![String::new()];
-        while !grammar.is_end_of_sequence(pos) {
-            let element = grammar.element(pos);
-            let (piece, next) = match element.kind {
-                ElementKind::RuleRef => (self.rule(element.value)?, pos + 1),
-                ElementKind::Char => {
-                    let after = grammar.element(pos + 1).kind;
-                    if matches!(after, ElementKind::CharAlt | ElementKind::CharRngUpper) {
-                        return None;
-                    }
-                    (vec![char::from_u32(element.value)?.to_string()], pos + 1)
-                }
-                _ => return None,
-            };
-            let mut joined = Vec::with_capacity(out.len() * piece.len());
-            for a in &out {
-                for b in &piece {
-                    if a.len() + b.len() > MAX_LITERAL_BYTES {
-                        return None;
-                    }
-                    joined.push(format!("{a}{b}"));
-                }
-            }
-            if joined.len() > MAX_LITERALS {
-                return None;
-            }
-            out = joined;
-            pos = next;
+    fn tail(&mut self, pos: u32) -> Option<Vec<String>> {
+        self.walk(Frame::Tail {
+            pos,
+            out: vec![String::new()],
+        })
+    }
+
+    /// The language of rule `id` where it is known (computed, or in progress: not finite
+    /// here), else the frame that computes it (the rule is then in progress).
+    fn enter_rule(&mut self, id: u32) -> Result<Option<Vec<String>>, Frame> {
+        if let Some(known) = self.rules.get(&id) {
+            return Ok(known.clone());
         }
-        Some(out)
+        if self.in_progress.contains(&id) {
+            return Ok(None);
+        }
+        self.in_progress.insert(id);
+        Err(Frame::Rule {
+            id,
+            alternatives: self.engine.grammar().alternatives(id),
+            next: 0,
+            language: Vec::new(),
+        })
+    }
+
+    /// Runs `first` and every frame it needs on an explicit stack; returns its language.
+    fn walk(&mut self, first: Frame) -> Option<Vec<String>> {
+        let grammar = Arc::clone(self.engine.grammar());
+        let mut stack = vec![first];
+        let mut answer = None;
+        while let Some(frame) = stack.last_mut() {
+            match frame.resume(&grammar, answer.take()) {
+                Step::Rule(id) => match self.enter_rule(id) {
+                    Ok(known) => answer = Some(known),
+                    Err(frame) => stack.push(frame),
+                },
+                Step::Tail(pos) => stack.push(Frame::Tail {
+                    pos,
+                    out: vec![String::new()],
+                }),
+                Step::Done(language) => {
+                    if let Some(Frame::Rule { id, .. }) = stack.pop() {
+                        self.in_progress.remove(&id);
+                        self.rules.insert(id, language.clone());
+                    }
+                    if stack.is_empty() {
+                        return language;
+                    }
+                    answer = Some(language);
+                }
+            }
+        }
+        None
     }
 }
 

@@ -624,6 +624,10 @@ impl Engine {
     /// rejects a token whose decoded code points are `chars` (ending in `partial`), with id
     /// `token`. This is the reference semantics of llama.cpp's mask, quirks included (a token
     /// element on top is compared by id even in the middle of a piece).
+    ///
+    /// llama.cpp recurses once per code point of the piece; this walk keeps the stacks still to
+    /// try on a stack of its own (a piece of any length cannot overflow the thread's stack), in
+    /// the same order, stopping at the first one that takes the rest of the piece.
     pub fn stack_rejects(
         &mut self,
         stack: StackId,
@@ -631,35 +635,49 @@ impl Engine {
         partial: PartialUtf8,
         token: u32,
     ) -> bool {
-        let Some(pos) = self.arena.top(stack) else {
-            return !chars.is_empty() || partial.n_remain != 0;
-        };
-        let element = self.grammar.element(pos);
-        if element.kind.is_token() {
-            return match chars.first() {
-                None => partial.n_remain != 0,
-                Some(_) => (element.kind == ElementKind::Token) != (element.value == token),
+        // (stack, how many code points of the piece it has read)
+        let mut todo = vec![(stack, 0usize)];
+        while let Some((stack, read)) = todo.pop() {
+            let rest = &chars[read..];
+            let rejects = match self.arena.top(stack) {
+                None => !rest.is_empty() || partial.n_remain != 0,
+                Some(pos) => {
+                    let element = self.grammar.element(pos);
+                    if element.kind.is_token() {
+                        match rest.first() {
+                            None => partial.n_remain != 0,
+                            Some(_) => {
+                                (element.kind == ElementKind::Token) != (element.value == token)
+                            }
+                        }
+                    } else if let Some(&first) = rest.first() {
+                        let (matched, after) = self.match_char(pos, first);
+                        if matched {
+                            let popped = self.arena.pop(stack);
+                            let next = if self.grammar.is_end_of_sequence(after) {
+                                popped
+                            } else {
+                                self.arena.push(popped, after)
+                            };
+                            let (start, len, visited) = self.expand(next);
+                            self.work_done += visited as u64;
+                            // Tried in the expansion's order: the first one is popped first.
+                            for i in (start..start + len).rev() {
+                                todo.push((self.expansion_pool[i as usize], read + 1));
+                            }
+                            continue;
+                        }
+                        true
+                    } else {
+                        partial.n_remain != 0 && !self.match_partial_char(pos, partial)
+                    }
+                }
             };
+            if !rejects {
+                return false;
+            }
         }
-        let Some((&first, rest)) = chars.split_first() else {
-            return partial.n_remain != 0 && !self.match_partial_char(pos, partial);
-        };
-        let (matched, after) = self.match_char(pos, first);
-        if !matched {
-            return true;
-        }
-        let popped = self.arena.pop(stack);
-        let next = if self.grammar.is_end_of_sequence(after) {
-            popped
-        } else {
-            self.arena.push(popped, after)
-        };
-        let (start, len, visited) = self.expand(next);
-        self.work_done += visited as u64;
-        (start..start + len).all(|i| {
-            let s = self.expansion_pool[i as usize];
-            self.stack_rejects(s, rest, partial, token)
-        })
+        true
     }
 
     /// What may come next at `state`.

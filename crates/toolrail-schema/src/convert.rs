@@ -93,7 +93,10 @@ pub(crate) struct Converter {
     /// entered (a cycle back to one at the same nesting consumes no input).
     in_progress: FxHashMap<RefTarget, usize>,
     consumed: usize,
+    /// The walk's nesting ([`MAX_SCHEMA_NESTING`]).
     depth: usize,
+    /// The nesting of [`Converter::flatten_map`] calls ([`MAX_SCHEMA_NESTING`]).
+    flattening: usize,
     root_referenced: bool,
     /// `patternProperties` patterns compiled once ([`regex::is_match`] compiles each time;
     /// an object tests every declared name against every pattern).
@@ -101,8 +104,23 @@ pub(crate) struct Converter {
 }
 
 /// The deepest nesting of JSON arrays and objects a schema document may have. Deeper documents
-/// are refused before any other work (the walk, cloning and merging recurse over the document).
-pub const MAX_DOCUMENT_DEPTH: usize = 512;
+/// are refused before any other work: the walk, cloning, merging, comparing and writing
+/// `const`/`enum` values recurse over the document, one call per level. serde_json refuses text
+/// nested deeper than 128 levels (its recursion limit) before any of this, so no schema read
+/// from text is refused here; a document built in code is held to the same depth, at which
+/// every recursive walk over it fits a 2 MiB thread stack (a test thread's) even unoptimised.
+pub const MAX_DOCUMENT_DEPTH: usize = 128;
+
+/// How deep the converter's walk may nest: a schema inside a schema (`properties`, `items`,
+/// `not`, ...), a `$ref` followed, a branch of `allOf`/`anyOf`/`oneOf` each count one level, and
+/// so do the `$ref`s and `allOf`s followed to flatten (merge) a schema. A document of
+/// [`MAX_DOCUMENT_DEPTH`] levels can nest its schemas less deep than that, but a chain of
+/// `$ref`s is flat text of any length: past this nesting the conversion is an error naming the
+/// place, not a stack overflow. An unoptimised build spends up to about 37 KiB of stack per
+/// level (`patternProperties` nested in `patternProperties`; 12 KiB through `properties` or
+/// `items`): this many levels, with as many flattening ones below them, fit a 2 MiB thread
+/// stack with room to spare (measured: 56 levels of `patternProperties` do not).
+pub const MAX_SCHEMA_NESTING: usize = 40;
 
 /// Refuses a document nested deeper than [`MAX_DOCUMENT_DEPTH`], without recursion; the error
 /// names the key at which the limit is crossed and its JSON pointer (from `#`). Callers that
@@ -288,6 +306,7 @@ impl Converter {
             in_progress: FxHashMap::default(),
             consumed: 0,
             depth: 0,
+            flattening: 0,
             root_referenced: false,
             compiled_patterns: FxHashMap::default(),
         }
@@ -469,9 +488,15 @@ impl Converter {
 
     fn visit(&mut self, schema: &Value, cx: &Ctx, named: bool) -> Result<Frag, SchemaError> {
         self.depth += 1;
-        if self.depth > 200 {
+        if self.depth > MAX_SCHEMA_NESTING {
             self.depth -= 1;
-            return Err(Self::invalid("$ref", cx, "schema nesting too deep"));
+            return Err(Self::invalid(
+                "schema",
+                cx,
+                format!(
+                    "schemas are nested more than {MAX_SCHEMA_NESTING} deep here (a subschema, a $ref followed and an allOf/anyOf/oneOf branch each count one)"
+                ),
+            ));
         }
         let r = match schema {
             // any keyword arguments
@@ -555,6 +580,30 @@ impl Converter {
     /// [`Self::flatten`] of an object schema, taken by value when the caller has a copy (the
     /// map holds the whole subtree below it: it is copied at most once).
     fn flatten_map(
+        &mut self,
+        map: Cow<'_, Map<String, Value>>,
+        cx: &Ctx,
+        guard: usize,
+    ) -> Result<Value, SchemaError> {
+        // Flattening recurses through `$ref`s and `allOf`s, and through llama_compat's view of
+        // `oneOf` (which flattens each branch afresh): bounded over all of them at once.
+        if self.flattening >= MAX_SCHEMA_NESTING {
+            return Err(Self::invalid(
+                "$ref",
+                cx,
+                format!(
+                    "references and allOf are nested more than {MAX_SCHEMA_NESTING} deep here to merge this schema"
+                ),
+            ));
+        }
+        self.flattening += 1;
+        let flat = self.flatten_map_nested(map, cx, guard);
+        self.flattening -= 1;
+        flat
+    }
+
+    /// [`Self::flatten_map`] inside its nesting bound.
+    fn flatten_map_nested(
         &mut self,
         map: Cow<'_, Map<String, Value>>,
         cx: &Ctx,
@@ -789,13 +838,25 @@ impl Converter {
                 branches,
             } => (alternation, branches),
         };
+        self.visit_alternatives(&map, cx, alternation, list)
+    }
+
+    /// [`Self::visit_exact`] of an `anyOf`/`oneOf` node: one alternative per branch. A function
+    /// of its own so that its frame is on the stack only where a schema has branches.
+    fn visit_alternatives(
+        &mut self,
+        map: &Map<String, Value>,
+        cx: &Ctx,
+        alternation: ir::Alternation,
+        list: &[Value],
+    ) -> Result<Frag, SchemaError> {
         let key = alternation.keyword();
         let one_of = alternation == ir::Alternation::OneOf;
         if one_of
             && !self.opts.llama_compat
             && let Some(alternatives) = exactly_one_required(list)
         {
-            let mut rewritten = map.as_ref().clone();
+            let mut rewritten = map.clone();
             rewritten.remove("oneOf");
             rewritten.insert("anyOf".into(), Value::Array(alternatives));
             return self.visit_exact(&rewritten, cx);
@@ -803,7 +864,7 @@ impl Converter {
         // the other keywords, distributed into every branch (copied only when there are any)
         let has_rest = map.keys().any(|k| k != key && !is_ignored(k));
         let rest = has_rest.then(|| {
-            let mut rest = map.as_ref().clone();
+            let mut rest = map.clone();
             rest.remove(key);
             rest
         });
@@ -927,37 +988,7 @@ impl Converter {
             return self.visit_typed(&items_enum, cx);
         }
         if let Some(values) = ir::read_values(map, &cx.at())? {
-            let mut kept = Vec::new();
-            for v in values {
-                match check_siblings(v, map, &["enum", "const"]) {
-                    Some(true) => kept.push(v),
-                    Some(false) => {}
-                    None => {
-                        self.unsupported(
-                            "enum",
-                            cx,
-                            "cannot check enum/const values against their sibling keywords",
-                        )?;
-                        kept.push(v);
-                    }
-                }
-            }
-            // integers share one optional zero fraction: ( "15" | "30" ) ( "." "0"+ )?
-            let mut parts = Vec::new();
-            let mut ints = Vec::new();
-            for v in kept {
-                match v.as_number().and_then(|n| Decimal::parse(&n.to_string())) {
-                    Some(d) if d.is_integer() && d.int != "0" => {
-                        let sign = if d.neg { "-" } else { "" };
-                        ints.push(Expr::literal(format!("{sign}{}", d.int)));
-                    }
-                    _ => parts.push(self.literal(v, cx)),
-                }
-            }
-            if let Some(group) = distinct_alternatives(ints) {
-                parts.push(Expr::seq([group, numbers::zero_frac()]));
-            }
-            return Ok(distinct_alternatives(parts));
+            return self.typed_values(map, values, cx);
         }
         let has = |t: JsonType| types.contains(t);
         let mut parts = Vec::new();
@@ -1001,6 +1032,48 @@ impl Converter {
         }
         if plain == 6 {
             return Ok(Some(self.rules.primitive_rule("value")));
+        }
+        Ok(distinct_alternatives(parts))
+    }
+
+    /// [`Self::visit_typed`] of a node with `enum`/`const` `values`: one literal per value
+    /// its sibling keywords admit. A function of its own so that its frame is on the stack only
+    /// for such a node.
+    fn typed_values(
+        &mut self,
+        map: &Map<String, Value>,
+        values: Vec<&Value>,
+        cx: &Ctx,
+    ) -> Result<Frag, SchemaError> {
+        let mut kept = Vec::new();
+        for v in values {
+            match check_siblings(v, map, &["enum", "const"]) {
+                Some(true) => kept.push(v),
+                Some(false) => {}
+                None => {
+                    self.unsupported(
+                        "enum",
+                        cx,
+                        "cannot check enum/const values against their sibling keywords",
+                    )?;
+                    kept.push(v);
+                }
+            }
+        }
+        // integers share one optional zero fraction: ( "15" | "30" ) ( "." "0"+ )?
+        let mut parts = Vec::new();
+        let mut ints = Vec::new();
+        for v in kept {
+            match v.as_number().and_then(|n| Decimal::parse(&n.to_string())) {
+                Some(d) if d.is_integer() && d.int != "0" => {
+                    let sign = if d.neg { "-" } else { "" };
+                    ints.push(Expr::literal(format!("{sign}{}", d.int)));
+                }
+                _ => parts.push(self.literal(v, cx)),
+            }
+        }
+        if let Some(group) = distinct_alternatives(ints) {
+            parts.push(Expr::seq([group, numbers::zero_frac()]));
         }
         Ok(distinct_alternatives(parts))
     }
@@ -1072,6 +1145,8 @@ impl Converter {
     /// The grammar of one JSON value (enum/const member): structural, with optional space.
     /// Exactly the JSON texts of `v` (objects: members in any order when small enough, see
     /// [`Self::any_order`]).
+    ///
+    /// Recursive over the value, one call per level: at most [`MAX_DOCUMENT_DEPTH`].
     fn literal(&mut self, v: &Value, cx: &Ctx) -> Expr {
         match v {
             Value::Null => Expr::literal(self.rules.syntax.null()),
@@ -1583,7 +1658,6 @@ impl Converter {
             Some(v) => Cow::Borrowed(v),
             None => Cow::Owned(Value::Bool(!closed_by_default)),
         };
-        let (min_p, max_p) = (rules.min_properties, rules.max_properties);
 
         self.consumed += 1;
         let r = (|| -> Result<Frag, SchemaError> {
@@ -1658,287 +1732,305 @@ impl Converter {
                     declared.push((r.to_string(), kv, true));
                 }
             }
-            if let Some((name, _, _)) = declared.iter().find(|(_, kv, req)| *req && kv.is_none()) {
-                let why = match props.iter().find(|(k, _)| *k == name) {
-                    Some((_, s)) => match array_enum_clash(s) {
-                        Some(clash) => format!(
-                            "its schema at {} admits no value ({clash})",
-                            cx.child("properties", "").child(name, "").at()
-                        ),
-                        None => {
-                            "its schema under properties (or propertyNames) admits no value".into()
-                        }
-                    },
-                    None => "additionalProperties admits no value for it".to_string(),
-                };
-                return Err(Self::invalid(
-                    "required",
-                    cx,
-                    format!(
-                        "required property {name:?} can never be present: {why}; no object is valid"
-                    ),
-                ));
-            }
-            if props.windows(2).all(|w| w[0].0 <= w[1].0) {
-                declared.sort_by(|a, b| a.0.cmp(&b.0));
-            }
-            if self.opts.llama_compat {
-                // llama.cpp writes the required members first (stable: in declared order)
-                declared.sort_by_key(|(_, _, req)| !*req);
-            }
-            let names: Vec<String> = declared.iter().map(|(k, _, _)| k.clone()).collect();
-            if names.is_empty()
-                && !kwargs
-                && patterns.is_empty()
-                && property_names.is_none()
-                && min_p == 0
-                && max_p.is_none()
-                && add_value
-                    .as_ref()
-                    .is_some_and(|v| self.rules.is_primitive(v, "value"))
-            {
-                return Ok(Some(self.rules.primitive_rule("object")));
-            }
-            let members: Vec<Member> = declared
-                .into_iter()
-                .filter_map(|(name, kv, required)| kv.map(|kv| Member { name, kv, required }))
-                .collect();
-            let key: Option<Expr> = match property_names {
-                _ if add_value.is_none() && (!kwargs || patterns.is_empty()) => None,
-                // keyword arguments: an identifier, then `=`
-                _ if kwargs => {
-                    for &keyword in &rules.name_keywords {
-                        // lenient: any other identifier with any value (wider)
-                        self.unsupported(
-                            keyword,
-                            cx,
-                            "names of undeclared keyword arguments cannot be constrained",
-                        )?;
-                    }
-                    let declared: Vec<&str> = names.iter().map(String::as_str).collect();
-                    let key = syntax::identifier_not_in(&declared).ok_or_else(|| {
-                        Self::invalid(
-                            "properties",
-                            cx,
-                            format!(
-                                "a declared name longer than {} characters cannot be told apart from undeclared keyword arguments",
-                                syntax::MAX_EXCLUDED_IDENTIFIER
-                            ),
-                        )
-                    })?;
-                    Some(Expr::Rule(self.rules.add(
-                        &format!("{}-other-name", cx.hint),
-                        key,
-                        None,
-                    )))
-                }
-                None if names.is_empty() => Some(self.rules.primitive_rule("string")),
-                None => Some(Expr::Rule(self.not_strings(&add_cx, &names))),
-                Some(pn) => {
-                    if !names.is_empty() {
-                        self.unsupported(
-                            "propertyNames",
-                            cx,
-                            "propertyNames with both declared and additional properties",
-                        )?;
-                    }
-                    let pcx = cx.child("propertyNames", "name");
-                    let string_only =
-                        self.merge(pn, &serde_json::json!({"type": "string"}), &pcx)?;
-                    self.child(&string_only, &pcx)?
-                }
-            };
-            let extra: Option<Expr> = match (&add_value, key) {
-                (_, Some(key)) if kwargs => {
-                    let value = match &add_value {
-                        Some(v) if patterns.is_empty() => v.clone(),
-                        _ => self.rules.primitive_rule("value"),
-                    };
-                    // a grammar cannot remember which names were written: said, not hidden
-                    self.ignored(
-                        "additionalProperties",
-                        cx,
-                        "undeclared keyword arguments: the grammar cannot forbid repeating one \
-                         (`f(x=1, x=2)`, a Python syntax error that validation rejects)",
-                    );
-                    let comment = self.comment(&add_cx);
-                    Some(Expr::Rule(self.rules.add(
-                        &format!("{}-additional-kv", cx.hint),
-                        Expr::seq([key, value]),
-                        comment,
-                    )))
-                }
-                _ if !patterns.is_empty() => self
-                    .pattern_members(
-                        cx,
-                        patterns,
-                        &names,
-                        add_value.clone(),
-                        property_names.is_some(),
-                    )?
-                    .map(Expr::Rule),
-                (Some(v), Some(key)) => {
-                    let body = Expr::seq([key, Expr::literal(":"), sp.clone(), v.clone()]);
-                    let comment = self.comment(&add_cx);
-                    Some(Expr::Rule(self.rules.add(
-                        &format!(
-                            "{}-additional-kv",
-                            if cx.hint.is_empty() { "root" } else { &cx.hint }
-                        ),
-                        body,
-                        comment,
-                    )))
-                }
-                _ => None,
-            };
-            let n_req = members.iter().filter(|m| m.required).count() as u64;
-            if let Some(m) = max_p
-                && m < n_req
-            {
-                return Err(Self::invalid(
-                    "maxProperties",
-                    cx,
-                    format!(
-                        "maxProperties {m} is below the {n_req} required properties: no object is valid"
-                    ),
-                ));
-            }
-            // keyword arguments: the parentheses are the caller's
-            let braces = |body: Expr| {
-                if kwargs {
-                    return body;
-                }
-                Expr::seq([
-                    Expr::literal("{"),
-                    sp.clone(),
-                    body,
-                    sp.clone(),
-                    Expr::literal("}"),
-                ])
-            };
-            let empty_object = if kwargs {
-                Expr::Empty
-            } else {
-                Expr::seq([Expr::literal("{"), sp.clone(), Expr::literal("}")])
-            };
-            let sep = Expr::seq([Expr::literal(","), sp.clone()]);
-            if members.is_empty() {
-                let Some(x) = extra else {
-                    return Ok(if min_p == 0 {
-                        Some(empty_object.clone())
-                    } else {
-                        None
-                    });
-                };
-                if max_p == Some(0) {
-                    return Ok(Some(empty_object.clone()));
-                }
-                let min_p = self
-                    .size_bound("minProperties", cx, Some(min_p))?
-                    .unwrap_or(0);
-                let max_p = self.size_bound("maxProperties", cx, max_p)?;
-                let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-                let item = Expr::seq([sep.clone(), x.clone()]);
-                let rest = self.rules.repetition(
-                    item,
-                    clamp(min_p.saturating_sub(1)),
-                    max_p.map(|m| clamp(m - 1)),
-                );
-                let body = Expr::seq([x, rest]);
-                let body = if min_p == 0 {
-                    Expr::repeat(body, 0, Some(1))
-                } else {
-                    body
-                };
-                return Ok(Some(braces(body)));
-            }
-            // minProperties 1 without required members: the first member is not optional
-            if min_p > n_req && !(min_p == 1 && n_req == 0) {
-                self.unsupported(
-                    "minProperties",
-                    cx,
-                    "minProperties beyond the required properties",
-                )?;
-            }
-            if let Some(m) = max_p
-                && (extra.is_some() || (members.len() as u64) > m)
-            {
-                self.unsupported(
-                    "maxProperties",
-                    cx,
-                    "maxProperties with optional or additional properties",
-                )?;
-            }
-            if self.any_order(members.len()) {
-                let body = self.any_order_members(cx, &members, extra.as_ref(), &sep, min_p >= 1);
-                return Ok(Some(braces(body)));
-            }
-            let declared: Vec<(RuleName, bool)> =
-                members.into_iter().map(|m| (m.kv, m.required)).collect();
-            let xs = extra
-                .as_ref()
-                .map(|x| Expr::repeat(Expr::seq([sep.clone(), x.clone()]), 0, None))
-                .unwrap_or(Expr::Empty);
-            // T_i: what may follow once at least one member is written, from declared index i.
-            // Extra members attach to the member before them (unambiguous: one parse per text);
-            // llama_compat: they all come last, as llama.cpp writes them.
-            let compat = self.opts.llama_compat;
-            let (after_each, at_end) = if compat {
-                (Expr::Empty, xs.clone())
-            } else {
-                (xs.clone(), Expr::Empty)
-            };
-            let member = |kv: &RuleName, req: bool| -> Expr {
-                let m = Expr::seq([sep.clone(), Expr::rule(kv), after_each.clone()]);
-                if req { m } else { Expr::repeat(m, 0, Some(1)) }
-            };
-            let n = declared.len();
-            let mut tails: Vec<Expr> = vec![Expr::Empty; n + 1];
-            tails[n] = at_end;
-            let named = n > 4;
-            for i in (0..n).rev() {
-                let (kv, req) = &declared[i];
-                let text = Expr::seq([member(kv, *req), tails[i + 1].clone()]);
-                tails[i] = if named && !tails[i + 1].is_empty() {
-                    let hint = format!(
-                        "{}-rest-{}",
-                        if cx.hint.is_empty() {
-                            "object"
-                        } else {
-                            &cx.hint
-                        },
-                        i + 1
-                    );
-                    Expr::Rule(self.rules.add(&hint, text, None))
-                } else {
-                    text
-                };
-            }
-            let tail = |i: usize| tails[i].clone();
-            let first_req = declared.iter().position(|(_, r)| *r);
-            let mut heads = Vec::new();
-            if let Some(x) = &extra {
-                if !compat {
-                    heads.push(Expr::seq([x.clone(), xs.clone(), tail(0)]));
-                } else if first_req.is_none() {
-                    heads.push(Expr::seq([x.clone(), xs.clone()]));
-                }
-            }
-            let last = first_req.unwrap_or(declared.len() - 1);
-            for (i, (kv, _)) in declared.iter().enumerate().take(last + 1) {
-                heads.push(Expr::seq([Expr::rule(kv), after_each.clone(), tail(i + 1)]));
-            }
-            let heads = Expr::alt(heads).unwrap_or(Expr::Empty);
-            let body = if first_req.is_none() && min_p == 0 {
-                Expr::repeat(heads, 0, Some(1))
-            } else {
-                heads
-            };
-            Ok(Some(braces(body)))
+            self.object_lowered(rules, cx, declared, add_value, add_cx, sp)
         })();
         self.consumed -= 1;
         let e = r?;
         Ok(self.name(cx, e, true))
+    }
+
+    /// The rest of [`Self::object`] once its members' values are converted: the object's
+    /// grammar. A function of its own so that the large frame this lowering takes is not on
+    /// the stack while the members' schemas are converted (the walk recurses through
+    /// `object`, [`MAX_SCHEMA_NESTING`] times at most).
+    fn object_lowered(
+        &mut self,
+        rules: &ir::ObjectRules,
+        cx: &Ctx,
+        mut declared: Vec<(String, Option<RuleName>, bool)>,
+        add_value: Frag,
+        add_cx: Ctx,
+        sp: Expr,
+    ) -> Result<Frag, SchemaError> {
+        let property_names = rules.property_names;
+        let props = &rules.properties;
+        let patterns = &rules.pattern_properties;
+        let kwargs = cx.keys == KeyStyle::Kwarg;
+        let (min_p, max_p) = (rules.min_properties, rules.max_properties);
+        if let Some((name, _, _)) = declared.iter().find(|(_, kv, req)| *req && kv.is_none()) {
+            let why = match props.iter().find(|(k, _)| *k == name) {
+                Some((_, s)) => match array_enum_clash(s) {
+                    Some(clash) => format!(
+                        "its schema at {} admits no value ({clash})",
+                        cx.child("properties", "").child(name, "").at()
+                    ),
+                    None => "its schema under properties (or propertyNames) admits no value".into(),
+                },
+                None => "additionalProperties admits no value for it".to_string(),
+            };
+            return Err(Self::invalid(
+                "required",
+                cx,
+                format!(
+                    "required property {name:?} can never be present: {why}; no object is valid"
+                ),
+            ));
+        }
+        if props.windows(2).all(|w| w[0].0 <= w[1].0) {
+            declared.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        if self.opts.llama_compat {
+            // llama.cpp writes the required members first (stable: in declared order)
+            declared.sort_by_key(|(_, _, req)| !*req);
+        }
+        let names: Vec<String> = declared.iter().map(|(k, _, _)| k.clone()).collect();
+        if names.is_empty()
+            && !kwargs
+            && patterns.is_empty()
+            && property_names.is_none()
+            && min_p == 0
+            && max_p.is_none()
+            && add_value
+                .as_ref()
+                .is_some_and(|v| self.rules.is_primitive(v, "value"))
+        {
+            return Ok(Some(self.rules.primitive_rule("object")));
+        }
+        let members: Vec<Member> = declared
+            .into_iter()
+            .filter_map(|(name, kv, required)| kv.map(|kv| Member { name, kv, required }))
+            .collect();
+        let key: Option<Expr> = match property_names {
+            _ if add_value.is_none() && (!kwargs || patterns.is_empty()) => None,
+            // keyword arguments: an identifier, then `=`
+            _ if kwargs => {
+                for &keyword in &rules.name_keywords {
+                    // lenient: any other identifier with any value (wider)
+                    self.unsupported(
+                        keyword,
+                        cx,
+                        "names of undeclared keyword arguments cannot be constrained",
+                    )?;
+                }
+                let declared: Vec<&str> = names.iter().map(String::as_str).collect();
+                let key = syntax::identifier_not_in(&declared).ok_or_else(|| {
+                    Self::invalid(
+                        "properties",
+                        cx,
+                        format!(
+                            "a declared name longer than {} characters cannot be told apart from undeclared keyword arguments",
+                            syntax::MAX_EXCLUDED_IDENTIFIER
+                        ),
+                    )
+                })?;
+                Some(Expr::Rule(self.rules.add(
+                    &format!("{}-other-name", cx.hint),
+                    key,
+                    None,
+                )))
+            }
+            None if names.is_empty() => Some(self.rules.primitive_rule("string")),
+            None => Some(Expr::Rule(self.not_strings(&add_cx, &names))),
+            Some(pn) => {
+                if !names.is_empty() {
+                    self.unsupported(
+                        "propertyNames",
+                        cx,
+                        "propertyNames with both declared and additional properties",
+                    )?;
+                }
+                let pcx = cx.child("propertyNames", "name");
+                let string_only = self.merge(pn, &serde_json::json!({"type": "string"}), &pcx)?;
+                self.child(&string_only, &pcx)?
+            }
+        };
+        let extra: Option<Expr> = match (&add_value, key) {
+            (_, Some(key)) if kwargs => {
+                let value = match &add_value {
+                    Some(v) if patterns.is_empty() => v.clone(),
+                    _ => self.rules.primitive_rule("value"),
+                };
+                // a grammar cannot remember which names were written: said, not hidden
+                self.ignored(
+                    "additionalProperties",
+                    cx,
+                    "undeclared keyword arguments: the grammar cannot forbid repeating one \
+                     (`f(x=1, x=2)`, a Python syntax error that validation rejects)",
+                );
+                let comment = self.comment(&add_cx);
+                Some(Expr::Rule(self.rules.add(
+                    &format!("{}-additional-kv", cx.hint),
+                    Expr::seq([key, value]),
+                    comment,
+                )))
+            }
+            _ if !patterns.is_empty() => self
+                .pattern_members(
+                    cx,
+                    patterns,
+                    &names,
+                    add_value.clone(),
+                    property_names.is_some(),
+                )?
+                .map(Expr::Rule),
+            (Some(v), Some(key)) => {
+                let body = Expr::seq([key, Expr::literal(":"), sp.clone(), v.clone()]);
+                let comment = self.comment(&add_cx);
+                Some(Expr::Rule(self.rules.add(
+                    &format!(
+                        "{}-additional-kv",
+                        if cx.hint.is_empty() { "root" } else { &cx.hint }
+                    ),
+                    body,
+                    comment,
+                )))
+            }
+            _ => None,
+        };
+        let n_req = members.iter().filter(|m| m.required).count() as u64;
+        if let Some(m) = max_p
+            && m < n_req
+        {
+            return Err(Self::invalid(
+                "maxProperties",
+                cx,
+                format!(
+                    "maxProperties {m} is below the {n_req} required properties: no object is valid"
+                ),
+            ));
+        }
+        // keyword arguments: the parentheses are the caller's
+        let braces = |body: Expr| {
+            if kwargs {
+                return body;
+            }
+            Expr::seq([
+                Expr::literal("{"),
+                sp.clone(),
+                body,
+                sp.clone(),
+                Expr::literal("}"),
+            ])
+        };
+        let empty_object = if kwargs {
+            Expr::Empty
+        } else {
+            Expr::seq([Expr::literal("{"), sp.clone(), Expr::literal("}")])
+        };
+        let sep = Expr::seq([Expr::literal(","), sp.clone()]);
+        if members.is_empty() {
+            let Some(x) = extra else {
+                return Ok(if min_p == 0 {
+                    Some(empty_object.clone())
+                } else {
+                    None
+                });
+            };
+            if max_p == Some(0) {
+                return Ok(Some(empty_object.clone()));
+            }
+            let min_p = self
+                .size_bound("minProperties", cx, Some(min_p))?
+                .unwrap_or(0);
+            let max_p = self.size_bound("maxProperties", cx, max_p)?;
+            let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+            let item = Expr::seq([sep.clone(), x.clone()]);
+            let rest = self.rules.repetition(
+                item,
+                clamp(min_p.saturating_sub(1)),
+                max_p.map(|m| clamp(m - 1)),
+            );
+            let body = Expr::seq([x, rest]);
+            let body = if min_p == 0 {
+                Expr::repeat(body, 0, Some(1))
+            } else {
+                body
+            };
+            return Ok(Some(braces(body)));
+        }
+        // minProperties 1 without required members: the first member is not optional
+        if min_p > n_req && !(min_p == 1 && n_req == 0) {
+            self.unsupported(
+                "minProperties",
+                cx,
+                "minProperties beyond the required properties",
+            )?;
+        }
+        if let Some(m) = max_p
+            && (extra.is_some() || (members.len() as u64) > m)
+        {
+            self.unsupported(
+                "maxProperties",
+                cx,
+                "maxProperties with optional or additional properties",
+            )?;
+        }
+        if self.any_order(members.len()) {
+            let body = self.any_order_members(cx, &members, extra.as_ref(), &sep, min_p >= 1);
+            return Ok(Some(braces(body)));
+        }
+        let declared: Vec<(RuleName, bool)> =
+            members.into_iter().map(|m| (m.kv, m.required)).collect();
+        let xs = extra
+            .as_ref()
+            .map(|x| Expr::repeat(Expr::seq([sep.clone(), x.clone()]), 0, None))
+            .unwrap_or(Expr::Empty);
+        // T_i: what may follow once at least one member is written, from declared index i.
+        // Extra members attach to the member before them (unambiguous: one parse per text);
+        // llama_compat: they all come last, as llama.cpp writes them.
+        let compat = self.opts.llama_compat;
+        let (after_each, at_end) = if compat {
+            (Expr::Empty, xs.clone())
+        } else {
+            (xs.clone(), Expr::Empty)
+        };
+        let member = |kv: &RuleName, req: bool| -> Expr {
+            let m = Expr::seq([sep.clone(), Expr::rule(kv), after_each.clone()]);
+            if req { m } else { Expr::repeat(m, 0, Some(1)) }
+        };
+        let n = declared.len();
+        let mut tails: Vec<Expr> = vec![Expr::Empty; n + 1];
+        tails[n] = at_end;
+        let named = n > 4;
+        for i in (0..n).rev() {
+            let (kv, req) = &declared[i];
+            let text = Expr::seq([member(kv, *req), tails[i + 1].clone()]);
+            tails[i] = if named && !tails[i + 1].is_empty() {
+                let hint = format!(
+                    "{}-rest-{}",
+                    if cx.hint.is_empty() {
+                        "object"
+                    } else {
+                        &cx.hint
+                    },
+                    i + 1
+                );
+                Expr::Rule(self.rules.add(&hint, text, None))
+            } else {
+                text
+            };
+        }
+        let tail = |i: usize| tails[i].clone();
+        let first_req = declared.iter().position(|(_, r)| *r);
+        let mut heads = Vec::new();
+        if let Some(x) = &extra {
+            if !compat {
+                heads.push(Expr::seq([x.clone(), xs.clone(), tail(0)]));
+            } else if first_req.is_none() {
+                heads.push(Expr::seq([x.clone(), xs.clone()]));
+            }
+        }
+        let last = first_req.unwrap_or(declared.len() - 1);
+        for (i, (kv, _)) in declared.iter().enumerate().take(last + 1) {
+            heads.push(Expr::seq([Expr::rule(kv), after_each.clone(), tail(i + 1)]));
+        }
+        let heads = Expr::alt(heads).unwrap_or(Expr::Empty);
+        let body = if first_req.is_none() && min_p == 0 {
+            Expr::repeat(heads, 0, Some(1))
+        } else {
+            heads
+        };
+        Ok(Some(braces(body)))
     }
 
     /// The schema of declared property `name` with those of the `patternProperties` whose

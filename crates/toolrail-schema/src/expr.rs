@@ -218,6 +218,9 @@ impl Expr {
     }
 
     /// Prints into `out`, stopping early once `out` is longer than `limit`.
+    ///
+    /// One call per level of the expression: the converter builds expressions as deep as the
+    /// bounded inputs they come from (schema nesting, pattern nesting, digits of a bound).
     fn print(&self, place: Place, out: &mut String, limit: usize) {
         if out.len() > limit {
             return;

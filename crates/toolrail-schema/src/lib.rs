@@ -30,8 +30,12 @@
 //!   member order of every instance);
 //! - size keywords (`minLength`, `maxLength`, `minItems`, `maxItems`, `minProperties`,
 //!   `maxProperties`) and `pattern` repetitions above [`MAX_REPEAT_TOTAL`] are an error (lenient:
-//!   the bound is dropped with a [`Warning`], which only widens the grammar), and documents
-//!   nested deeper than [`MAX_DOCUMENT_DEPTH`] are refused before any work;
+//!   the bound is dropped with a [`Warning`], which only widens the grammar), documents
+//!   nested deeper than [`MAX_DOCUMENT_DEPTH`] are refused before any work, and schemas nested
+//!   (through subschemas, `$ref`s and `allOf`/`anyOf`/`oneOf` branches) deeper than
+//!   [`MAX_SCHEMA_NESTING`] are an error naming the place: the converter's walks recurse, and
+//!   these bounds keep them within a 2 MiB thread stack whatever the input (a chain of
+//!   100,000 `$ref`s included);
 //! - contradictory bounds (`minLength` above `maxLength`, `minimum` above `maximum` or exclusive
 //!   bounds leaving no value, `minItems` above `maxItems`, `minProperties` above
 //!   `maxProperties` or below the required count, an empty `enum`, a required property that
@@ -116,7 +120,7 @@ pub mod validate;
 
 use serde_json::Value;
 
-pub use convert::{MAX_DOCUMENT_DEPTH, check_depth};
+pub use convert::{MAX_DOCUMENT_DEPTH, MAX_SCHEMA_NESTING, check_depth};
 pub use error::{SchemaError, Warning};
 pub use expr::{Expr, RuleName};
 pub use gbnf_text::gbnf_literal;

@@ -56,6 +56,9 @@ fn known_format(f: &str) -> Option<&'static str> {
 /// The schema llama.cpp reads from `map` (see the module docs), and the keywords it ignores.
 /// `root`: the document root (where `$id` is an annotation; elsewhere llama.cpp ignores it).
 /// Err((keyword, message)) for what llama.cpp refuses and this converter cannot read either.
+///
+/// Recursive over the document, one call per level: at most [`crate::MAX_DOCUMENT_DEPTH`]
+/// (a deeper document is refused before any walk).
 pub(crate) fn view(map: &Map<String, Value>, root: bool) -> Result<(Value, Vec<Ignored>), Ignored> {
     let mut out = Map::new();
     let mut ignored = Vec::new();

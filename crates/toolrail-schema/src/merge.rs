@@ -87,6 +87,9 @@ fn tighter(key: &str, a: &Value, b: &Value) -> Result<Value, String> {
 /// Merges two flattened schemas (objects or booleans). `default_additional` is what a missing
 /// `additionalProperties` means (true, or false when objects are closed).
 /// Err((keyword, message)) when the intersection is not expressible as one schema.
+///
+/// Recursive over the document, one call per level: at most [`crate::MAX_DOCUMENT_DEPTH`]
+/// (a deeper document is refused before any walk).
 pub(crate) fn merge(
     a: &Value,
     b: &Value,

@@ -161,6 +161,10 @@ fn leading_nonzero(min: usize, max: Option<usize>) -> Expr {
 pub(crate) const MAX_DIGITS: usize = 16;
 
 /// Digit strings of the same length between `a` and `b` inclusive (`a <= b`).
+///
+/// One call (and one level of the expression) per digit: a bound has at most a few hundred
+/// ([`Decimal::parse`] refuses exponents past 400; serde_json reads at most 17 significant
+/// digits), and so do the `frac_*` functions below.
 fn same_len(a: &[u8], b: &[u8]) -> Expr {
     let p = a.iter().zip(b).take_while(|(x, y)| x == y).count();
     let prefix = Expr::literal(String::from_utf8_lossy(&a[..p]).into_owned());

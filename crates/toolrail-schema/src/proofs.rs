@@ -13,6 +13,9 @@ use crate::numbers;
 use crate::validate::{check, json_eq};
 
 /// The schema equivalent to `not: n`, when it can be written without `not`.
+///
+/// Recursive over the document, one call per level: at most [`crate::MAX_DOCUMENT_DEPTH`]
+/// (a deeper document is refused before any walk).
 pub(crate) fn negate(n: &Value) -> Option<Value> {
     match n {
         Value::Bool(b) => Some(Value::Bool(!b)),

@@ -195,6 +195,9 @@ pub(crate) fn complement_to_gbnf(
 }
 
 /// The least and most characters (code points) a match of `h` has (None: unbounded).
+///
+/// One call per level of the pattern's nesting, which [`parse`] holds to regex-syntax's limit
+/// (250: a deeper pattern is an error naming it), as for [`translate`].
 fn char_lengths(h: &Hir) -> (u64, Option<u64>) {
     match h.kind() {
         HirKind::Empty | HirKind::Look(_) => (0, Some(0)),

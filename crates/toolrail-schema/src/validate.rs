@@ -10,6 +10,9 @@ use super::keywords::is_ignored;
 use super::numbers::{Decimal, cmp_decimal};
 
 /// JSON Schema equality: numbers compare by value (1 == 1.0), objects ignore key order.
+///
+/// Recursive over the document, one call per level: at most [`crate::MAX_DOCUMENT_DEPTH`]
+/// (a deeper document is refused before any walk).
 pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => {
@@ -68,6 +71,9 @@ fn all(results: impl IntoIterator<Item = Option<bool>>) -> Option<bool> {
 }
 
 /// Checks `v` against `schema` when possible.
+///
+/// Recursive over the document, one call per level: at most [`crate::MAX_DOCUMENT_DEPTH`]
+/// (a deeper document is refused before any walk).
 pub(crate) fn check(v: &Value, schema: &Value) -> Option<bool> {
     let map = match schema {
         Value::Bool(b) => return Some(*b),

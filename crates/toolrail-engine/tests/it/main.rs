@@ -6,6 +6,7 @@
 // A test fails by panicking: unwrap and expect say what broke (helpers included).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod deep;
 mod llama_conformance;
 mod mask_limits;
 mod mask_reference;

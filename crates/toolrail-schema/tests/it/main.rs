@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api;
+mod deep;
 mod format_bounds;
 mod limits;
 mod llama_vectors;
