@@ -30,6 +30,31 @@ const MAX_REPLY_BYTES: u64 = 16 << 20;
 /// The longest a `/health` or `/props` request may take, from connecting to the last byte.
 const GET_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a streamed request may wait, phase by phase: a server that accepts and stalls,
+/// goes silent mid-stream or streams without end is cut, with a message naming the limit.
+/// llama-server sends nothing while it reads a prompt (no keep-alive), so `idle` must cover
+/// the longest prompt: a long one on a CPU can take many minutes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Connecting.
+    pub connect: Duration,
+    /// Any wait for the next bytes (the reply's headers included), and a stream of only
+    /// keep-alive pings.
+    pub idle: Duration,
+    /// The whole stream.
+    pub total: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(5),
+            idle: Duration::from_secs(15 * 60),
+            total: Duration::from_secs(4 * 60 * 60),
+        }
+    }
+}
+
 /// Everything that can go wrong talking to a server; each a sentence naming the server.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -48,6 +73,14 @@ pub enum ServerError {
         url: String,
         /// What the network layer said.
         reason: String,
+    },
+    /// The server took longer than a time limit.
+    #[error("{url} {what}: toolrail stopped waiting")]
+    Timeout {
+        /// The server or request.
+        url: String,
+        /// What it did, with the limit (`sent nothing for 900 s`).
+        what: String,
     },
     /// The server answered with an HTTP error.
     #[error("{url} answered {status}{}: {message}", .kind.as_deref().map(|k| format!(" ({k})")).unwrap_or_default())]
@@ -108,6 +141,7 @@ pub struct ServerClient {
     shown: String,
     api_key: Option<String>,
     agent: ureq::Agent,
+    timeouts: Timeouts,
 }
 
 /// The URL and whether a key is sent; never the key itself (debug output ends up in logs).
@@ -130,19 +164,36 @@ impl ServerClient {
             });
         }
         let shown = redact_url(&base);
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            // toolrail talks only to the address the user gave: a redirect is an error
-            .max_redirects(0)
-            .timeout_connect(Some(Duration::from_secs(5)))
-            .build()
-            .into();
+        let timeouts = Timeouts::default();
         Ok(ServerClient {
             base,
             shown,
             api_key: api_key.filter(|k| !k.is_empty()),
-            agent,
+            agent: Self::agent(&timeouts),
+            timeouts,
         })
+    }
+
+    /// The same client with other time limits.
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> ServerClient {
+        self.agent = Self::agent(&timeouts);
+        self.timeouts = timeouts;
+        self
+    }
+
+    /// The time limits of streamed requests.
+    pub fn timeouts(&self) -> Timeouts {
+        self.timeouts
+    }
+
+    fn agent(timeouts: &Timeouts) -> ureq::Agent {
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            // toolrail talks only to the address the user gave: a redirect is an error
+            .max_redirects(0)
+            .timeout_connect(Some(timeouts.connect))
+            .build()
+            .into()
     }
 
     /// The base URL as shown and recorded: a password (or a token in the user's place) in it
@@ -165,9 +216,47 @@ impl ServerClient {
     }
 
     fn unreachable(&self, e: &ureq::Error) -> ServerError {
-        ServerError::Unreachable {
-            url: self.shown.clone(),
-            reason: e.to_string(),
+        match e {
+            ureq::Error::Timeout(kind) if !matches!(kind, ureq::Timeout::Connect) => {
+                ServerError::Timeout {
+                    url: self.shown.clone(),
+                    what: match kind {
+                        ureq::Timeout::PerRead | ureq::Timeout::RecvResponse => {
+                            format!("sent nothing for {} s", self.timeouts.idle.as_secs())
+                        }
+                        _ => format!("did not finish within its time limit ({e})"),
+                    },
+                }
+            }
+            _ => ServerError::Unreachable {
+                url: self.shown.clone(),
+                reason: e.to_string(),
+            },
+        }
+    }
+
+    /// A stream's read error: a read that waited past the idle limit, or a broken stream.
+    fn stream_error(&self, url: &str, e: sse::SseError) -> ServerError {
+        match &e {
+            sse::SseError::Io(io)
+                if io.kind() == std::io::ErrorKind::TimedOut
+                    || io
+                        .get_ref()
+                        .and_then(|inner| inner.downcast_ref::<ureq::Error>())
+                        .is_some_and(|u| matches!(u, ureq::Error::Timeout(_))) =>
+            {
+                ServerError::Timeout {
+                    url: url.to_owned(),
+                    what: format!(
+                        "sent nothing for {} s mid-stream",
+                        self.timeouts.idle.as_secs()
+                    ),
+                }
+            }
+            _ => ServerError::Stream {
+                url: url.to_owned(),
+                detail: format!("the stream broke: {e}"),
+            },
         }
     }
 
@@ -277,6 +366,11 @@ impl ServerClient {
         let mut post = self
             .agent
             .post(&self.real(&url))
+            .config()
+            .timeout_per_read(Some(self.timeouts.idle))
+            .timeout_recv_response(Some(self.timeouts.idle))
+            .timeout_global(Some(self.timeouts.total))
+            .build()
             .header("Content-Type", "application/json")
             .header("Accept", "text/event-stream");
         if let Some(key) = &self.api_key {
@@ -381,10 +475,11 @@ impl ServerClient {
             detail,
         };
         let mut events = self.open_stream("/completion", request)?;
+        let mut last_data = std::time::Instant::now();
         loop {
             let event = events
                 .next_event()
-                .map_err(|e| broken(format!("the stream broke: {e}")))?;
+                .map_err(|e| self.stream_error(&url, e))?;
             let data = match event {
                 None | Some(SseEvent::Done) => {
                     return Err(broken(
@@ -392,8 +487,22 @@ impl ServerClient {
                             .into(),
                     ));
                 }
-                Some(SseEvent::Ping) => continue,
-                Some(SseEvent::Data(d)) => d,
+                Some(SseEvent::Ping) => {
+                    if last_data.elapsed() > self.timeouts.idle {
+                        return Err(ServerError::Timeout {
+                            url: url.clone(),
+                            what: format!(
+                                "sent only keep-alive pings for {} s",
+                                self.timeouts.idle.as_secs()
+                            ),
+                        });
+                    }
+                    continue;
+                }
+                Some(SseEvent::Data(d)) => {
+                    last_data = std::time::Instant::now();
+                    d
+                }
             };
             let chunk: Chunk = parse_chunk(&url, &data)?;
             if let Some(e) = &chunk.error {
@@ -423,10 +532,11 @@ impl ServerClient {
         };
         let mut events = self.open_stream("/v1/chat/completions", request)?;
         let mut finish: Option<String> = None;
+        let mut last_data = std::time::Instant::now();
         loop {
             let event = events
                 .next_event()
-                .map_err(|e| broken(format!("the stream broke: {e}")))?;
+                .map_err(|e| self.stream_error(&url, e))?;
             let data = match event {
                 Some(SseEvent::Done) => {
                     return finish
@@ -438,8 +548,22 @@ impl ServerClient {
                         "the stream ended before [DONE] (the server stopped or was killed)".into(),
                     ));
                 }
-                Some(SseEvent::Ping) => continue,
-                Some(SseEvent::Data(d)) => d,
+                Some(SseEvent::Ping) => {
+                    if last_data.elapsed() > self.timeouts.idle {
+                        return Err(ServerError::Timeout {
+                            url: url.clone(),
+                            what: format!(
+                                "sent only keep-alive pings for {} s",
+                                self.timeouts.idle.as_secs()
+                            ),
+                        });
+                    }
+                    continue;
+                }
+                Some(SseEvent::Data(d)) => {
+                    last_data = std::time::Instant::now();
+                    d
+                }
             };
             let chunk: ChatChunk = parse_chunk(&url, &data)?;
             if let Some(e) = &chunk.error {
@@ -564,5 +688,155 @@ mod tests {
             elsewhere.accept().is_err(),
             "the redirect's target was contacted"
         );
+    }
+
+    /// A hostile server on 127.0.0.1 for one streamed request: `reply` writes what it does
+    /// after reading the request (and keeps the connection open as long as it runs).
+    /// A GET (`/props`) is answered with an empty JSON object.
+    fn hostile(reply: impl Fn(&mut std::net::TcpStream) + Send + Sync + 'static) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let reply = std::sync::Arc::new(reply);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let reply = std::sync::Arc::clone(&reply);
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 65536];
+                    let n = stream.read(&mut buf).unwrap_or(0);
+                    if buf[..n].starts_with(b"GET") {
+                        let _ = stream.write_all(
+                            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+                        );
+                        return;
+                    }
+                    reply(&mut stream);
+                });
+            }
+        });
+        url
+    }
+
+    fn short_limits(url: &str) -> ServerClient {
+        ServerClient::new(url, None)
+            .unwrap()
+            .with_timeouts(Timeouts {
+                connect: Duration::from_secs(2),
+                idle: Duration::from_secs(1),
+                total: Duration::from_secs(20),
+            })
+    }
+
+    fn request() -> CompletionRequest {
+        CompletionRequest {
+            prompt: Prompt::Text("hi".into()),
+            grammar: None,
+            json_schema: None,
+            n_predict: 4,
+            post_sampling_probs: false,
+            sampling: SamplingFields::new(&crate::record::Sampling::default(), 0),
+            chat: None,
+        }
+    }
+
+    const HEADERS: &str = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n";
+
+    /// Accepts and says nothing; answers headers and then nothing; pings for ever: each is cut
+    /// at the idle limit with a message naming what the server did.
+    #[test]
+    fn a_stalling_server_is_cut_at_the_idle_limit_with_what_it_did() {
+        let hold = |stream: &mut std::net::TcpStream| {
+            let _ = stream;
+            std::thread::sleep(Duration::from_secs(30));
+        };
+        let silent = hostile(hold);
+        let got =
+            short_limits(&silent).stream_completion(&request(), |_| ControlFlow::Continue(()));
+        let message = got.unwrap_err().to_string();
+        assert!(message.contains("sent nothing for 1 s"), "{message}");
+
+        let headers_only = hostile(move |stream| {
+            stream.write_all(HEADERS.as_bytes()).unwrap();
+            stream.flush().unwrap();
+            std::thread::sleep(Duration::from_secs(30));
+        });
+        let got = short_limits(&headers_only)
+            .stream_completion(&request(), |_| ControlFlow::Continue(()));
+        let message = got.unwrap_err().to_string();
+        assert!(message.contains("sent nothing for 1 s"), "{message}");
+
+        let pings = hostile(move |stream| {
+            let _ = stream.write_all(HEADERS.as_bytes());
+            for _ in 0..200 {
+                if stream.write_all(b":\n\n").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let got = short_limits(&pings).stream_completion(&request(), |_| ControlFlow::Continue(()));
+        let message = got.unwrap_err().to_string();
+        assert!(
+            message.contains("sent only keep-alive pings for 1 s"),
+            "{message}"
+        );
+    }
+
+    /// A server that ignores `n_predict` and streams tokens without end: the run stops reading
+    /// a few tokens past the limit and ends with an error saying why.
+    #[test]
+    fn a_server_that_ignores_n_predict_is_not_read_without_end() {
+        let url = hostile(|stream| {
+            let _ = stream.write_all(HEADERS.as_bytes());
+            for _ in 0..100_000 {
+                let chunk = b"data: {\"content\":\"a\",\"tokens\":[64],\"stop\":false}\n\n";
+                if stream.write_all(chunk).is_err() {
+                    return;
+                }
+            }
+        });
+        let worker = ServerWorker::spawn(short_limits(&url), None, std::sync::Arc::new(|| {}));
+        worker.set_options(ServerOptions {
+            post_sampling: false,
+            ..ServerOptions::default()
+        });
+        let request = crate::worker::RunRequest {
+            id: 7,
+            prompt: "hi".into(),
+            grammar: None,
+            schema: None,
+            engine: crate::worker::EngineKind::None,
+            compare: Vec::new(),
+            sampling: crate::record::Sampling {
+                max_tokens: 4,
+                ..Default::default()
+            },
+            start_paused: false,
+            show: 2,
+            context: None,
+            threads: None,
+            compute: Default::default(),
+            prefix: Vec::new(),
+            reuse_cache: false,
+            gate: None,
+        };
+        assert!(worker.send(crate::worker::Command::Start(Box::new(request))));
+        let mut tokens = 0;
+        let stop = loop {
+            let event = worker
+                .events()
+                .recv_timeout(Duration::from_secs(600))
+                .expect("the run ends");
+            match event.event {
+                crate::worker::Event::Token(_) => tokens += 1,
+                crate::worker::Event::Done { stop, .. } => break stop,
+                _ => {}
+            }
+        };
+        assert!(tokens <= 4 + 17, "{tokens} tokens read");
+        let crate::record::Stop::Error { message } = stop else {
+            panic!("{stop:?}")
+        };
+        assert!(message.contains("it ignores the limit"), "{message}");
     }
 }

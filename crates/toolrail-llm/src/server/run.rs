@@ -69,6 +69,10 @@ pub enum RequestKind {
     },
 }
 
+/// Tokens read past a run's `n_predict` before a server that ignores it is cut off (a server
+/// may send a few more, e.g. the end of a stop string).
+const PAST_N_PREDICT: u32 = 16;
+
 /// How a [`ServerWorker`] runs its requests.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ServerOptions {
@@ -224,12 +228,20 @@ struct Progress {
     masks: Vec<Option<TokenMask>>,
     /// What the server computes with, as far as it is known (sent with the run's start).
     settings: LogitSettings,
+    /// The run's token limit (`n_predict`).
+    max_tokens: u32,
 }
 
 impl Progress {
-    fn new(run: RunId, track: Option<(Engine, State)>, settings: LogitSettings) -> Progress {
+    fn new(
+        run: RunId,
+        track: Option<(Engine, State)>,
+        settings: LogitSettings,
+        max_tokens: u32,
+    ) -> Progress {
         Progress {
             settings,
+            max_tokens,
             run,
             output: Vec::new(),
             totals: Totals::default(),
@@ -370,7 +382,12 @@ impl ServerRunner {
             }
         }
         let started = Instant::now();
-        let mut progress = Progress::new(request.id, track, self.settings());
+        let mut progress = Progress::new(
+            request.id,
+            track,
+            self.settings(),
+            request.sampling.max_tokens,
+        );
         let stop = match self.options.request.clone() {
             RequestKind::Tools { tools, user } => {
                 self.run_chat(request, &tools, &user, &mut progress)
@@ -978,6 +995,16 @@ impl ServerRunner {
                 progress.records.push(record.clone());
                 progress.masks.push(mask);
                 self.emit(progress.run, Event::Token(Box::new(record)));
+                // A server that ignores `n_predict` is not read without end.
+                let limit = progress.max_tokens.saturating_add(PAST_N_PREDICT);
+                if progress.totals.tokens > limit {
+                    progress.failure = Some(format!(
+                        "the server sent more than {limit} tokens for n_predict {} (it ignores \
+                         the limit): toolrail stopped reading",
+                        progress.max_tokens
+                    ));
+                    return ControlFlow::Break(());
+                }
                 ControlFlow::Continue(())
             }
             Err(message) => {
