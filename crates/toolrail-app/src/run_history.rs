@@ -23,6 +23,9 @@ pub fn divergence(a: &[u32], b: &[u32]) -> usize {
 
 /// How a run came about, in words (`branch of Run 2 at token 5`).
 pub fn run_origin(run: &Run) -> String {
+    if run.server.is_some() {
+        return "run on the llama-server".to_owned();
+    }
     match run.kind {
         RunKind::Single => "run".to_owned(),
         RunKind::Constrained => "with the grammar (pair)".to_owned(),
@@ -103,7 +106,7 @@ impl RunHistory {
         let like = compare(ui, a, b);
         if let Some((id, compute)) = like {
             shared.run.settings.compute = compute;
-            shared.run.messages.push(format!(
+            shared.message(format!(
                 "In-process runs now compute as Run {id} on the server did (Reset in the run \
                  history to go back to the defaults)."
             ));
@@ -150,7 +153,7 @@ fn explain(ui: &mut egui::Ui, a: &Run, b: &Run) -> Option<(RunId, ComputeOptions
         .iter()
         .filter(|l| !l.starts_with("The same"))
     {
-        ui.label(RichText::new(line).small());
+        ui.label(line);
     }
     let mut taken = None;
     for run in [a, b] {

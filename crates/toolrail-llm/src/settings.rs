@@ -695,6 +695,41 @@ impl ServerFlags {
         Ok(flags)
     }
 
+    /// The flags read, in words (`flash attention off, micro-batch 128`), and those not read;
+    /// `None` when none was given.
+    pub fn summary(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if let Some(v) = self.flash_attention {
+            parts.push(format!("flash attention {v}"));
+        }
+        for (name, value) in [
+            ("batch", self.batch),
+            ("micro-batch", self.ubatch),
+            ("threads", self.threads),
+            ("GPU layers", self.gpu_layers),
+            ("context", self.context),
+        ] {
+            if let Some(v) = value {
+                parts.push(format!("{name} {v}"));
+            }
+        }
+        for (name, value) in [
+            ("K cache", self.cache_type_k),
+            ("V cache", self.cache_type_v),
+        ] {
+            if let Some(v) = value {
+                parts.push(format!("{name} {v}"));
+            }
+        }
+        if self.no_checkpoints {
+            parts.push("no checkpoints".to_owned());
+        }
+        if !self.unread.is_empty() {
+            parts.push(format!("not read: {}", self.unread.join(" ")));
+        }
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
+
     /// The settings of a server run: what `/props` reports (context, build), what these flags
     /// state, llama-server's defaults for what neither says (flash attention `auto`, batch 2048,
     /// micro-batch 512, f16 caches), and unknown for what has no default that can be assumed

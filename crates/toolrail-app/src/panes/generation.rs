@@ -288,7 +288,11 @@ impl GenerationPane {
                  records them to compare with in-process runs",
             );
             let enter = url.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
-            if ui.button("Connect").clicked() || enter {
+            let typed = !self.server_url.trim().is_empty();
+            let connect = ui
+                .add_enabled(typed, egui::Button::new("Connect"))
+                .on_disabled_hover_text("Type the server's URL first");
+            if typed && (connect.clicked() || enter) {
                 *connect_to = Some(ConnectTo {
                     url: self.server_url.trim().to_owned(),
                     key_env: Some(self.server_key_env.clone()),
@@ -783,6 +787,18 @@ fn server_section(ui: &mut egui::Ui, run: &mut RunState) {
                     ui.end_row();
                     ui.label("build");
                     ui.label(props.build_info.as_deref().unwrap_or("not reported"));
+                    ui.end_row();
+                    ui.label("started with");
+                    ui.label(run.controller.server_flags().summary().unwrap_or_else(|| {
+                        "flags not stated: llama-server's defaults are assumed for flash \
+                         attention, batch sizes and cache types"
+                            .to_owned()
+                    }))
+                    .on_hover_text(
+                        "llama-server does not report these; they are recorded with each run \
+                         to compare it with in-process runs (Connect to server… > Started with, \
+                         or `flags` in its models.toml entry)",
+                    );
                     ui.end_row();
                     ui.label("tools");
                     ui.label(match props.supports_tools {
