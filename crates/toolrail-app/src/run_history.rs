@@ -24,7 +24,7 @@ pub fn divergence(a: &[u32], b: &[u32]) -> usize {
 /// How a run came about, in words (`branch of Run 2 at token 5`).
 pub fn run_origin(run: &Run) -> String {
     if run.server.is_some() {
-        return "run on the llama-server".to_owned();
+        return "on the server".to_owned();
     }
     match run.kind {
         RunKind::Single => "run".to_owned(),
@@ -49,6 +49,8 @@ impl RunHistory {
         for run in runs {
             let depth = branch_depth(runs, run);
             ui.horizontal(|ui| {
+                // A long line is cut, never widens the pane (its other text would be clipped).
+                ui.style_mut().wrap_mode = Some(egui::TextWrapMode::Truncate);
                 ui.add_space(depth as f32 * 14.0);
                 let selected = shared.run.shown == Some(run.id);
                 let text = format!(

@@ -789,11 +789,16 @@ fn server_section(ui: &mut egui::Ui, run: &mut RunState) {
                     ui.label(props.build_info.as_deref().unwrap_or("not reported"));
                     ui.end_row();
                     ui.label("started with");
-                    ui.label(run.controller.server_flags().summary().unwrap_or_else(|| {
-                        "flags not stated: llama-server's defaults are assumed for flash \
-                         attention, batch sizes and cache types"
-                            .to_owned()
-                    }))
+                    ui.add(
+                        egui::Label::new(run.controller.server_flags().summary().unwrap_or_else(
+                            || {
+                                "flags not stated: llama-server's defaults are assumed for \
+                                 flash attention, batch sizes and cache types"
+                                    .to_owned()
+                            },
+                        ))
+                        .wrap(),
+                    )
                     .on_hover_text(
                         "llama-server does not report these; they are recorded with each run \
                          to compare it with in-process runs (Connect to server… > Started with, \
