@@ -788,23 +788,7 @@ fn server_section(ui: &mut egui::Ui, run: &mut RunState) {
                     ui.label("build");
                     ui.label(props.build_info.as_deref().unwrap_or("not reported"));
                     ui.end_row();
-                    ui.label("started with");
-                    ui.add(
-                        egui::Label::new(run.controller.server_flags().summary().unwrap_or_else(
-                            || {
-                                "flags not stated: llama-server's defaults are assumed for \
-                                 flash attention, batch sizes and cache types"
-                                    .to_owned()
-                            },
-                        ))
-                        .wrap(),
-                    )
-                    .on_hover_text(
-                        "llama-server does not report these; they are recorded with each run \
-                         to compare it with in-process runs (Connect to server… > Started with, \
-                         or `flags` in its models.toml entry)",
-                    );
-                    ui.end_row();
+
                     ui.label("tools");
                     ui.label(match props.supports_tools {
                         Some(true) => "its chat template takes tools",
@@ -813,6 +797,23 @@ fn server_section(ui: &mut egui::Ui, run: &mut RunState) {
                     });
                     ui.end_row();
                 });
+            // Outside the grid, so that it wraps in a narrow pane.
+            ui.add(
+                egui::Label::new(format!(
+                    "started with: {}",
+                    run.controller.server_flags().summary().unwrap_or_else(|| {
+                        "flags not stated (llama-server's defaults are assumed for flash \
+                         attention, batch sizes and cache types)"
+                            .to_owned()
+                    })
+                ))
+                .wrap(),
+            )
+            .on_hover_text(
+                "llama-server does not report these; they are recorded with each run to compare \
+                 it with in-process runs (Connect to server… > Started with, or `flags` in its \
+                 models.toml entry)",
+            );
             egui::CollapsingHeader::new("Chat template")
                 .id_salt("generation-server-template")
                 .show(ui, |ui| {
