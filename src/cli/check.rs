@@ -49,7 +49,10 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("cannot read standard input: {e}"))?
     } else {
         let cannot = |e: std::io::Error| super::common::cannot_read(&args.input, &e);
-        let mut file = std::fs::File::open(&args.input).map_err(cannot)?;
+        // Only a regular file (any size: it is streamed); a FIFO would block the open for ever.
+        let mut file =
+            toolrail_llm::files::open_regular(std::path::Path::new(&args.input), u64::MAX)
+                .map_err(|e| cannot(e.into_io()))?;
         check_reader(&mut engine, &mut file).map_err(cannot)?
     };
     let verdict = &streamed.verdict;
@@ -94,9 +97,10 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             }
             VerdictKind::TooAmbiguous => {
                 outln!(
-                    "{name}:{}: stopped at byte {}: the grammar is so ambiguous here that following it takes more work than toolrail allows (llama.cpp would crawl and run out of memory here)",
+                    "{name}:{}: stopped at byte {}: the grammar is so ambiguous here that following it takes more work than toolrail allows ({} stacks alive before this byte, each followed again at every character; llama.cpp would crawl and run out of memory here)",
                     verdict.position,
-                    verdict.offset.unwrap_or(0)
+                    verdict.offset.unwrap_or(0),
+                    engine.stacks(verdict.state).len()
                 )?;
             }
             VerdictKind::Rejected => {

@@ -29,7 +29,12 @@ pub fn read_input(path: &str) -> anyhow::Result<Vec<u8>> {
         })?;
         Ok(buf)
     } else {
-        std::fs::read(path).map_err(|e| cannot_read(path, &e))
+        // Only a regular file: a FIFO would block the open for ever.
+        toolrail_llm::files::read_regular(
+            std::path::Path::new(path),
+            toolrail_llm::files::MAX_TEXT_FILE_BYTES,
+        )
+        .map_err(|e| cannot_read(path, &e.into_io()))
     }
 }
 

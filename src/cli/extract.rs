@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use serde_json::json;
 
+use toolrail_gbnf::source::{LineCol, LineIndex};
 use toolrail_tools::extract::{ExtractOptions, Extraction, extract_calls_with};
 
 /// Arguments of `toolrail extract`.
@@ -113,8 +114,10 @@ fn write_human(out: &mut dyn Write, text: &str, extraction: &Extraction) -> std:
     }
     if !extraction.diagnostics.is_empty() {
         writeln!(out, "diagnostics:")?;
+        // One index for all diagnostics: a text with many of them stays linear.
+        let lines = LineIndex::new(text.as_bytes());
         for d in &extraction.diagnostics {
-            let (line, column) = line_column(text, d.at);
+            let LineCol { line, column } = lines.line_col(text.as_bytes(), d.at);
             writeln!(
                 out,
                 "  {} at byte {} (line {line}, column {column}): {}",
@@ -129,18 +132,6 @@ fn write_human(out: &mut dyn Write, text: &str, extraction: &Extraction) -> std:
         }
     }
     Ok(())
-}
-
-/// One-based line and column (in characters) of a byte offset.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let mut at = offset.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    let before = &text[..at];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
 }
 
 #[cfg(test)]

@@ -256,3 +256,119 @@ fn a_rejected_byte_on_a_huge_line_shows_a_window_not_the_line() {
         "{shown}"
     );
 }
+
+/// Runs toolrail with `args`, `input` on standard input, and waits for it to end. A generous
+/// guard (600 s) turns a hang into a failure instead of a stuck test run; nothing is timed.
+fn toolrail_fed(args: &[&str], input: Vec<u8>) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new(TOOLRAIL)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("toolrail runs");
+    let mut stdin = child.stdin.take().unwrap();
+    // Written on a thread of its own: toolrail may stop reading early.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = rx
+        .recv_timeout(std::time::Duration::from_secs(600))
+        .unwrap_or_else(|_| panic!("toolrail {args:?} did not end"))
+        .unwrap();
+    writer.join().unwrap();
+    out
+}
+
+#[test]
+fn extract_of_a_hundred_thousand_unclosed_calls_lists_each_and_ends() {
+    let line = "{\"name\": \"get_weather\", \"arguments\": {\"city\": \n";
+    let out = toolrail_fed(&["extract", "-"], line.repeat(100_000).into_bytes());
+    ended_cleanly(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.starts_with("0 calls\n"), "{}", &report[..200]);
+    assert!(
+        report.contains("at byte 4699953 (line 100000, column 1): JSON tool call never closes"),
+        "the last line's diagnostic is missing"
+    );
+    let tags = "<tool_call>{".repeat(100_000);
+    let out = toolrail_fed(&["extract", "-"], tags.into_bytes());
+    ended_cleanly(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+}
+
+#[test]
+fn check_of_a_million_unclosed_brackets_is_incomplete_with_the_expected_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let grammar = dir.path().join("values.gbnf");
+    // Any JSON value at the root, so arrays nest at will.
+    std::fs::write(
+        &grammar,
+        "root ::= value\nvalue ::= array | \"1\"\narray ::= \"[\" ( value (\",\" value)* )? \"]\"\n",
+    )
+    .unwrap();
+    let out = toolrail_fed(
+        &["check", grammar.to_str().unwrap(), "-"],
+        vec![b'['; 1_000_000],
+    );
+    ended_cleanly(&out);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("<stdin>:1:1000001: incomplete"), "{report}");
+    assert!(report.contains("expected: '1', '[', ']'"), "{report}");
+}
+
+#[test]
+fn check_of_a_million_distinct_literals_accepts_the_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let grammar = dir.path().join("literals.gbnf");
+    let alternatives: Vec<String> = (0..1_000_000).map(|i| format!("\"a{i}\"")).collect();
+    std::fs::write(&grammar, format!("root ::= {}\n", alternatives.join(" | "))).unwrap();
+    let out = toolrail_fed(
+        &["check", grammar.to_str().unwrap(), "-"],
+        b"a999999".to_vec(),
+    );
+    ended_cleanly(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("<stdin>: accepted"));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_given_as_a_grammar_an_input_or_a_tool_set_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.gbnf");
+    if !Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        return;
+    }
+    let grammar = dir.path().join("x.gbnf");
+    std::fs::write(&grammar, "root ::= \"x\"\n").unwrap();
+    let (fifo, grammar) = (fifo.to_str().unwrap(), grammar.to_str().unwrap());
+    for args in [
+        vec!["check", fifo, "-"],
+        vec!["check", grammar, fifo],
+        vec!["grammar", fifo],
+        vec!["lint", fifo],
+    ] {
+        let out = toolrail_fed(&args, Vec::new());
+        ended_cleanly(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!(
+                "cannot read {fifo}: it is a FIFO (named pipe), not a regular file"
+            )),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}

@@ -20,7 +20,7 @@ pub enum VerdictKind {
     Rejected,
     /// The grammar is so ambiguous that following it took more work than toolrail allows at
     /// `offset` (one character over [`crate::stacks::MAX_STEP_WORK`], or more than
-    /// [`WORK_BURST`] plus [`WORK_PER_BYTE`] per byte so far): toolrail stops there (llama.cpp
+    /// [`work_burst`] plus [`WORK_PER_BYTE`] per byte so far): toolrail stops there (llama.cpp
     /// would crawl and run out of memory).
     TooAmbiguous,
 }
@@ -54,8 +54,24 @@ pub fn check(grammar: &Arc<Grammar>, text: &[u8]) -> Verdict {
 }
 
 /// Work a check may do at once, beyond [`WORK_PER_BYTE`] per byte: room for a large
-/// alternation at its start (a 70,000-value enum), a few seconds at most.
+/// alternation at its start (a 70,000-value enum), a few seconds at most. A larger grammar
+/// gets [`WORK_BURST_PER_ELEMENT`] per element instead (see [`work_burst`]).
 pub const WORK_BURST: u64 = 1 << 22;
+
+/// Work a check may do at once per element of the grammar, when that is more than
+/// [`WORK_BURST`]: an unambiguous alternation of a million literals keeps a million stacks
+/// alive on its first characters (llama.cpp keeps one per alternative too, and follows them),
+/// which is work in proportion to the grammar, not ambiguity. Following every stack the
+/// grammar can start with costs a few units per element, so this leaves room for that on the
+/// first few characters and nothing more.
+pub const WORK_BURST_PER_ELEMENT: u64 = 4;
+
+/// The work a check of `grammar` may do beyond [`WORK_PER_BYTE`] per byte: [`WORK_BURST`], or
+/// [`WORK_BURST_PER_ELEMENT`] per element of a grammar large enough for that to be more.
+pub fn work_burst(grammar: &Grammar) -> u64 {
+    let elements = u64::try_from(grammar.elements().len()).unwrap_or(u64::MAX);
+    WORK_BURST.max(WORK_BURST_PER_ELEMENT.saturating_mul(elements))
+}
 
 /// Work a check may do per byte of input, on average (a JSON grammar takes tens): a grammar
 /// that keeps thousands of stacks busy at every byte stops within [`WORK_BURST`] of work,
@@ -82,6 +98,7 @@ fn feed_bounded(
 ) -> Result<State, (usize, State, Stopped)> {
     let mut char_start = 0;
     let mut before = state;
+    let burst = work_burst(engine.grammar());
     for (i, &b) in bytes.iter().enumerate() {
         if state.partial.is_complete() {
             char_start = i;
@@ -97,7 +114,7 @@ fn feed_bounded(
         if !state.partial.is_complete() && !engine.partial_viable(state) {
             return Err((char_start, before, Stopped::Rejected));
         }
-        let allowed = WORK_BURST + WORK_PER_BYTE * (offset + i + 1) as u64;
+        let allowed = burst + WORK_PER_BYTE * (offset + i + 1) as u64;
         if engine.work_done() - work_start > allowed {
             return Err((char_start, before, Stopped::TooAmbiguous));
         }
@@ -106,7 +123,7 @@ fn feed_bounded(
 }
 
 /// Matches `text` with an existing engine (its caches make repeated checks fast). The work
-/// is bounded ([`WORK_BURST`], [`WORK_PER_BYTE`]): past it the verdict is `TooAmbiguous`.
+/// is bounded ([`work_burst`], [`WORK_PER_BYTE`]): past it the verdict is `TooAmbiguous`.
 pub fn check_with(engine: &mut Engine, text: &[u8]) -> Verdict {
     let start = engine.initial();
     let work_start = engine.work_done();
@@ -227,7 +244,8 @@ fn read_some(reader: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
 /// Matches a stream against the engine's grammar as it is read, in chunks: memory stays
 /// bounded whatever the input's length, and reading stops at the first rejected byte (so
 /// `yes | toolrail check json.gbnf -` ends at once), and the engine is compacted whenever its
-/// memory passes [`STREAM_MEMORY_ENTRIES`] (see [`Engine::compact`]; the engine's earlier
+/// memory passes [`STREAM_MEMORY_ENTRIES`] or twice what the last compaction kept, whichever
+/// is more, so deep nesting is not recopied at every chunk (see [`Engine::compact`]; the engine's earlier
 /// states are invalid after the call). The verdict is the one [`check_with`] gives for the
 /// same bytes.
 pub fn check_reader(engine: &mut Engine, reader: &mut dyn Read) -> std::io::Result<StreamVerdict> {
@@ -239,6 +257,7 @@ pub fn check_reader(engine: &mut Engine, reader: &mut dyn Read) -> std::io::Resu
     let mut consumed = 0usize;
     let mut held: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; STREAM_CHUNK];
+    let mut compact_above = STREAM_MEMORY_ENTRIES;
     loop {
         let n = read_some(reader, &mut buf)?;
         let at_end = n == 0;
@@ -253,8 +272,13 @@ pub fn check_reader(engine: &mut Engine, reader: &mut dyn Read) -> std::io::Resu
         match feed_bounded(engine, state, &chunk, work_start, consumed) {
             Ok(next) => {
                 state = next;
-                if engine.memory_entries() > STREAM_MEMORY_ENTRIES {
+                if engine.memory_entries() > compact_above {
                     state = engine.compact(state);
+                    // What survives is the live state, which grows with the input's nesting:
+                    // compacting again only once the memory has doubled since keeps the total
+                    // work linear in the input (a million unclosed brackets would otherwise
+                    // recopy their stacks at every chunk).
+                    compact_above = STREAM_MEMORY_ENTRIES.max(2 * engine.memory_entries());
                 }
             }
             Err((offset, before, stopped)) => {

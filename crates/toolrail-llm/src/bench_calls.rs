@@ -91,10 +91,11 @@ pub fn answers_path(cases: &Path) -> PathBuf {
 }
 
 fn read_lines(path: &Path) -> Result<Vec<(usize, Value)>, BenchCallsError> {
-    let text = std::fs::read_to_string(path).map_err(|source| BenchCallsError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text = crate::files::read_regular_to_string(path, crate::files::MAX_TEXT_FILE_BYTES)
+        .map_err(|e| BenchCallsError::Read {
+            path: path.to_owned(),
+            source: e.into_io(),
+        })?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {

@@ -261,10 +261,13 @@ pub fn bench_masks(model: &Model, options: &MaskBenchOptions) -> Result<MaskBenc
         let name = path
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let doc = match std::fs::read_to_string(path) {
-            Ok(text) => serde_json::from_str::<Value>(&text).map_err(|e| format!("not JSON: {e}")),
-            Err(e) => Err(format!("cannot read it: {e}")),
-        };
+        let doc =
+            match crate::files::read_regular_to_string(path, crate::files::MAX_TEXT_FILE_BYTES) {
+                Ok(text) => {
+                    serde_json::from_str::<Value>(&text).map_err(|e| format!("not JSON: {e}"))
+                }
+                Err(e) => Err(format!("cannot read it: {}", e.into_io())),
+            };
         let doc = match doc {
             Ok(doc) => doc,
             Err(reason) => {

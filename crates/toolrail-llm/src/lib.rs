@@ -38,6 +38,7 @@ pub mod bench_masks;
 mod chat;
 pub mod engine_kind;
 mod error;
+pub mod files;
 pub mod gguf;
 mod grammar_sampler;
 pub mod lazy_gate;

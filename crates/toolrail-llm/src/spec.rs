@@ -204,10 +204,11 @@ impl ModelSpec {
 
     /// Every entry of the models file `file`.
     pub fn load_file(file: &Path) -> Result<Vec<ModelSpec>, LlmError> {
-        let text = std::fs::read_to_string(file).map_err(|e| LlmError::ModelsFile {
-            file: file.to_path_buf(),
-            message: format!("cannot read it: {e}"),
-        })?;
+        let text = crate::files::read_regular_to_string(file, crate::files::MAX_TEXT_FILE_BYTES)
+            .map_err(|e| LlmError::ModelsFile {
+                file: file.to_path_buf(),
+                message: format!("cannot read it: {}", e.into_io()),
+            })?;
         Self::parse(&text, file)
     }
 
@@ -376,10 +377,12 @@ impl Models {
         };
         Ok(match file {
             Some(file) => {
-                let text = std::fs::read_to_string(&file).map_err(|e| LlmError::ModelsFile {
-                    file: file.clone(),
-                    message: format!("cannot read it: {e}"),
-                })?;
+                let text =
+                    crate::files::read_regular_to_string(&file, crate::files::MAX_TEXT_FILE_BYTES)
+                        .map_err(|e| LlmError::ModelsFile {
+                            file: file.clone(),
+                            message: format!("cannot read it: {}", e.into_io()),
+                        })?;
                 let (specs, servers) = parse_file(&text, &file)?;
                 Models {
                     specs,

@@ -956,9 +956,14 @@ fn union(members: Vec<Value>) -> Map<String, Value> {
             _ => flat.push(m),
         }
     }
+    // Duplicates found through a set of canonical texts: a `Union` of many members stays
+    // linear (comparing each member with every kept one was quadratic).
+    let mut seen = std::collections::HashSet::new();
     let mut unique: Vec<Value> = Vec::new();
     for m in flat {
-        if !unique.contains(&m) {
+        let mut key = String::new();
+        canonical_text(&m, &mut key);
+        if seen.insert(key) {
             unique.push(m);
         }
     }
@@ -966,6 +971,38 @@ fn union(members: Vec<Value>) -> Map<String, Value> {
         return obj(unique.remove(0));
     }
     obj(json!({ "anyOf": unique }))
+}
+
+/// Writes `value` as JSON with every object's keys sorted, so two values are equal (as
+/// `serde_json` compares them, key order aside) exactly when their texts are.
+fn canonical_text(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                canonical_text(item, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical_text(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
 }
 
 /// Splits at `sep` outside brackets.

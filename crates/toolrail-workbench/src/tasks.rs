@@ -353,8 +353,11 @@ fn run(task: Task, autosave: &mut Option<Autosave>) -> Done {
             }
         }
         Task::Read { path, request } => {
-            let result = std::fs::read_to_string(&path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()));
+            let result = toolrail_llm::files::read_regular_to_string(
+                &path,
+                toolrail_llm::files::MAX_TEXT_FILE_BYTES,
+            )
+            .map_err(|e| e.to_string());
             Done::Read {
                 path,
                 request,

@@ -386,7 +386,9 @@ pub fn saved_window_size(path: &Path) -> Option<[f32; 2]> {
     struct WindowOnly {
         window: Option<WindowSize>,
     }
-    let text = std::fs::read_to_string(path).ok()?;
+    let text =
+        toolrail_llm::files::read_regular_to_string(path, toolrail_llm::files::MAX_TEXT_FILE_BYTES)
+            .ok()?;
     let only: WindowOnly = serde_json::from_str(&text).ok()?;
     only.window?.restored()
 }
@@ -465,25 +467,28 @@ pub fn load(path: &Path) -> Loaded {
         notice,
         save_path: path.to_path_buf(),
     };
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return fresh(Workspace::default(), None);
-        }
-        Err(e) => {
-            let copy = copy_path(path);
-            return Loaded {
-                workspace: Workspace::default(),
-                notice: Some(format!(
-                    "cannot read the workspace {}: {e}; it is left as it is, and this session \
+    // Only a regular file: a FIFO would block the open (and the app's start) for ever.
+    let bytes =
+        match toolrail_llm::files::read_regular(path, toolrail_llm::files::MAX_TEXT_FILE_BYTES) {
+            Ok(b) => b,
+            Err(e) if e.is_not_found() => {
+                return fresh(Workspace::default(), None);
+            }
+            Err(e) => {
+                let e = e.into_io();
+                let copy = copy_path(path);
+                return Loaded {
+                    workspace: Workspace::default(),
+                    notice: Some(format!(
+                        "cannot read the workspace {}: {e}; it is left as it is, and this session \
                      starts from defaults and saves to {}",
-                    path.display(),
-                    copy.display()
-                )),
-                save_path: copy,
-            };
-        }
-    };
+                        path.display(),
+                        copy.display()
+                    )),
+                    save_path: copy,
+                };
+            }
+        };
     let problem = match serde_json::from_slice::<Workspace>(&bytes) {
         Ok(ws) if ws.version <= WORKSPACE_VERSION => return checked(path, ws, &bytes),
         Ok(ws) => format!(

@@ -190,3 +190,47 @@ fn a_chain_of_100000_rules_is_checked_and_sampled() {
     let sampler = Sampler::new(&grammar);
     assert_eq!(sampler.sample(&mut SplitMix64::new(1), 10).unwrap(), whole);
 }
+
+/// JSON values with arrays nested at will (llama.cpp's `json.gbnf` without whitespace, with
+/// any value at the root).
+const NESTED_JSON: &str = r#"root ::= value
+value ::= object | array | string | number | ("true" | "false" | "null")
+object ::= "{" ( string ":" value ("," string ":" value)* )? "}"
+array ::= "[" ( value ("," value)* )? "]"
+string ::= "\"" ( [^"\\] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F]) )* "\""
+number ::= ("-"? ([0-9] | [1-9] [0-9]*)) ("." [0-9]+)? ([eE] [-+]? [0-9]+)?
+"#;
+
+#[test]
+fn a_streamed_check_of_300000_unclosed_brackets_is_incomplete_with_the_expected_set() {
+    // The live stacks grow with the nesting, so the engine is compacted many times on the way;
+    // each compaction waits for the memory to double, so the input is not recopied per chunk.
+    let grammar = Arc::new(Grammar::parse(NESTED_JSON).unwrap());
+    let mut engine = Engine::new(Arc::clone(&grammar));
+    let input = vec![b'['; 3 * DEEP];
+    let streamed = check_reader(&mut engine, &mut &input[..]).unwrap();
+    assert_eq!(streamed.verdict.kind, VerdictKind::Incomplete);
+    assert_eq!(
+        streamed.verdict.expected.describe(),
+        vec![
+            "'\"'", "'-'", "[0-9]", "'['", "']'", "'f'", "'n'", "'t'", "'{'"
+        ]
+    );
+}
+
+#[test]
+fn a_hundred_thousand_literals_sharing_a_long_prefix_are_followed_not_called_ambiguous() {
+    // Each alternative keeps its own stack through the shared prefix, as in llama.cpp: work in
+    // proportion to the grammar's size, which the check's budget grows with.
+    let n = 100_000;
+    let prefix = "p".repeat(30);
+    let alternatives: Vec<String> = (0..n).map(|i| format!("\"{prefix}{i}\"")).collect();
+    let grammar =
+        Arc::new(Grammar::parse(&format!("root ::= {}\n", alternatives.join(" | "))).unwrap());
+    let last = format!("{prefix}{}", n - 1);
+    let verdict = check(&grammar, last.as_bytes());
+    assert_eq!(verdict.kind, VerdictKind::Accepted);
+    let verdict = check(&grammar, format!("{prefix}x").as_bytes());
+    assert_eq!(verdict.kind, VerdictKind::Rejected);
+    assert_eq!(verdict.offset, Some(prefix.len()));
+}

@@ -174,3 +174,26 @@ fn without_the_budget_guard_a_long_call_is_cut_off_unfinished() {
         grammar.attempts[0].output
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_given_as_the_cases_file_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("cases.json");
+    if !std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        return;
+    }
+    // Opening a FIFO with no writer would block for ever: the type is checked first.
+    let err = load_cases(&fifo, 0, 10).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!(
+            "cannot read {}: it is a FIFO (named pipe), not a regular file",
+            fifo.display()
+        )),
+        "{err}"
+    );
+}

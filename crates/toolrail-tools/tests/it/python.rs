@@ -373,3 +373,25 @@ fn json_still_loads_and_plain_text_is_not_python() {
     let e = error("x = 1\ndef \n");
     assert!(e.contains("`def` without a function name"), "{e}");
 }
+
+#[test]
+fn a_union_of_a_hundred_thousand_literals_keeps_each_member_once_in_order() {
+    // Duplicates are found through a set, not by comparing each member with every kept one:
+    // 100,000 members finish in a linear pass.
+    let n = 100_000;
+    let mut members: Vec<String> = (0..n).map(|i| format!("Literal[\"a{i}\"]")).collect();
+    members.push("Literal[\"a0\"]".to_owned());
+    members.push("typing.Literal[\"a7\"]".to_owned());
+    let source = format!(
+        "def f(x: Union[{}]):\n    \"\"\"Pick one.\"\"\"\n    ...\n",
+        members.join(", ")
+    );
+    let tools = tools_from_python(&source).unwrap();
+    let tool = tools.get("f").unwrap();
+    let any = tool.parameters["properties"]["x"]["anyOf"]
+        .as_array()
+        .unwrap();
+    assert_eq!(any.len(), n);
+    assert_eq!(any[0], json!({"enum": ["a0"]}));
+    assert_eq!(any[n - 1], json!({"enum": [format!("a{}", n - 1)]}));
+}

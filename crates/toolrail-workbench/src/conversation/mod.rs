@@ -767,7 +767,9 @@ impl Conversation {
             path: shown.clone(),
             message: e.to_string(),
         };
-        let file = std::fs::File::open(path).map_err(io)?;
+        // Only a regular file: a FIFO would block the open for ever.
+        let file =
+            toolrail_llm::files::open_regular(path, u64::MAX).map_err(|e| io(e.into_io()))?;
         let mut bytes = Vec::new();
         file.take(MAX_CONVERSATION_BYTES + 1)
             .read_to_end(&mut bytes)

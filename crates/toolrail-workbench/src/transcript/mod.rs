@@ -277,7 +277,9 @@ impl Transcript {
             path: shown.clone(),
             source,
         };
-        let file = std::fs::File::open(path).map_err(io)?;
+        // Only a regular file: a FIFO would block the open for ever.
+        let file =
+            toolrail_llm::files::open_regular(path, u64::MAX).map_err(|e| io(e.into_io()))?;
         let too_large = |size| TranscriptError::TooLarge {
             path: shown.clone(),
             size,

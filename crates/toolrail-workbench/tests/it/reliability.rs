@@ -70,3 +70,26 @@ fn a_test_input_of_distinct_stack_states_keeps_the_analysis_memory_bounded() {
         computer.memory_entries()
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_as_the_workspace_starts_from_defaults_with_a_notice_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("workspace.json");
+    if !std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        return;
+    }
+    // Opening a FIFO with no writer would block for ever: the type is checked first.
+    assert_eq!(workspace::saved_window_size(&fifo), None);
+    let loaded = workspace::load(&fifo);
+    let notice = loaded.notice.unwrap();
+    assert!(
+        notice.contains("FIFO (named pipe), not a regular file"),
+        "{notice}"
+    );
+    assert!(notice.contains(&fifo.display().to_string()), "{notice}");
+}
