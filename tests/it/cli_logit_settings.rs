@@ -36,6 +36,34 @@ const RUN: [&str; 6] = [
     "48",
 ];
 
+/// `generate` on the server (`--server`) or in-process like it (`--like-server`), its flags
+/// stated, the transcript written to `transcript`: the exit and stderr.
+fn generate(
+    model: &str,
+    engine: &str,
+    url: &str,
+    transcript: &std::path::Path,
+    extra: &[&str],
+) -> (Output, String) {
+    let mut args = vec![
+        "generate",
+        "--model",
+        model,
+        engine,
+        url,
+        "--api-key-env",
+        "TOOLRAIL_TEST_SERVER_KEY",
+        "--server-flags",
+        SERVER_FLAGS,
+        "--transcript",
+        transcript.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    args.extend(RUN);
+    let (out, _, stderr) = toolrail(&args);
+    (out, stderr)
+}
+
 fn read(path: &std::path::Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -61,21 +89,7 @@ fn a_server_run_and_an_in_process_run_like_it_compare_as_the_same_computation() 
     let changed = dir.path().join("changed.json");
 
     // On the server, its flags stated.
-    let mut args = vec![
-        "generate",
-        "--model",
-        &model,
-        "--server",
-        &server.url,
-        "--api-key-env",
-        "TOOLRAIL_TEST_SERVER_KEY",
-        "--server-flags",
-        SERVER_FLAGS,
-        "--transcript",
-        on_server.to_str().unwrap(),
-    ];
-    args.extend(RUN);
-    let (out, _, stderr) = toolrail(&args);
+    let (out, stderr) = generate(&model, "--server", &server.url, &on_server, &[]);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
         stderr.contains("computed with: llama-server at")
@@ -102,21 +116,7 @@ fn a_server_run_and_an_in_process_run_like_it_compare_as_the_same_computation() 
     assert_eq!(s["prompt_cached"], 0);
 
     // In-process, computing as the server does.
-    let mut args = vec![
-        "generate",
-        "--model",
-        &model,
-        "--like-server",
-        &server.url,
-        "--api-key-env",
-        "TOOLRAIL_TEST_SERVER_KEY",
-        "--server-flags",
-        SERVER_FLAGS,
-        "--transcript",
-        like.to_str().unwrap(),
-    ];
-    args.extend(RUN);
-    let (out, _, stderr) = toolrail(&args);
+    let (out, stderr) = generate(&model, "--like-server", &server.url, &like, &[]);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
         stderr.contains("like the server: llama-server at"),
@@ -147,23 +147,13 @@ fn a_server_run_and_an_in_process_run_like_it_compare_as_the_same_computation() 
     );
 
     // The same in-process run with flash attention on: the comparison names it.
-    let mut args = vec![
-        "generate",
-        "--model",
+    let (out, stderr) = generate(
         &model,
         "--like-server",
         &server.url,
-        "--api-key-env",
-        "TOOLRAIL_TEST_SERVER_KEY",
-        "--server-flags",
-        SERVER_FLAGS,
-        "--flash-attn",
-        "on",
-        "--transcript",
-        changed.to_str().unwrap(),
-    ];
-    args.extend(RUN);
-    let (out, _, stderr) = toolrail(&args);
+        &changed,
+        &["--flash-attn", "on"],
+    );
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let (out, stdout, stderr) = toolrail(&[
         "compare",

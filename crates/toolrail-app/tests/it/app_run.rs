@@ -12,7 +12,7 @@ use toolrail_app::panes::transcript::{export_to, open_from};
 use toolrail_app::{AppOptions, PaneKind, ToolrailApp};
 use toolrail_workbench::run::{LoadState, RunPhase};
 
-use crate::common::app::{load_model, wait_until};
+use crate::common::app::{compare_runs, load_model, wait_until};
 
 const FIXTURE: &str = "tests/fixtures/weather_run.json";
 
@@ -147,20 +147,7 @@ fn a_run_on_the_test_model_streams_tokens_that_show_candidates_and_stacks() {
     harness.get_by_label_contains("Run history").click();
     harness.run_steps(2);
     harness.get_by_label_contains(&format!("Run {}: branch of Run {}", branch.id, run.id));
-    for pick in [run.id, branch.id] {
-        harness
-            .get_all_by_value("choose a run")
-            .next()
-            .unwrap()
-            .click();
-        harness.run_steps(2);
-        harness
-            .get_all_by_label(&format!("Run {pick}"))
-            .last()
-            .unwrap()
-            .click();
-        harness.run_steps(2);
-    }
+    compare_runs(&mut harness, [run.id, branch.id]);
     harness.get_by_label_contains(&format!(
         "the same first {index} tokens, then they differ at token {index}"
     ));

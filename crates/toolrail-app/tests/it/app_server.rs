@@ -11,7 +11,7 @@ use toolrail_app::{AppOptions, ToolrailApp};
 use toolrail_workbench::run::{LoadState, RunPhase, ServerState};
 use toolrail_workbench::transcript::{ServerRequest, Stop};
 
-use crate::common::app::{settle, wait_until};
+use crate::common::app::{compare_runs, settle, wait_until};
 
 #[allow(dead_code)] // shared with toolrail-llm's tests, which use all of it
 #[path = "../../../toolrail-llm/tests/it/common/llama_server.rs"]
@@ -386,20 +386,7 @@ fn the_run_history_explains_a_server_run_against_an_in_process_one_by_their_sett
     harness.run_steps(2);
     harness.get_by_label_contains("Run history").click();
     harness.run_steps(2);
-    for pick in [on_server.id, in_process.id] {
-        harness
-            .get_all_by_value("choose a run")
-            .next()
-            .unwrap()
-            .click();
-        harness.run_steps(2);
-        harness
-            .get_all_by_label(&format!("Run {pick}"))
-            .last()
-            .unwrap()
-            .click();
-        harness.run_steps(2);
-    }
+    compare_runs(&mut harness, [on_server.id, in_process.id]);
     harness.get_by_label_contains(
         "Settings that change the logits differ: flash attention: off (stated by its flags) in \
          the first run, auto: on in the second",

@@ -235,6 +235,35 @@ impl ServerClient {
         }
     }
 
+    /// The stream's next event other than a keep-alive ping (`last_data`: when the last data
+    /// came); only pings for longer than the idle limit is a timeout.
+    fn next_event<R: std::io::BufRead>(
+        &self,
+        url: &str,
+        events: &mut SseReader<R>,
+        last_data: &mut std::time::Instant,
+    ) -> Result<Option<SseEvent>, ServerError> {
+        loop {
+            match events.next_event().map_err(|e| self.stream_error(url, e))? {
+                Some(SseEvent::Ping) if last_data.elapsed() > self.timeouts.idle => {
+                    return Err(ServerError::Timeout {
+                        url: url.to_owned(),
+                        what: format!(
+                            "sent only keep-alive pings for {} s",
+                            self.timeouts.idle.as_secs()
+                        ),
+                    });
+                }
+                Some(SseEvent::Ping) => {}
+                Some(SseEvent::Data(d)) => {
+                    *last_data = std::time::Instant::now();
+                    return Ok(Some(SseEvent::Data(d)));
+                }
+                other => return Ok(other),
+            }
+        }
+    }
+
     /// A stream's read error: a read that waited past the idle limit, or a broken stream.
     fn stream_error(&self, url: &str, e: sse::SseError) -> ServerError {
         match &e {
@@ -477,9 +506,7 @@ impl ServerClient {
         let mut events = self.open_stream("/completion", request)?;
         let mut last_data = std::time::Instant::now();
         loop {
-            let event = events
-                .next_event()
-                .map_err(|e| self.stream_error(&url, e))?;
+            let event = self.next_event(&url, &mut events, &mut last_data)?;
             let data = match event {
                 None | Some(SseEvent::Done) => {
                     return Err(broken(
@@ -487,22 +514,9 @@ impl ServerClient {
                             .into(),
                     ));
                 }
-                Some(SseEvent::Ping) => {
-                    if last_data.elapsed() > self.timeouts.idle {
-                        return Err(ServerError::Timeout {
-                            url: url.clone(),
-                            what: format!(
-                                "sent only keep-alive pings for {} s",
-                                self.timeouts.idle.as_secs()
-                            ),
-                        });
-                    }
-                    continue;
-                }
-                Some(SseEvent::Data(d)) => {
-                    last_data = std::time::Instant::now();
-                    d
-                }
+                // (next_event skips pings)
+                Some(SseEvent::Ping) => continue,
+                Some(SseEvent::Data(d)) => d,
             };
             let chunk: Chunk = parse_chunk(&url, &data)?;
             if let Some(e) = &chunk.error {
@@ -534,9 +548,7 @@ impl ServerClient {
         let mut finish: Option<String> = None;
         let mut last_data = std::time::Instant::now();
         loop {
-            let event = events
-                .next_event()
-                .map_err(|e| self.stream_error(&url, e))?;
+            let event = self.next_event(&url, &mut events, &mut last_data)?;
             let data = match event {
                 Some(SseEvent::Done) => {
                     return finish
@@ -548,22 +560,9 @@ impl ServerClient {
                         "the stream ended before [DONE] (the server stopped or was killed)".into(),
                     ));
                 }
-                Some(SseEvent::Ping) => {
-                    if last_data.elapsed() > self.timeouts.idle {
-                        return Err(ServerError::Timeout {
-                            url: url.clone(),
-                            what: format!(
-                                "sent only keep-alive pings for {} s",
-                                self.timeouts.idle.as_secs()
-                            ),
-                        });
-                    }
-                    continue;
-                }
-                Some(SseEvent::Data(d)) => {
-                    last_data = std::time::Instant::now();
-                    d
-                }
+                // (next_event skips pings)
+                Some(SseEvent::Ping) => continue,
+                Some(SseEvent::Data(d)) => d,
             };
             let chunk: ChatChunk = parse_chunk(&url, &data)?;
             if let Some(e) = &chunk.error {

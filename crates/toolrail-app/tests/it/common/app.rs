@@ -162,3 +162,21 @@ pub fn load_model(harness: &mut Harness<'_, ToolrailApp>) {
     let state = harness.state().shared.run.controller.load_state();
     assert!(matches!(state, LoadState::Ready { .. }), "{state:?}");
 }
+
+/// Picks the two runs the run history compares (its pickers show "choose a run" until set).
+pub fn compare_runs(harness: &mut Harness<'_, ToolrailApp>, runs: [u64; 2]) {
+    for pick in runs {
+        harness
+            .get_all_by_value("choose a run")
+            .next()
+            .unwrap()
+            .click();
+        harness.run_steps(2);
+        harness
+            .get_all_by_label(&format!("Run {pick}"))
+            .last()
+            .unwrap()
+            .click();
+        harness.run_steps(2);
+    }
+}
