@@ -96,6 +96,26 @@ pub enum Command {
     Models(models::ModelsArgs),
     /// Open the desktop app (also what `toolrail` with no arguments does).
     Gui(gui::GuiArgs),
+    /// Serve llama.cpp's template code for another toolrail process (one JSON request per line
+    /// on standard input), so that a template that crashes it cannot take that process down.
+    #[command(hide = true)]
+    TemplateWorker,
+}
+
+/// The hidden subcommand a toolrail process starts its template workers with.
+const TEMPLATE_WORKER: &str = "template-worker";
+
+/// Runs llama.cpp's template code of this process in template workers: this binary with its
+/// hidden subcommand (in this process when the binary cannot name itself).
+fn isolate_templates() {
+    if let Ok(program) = std::env::current_exe() {
+        toolrail_llm::template::isolate::run_templates_in(
+            toolrail_llm::template::isolate::WorkerCommand {
+                program,
+                args: vec![TEMPLATE_WORKER.into()],
+            },
+        );
+    }
 }
 
 /// Entry point of the `toolrail` binary.
@@ -121,7 +141,13 @@ pub fn main() -> ExitCode {
         }
     };
     let default_gui = Command::Gui(gui::GuiArgs::default());
-    let result = match cli.command.as_ref().unwrap_or(&default_gui) {
+    let command = cli.command.as_ref().unwrap_or(&default_gui);
+    if let Command::TemplateWorker = command {
+        let status = toolrail_llm::template::isolate::serve_worker();
+        return ExitCode::from(u8::try_from(status).unwrap_or(2));
+    }
+    isolate_templates();
+    let result = match command {
         Command::Check(args) => check::run(args),
         Command::Lint(args) => lint::run(args),
         Command::Sample(args) => sample::run(args),
@@ -136,6 +162,7 @@ pub fn main() -> ExitCode {
         Command::Compare(args) => compare::run(args),
         Command::Models(args) => models::run(args),
         Command::Gui(args) => gui::run(args),
+        Command::TemplateWorker => Ok(ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -117,6 +117,12 @@ impl Case {
         }
     }
 
+    /// Bounds the peak resident memory (of toolrail and the processes it starts), in MB.
+    fn memory(mut self, mb: u64) -> Case {
+        self.memory_mb = mb;
+        self
+    }
+
     fn ends(mut self, code: i32, says: &[&str]) -> Case {
         self.code = code;
         self.says = says.iter().map(|s| s.to_string()).collect();
@@ -144,6 +150,23 @@ fn peak_kb(pid: u32) -> u64 {
                 .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
         })
         .unwrap_or(0)
+}
+
+/// The peak resident memory of a running process and of the processes it started (toolrail's
+/// template workers), in kB: each one's peak, summed (Linux; 0 elsewhere).
+fn tree_peak_kb(pid: u32) -> u64 {
+    let children: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect();
+    peak_kb(pid) + children.into_iter().map(tree_peak_kb).sum::<u64>()
 }
 
 /// Runs one case and judges it.
@@ -175,7 +198,7 @@ fn run(case: &Case) -> (Outcome, String) {
     let started = Instant::now();
     let mut peak = 0;
     let status = loop {
-        peak = peak.max(peak_kb(child.id()));
+        peak = peak.max(tree_peak_kb(child.id()));
         if let Some(status) = child.try_wait().expect("wait") {
             break Some(status);
         }
@@ -978,6 +1001,136 @@ fn file_cases(dir: &Path, json: &str, cases: &mut Vec<Case>) {
     );
 }
 
+/// Chat templates that crash llama.cpp's Jinja engine (recursion without end, nesting past its
+/// stack), that it evaluates without end or to huge texts, and nesting that fits: each an error
+/// naming what happened, or the right prompt. Run as `template --template FILE --tools W`.
+fn template_cases(dir: &Path, cases: &mut Vec<Case>) {
+    let tools = concat!(env!("CARGO_MANIFEST_DIR"), "/sample_schemas/weather.json");
+    let deep = 100_000;
+    let crashing = [
+        (
+            "a macro calling itself",
+            "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}".to_owned(),
+        ),
+        (
+            "100,000 nested parentheses",
+            format!("{{{{ {}1{} }}}}", "(".repeat(deep), ")".repeat(deep)),
+        ),
+        (
+            "100,000 nested lists",
+            format!("{{{{ {}1{} }}}}", "[".repeat(deep), "]".repeat(deep)),
+        ),
+        (
+            "100,000 attributes",
+            format!("{{{{ messages{} }}}}", ".a".repeat(deep)),
+        ),
+        (
+            "100,000 additions",
+            format!("{{{{ 1{} }}}}", " + 1".repeat(deep)),
+        ),
+        (
+            "100,000 nested ifs",
+            format!(
+                "{}x{}",
+                "{% if true %}".repeat(deep),
+                "{% endif %}".repeat(deep)
+            ),
+        ),
+        (
+            "a list that contains itself, to tojson",
+            "{% set a = [] %}{% set _ = a.append(a) %}{{ a | tojson }}".to_owned(),
+        ),
+    ];
+    for (i, (name, template)) in crashing.into_iter().enumerate() {
+        let file = write(dir, &format!("crash-{i}.jinja"), template);
+        cases.push(
+            Case::new(
+                Class::Crash,
+                "templates",
+                name,
+                &["template", "--template", &file, "--tools", tools],
+            )
+            .ends(2, &["crashed", "overflowed its stack"])
+            .memory(2048),
+        );
+    }
+    let fitting = [
+        (
+            "10,000 nested ifs",
+            format!(
+                "{}x{}",
+                "{% if true %}".repeat(10_000),
+                "{% endif %}".repeat(10_000)
+            ),
+        ),
+        (
+            "100,000 nots",
+            format!("{{{{ {}true }}}}", "not ".repeat(deep)),
+        ),
+    ];
+    for (i, (name, template)) in fitting.into_iter().enumerate() {
+        let file = write(dir, &format!("fits-{i}.jinja"), template);
+        cases.push(
+            Case::new(
+                Class::Crash,
+                "templates",
+                name,
+                &["template", "--template", &file, "--tools", tools],
+            )
+            .ends(0, &["== prompt ("])
+            .memory(2048),
+        );
+    }
+    let bombs = [
+        (
+            Class::Memory,
+            "range(10**9)",
+            "{% for i in range(1000000000) %}{% endfor %}done",
+        ),
+        (
+            Class::Hang,
+            "range past the 64-bit integers",
+            "{% for i in range(9223372036854775800, 9223372036854775807, 100) %}{{ i }}{% endfor %}",
+        ),
+        (Class::Hang, "'x' * 10**8", "{{ 'x' * 100000000 }}"),
+        (
+            Class::Memory,
+            "indent(10**9)",
+            "{{ 'x\ny' | indent(1000000000) }}",
+        ),
+        (
+            Class::Hang,
+            "nested loops of 10**10 steps",
+            "{% for a in range(100000) %}{% for b in range(100000) %}{{ a }}{% endfor %}{% endfor %}",
+        ),
+    ];
+    for (i, (class, name, template)) in bombs.into_iter().enumerate() {
+        let file = write(dir, &format!("bomb-{i}.jinja"), template);
+        cases.push(
+            Case::new(
+                class,
+                "templates",
+                name,
+                &["template", "--template", &file, "--tools", tools],
+            )
+            .ends(2, &["so toolrail stopped it"])
+            .memory(2048),
+        );
+    }
+    if !cfg!(unix) {
+        return;
+    }
+    cases.push(
+        Case::new(
+            Class::Hang,
+            "templates",
+            "/dev/zero as the template",
+            &["template", "--template", "/dev/zero", "--tools", tools],
+        )
+        .ends(2, &["/dev/zero", "not a regular file"]),
+    );
+}
+
 #[test]
 fn every_attack_ends_with_a_clear_error_or_the_right_result() {
     let Some(json) = toolrail_testkit::corpus("gbnf/json.gbnf") else {
@@ -993,6 +1146,7 @@ fn every_attack_ends_with_a_clear_error_or_the_right_result() {
     model_cases(dir.path(), &mut cases);
     output_cases(dir.path(), &mut cases);
     file_cases(dir.path(), &json, &mut cases);
+    template_cases(dir.path(), &mut cases);
 
     let mut results = Vec::new();
     for case in &cases {

@@ -14,6 +14,7 @@ mod cli_models;
 mod cli_server;
 mod cli_template;
 mod honest_exits;
+mod hostile_templates;
 mod layers;
 mod modules;
 mod reproducers;

@@ -25,6 +25,7 @@ use toolrail_tools::toolset::ToolSet;
 use crate::lazy_gate::GateSetup;
 
 mod choices;
+pub mod isolate;
 
 pub use choices::{ReasoningFormat, ServerSwitch, ToolChoice, UnknownReasoningFormat};
 
@@ -127,6 +128,10 @@ pub enum TemplateError {
     /// The model's vocabulary needs llama.cpp's backend, which could not be initialised.
     #[error(transparent)]
     Backend(#[from] crate::LlmError),
+    /// llama.cpp's template code, run in a process of its own, crashed, ran past a limit or
+    /// could not be started.
+    #[error(transparent)]
+    Isolated(#[from] isolate::IsolationError),
 }
 
 fn c_string(text: &str, what: &'static str) -> Result<CString, TemplateError> {
@@ -205,57 +210,220 @@ unsafe fn check(status: c_int, err: *mut c_char) -> Result<(), TemplateError> {
     }
 }
 
-/// A loaded chat template: from a GGUF (its `tokenizer.chat_template`, and its vocabulary for the
-/// server's token conversions) or from template text alone (as llama.cpp's tests use it).
-pub struct ChatTemplates {
+/// What a chat template is opened from: its text, or a GGUF (its own template or one given
+/// instead, with its vocabulary).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "from", rename_all = "snake_case")]
+pub(crate) enum Opening {
+    /// A template's text, with BOS/EOS texts (may be empty).
+    Source {
+        source: String,
+        bos: String,
+        eos: String,
+    },
+    /// A GGUF model's vocabulary and template (or `template` instead of its own).
+    Gguf {
+        model: String,
+        template: Option<String>,
+    },
+}
+
+/// The shim's handle: llama.cpp's templates (and vocabulary), in this process.
+pub(crate) struct Native {
     handle: NonNull<ffi::ToolrailChat>,
-    has_vocabulary: bool,
 }
 
 // SAFETY: the handle owns its templates and model; nothing in it is tied to the creating thread,
 // and `&self` methods only read it (the shim's apply/parse take const pointers).
-unsafe impl Send for ChatTemplates {}
+unsafe impl Send for Native {}
 
-impl std::fmt::Debug for ChatTemplates {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ChatTemplates")
-            .field("has_vocabulary", &self.has_vocabulary)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Drop for ChatTemplates {
+impl Drop for Native {
     fn drop(&mut self) {
         // SAFETY: the handle came from an open call and is closed once.
         unsafe { ffi::toolrail_chat_close(self.handle.as_ptr()) };
     }
 }
 
-impl ChatTemplates {
-    /// A template from its text, with no model: BOS/EOS texts given (may be empty). Word
-    /// triggers stay words (no vocabulary to turn them into tokens).
-    pub fn from_source(source: &str, bos: &str, eos: &str) -> Result<ChatTemplates, TemplateError> {
-        let src = c_string(source, "the chat template")?;
-        let bos = c_string(bos, "the BOS text")?;
-        let eos = c_string(eos, "the EOS text")?;
+impl Native {
+    /// Opens `opening` with llama.cpp in this process.
+    pub(crate) fn open(opening: &Opening) -> Result<Native, TemplateError> {
         let mut out = std::ptr::null_mut();
         let mut err = std::ptr::null_mut();
-        // SAFETY: valid C strings and out-pointers.
-        let status = unsafe {
-            ffi::toolrail_chat_open_template(
-                src.as_ptr(),
-                bos.as_ptr(),
-                eos.as_ptr(),
-                &mut out,
-                &mut err,
-            )
+        let status = match opening {
+            Opening::Source { source, bos, eos } => {
+                let src = c_string(source, "the chat template")?;
+                let bos = c_string(bos, "the BOS text")?;
+                let eos = c_string(eos, "the EOS text")?;
+                // SAFETY: valid C strings and out-pointers.
+                unsafe {
+                    ffi::toolrail_chat_open_template(
+                        src.as_ptr(),
+                        bos.as_ptr(),
+                        eos.as_ptr(),
+                        &mut out,
+                        &mut err,
+                    )
+                }
+            }
+            Opening::Gguf { model, template } => {
+                crate::backend()?;
+                let path = c_string(model, "the model path")?;
+                let over = c_string(template.as_deref().unwrap_or(""), "the chat template")?;
+                // SAFETY: valid C strings and out-pointers; the backend is initialised.
+                unsafe {
+                    ffi::toolrail_chat_open_gguf(path.as_ptr(), over.as_ptr(), &mut out, &mut err)
+                }
+            }
         };
         // SAFETY: err comes from the shim.
         unsafe { check(status, err) }?;
         let handle = NonNull::new(out)
             .ok_or_else(|| TemplateError::Protocol("open returned no handle".to_owned()))?;
+        Ok(Native { handle })
+    }
+
+    /// `toolrail_chat_apply`: the request's JSON text in, the result's JSON text out.
+    pub(crate) fn build_json(&self, request: &str) -> Result<String, TemplateError> {
+        let body = c_string(request, "the request")?;
+        let mut out = std::ptr::null_mut();
+        let mut err = std::ptr::null_mut();
+        // SAFETY: live handle, valid C string and out-pointers.
+        let status = unsafe {
+            ffi::toolrail_chat_apply(self.handle.as_ptr(), body.as_ptr(), &mut out, &mut err)
+        };
+        // SAFETY: both strings come from the shim.
+        let text = unsafe { take_string(out) };
+        // SAFETY: err comes from the shim.
+        unsafe { check(status, err) }?;
+        Ok(text)
+    }
+
+    /// `toolrail_chat_sampler_check`: the setup's JSON text in, the refusal out (empty when
+    /// the sampler can be set up).
+    pub(crate) fn sampler_check_json(&self, setup: &str) -> Result<String, TemplateError> {
+        let setup = c_string(setup, "the sampler setup")?;
+        let mut refusal = std::ptr::null_mut();
+        let mut err = std::ptr::null_mut();
+        // SAFETY: live handle, valid C string and out-pointers.
+        let status = unsafe {
+            ffi::toolrail_chat_sampler_check(
+                self.handle.as_ptr(),
+                setup.as_ptr(),
+                &mut refusal,
+                &mut err,
+            )
+        };
+        // SAFETY: both strings come from the shim (null when not set).
+        let refusal = unsafe { take_string(refusal) };
+        // SAFETY: err comes from the shim.
+        unsafe { check(status, err) }?;
+        Ok(refusal)
+    }
+}
+
+/// `toolrail_chat_parse` in this process: the parser's JSON text and the output in, the
+/// parsed message's JSON text out.
+pub(crate) fn native_parse(
+    params: &str,
+    text: &str,
+    partial: bool,
+) -> Result<String, TemplateError> {
+    let params = c_string(params, "the parser")?;
+    let mut out = std::ptr::null_mut();
+    let mut err = std::ptr::null_mut();
+    // SAFETY: valid C string, text pointer with its length, out-pointers.
+    let status = unsafe {
+        ffi::toolrail_chat_parse(
+            params.as_ptr(),
+            text.as_ptr().cast::<c_char>(),
+            text.len(),
+            c_int::from(partial),
+            &mut out,
+            &mut err,
+        )
+    };
+    // SAFETY: both strings come from the shim.
+    let answer = unsafe { take_string(out) };
+    // SAFETY: err comes from the shim.
+    unsafe { check(status, err) }?;
+    Ok(answer)
+}
+
+/// `toolrail_grammar_loads` in this process.
+pub(crate) fn native_grammar_loads(grammar: &str) -> Result<bool, TemplateError> {
+    let text = c_string(grammar, "the grammar")?;
+    let mut ok: c_int = 0;
+    let mut err = std::ptr::null_mut();
+    // SAFETY: valid C string and out-pointers.
+    let status = unsafe { ffi::toolrail_grammar_loads(text.as_ptr(), &mut ok, &mut err) };
+    // SAFETY: err comes from the shim.
+    unsafe { check(status, err) }?;
+    Ok(ok != 0)
+}
+
+/// Where llama.cpp's code for a template should run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// Where the program said ([`isolate::run_templates_in`]), else in this process.
+    Program,
+    /// In this process, whatever the program said.
+    InProcess,
+    /// In a worker started with this command.
+    Worker(isolate::WorkerCommand),
+}
+
+/// Where a template's llama.cpp code runs.
+#[derive(Debug)]
+enum Backend {
+    /// In this process.
+    InProcess(Native),
+    /// In a worker process ([`isolate`]).
+    Isolated(isolate::Worker),
+}
+
+impl std::fmt::Debug for Native {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Native").finish_non_exhaustive()
+    }
+}
+
+/// A loaded chat template: from a GGUF (its `tokenizer.chat_template`, and its vocabulary for the
+/// server's token conversions) or from template text alone (as llama.cpp's tests use it).
+///
+/// llama.cpp's template code runs in this process, or, when the program named a worker
+/// ([`isolate::run_templates_in`]; toolrail's binary does), in a process of its own, where a
+/// template that crashes it or runs without end is an error ([`isolate::IsolationError`]).
+#[derive(Debug)]
+pub struct ChatTemplates {
+    backend: Backend,
+    has_vocabulary: bool,
+}
+
+impl ChatTemplates {
+    /// A template from its text, with no model: BOS/EOS texts given (may be empty). Word
+    /// triggers stay words (no vocabulary to turn them into tokens).
+    pub fn from_source(source: &str, bos: &str, eos: &str) -> Result<ChatTemplates, TemplateError> {
+        Self::from_source_placed(source, bos, eos, Placement::Program)
+    }
+
+    /// [`ChatTemplates::from_source`], with llama.cpp's template code run where `placement`
+    /// says.
+    pub fn from_source_placed(
+        source: &str,
+        bos: &str,
+        eos: &str,
+        placement: Placement,
+    ) -> Result<ChatTemplates, TemplateError> {
+        c_string(source, "the chat template")?;
+        c_string(bos, "the BOS text")?;
+        c_string(eos, "the EOS text")?;
+        let opening = Opening::Source {
+            source: source.to_owned(),
+            bos: bos.to_owned(),
+            eos: eos.to_owned(),
+        };
         Ok(ChatTemplates {
-            handle,
+            backend: Self::open(opening, placement)?,
             has_vocabulary: false,
         })
     }
@@ -267,28 +435,49 @@ impl ChatTemplates {
         model: &Path,
         template_override: Option<&str>,
     ) -> Result<ChatTemplates, TemplateError> {
-        crate::backend()?;
-        let path = c_string(&model.to_string_lossy(), "the model path")?;
-        let over = c_string(template_override.unwrap_or(""), "the chat template")?;
-        let mut out = std::ptr::null_mut();
-        let mut err = std::ptr::null_mut();
-        // SAFETY: valid C strings and out-pointers; the backend is initialised.
-        let status = unsafe {
-            ffi::toolrail_chat_open_gguf(path.as_ptr(), over.as_ptr(), &mut out, &mut err)
+        Self::from_gguf_placed(model, template_override, Placement::Program)
+    }
+
+    /// [`ChatTemplates::from_gguf`], with llama.cpp's template code run where `placement` says.
+    pub fn from_gguf_placed(
+        model: &Path,
+        template_override: Option<&str>,
+        placement: Placement,
+    ) -> Result<ChatTemplates, TemplateError> {
+        let model = model.to_string_lossy().into_owned();
+        c_string(&model, "the model path")?;
+        c_string(template_override.unwrap_or(""), "the chat template")?;
+        let opening = Opening::Gguf {
+            model,
+            template: template_override.map(str::to_owned),
         };
-        // SAFETY: err comes from the shim.
-        unsafe { check(status, err) }?;
-        let handle = NonNull::new(out)
-            .ok_or_else(|| TemplateError::Protocol("open returned no handle".to_owned()))?;
         Ok(ChatTemplates {
-            handle,
+            backend: Self::open(opening, placement)?,
             has_vocabulary: true,
         })
+    }
+
+    /// Opens `opening` where `placement` says.
+    fn open(opening: Opening, placement: Placement) -> Result<Backend, TemplateError> {
+        let command = match placement {
+            Placement::InProcess => None,
+            Placement::Worker(command) => Some(command),
+            Placement::Program => isolate::worker().cloned(),
+        };
+        match command {
+            Some(command) => Ok(Backend::Isolated(isolate::Worker::open(command, opening)?)),
+            None => Ok(Backend::InProcess(Native::open(&opening)?)),
+        }
     }
 
     /// Whether a vocabulary is loaded (word triggers can become token triggers).
     pub fn has_vocabulary(&self) -> bool {
         self.has_vocabulary
+    }
+
+    /// Whether llama.cpp's template code runs in a process of its own.
+    pub fn is_isolated(&self) -> bool {
+        matches!(self.backend, Backend::Isolated(_))
     }
 
     /// What llama-server builds for `request`, refused as llama-server refuses it: an error
@@ -346,55 +535,58 @@ impl ChatTemplates {
             "patterns": sampler.patterns,
             "tokens": sampler.tokens,
             "prefill": sampler.prefill_tokens,
-        });
-        let setup = c_string(&setup.to_string(), "the sampler setup")?;
-        let mut refusal = std::ptr::null_mut();
-        let mut err = std::ptr::null_mut();
-        // SAFETY: live handle, valid C string and out-pointers.
-        let status = unsafe {
-            ffi::toolrail_chat_sampler_check(
-                self.handle.as_ptr(),
-                setup.as_ptr(),
-                &mut refusal,
-                &mut err,
-            )
+        })
+        .to_string();
+        c_string(&setup, "the sampler setup")?;
+        let refusal = match &self.backend {
+            Backend::InProcess(native) => native.sampler_check_json(&setup)?,
+            Backend::Isolated(worker) => {
+                text_reply(worker.call(isolate::Request::SamplerCheck { setup })?)?
+            }
         };
-        // SAFETY: both strings come from the shim (null when not set).
-        let refusal = unsafe { take_string(refusal) };
-        // SAFETY: err comes from the shim.
-        unsafe { check(status, err) }?;
         Ok((!refusal.is_empty()).then_some(refusal))
     }
 
     /// What llama.cpp's chat code builds for `request`, without loading its grammar: the
     /// grammar may be one llama.cpp refuses (see [`ChatTemplates::apply`]).
     pub fn build(&self, request: &TemplateRequest) -> Result<TemplateResult, TemplateError> {
-        let body = c_string(&request.to_json().to_string(), "the request")?;
-        let mut out = std::ptr::null_mut();
-        let mut err = std::ptr::null_mut();
-        // SAFETY: live handle, valid C string and out-pointers.
-        let status = unsafe {
-            ffi::toolrail_chat_apply(self.handle.as_ptr(), body.as_ptr(), &mut out, &mut err)
+        let body = request.to_json().to_string();
+        c_string(&body, "the request")?;
+        let text = match &self.backend {
+            Backend::InProcess(native) => native.build_json(&body)?,
+            Backend::Isolated(worker) => {
+                text_reply(worker.call(isolate::Request::Build { request: body })?)?
+            }
         };
-        // SAFETY: both strings come from the shim.
-        let text = unsafe { take_string(out) };
-        // SAFETY: err comes from the shim.
-        unsafe { check(status, err) }?;
         serde_json::from_str(&text).map_err(|e| TemplateError::Protocol(e.to_string()))
+    }
+}
+
+/// The text of a worker's reply (any other reply is a protocol error).
+fn text_reply(reply: isolate::Reply) -> Result<String, TemplateError> {
+    match reply {
+        isolate::Reply::Text(text) => Ok(text),
+        other => Err(TemplateError::Protocol(format!(
+            "the template process answered {other:?} where a text was expected"
+        ))),
     }
 }
 
 /// Whether llama.cpp's grammar loader builds `grammar` (start rule `root`, no vocabulary): the
 /// check llama.cpp's own chat tests make on every template grammar.
 pub fn llama_grammar_loads(grammar: &str) -> Result<bool, TemplateError> {
-    let text = c_string(grammar, "the grammar")?;
-    let mut ok: c_int = 0;
-    let mut err = std::ptr::null_mut();
-    // SAFETY: valid C string and out-pointers.
-    let status = unsafe { ffi::toolrail_grammar_loads(text.as_ptr(), &mut ok, &mut err) };
-    // SAFETY: err comes from the shim.
-    unsafe { check(status, err) }?;
-    Ok(ok != 0)
+    c_string(grammar, "the grammar")?;
+    match isolate::shared() {
+        None => native_grammar_loads(grammar),
+        Some(worker) => match worker.call(isolate::Request::GrammarLoads {
+            grammar: grammar.to_owned(),
+        })? {
+            isolate::Reply::Flag(loads) => Ok(loads),
+            other => Err(TemplateError::Protocol(format!(
+                "the template process answered {other:?} where yes or no was expected"
+            ))),
+        },
+    }
 }
 
 /// Which defaults fill what the request leaves out (`server` or `struct` in a result's inputs).
@@ -744,24 +936,15 @@ impl TemplateResult {
         if let Some(name) = self.inputs.reasoning_format.name() {
             params["reasoning_format"] = json!(name);
         }
-        let params = c_string(&params.to_string(), "the parser")?;
-        let mut out = std::ptr::null_mut();
-        let mut err = std::ptr::null_mut();
-        // SAFETY: valid C string, text pointer with its length, out-pointers.
-        let status = unsafe {
-            ffi::toolrail_chat_parse(
-                params.as_ptr(),
-                text.as_ptr().cast::<c_char>(),
-                text.len(),
-                c_int::from(partial),
-                &mut out,
-                &mut err,
-            )
+        let params = params.to_string();
+        let answer = match isolate::shared() {
+            None => native_parse(&params, text, partial)?,
+            Some(worker) => text_reply(worker.call(isolate::Request::Parse {
+                params,
+                text: text.to_owned(),
+                partial,
+            })?)?,
         };
-        // SAFETY: both strings come from the shim.
-        let answer = unsafe { take_string(out) };
-        // SAFETY: err comes from the shim.
-        unsafe { check(status, err) }?;
         serde_json::from_str(&answer).map_err(|e| TemplateError::Protocol(e.to_string()))
     }
 }

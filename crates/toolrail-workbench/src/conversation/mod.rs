@@ -100,6 +100,7 @@ pub enum CallMode {
 
 /// The settings of a conversation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ConversationSettings {
     /// The prompt builder (stored by its name: `gemma`, `hermes`, `llama3`, `generic`).
     #[serde(with = "family_name")]
@@ -161,6 +162,7 @@ pub enum Ending {
 
 /// A call the model made.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MadeCall {
     /// The tool's name.
     pub name: String,
@@ -170,6 +172,7 @@ pub struct MadeCall {
 
 /// One answer of the model (one attempt).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AssistantTurn {
     /// The tools of this turn's pool, in order.
     pub pool: Vec<String>,
@@ -200,7 +203,7 @@ pub struct AssistantTurn {
 
 /// One message of a conversation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "role", rename_all = "snake_case")]
+#[serde(tag = "role", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Turn {
     /// The user's message.
     User {
@@ -737,16 +740,37 @@ impl Conversation {
                 return Err(bad(format!("/{key}: unknown key")));
             }
         }
-        let file: ConversationFile =
-            serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
-        let tools = saved_tools(&file.tools).map_err(bad)?;
-        let mut settings = file.settings;
+        // each part read on its own, so that an error names where it is (an unknown key in the
+        // settings, the turn it is in)
+        let mut value = value;
+        let mut part = |key: &str| value.get_mut(key).map(Value::take);
+        let settings = part("settings").ok_or_else(|| bad("/settings: missing".to_owned()))?;
+        let settings: ConversationSettings =
+            serde_json::from_value(settings).map_err(|e| bad(format!("/settings: {e}")))?;
+        let tools = part("tools").ok_or_else(|| bad("/tools: missing".to_owned()))?;
+        let tools: Vec<Value> =
+            serde_json::from_value(tools).map_err(|e| bad(format!("/tools: {e}")))?;
+        let turns = match part("turns") {
+            Some(Value::Array(turns)) => turns,
+            Some(_) => return Err(bad("/turns: not a list".to_owned())),
+            None => return Err(bad("/turns: missing".to_owned())),
+        };
+        let turns = turns
+            .into_iter()
+            .enumerate()
+            .map(|(i, turn)| {
+                serde_json::from_value::<Turn>(turn).map_err(|e| bad(format!("/turns/{i}: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let tool_values = tools;
+        let tools = saved_tools(&tool_values).map_err(bad)?;
+        let mut settings = settings;
         settings.max_blocked = settings.max_blocked.max(1);
         Ok(Conversation {
             settings,
             tools,
-            tool_values: file.tools,
-            turns: file.turns,
+            tool_values,
+            turns,
         })
     }
 
@@ -1090,5 +1114,55 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("/extra: unknown key"), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_below_the_top_level_are_refused_naming_where() {
+        let mut c = weather();
+        c.user("hi").unwrap();
+        c.accept(forced("I do not know."), false).unwrap();
+        let saved: Value = serde_json::from_str(&c.to_json().unwrap()).unwrap();
+        let read = |edit: &dyn Fn(&mut Value)| {
+            let mut v = saved.clone();
+            edit(&mut v);
+            Conversation::from_json(&v.to_string(), "c.json")
+                .unwrap_err()
+                .to_string()
+        };
+        let err = read(&|v| v["settings"]["evil"] = json!("ignored"));
+        assert!(
+            err.starts_with("c.json: /settings: unknown field `evil`"),
+            "{err}"
+        );
+        let err = read(&|v| v["turns"][1]["evil"] = json!(1));
+        assert!(
+            err.starts_with("c.json: /turns/1: unknown field `evil`"),
+            "{err}"
+        );
+        let err = read(&|v| v["turns"][0]["evil"] = json!(1));
+        assert!(
+            err.starts_with("c.json: /turns/0: unknown field `evil`"),
+            "{err}"
+        );
+        let err = read(&|v| v["turns"][1]["max_tokens"] = json!("x"));
+        assert!(err.starts_with("c.json: /turns/1: "), "{err}");
+        let err = read(&|v| {
+            v.as_object_mut().unwrap().remove("settings");
+        });
+        assert!(err.contains("/settings: missing"), "{err}");
+        // the file saved reads back
+        let again = Conversation::from_json(&saved.to_string(), "c.json").unwrap();
+        assert_eq!(again.turns(), c.turns());
+    }
+
+    #[test]
+    fn the_reproducers_conversation_with_a_nested_unknown_key_is_refused() {
+        let Some(path) =
+            toolrail_testkit::shared("reliability/turn3/N15-conversation-nested-unknown-keys.json")
+        else {
+            return;
+        };
+        let err = Conversation::load(&path).unwrap_err().to_string();
+        assert!(err.contains("/settings: unknown field `evil`"), "{err}");
     }
 }
