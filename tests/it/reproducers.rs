@@ -277,3 +277,34 @@ fn f23_a_nul_byte_in_a_grammar_is_named() {
     );
     ends_with(&out, 2, "error[GB002]");
 }
+
+#[test]
+fn n20_a_schema_with_no_finite_instance_is_refused_not_printed() {
+    let schema = require!(reproducer("turn3/N20-required-self.schema.json"));
+    let out = toolrail_within(&["grammar", &schema, "--schema"], 20);
+    ends_with(
+        &out,
+        2,
+        "$ref at #: no finite JSON value satisfies the schema",
+    );
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+}
+
+#[test]
+fn n18_template_refusals_without_a_position_say_where() {
+    let tools = concat!(env!("CARGO_MANIFEST_DIR"), "/sample_schemas/weather.json");
+    for (file, says) in [
+        (
+            "turn3/N18-include.jinja",
+            "Unknown statement: include (`{% include %}` at line 1, column 1: llama.cpp's Jinja has no `include` statement)",
+        ),
+        (
+            "turn3/N18-unclosed-if.jinja",
+            "Unexpected token type (`{% if %}` at line 1, column 1 is never closed (no `{% endif %}`))",
+        ),
+    ] {
+        let template = require!(reproducer(file));
+        let out = toolrail_within(&["template", "--template", &template, "--tools", tools], 30);
+        ends_with(&out, 2, says);
+    }
+}

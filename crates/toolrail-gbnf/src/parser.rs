@@ -394,7 +394,12 @@ impl<'s> Parser<'s> {
                 1,
                 format!("expected a rule name, found {}", self.found(start)),
             );
-            if self.at(start) == b'_' {
+            if self.src[start.min(self.src.len())..].starts_with("\u{feff}".as_bytes()) {
+                d = d.with_hint(
+                    "that is a UTF-8 byte order mark (BOM), which some editors write at the start \
+                     of a file; llama.cpp's grammar parser refuses it too: save the file without it",
+                );
+            } else if self.at(start) == b'_' {
                 d = d.with_hint(UNDERSCORE_HINT);
             } else if matches!(self.at(start), b'"' | b'[' | b'(' | b'|') {
                 d = d.with_hint("a rule body continues on a new line only inside ( ) or after '|'");

@@ -26,6 +26,7 @@ use crate::lazy_gate::GateSetup;
 
 mod choices;
 pub mod isolate;
+mod syntax;
 
 pub use choices::{ReasoningFormat, ServerSwitch, ToolChoice, UnknownReasoningFormat};
 
@@ -464,10 +465,11 @@ impl ChatTemplates {
             Placement::Worker(command) => Some(command),
             Placement::Program => isolate::worker().cloned(),
         };
-        match command {
-            Some(command) => Ok(Backend::Isolated(isolate::Worker::open(command, opening)?)),
-            None => Ok(Backend::InProcess(Native::open(&opening)?)),
-        }
+        let opened = match command {
+            Some(command) => isolate::Worker::open(command, opening.clone()).map(Backend::Isolated),
+            None => Native::open(&opening).map(Backend::InProcess),
+        };
+        opened.map_err(|e| located(e, &opening))
     }
 
     /// Whether a vocabulary is loaded (word triggers can become token triggers).
@@ -559,6 +561,39 @@ impl ChatTemplates {
             }
         };
         serde_json::from_str(&text).map_err(|e| TemplateError::Protocol(e.to_string()))
+    }
+}
+
+/// llama.cpp's refusal of a template, with the place it is about (line:column) when its message
+/// has none: the template's text is scanned for it.
+fn located(error: TemplateError, opening: &Opening) -> TemplateError {
+    let TemplateError::Llama {
+        message,
+        http_status,
+    } = error
+    else {
+        return error;
+    };
+    let text = match opening {
+        Opening::Source { source, .. } => Some(source.clone()),
+        Opening::Gguf {
+            template: Some(template),
+            ..
+        } => Some(template.clone()),
+        Opening::Gguf {
+            model,
+            template: None,
+        } => crate::gguf::GgufHeader::read(Path::new(model))
+            .ok()
+            .and_then(|header| header.string("tokenizer.chat_template").map(str::to_owned)),
+    };
+    let place = text.and_then(|text| syntax::locate_refusal(&text, &message));
+    TemplateError::Llama {
+        message: match place {
+            Some(place) => format!("{message} ({place})"),
+            None => message,
+        },
+        http_status,
     }
 }
 

@@ -452,16 +452,30 @@ impl Converter {
             return Err(e);
         };
         // no rule for nothing (the keyword arguments of a call without parameters)
-        if self.root_referenced || (want_rule && !is_rule(&expr) && !expr.is_empty()) {
+        let expr = if self.root_referenced || (want_rule && !is_rule(&expr) && !expr.is_empty()) {
             self.rules.fill(&name, expr);
-            Ok(Expr::Rule(name))
+            Expr::Rule(name)
         } else {
             if root_is_value {
                 self.refs.remove(&key);
             }
             self.rules.unreserve(&name);
-            Ok(expr)
+            expr
+        };
+        // a schema whose every value holds another without end has no finite instance: its
+        // grammar could never finish (the model could never stop)
+        if let Some(pointer) = self.rules.endless_location(&expr) {
+            return Err(SchemaError {
+                keyword: "$ref".to_owned(),
+                pointer,
+                message: "no finite JSON value satisfies the schema: every value here must \
+                          hold another one like it (a required property, or minItems, that \
+                          refers back through $ref), without end, so a grammar for it could \
+                          never finish"
+                    .to_owned(),
+            });
         }
+        Ok(expr)
     }
 
     fn comment(&self, cx: &Ctx) -> Option<String> {

@@ -571,6 +571,86 @@ impl RuleTable {
 
     /// Renders the grammar: `root` first, schema rules in creation order, then formats and
     /// primitives.
+    /// Whether `expr` derives no finite string over this table (every way through it needs
+    /// another rule without end, as a required property that refers back to its own schema
+    /// does), and if so the schema location of the first such rule it reaches (from its
+    /// comment, the document label left out; `#` when none has one). Primitives and format
+    /// rules always finish; a rule not filled yet counts as finishing.
+    pub(crate) fn endless_location(&self, expr: &Expr) -> Option<String> {
+        // the table rules `expr` reaches, breadth first (no recursion: chains can be long)
+        let mut seen = vec![false; self.rules.len()];
+        let mut reached: Vec<usize> = Vec::new();
+        self.note_rules(expr, &mut seen, &mut reached);
+        let mut next = 0;
+        while let Some(&i) = reached.get(next) {
+            next += 1;
+            if let Some(body) = &self.rules[i].body {
+                self.note_rules(body, &mut seen, &mut reached);
+            }
+        }
+        // which of them finish: a fixpoint, later rules (the children) first
+        let mut finishes: Vec<bool> = (0..self.rules.len())
+            .map(|i| !seen[i] || self.rules[i].body.is_none())
+            .collect();
+        reached.sort_unstable();
+        loop {
+            let mut changed = false;
+            for &i in reached.iter().rev() {
+                if !finishes[i]
+                    && let Some(body) = &self.rules[i].body
+                    && self.derives_finite(body, &finishes)
+                {
+                    finishes[i] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        if self.derives_finite(expr, &finishes) {
+            return None;
+        }
+        let location = reached
+            .iter()
+            .filter(|&&i| !finishes[i])
+            .find_map(|&i| self.rules[i].comment.as_deref())
+            .map(|comment| comment.find('#').map_or(comment, |at| &comment[at..]));
+        Some(location.unwrap_or("#").to_owned())
+    }
+
+    /// Adds the table rules `expr` refers to that are not `seen` yet to `reached`.
+    fn note_rules(&self, expr: &Expr, seen: &mut [bool], reached: &mut Vec<usize>) {
+        let mut todo = vec![expr];
+        while let Some(e) = todo.pop() {
+            match e {
+                Expr::Rule(name) => {
+                    if let Some(&i) = self.by_name.get(name.as_str())
+                        && !seen[i]
+                    {
+                        seen[i] = true;
+                        reached.push(i);
+                    }
+                }
+                Expr::Seq(items) | Expr::Alt(items) => todo.extend(items),
+                Expr::Repeat { item, .. } => todo.push(item),
+                Expr::Empty | Expr::Literal(_) | Expr::Class { .. } | Expr::AnyChar => {}
+            }
+        }
+    }
+
+    /// Whether `expr` derives a finite string, given which table rules do.
+    fn derives_finite(&self, expr: &Expr, finishes: &[bool]) -> bool {
+        match expr {
+            Expr::Empty | Expr::Literal(_) | Expr::AnyChar => true,
+            Expr::Class { ranges, negated } => *negated || !ranges.is_empty(),
+            Expr::Rule(name) => self.by_name.get(name.as_str()).is_none_or(|&i| finishes[i]),
+            Expr::Seq(items) => items.iter().all(|e| self.derives_finite(e, finishes)),
+            Expr::Alt(items) => items.iter().any(|e| self.derives_finite(e, finishes)),
+            Expr::Repeat { item, min, .. } => *min == 0 || self.derives_finite(item, finishes),
+        }
+    }
+
     pub(crate) fn render(&self, root_body: &Expr) -> String {
         let mut out = String::new();
         out.push_str("root ::= ");

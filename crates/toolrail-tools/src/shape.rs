@@ -159,6 +159,10 @@ pub enum WarningKind {
     /// A `type` that names no JSON Schema type but reads as one (`"str, optional"`): the
     /// set holds the reading; strict grammars refuse it, lenient ones use it with a warning.
     TypeReading,
+    /// The text started with a UTF-8 byte order mark (U+FEFF), skipped: JSON does not use one
+    /// (RFC 8259 lets a reader ignore it), and an editor's BOM would otherwise be a puzzling
+    /// "expected value at line 1 column 1".
+    ByteOrderMark,
 }
 
 impl WarningKind {
@@ -171,13 +175,14 @@ impl WarningKind {
             Self::NoSchema => "no-schema",
             Self::BuiltInTool => "built-in-tool",
             Self::TypeReading => "type-reading",
+            Self::ByteOrderMark => "byte-order-mark",
         }
     }
 
     /// The severity of this kind.
     pub fn severity(self) -> Severity {
         match self {
-            Self::IgnoredKey | Self::MappedKey => Severity::Note,
+            Self::IgnoredKey | Self::MappedKey | Self::ByteOrderMark => Severity::Note,
             Self::UnknownKey | Self::NoSchema | Self::BuiltInTool | Self::TypeReading => {
                 Severity::Warning
             }

@@ -2,6 +2,7 @@
 //! Python function definitions ([`crate::python`]), chosen by the caller or found from the text.
 
 use crate::python;
+use crate::shape::{ToolSetWarning, WarningKind};
 use crate::toolset::{ToolSet, ToolSetError};
 
 /// What a tool set's text is written in.
@@ -25,6 +26,20 @@ impl ToolSet {
 
     /// Reads a tool set from text written in `source` ([`ToolSource::Auto`]: found from the text).
     pub fn from_source(text: &str, source: ToolSource) -> Result<Self, ToolSetError> {
+        // an editor's byte order mark is skipped, and said
+        if let Some(rest) = text.strip_prefix('\u{feff}') {
+            let mut tools = Self::from_source(rest, source)?;
+            tools.warn(ToolSetWarning {
+                kind: WarningKind::ByteOrderMark,
+                tool: None,
+                pointer: String::new(),
+                key: None,
+                message: "the text starts with a UTF-8 byte order mark (U+FEFF), skipped: tool \
+                          definitions do not use one"
+                    .to_owned(),
+            });
+            return Ok(tools);
+        }
         let python = match source {
             ToolSource::Auto => python::looks_like_python(text),
             ToolSource::Json => false,

@@ -271,6 +271,11 @@ impl ToolSet {
         &self.warnings
     }
 
+    /// Adds what reading the text around the definitions noticed (a byte order mark).
+    pub(crate) fn warn(&mut self, warning: ToolSetWarning) {
+        self.warnings.insert(0, warning);
+    }
+
     /// The tools, in definition order.
     pub fn tools(&self) -> &[Tool] {
         &self.tools

@@ -116,3 +116,10 @@ fn an_operator_stacked_100000_times_nests_100000_generated_rules() {
     assert!(lint_default(&text).is_empty());
     assert_eq!(print_compiled(&grammar).lines().count(), DEEP + 1);
 }
+
+#[test]
+fn a_byte_order_mark_before_a_grammar_is_named() {
+    let err = toolrail_gbnf::Grammar::parse("\u{feff}root ::= \"a\"\n").unwrap_err();
+    let shown = err.to_string();
+    assert!(shown.contains("byte order mark"), "{shown}");
+}

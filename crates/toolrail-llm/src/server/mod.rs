@@ -799,26 +799,7 @@ mod tests {
             post_sampling: false,
             ..ServerOptions::default()
         });
-        let request = crate::worker::RunRequest {
-            id: 7,
-            prompt: "hi".into(),
-            grammar: None,
-            schema: None,
-            engine: crate::worker::EngineKind::None,
-            compare: Vec::new(),
-            sampling: crate::record::Sampling {
-                max_tokens: 4,
-                ..Default::default()
-            },
-            start_paused: false,
-            show: 2,
-            context: None,
-            threads: None,
-            compute: Default::default(),
-            prefix: Vec::new(),
-            reuse_cache: false,
-            gate: None,
-        };
+        let request = run_request();
         assert!(worker.send(crate::worker::Command::Start(Box::new(request))));
         let mut tokens = 0;
         let stop = loop {
@@ -837,5 +818,74 @@ mod tests {
             panic!("{stop:?}")
         };
         assert!(message.contains("it ignores the limit"), "{message}");
+    }
+
+    /// The run's request for the hostile-server tests: 4 tokens, no grammar.
+    fn run_request() -> crate::worker::RunRequest {
+        crate::worker::RunRequest {
+            id: 7,
+            prompt: "hi".into(),
+            grammar: None,
+            schema: None,
+            engine: crate::worker::EngineKind::None,
+            compare: Vec::new(),
+            sampling: crate::record::Sampling {
+                max_tokens: 4,
+                ..Default::default()
+            },
+            start_paused: false,
+            show: 2,
+            context: None,
+            threads: None,
+            compute: Default::default(),
+            prefix: Vec::new(),
+            reuse_cache: false,
+            gate: None,
+        }
+    }
+
+    /// A token id outside the local vocabulary is neither followed nor dropped: the run ends
+    /// with an error naming the id, what was recorded before it kept.
+    #[test]
+    fn a_token_id_outside_the_vocabulary_ends_the_run_naming_it() {
+        let Some(path) = toolrail_testkit::model() else {
+            return;
+        };
+        let vocab = crate::Model::open(&path).unwrap();
+        let url = hostile(|stream| {
+            let _ = stream.write_all(HEADERS.as_bytes());
+            let _ =
+                stream.write_all(b"data: {\"content\":\"a\",\"tokens\":[64],\"stop\":false}\n\n");
+            let _ = stream
+                .write_all(b"data: {\"content\":\"?\",\"tokens\":[4000000000],\"stop\":false}\n\n");
+            let _ = stream.write_all(b"data: {\"content\":\"\",\"stop\":true}\n\n");
+        });
+        let worker =
+            ServerWorker::spawn(short_limits(&url), Some(vocab), std::sync::Arc::new(|| {}));
+        worker.set_options(ServerOptions {
+            post_sampling: false,
+            ..ServerOptions::default()
+        });
+        assert!(worker.send(crate::worker::Command::Start(Box::new(run_request()))));
+        let mut tokens = 0;
+        let stop = loop {
+            let event = worker
+                .events()
+                .recv_timeout(Duration::from_secs(600))
+                .expect("the run ends");
+            match event.event {
+                crate::worker::Event::Token(_) => tokens += 1,
+                crate::worker::Event::Done { stop, .. } => break stop,
+                _ => {}
+            }
+        };
+        assert_eq!(tokens, 1, "the token before the bad id is kept");
+        let crate::record::Stop::Error { message } = stop else {
+            panic!("{stop:?}")
+        };
+        assert!(
+            message.contains("token id 4000000000, which is not in the local vocabulary"),
+            "{message}"
+        );
     }
 }

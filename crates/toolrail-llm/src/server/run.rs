@@ -1037,7 +1037,19 @@ impl ServerRunner {
         track: &mut Option<(Engine, State)>,
     ) -> Result<(TokenRecord, Option<TokenMask>), String> {
         let piece: Vec<u8> = match (probs, &self.vocab) {
-            (_, Some(model)) => model.piece(token),
+            (_, Some(model)) => {
+                // an id outside the local vocabulary is neither followed nor dropped: the
+                // server runs another model than the one toolrail reads its tokens with
+                model.check_token(token).map_err(|e| {
+                    format!(
+                        "token {index}: the server sent token id {token}, which is not in the \
+                         local vocabulary of {} ({e}): the server runs another model, or sent \
+                         an id that is no token",
+                        model.info().path.display()
+                    )
+                })?;
+                model.piece(token)
+            }
             (Some(p), None) => p.bytes.clone(),
             (None, None) => content.as_bytes().to_vec(),
         };

@@ -158,3 +158,44 @@ fn a_format_combination_that_cannot_be_written_names_itself() {
         "unsupported: format at #: no string of format \"date\" meets pattern \"^1999-02-3\""
     );
 }
+
+#[test]
+fn a_schema_whose_every_value_holds_another_without_end_is_refused_at_its_pointer() {
+    let endless = [
+        // an object that requires a child of its own type (the reliability reproducer)
+        json!({"type": "object", "properties": {"child": {"$ref": "#"}}, "required": ["child"]}),
+        // a list that must hold at least one list like it
+        json!({"type": "array", "minItems": 1, "items": {"$ref": "#"}}),
+        // through $defs, two schemas requiring each other
+        json!({
+            "$defs": {
+                "a": {"type": "object", "properties": {"b": {"$ref": "#/$defs/b"}}, "required": ["b"]},
+                "b": {"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "required": ["a"]}
+            },
+            "type": "object",
+            "properties": {"start": {"$ref": "#/$defs/a"}},
+            "required": ["start"]
+        }),
+    ];
+    for schema in &endless {
+        for lenient in [false, true] {
+            let options = ConvertOptions {
+                lenient,
+                ..ConvertOptions::default()
+            };
+            let err = schema_to_gbnf(schema, &options).unwrap_err();
+            assert_eq!(err.keyword, "$ref", "{err}");
+            assert!(err.pointer.starts_with('#'), "{err}");
+            assert!(err.message.contains("no finite JSON value"), "{err}");
+        }
+    }
+    // recursion with a way out converts
+    let finite = [
+        json!({"type": "object", "properties": {"child": {"$ref": "#"}}}),
+        json!({"type": "array", "items": {"$ref": "#"}}),
+        json!({"anyOf": [{"type": "null"}, {"type": "object", "properties": {"next": {"$ref": "#"}}, "required": ["next"]}]}),
+    ];
+    for schema in &finite {
+        schema_to_gbnf(schema, &ConvertOptions::default()).unwrap();
+    }
+}

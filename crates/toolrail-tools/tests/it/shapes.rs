@@ -660,3 +660,17 @@ fn a_deeply_nested_gemini_schema_is_an_error_not_a_stack_overflow() {
         "{err}"
     );
 }
+
+#[test]
+fn a_byte_order_mark_before_the_tools_is_skipped_and_said() {
+    let text = "\u{feff}[{\"name\": \"f\", \"parameters\": {\"type\": \"object\"}}]";
+    let tools = ToolSet::from_text(text).unwrap();
+    assert_eq!(tools.len(), 1);
+    let first = &tools.warnings()[0];
+    assert_eq!(first.kind, WarningKind::ByteOrderMark);
+    assert_eq!(first.severity(), Severity::Note);
+    assert!(first.message.contains("byte order mark"), "{first}");
+    // Python sources too
+    let tools = ToolSet::from_text("\u{feff}def f(x: int):\n    pass\n").unwrap();
+    assert_eq!(tools.warnings()[0].kind, WarningKind::ByteOrderMark);
+}
