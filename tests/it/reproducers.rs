@@ -308,3 +308,62 @@ fn n18_template_refusals_without_a_position_say_where() {
         ends_with(&out, 2, says);
     }
 }
+
+/// Byte offset and length of the data of the tensor `name` in a GGUF, read from its tensor
+/// descriptions (name, dimensions, type, offset).
+fn tensor_data(path: &Path, name: &str) -> (u64, u64) {
+    let header = toolrail_llm::gguf::GgufHeader::read(path).unwrap();
+    let bytes = std::fs::read(path).unwrap();
+    let mut at = header.metadata_end as usize;
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    for _ in 0..header.tensor_count {
+        let len = u64_at(at) as usize;
+        let this = &bytes[at + 8..at + 8 + len];
+        at += 8 + len;
+        let dims = u32_at(at) as usize;
+        at += 4;
+        let count: u64 = (0..dims).map(|d| u64_at(at + 8 * d)).product();
+        at += 8 * dims;
+        let kind = u32_at(at);
+        at += 4;
+        let offset = u64_at(at);
+        at += 8;
+        if this == name.as_bytes() {
+            assert_eq!(kind, 0, "{name} is not F32");
+            return (header.data_offset + offset, count * 4);
+        }
+    }
+    panic!("no tensor {name}");
+}
+
+#[test]
+fn n21_nan_logits_are_named_not_sampled() {
+    let Some(model) = toolrail_testkit::model() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("nan.gguf");
+    std::fs::copy(&model, &copy).unwrap();
+    let (offset, len) = tensor_data(&copy, "output_norm.weight");
+    let mut bytes = std::fs::read(&copy).unwrap();
+    for chunk in bytes[offset as usize..(offset + len) as usize].chunks_mut(4) {
+        chunk.copy_from_slice(&f32::NAN.to_le_bytes());
+    }
+    std::fs::write(&copy, bytes).unwrap();
+    let out = toolrail_within(
+        &[
+            "generate",
+            "--model",
+            copy.to_str().unwrap(),
+            "--prompt",
+            "hi",
+            "--max-tokens",
+            "2",
+            "--engine",
+            "none",
+        ],
+        120,
+    );
+    ends_with(&out, 2, "NaN logits of");
+}

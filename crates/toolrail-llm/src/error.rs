@@ -210,6 +210,24 @@ pub enum LlmError {
         n_vocab: usize,
     },
 
+    /// The model computed NaN (not a number) logits: no token can be chosen from them.
+    #[error(
+        "the model computed {nan} NaN logits of {n_vocab} at context position {position} of {}: \
+         the model file's weights are damaged, or the backend computed wrongly (try another \
+         quantisation of the model, flash attention off, or the CPU backend)",
+        .path.display()
+    )]
+    NanLogits {
+        /// The model file.
+        path: PathBuf,
+        /// The position whose logits were read.
+        position: usize,
+        /// How many logits are NaN.
+        nan: usize,
+        /// The vocabulary size.
+        n_vocab: usize,
+    },
+
     /// The prompt or the generated text no longer fits the context.
     #[error("context full: {needed} tokens needed, the context holds {n_ctx}")]
     ContextFull {

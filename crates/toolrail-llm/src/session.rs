@@ -330,6 +330,15 @@ impl<'m> Session<'m> {
                 n_vocab: self.n_vocab,
             });
         }
+        let nan = logits.iter().filter(|l| l.is_nan()).count();
+        if nan > 0 {
+            return Err(LlmError::NanLogits {
+                path: self.model.spec().path.clone(),
+                position: self.tokens.len().saturating_sub(1),
+                nan,
+                n_vocab: self.n_vocab,
+            });
+        }
         Ok(logits)
     }
 
