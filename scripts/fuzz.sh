@@ -6,7 +6,9 @@
 # raise it on a loaded machine).
 # Targets: grammar (GBNF parser, lint, recognizer, sampling), schema (schema → grammar, which must
 # parse in the llama.cpp-exact parser), extract (free text → calls), gguf (toolrail's GGUF
-# reader), workspace (workspace and transcript readers). Prints libFuzzer's final statistics
+# reader), workspace (workspace and transcript readers), server_stream (llama-server's event stream
+# and its chunks), template (a chat template opened and applied in toolrail's template worker; needs
+# the toolrail binary beside the fuzz binaries, or TOOLRAIL_BIN). Prints libFuzzer's final statistics
 # (executions, time); crashes land in fuzz/artifacts/<target>/.
 #
 # No cargo-fuzz needed: the stable toolchain (RUSTC_BOOTSTRAP=1 for the unstable flags) builds
@@ -17,7 +19,7 @@ cd "$(dirname "$0")/.."
 SECONDS_TO_RUN="${1:-600}"
 shift || true
 TARGETS=("$@")
-if [ "${#TARGETS[@]}" -eq 0 ]; then TARGETS=(grammar schema extract gguf workspace); fi
+if [ "${#TARGETS[@]}" -eq 0 ]; then TARGETS=(grammar schema extract gguf workspace server_stream template); fi
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 export RUSTC_BOOTSTRAP=1
 
@@ -51,6 +53,8 @@ for target in "${TARGETS[@]}"; do
         [ -f "$f" ] && cp "$f" "$corpus/corpus-$(basename "$f")"; done ;;
     schema) for f in sample_schemas/*.json ../shared/reliability/*.schema.json; do
         [ -f "$f" ] && { printf '\0'; cat "$f"; } > "$corpus/corpus-$(basename "$f")"; done ;;
+    template) for f in ../shared/corpus/llama-cpp-chat/templates/*.jinja ../shared/reliability/turn3/*.jinja; do
+        [ -f "$f" ] && cp "$f" "$corpus/corpus-$(basename "$f")"; done ;;
   esac
   echo "== $target: ${SECONDS_TO_RUN}s"
   "$FUZZ_BIN/$target" "$corpus" -artifact_prefix="fuzz/artifacts/$target/" \

@@ -98,6 +98,8 @@ struct Case {
     time: Duration,
     /// Peak resident memory bound, in MB (measured on Linux).
     memory_mb: u64,
+    /// Text that must appear in neither output (a secret, a raw control sequence).
+    hidden: Vec<String>,
     after: Option<After>,
 }
 
@@ -113,8 +115,15 @@ impl Case {
             says: Vec::new(),
             time: Duration::from_secs(60),
             memory_mb: 1024,
+            hidden: Vec::new(),
             after: None,
         }
+    }
+
+    /// Text that must not appear in standard output or error (a password, a raw escape).
+    fn hides(mut self, texts: &[&str]) -> Case {
+        self.hidden = texts.iter().map(|t| t.to_string()).collect();
+        self
     }
 
     /// Bounds the peak resident memory (of toolrail and the processes it starts), in MB.
@@ -232,6 +241,13 @@ fn run(case: &Case) -> (Outcome, String) {
     }
     if status.code() != Some(case.code) {
         return (Outcome::Wrong, detail);
+    }
+    if let Some(shown) = case
+        .hidden
+        .iter()
+        .find(|h| out.contains(h.as_str()) || err.contains(h.as_str()))
+    {
+        return (Outcome::Wrong, format!("{shown:?} was shown\n{detail}"));
     }
     if let Some(after) = &case.after
         && let Err(why) = after()
@@ -1131,6 +1147,219 @@ fn template_cases(dir: &Path, cases: &mut Vec<Case>) {
     );
 }
 
+/// A hostile llama-server on 127.0.0.1: `GET`s (`/health`, `/props`) answered as a server
+/// would, each `POST` answered by `reply`. Its threads live as long as the test.
+fn hostile_server(reply: fn(&mut std::net::TcpStream)) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a local port");
+    let url = format!("http://{}", listener.local_addr().expect("its address"));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 65536];
+                // the head, then the body its Content-Length announces
+                loop {
+                    let Ok(n) = stream.read(&mut buf) else { return };
+                    if n == 0 {
+                        return;
+                    }
+                    request.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&request).to_lowercase();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let length = text
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        if request.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                }
+                if request.starts_with(b"GET") {
+                    let body = if request.starts_with(b"GET /props") {
+                        r#"{"build_info":"b11434-hostile","model_path":"m.gguf","total_slots":1,"default_generation_settings":{"n_ctx":4096}}"#
+                    } else {
+                        r#"{"status":"ok"}"#
+                    };
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    return;
+                }
+                reply(&mut stream);
+            });
+        }
+    });
+    url
+}
+
+const EVENTS: &str =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+
+/// Hostile llama-servers (redirects, a stream without end, a huge event, bytes that are not
+/// text, a page instead of events, terminal escapes in the model's output), secrets in server
+/// URLs, and big files where toolrail reads corpora.
+fn server_cases(dir: &Path, cases: &mut Vec<Case>) {
+    let generate = |url: &str| -> Vec<String> {
+        [
+            "generate",
+            "--model",
+            "gemma-3-270m",
+            "--server",
+            url,
+            "--prompt",
+            "hi",
+            "--max-tokens",
+            "12",
+            "--engine",
+            "none",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect()
+    };
+    let server_case = |class, name: &str, url: String, says: &[&str]| {
+        let args = generate(&url);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Case::new(class, "hostile servers", name, &args).ends(2, says)
+    };
+    let redirect = hostile_server(|stream| {
+        let _ = stream.write_all(
+            b"HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:9/completion\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+    });
+    cases.push(server_case(
+        Class::Security,
+        "a redirect to another address",
+        redirect,
+        &["answered a redirect (302)", "does not follow redirects"],
+    ));
+    let endless = hostile_server(|stream| {
+        let _ = stream.write_all(EVENTS.as_bytes());
+        loop {
+            let chunk = b"data: {\"content\":\"a\",\"tokens\":[64],\"stop\":false}\n\n";
+            if stream.write_all(chunk).is_err() {
+                return;
+            }
+        }
+    });
+    cases.push(server_case(
+        Class::Memory,
+        "a stream that ignores n_predict",
+        endless,
+        &["it ignores the limit"],
+    ));
+    let huge = hostile_server(|stream| {
+        let _ = stream.write_all(EVENTS.as_bytes());
+        let _ = stream.write_all(b"data: ");
+        let block = vec![b'a'; 1 << 20];
+        for _ in 0..100 {
+            if stream.write_all(&block).is_err() {
+                return;
+            }
+        }
+    });
+    cases.push(server_case(
+        Class::Memory,
+        "one event of 100 MB",
+        huge,
+        &["exceeds 67108864 bytes"],
+    ));
+    let binary = hostile_server(|stream| {
+        let _ = stream.write_all(EVENTS.as_bytes());
+        let _ = stream.write_all(b"data: \xff\xfe\x00\n\n");
+    });
+    cases.push(server_case(
+        Class::Unclear,
+        "an event that is not UTF-8",
+        binary,
+        &["not UTF-8"],
+    ));
+    let page = hostile_server(|stream| {
+        let body = "<html><body>It works!</body></html>";
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    });
+    cases.push(server_case(
+        Class::Unclear,
+        "a web page instead of events",
+        page,
+        &[
+            "does not look like llama-server",
+            "it answered text/html, not an event stream",
+            "It works!",
+        ],
+    ));
+    // the test model's tokens for ESC [ 2 J and ESC ] 5 2 ; BEL (byte tokens and characters)
+    let escapes = hostile_server(|stream| {
+        let _ = stream.write_all(EVENTS.as_bytes());
+        for token in [
+            265, 236840, 236778, 236863, 265, 236842, 236810, 236778, 236793, 245,
+        ] {
+            let _ = write!(
+                stream,
+                "data: {{\"content\":\"\",\"tokens\":[{token}],\"stop\":false}}\n\n"
+            );
+        }
+        let _ =
+            stream.write_all(b"data: {\"content\":\"\",\"stop\":true,\"stop_type\":\"eos\"}\n\n");
+    });
+    let args = generate(&escapes);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    cases.push(
+        Case::new(
+            Class::Security,
+            "terminal output",
+            "escape sequences in the model's output",
+            &args,
+        )
+        .ends(0, &["\\x1b[2J"])
+        .hides(&["\u{1b}", "\u{7}"]),
+    );
+    // a password in the server's URL is never shown
+    let args = generate("http://ada:hunter2@127.0.0.1:9");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    cases.push(
+        Case::new(
+            Class::Security,
+            "secrets",
+            "a password in the server URL",
+            &args,
+        )
+        .ends(2, &["ada:***@127.0.0.1:9"])
+        .hides(&["hunter2"]),
+    );
+    // big files where corpora are read: a 300 MB cases file is read within the bounds
+    let big = dir.join("big-cases.json");
+    let file = std::fs::File::create(&big).expect("a big file");
+    file.set_len(300 << 20).expect("300 MB");
+    let big = big.to_string_lossy().into_owned();
+    cases.push(
+        Case::new(
+            Class::Memory,
+            "big files",
+            "a 300 MB BFCL cases file of NUL bytes",
+            &[
+                "bench-calls",
+                "--model",
+                "gemma-3-270m",
+                "--cases",
+                &big,
+                "-n",
+                "1",
+            ],
+        )
+        .ends(2, &["big-cases.json"]),
+    );
+}
+
 #[test]
 fn every_attack_ends_with_a_clear_error_or_the_right_result() {
     let Some(json) = toolrail_testkit::corpus("gbnf/json.gbnf") else {
@@ -1147,6 +1376,7 @@ fn every_attack_ends_with_a_clear_error_or_the_right_result() {
     output_cases(dir.path(), &mut cases);
     file_cases(dir.path(), &json, &mut cases);
     template_cases(dir.path(), &mut cases);
+    server_cases(dir.path(), &mut cases);
 
     let mut results = Vec::new();
     for case in &cases {

@@ -10,6 +10,12 @@ use super::diagnostic::{Code, Diagnostic, GrammarError};
 use super::element::{Element, ElementKind};
 use super::source::{LineIndex, Span, line_col};
 
+/// The most elements repetitions may copy in one grammar. llama.cpp copies the repeated item
+/// once per required copy and once per optional rule, and a stacked `+` repeats everything the
+/// previous one built (`x+++…`: quadratic); past this toolrail refuses the grammar instead of
+/// building gigabytes, where llama.cpp would run out of memory.
+pub const MAX_COPIED_ELEMENTS: u64 = 4_000_000;
+
 /// llama.cpp's `MAX_REPETITION_THRESHOLD`.
 pub const MAX_REPETITION: u64 = 2000;
 
@@ -139,6 +145,7 @@ pub fn parse_with_vocab(
         sequences: Vec::new(),
         notes: Vec::new(),
         depth: 0,
+        copied: 0,
         line_index: std::cell::OnceCell::new(),
     };
     if visible.len() < source.len() {
@@ -222,6 +229,8 @@ struct Parser<'s> {
     sequences: Vec<Vec<SequenceItem>>,
     notes: Vec<Diagnostic>,
     depth: usize,
+    /// Elements copied so far by repetitions (see [`MAX_COPIED_ELEMENTS`]).
+    copied: u64,
     /// Line starts of `src`, built on the first finding (notes can be many).
     line_index: std::cell::OnceCell<LineIndex>,
 }
@@ -539,6 +548,31 @@ impl<'s> Parser<'s> {
                 .with_hint("reduce the repetition counts or flatten the nesting"),
             );
         }
+        let n_opt = match max {
+            None => 1,
+            Some(max) => max - min,
+        };
+        let copies = min.saturating_sub(1).saturating_add(n_opt);
+        self.copied = self
+            .copied
+            .saturating_add((prev.elements.len() as u64).saturating_mul(copies));
+        if self.copied > MAX_COPIED_ELEMENTS {
+            return self.fail(
+                self.error(
+                    Code::RepetitionLimit,
+                    item_start,
+                    op.end as usize - item_start,
+                    format!(
+                        "this repetition copies an item of {} elements, and the grammar's \
+                         repetitions now copy more than {MAX_COPIED_ELEMENTS} elements: \
+                         llama.cpp would build them all (each stacked '+' repeats everything \
+                         the one before built)",
+                        prev.elements.len()
+                    ),
+                )
+                .with_hint("write one repetition (x+ already means one or more), or put the item in a rule of its own"),
+            );
+        }
         if min == 0 {
             rule.truncate(last_sym_start);
         } else {
@@ -547,10 +581,6 @@ impl<'s> Parser<'s> {
                 rule.spans.extend_from_slice(&prev.spans);
             }
         }
-        let n_opt = match max {
-            None => 1,
-            Some(max) => max - min,
-        };
         let mut last_rec_rule_id = 0;
         for i in 0..n_opt {
             let rec_id =

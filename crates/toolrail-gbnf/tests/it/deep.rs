@@ -123,3 +123,19 @@ fn a_byte_order_mark_before_a_grammar_is_named() {
     let shown = err.to_string();
     assert!(shown.contains("byte order mark"), "{shown}");
 }
+
+#[test]
+fn plus_stacked_100000_times_is_refused_before_its_copies_grow_quadratically() {
+    // each stacked '+' repeats everything the one before built: llama.cpp would build about
+    // 5 * 10^9 elements
+    let text = format!("root ::= \"a\"{}\n", "+".repeat(DEEP));
+    let err = Grammar::parse(&text).unwrap_err();
+    let shown = err.to_string();
+    assert!(
+        shown.contains("repetitions now copy more than 4000000 elements"),
+        "{shown}"
+    );
+    // a hundred stacked still build, as in llama.cpp
+    let text = format!("root ::= \"a\"{}\n", "+".repeat(100));
+    Grammar::parse(&text).unwrap();
+}

@@ -416,6 +416,28 @@ impl ServerClient {
                 .unwrap_or_default();
             return Err(Self::http_error(url, status, &text));
         }
+        // llama-server streams as text/event-stream; a page or a JSON document instead is not
+        // its protocol, said with what came (a missing header is let through)
+        let content_type = reply
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if let Some(kind) = content_type
+            && !kind.trim_start().starts_with("text/event-stream")
+        {
+            let text = reply
+                .body_mut()
+                .with_config()
+                .limit(MAX_REPLY_BYTES)
+                .read_to_string()
+                .unwrap_or_default();
+            let shown: String = text.chars().take(200).collect();
+            return Err(ServerError::NotLlamaServer {
+                url,
+                detail: format!("it answered {kind}, not an event stream: {shown:?}"),
+            });
+        }
         Ok(SseReader::new(BufReader::new(
             reply.into_body().into_reader(),
         )))
