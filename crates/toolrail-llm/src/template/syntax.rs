@@ -208,7 +208,8 @@ fn find_close(source: &str, from: usize, close: &str) -> Option<usize> {
             Some(q) if b == q => quote = None,
             Some(_) => {}
             None if b == b'\'' || b == b'"' => quote = Some(b),
-            None if source[i..].starts_with(close) => return Some(i),
+            // bytes, not a slice of the text: `i` may be inside a multi-byte character
+            None if bytes[i..].starts_with(close.as_bytes()) => return Some(i),
             None => {}
         }
         i += 1;
@@ -276,6 +277,16 @@ mod tests {
             at,
             "the expression `{{` at line 1, column 4 is never closed"
         );
+    }
+
+    #[test]
+    fn text_with_multi_byte_characters_inside_tags_is_scanned() {
+        // found by the template fuzz target: the scan sliced the text inside a character
+        let at =
+            locate_refusal("{% if x == 'é—ü' %}{{ '日本' }}", "Unexpected token type").unwrap();
+        assert!(at.starts_with("`{% if %}` at line 1, column 1"), "{at}");
+        let at = locate_refusal("ä\n  {% include 'ß' %}", "Unknown statement: include").unwrap();
+        assert!(at.contains("line 2, column 3"), "{at}");
     }
 
     #[test]
