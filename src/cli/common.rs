@@ -162,7 +162,7 @@ pub fn load_grammar(path: &str) -> Result<toolrail_gbnf::Grammar, ExitCode> {
     let text = match read_grammar(path) {
         Ok(t) => t,
         Err(e) => {
-            errln!("toolrail: {}", crate::cli::error_text(&e));
+            errln!("toolrail: {}", crate::cli::output::error_text(&e));
             return Err(ExitCode::from(2));
         }
     };

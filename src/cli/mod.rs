@@ -168,27 +168,10 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::from(BROKEN_PIPE_STATUS),
         Err(e) => {
-            errln!("toolrail: {}", error_text(&e));
+            errln!("toolrail: {}", output::error_text(&e));
             ExitCode::from(2)
         }
     }
-}
-
-/// An error and its causes on one line, `outer: cause: …`, each cause left out when the text
-/// before already says it (many errors write their cause into their own message).
-pub fn error_text(e: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in e.chain() {
-        let part = cause.to_string();
-        if text.contains(&part) {
-            continue;
-        }
-        if !text.is_empty() {
-            text.push_str(": ");
-        }
-        text.push_str(&part);
-    }
-    text
 }
 
 /// Whether the command failed because its reader closed the pipe (not worth a message).

@@ -141,6 +141,23 @@ pub fn write_err_line(args: std::fmt::Arguments) {
         .write_all(toolrail_gbnf::terminal_safe(&text).as_bytes());
 }
 
+/// An error and its causes on one line, `outer: cause: …`, each cause left out when the text
+/// before already says it (many errors write their cause into their own message).
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,7 +25,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Native, Opening, TemplateError};
+pub use super::error::IsolationError;
+use super::error::TemplateError;
+use super::native::{Native, Opening, native_grammar_loads, native_parse};
 
 /// The longest one template operation (opening a template, building a request, parsing an
 /// output) may run in a worker before it is stopped. Real templates take milliseconds; a
@@ -68,80 +70,6 @@ pub fn run_templates_in(command: WorkerCommand) -> bool {
 /// The worker command, when the program named one.
 pub(crate) fn worker() -> Option<&'static WorkerCommand> {
     WORKER.get()
-}
-
-/// A template operation went wrong in its worker: how, in words a user can act on.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum IsolationError {
-    /// The worker ended without answering: a stack overflow, an abort, a signal.
-    #[error(
-        "llama.cpp's {part} crashed while {doing} ({how}). It ran in a process of its own, so \
-         nothing else is lost. {hint}; llama-server would crash on it too"
-    )]
-    Crashed {
-        /// Which part of llama.cpp ("template engine", "output parser").
-        part: &'static str,
-        /// What it was doing.
-        doing: &'static str,
-        /// How it ended ("it overflowed its stack", "ended by signal 11").
-        how: String,
-        /// What input does this.
-        hint: &'static str,
-    },
-    /// The operation ran past [`OPERATION_LIMIT`] and was stopped.
-    #[error(
-        "llama.cpp's {part} ran for more than {} s while {doing}, so toolrail stopped it. \
-         A template does this when it loops for ever or builds a huge text (range(10**9), \
-         'x' * 10**8)",
-        limit.as_secs()
-    )]
-    TimedOut {
-        /// Which part of llama.cpp.
-        part: &'static str,
-        /// What it was doing.
-        doing: &'static str,
-        /// The limit it ran past.
-        limit: Duration,
-    },
-    /// The operation needed more memory than [`MEMORY_LIMIT`].
-    #[error(
-        "llama.cpp's {part} needed more than {} MiB while {doing}, so toolrail stopped it. \
-         A template does this when it builds a huge text or list",
-        limit >> 20
-    )]
-    OutOfMemory {
-        /// Which part of llama.cpp.
-        part: &'static str,
-        /// What it was doing.
-        doing: &'static str,
-        /// The limit, in bytes.
-        limit: u64,
-    },
-    /// The worker's answer was longer than [`REPLY_LIMIT`].
-    #[error(
-        "llama.cpp's {part} produced more than {} MiB while {doing}, so toolrail stopped it",
-        limit >> 20
-    )]
-    TooLarge {
-        /// Which part of llama.cpp.
-        part: &'static str,
-        /// What it was doing.
-        doing: &'static str,
-        /// The limit, in bytes.
-        limit: usize,
-    },
-    /// The worker could not be started or spoken to.
-    #[error("toolrail's template process ({program}) could not be used: {error}")]
-    Start {
-        /// The program started.
-        program: String,
-        /// What went wrong.
-        error: String,
-    },
-    /// The worker answered with a failure that is not llama.cpp's (no vocabulary, a backend
-    /// that would not start, a reply toolrail does not understand).
-    #[error("{0}")]
-    Failed(String),
 }
 
 /// One request to a worker.
@@ -276,8 +204,8 @@ fn answer(request: Request, opened: &mut Option<Native>) -> Reply {
             params,
             text,
             partial,
-        } => super::native_parse(&params, &text, partial).map(Reply::Text),
-        Request::GrammarLoads { grammar } => super::native_grammar_loads(&grammar).map(Reply::Flag),
+        } => native_parse(&params, &text, partial).map(Reply::Text),
+        Request::GrammarLoads { grammar } => native_grammar_loads(&grammar).map(Reply::Flag),
     };
     match result {
         Ok(reply) => reply,
