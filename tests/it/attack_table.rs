@@ -1057,19 +1057,6 @@ fn template_cases(dir: &Path, cases: &mut Vec<Case>) {
             "{% set a = [] %}{% set _ = a.append(a) %}{{ a | tojson }}".to_owned(),
         ),
     ];
-    for (i, (name, template)) in crashing.into_iter().enumerate() {
-        let file = write(dir, &format!("crash-{i}.jinja"), template);
-        cases.push(
-            Case::new(
-                Class::Crash,
-                "templates",
-                name,
-                &["template", "--template", &file, "--tools", tools],
-            )
-            .ends(2, &["crashed", "overflowed its stack"])
-            .memory(2048),
-        );
-    }
     let fitting = [
         (
             "10,000 nested ifs",
@@ -1084,8 +1071,15 @@ fn template_cases(dir: &Path, cases: &mut Vec<Case>) {
             format!("{{{{ {}true }}}}", "not ".repeat(deep)),
         ),
     ];
-    for (i, (name, template)) in fitting.into_iter().enumerate() {
-        let file = write(dir, &format!("fits-{i}.jinja"), template);
+    // a template that crashes llama.cpp is an error naming the overflow; one that fits, a prompt
+    let crashes = crashing
+        .into_iter()
+        .map(|c| (c, 2, ["crashed", "overflowed its stack"].as_slice()));
+    let fits = fitting
+        .into_iter()
+        .map(|c| (c, 0, ["== prompt ("].as_slice()));
+    for (i, ((name, template), code, says)) in crashes.chain(fits).enumerate() {
+        let file = write(dir, &format!("template-{i}.jinja"), template);
         cases.push(
             Case::new(
                 Class::Crash,
@@ -1093,7 +1087,7 @@ fn template_cases(dir: &Path, cases: &mut Vec<Case>) {
                 name,
                 &["template", "--template", &file, "--tools", tools],
             )
-            .ends(0, &["== prompt ("])
+            .ends(code, says)
             .memory(2048),
         );
     }

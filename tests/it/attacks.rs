@@ -13,7 +13,8 @@ fn json_gbnf() -> Option<String> {
     toolrail_testkit::corpus("gbnf/json.gbnf").map(|p| p.to_string_lossy().into_owned())
 }
 
-fn toolrail(args: &[&str]) -> Output {
+/// Runs toolrail with `args` and no input, to its end.
+pub(crate) fn toolrail(args: &[&str]) -> Output {
     Command::new(TOOLRAIL)
         .args(args)
         .stdin(Stdio::null())

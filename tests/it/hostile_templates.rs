@@ -6,7 +6,9 @@
 //! results as in-process, and a fresh worker after a crash.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
+
+use crate::attacks::toolrail;
 
 use toolrail_llm::gguf::{self, NewValue};
 use toolrail_llm::template::isolate::{IsolationError, WorkerCommand};
@@ -22,14 +24,6 @@ fn worker() -> Placement {
         program: TOOLRAIL.into(),
         args: vec!["template-worker".into()],
     })
-}
-
-fn toolrail(args: &[&str]) -> Output {
-    Command::new(TOOLRAIL)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("toolrail runs")
 }
 
 /// Exit 2 (or `code`), no abort, and every one of `says` on standard error.

@@ -816,25 +816,7 @@ mod tests {
                 }
             }
         });
-        let worker = ServerWorker::spawn(short_limits(&url), None, std::sync::Arc::new(|| {}));
-        worker.set_options(ServerOptions {
-            post_sampling: false,
-            ..ServerOptions::default()
-        });
-        let request = run_request();
-        assert!(worker.send(crate::worker::Command::Start(Box::new(request))));
-        let mut tokens = 0;
-        let stop = loop {
-            let event = worker
-                .events()
-                .recv_timeout(Duration::from_secs(600))
-                .expect("the run ends");
-            match event.event {
-                crate::worker::Event::Token(_) => tokens += 1,
-                crate::worker::Event::Done { stop, .. } => break stop,
-                _ => {}
-            }
-        };
+        let (tokens, stop) = run_to_end(&url, None);
         assert!(tokens <= 4 + 17, "{tokens} tokens read");
         let crate::record::Stop::Error { message } = stop else {
             panic!("{stop:?}")
@@ -866,24 +848,10 @@ mod tests {
         }
     }
 
-    /// A token id outside the local vocabulary is neither followed nor dropped: the run ends
-    /// with an error naming the id, what was recorded before it kept.
-    #[test]
-    fn a_token_id_outside_the_vocabulary_ends_the_run_naming_it() {
-        let Some(path) = toolrail_testkit::model() else {
-            return;
-        };
-        let vocab = crate::Model::open(&path).unwrap();
-        let url = hostile(|stream| {
-            let _ = stream.write_all(HEADERS.as_bytes());
-            let _ =
-                stream.write_all(b"data: {\"content\":\"a\",\"tokens\":[64],\"stop\":false}\n\n");
-            let _ = stream
-                .write_all(b"data: {\"content\":\"?\",\"tokens\":[4000000000],\"stop\":false}\n\n");
-            let _ = stream.write_all(b"data: {\"content\":\"\",\"stop\":true}\n\n");
-        });
-        let worker =
-            ServerWorker::spawn(short_limits(&url), Some(vocab), std::sync::Arc::new(|| {}));
+    /// Runs [`run_request`] on the server at `url` (no post-sampling request) to its end: the
+    /// tokens it streamed and how it stopped.
+    fn run_to_end(url: &str, vocab: Option<crate::Model>) -> (u32, crate::record::Stop) {
+        let worker = ServerWorker::spawn(short_limits(url), vocab, std::sync::Arc::new(|| {}));
         worker.set_options(ServerOptions {
             post_sampling: false,
             ..ServerOptions::default()
@@ -901,6 +869,26 @@ mod tests {
                 _ => {}
             }
         };
+        (tokens, stop)
+    }
+
+    /// A token id outside the local vocabulary is neither followed nor dropped: the run ends
+    /// with an error naming the id, what was recorded before it kept.
+    #[test]
+    fn a_token_id_outside_the_vocabulary_ends_the_run_naming_it() {
+        let Some(path) = toolrail_testkit::model() else {
+            return;
+        };
+        let vocab = crate::Model::open(&path).unwrap();
+        let url = hostile(|stream| {
+            let _ = stream.write_all(HEADERS.as_bytes());
+            let _ =
+                stream.write_all(b"data: {\"content\":\"a\",\"tokens\":[64],\"stop\":false}\n\n");
+            let _ = stream
+                .write_all(b"data: {\"content\":\"?\",\"tokens\":[4000000000],\"stop\":false}\n\n");
+            let _ = stream.write_all(b"data: {\"content\":\"\",\"stop\":true}\n\n");
+        });
+        let (tokens, stop) = run_to_end(&url, Some(vocab));
         assert_eq!(tokens, 1, "the token before the bad id is kept");
         let crate::record::Stop::Error { message } = stop else {
             panic!("{stop:?}")

@@ -209,11 +209,7 @@ fn answer(request: Request, opened: &mut Option<Native>) -> Reply {
     };
     match result {
         Ok(reply) => reply,
-        Err(TemplateError::Llama {
-            message,
-            http_status,
-        }) if message.contains("bad_alloc") => {
-            let _ = (message, http_status);
+        Err(TemplateError::Llama { message, .. }) if message.contains("bad_alloc") => {
             Reply::OutOfMemory
         }
         Err(TemplateError::Llama {
