@@ -339,7 +339,9 @@ impl ServerTarget {
         let client = ServerClient::new(&self.url, api_key(self.key_env.as_deref())?)?;
         let props = client.props()?;
         Ok(self.flags.server_settings(
-            format!("llama-server at {}", client.url()),
+            toolrail_llm::settings::Backend::Server {
+                url: client.url().to_owned(),
+            },
             props.n_ctx.and_then(|n| u32::try_from(n).ok()),
             props.build_info,
             None,

@@ -15,8 +15,8 @@ use super::backend;
 use super::error::LlmError;
 use super::model::Model;
 use super::settings::{
-    CacheType, ComputeOptions, FlashAttention, Known, LogitSettings, PromptSplit, SERVER_BATCH,
-    SERVER_UBATCH, checkpoint_offsets,
+    Backend, CacheType, ComputeOptions, FlashAttention, Known, LogitSettings, PromptSplit,
+    SERVER_BATCH, SERVER_UBATCH, checkpoint_offsets,
 };
 use super::spec::{check_threads, cores};
 
@@ -139,7 +139,7 @@ impl<'m> Session<'m> {
             }
         })?;
         let settings = LogitSettings {
-            engine: "in-process".to_owned(),
+            engine: Backend::InProcess,
             flash_attention: Known::Set(flash_attention),
             flash_attention_enabled: resolved_flash_attention,
             batch: Known::Set(n_batch),

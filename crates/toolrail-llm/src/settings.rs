@@ -325,12 +325,79 @@ impl<T: fmt::Display> Known<T> {
     }
 }
 
+/// Where a run's logits were computed: toolrail's own llama.cpp, or a llama-server. Written in
+/// transcripts as the words `in-process` or `llama-server at URL` (the form older transcripts
+/// hold), read back strictly: other words are an error naming them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Backend {
+    /// Not recorded (a transcript written before toolrail recorded it).
+    #[default]
+    Unrecorded,
+    /// llama.cpp linked into toolrail.
+    InProcess,
+    /// A llama-server, by the URL toolrail reached it at (credentials already redacted).
+    Server {
+        /// The server's URL.
+        url: String,
+    },
+}
+
+/// How a transcript writes [`Backend::InProcess`].
+const IN_PROCESS: &str = "in-process";
+/// What a transcript writes before a [`Backend::Server`]'s URL.
+const SERVER_AT: &str = "llama-server at ";
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Backend::Unrecorded => f.write_str("not recorded"),
+            Backend::InProcess => f.write_str(IN_PROCESS),
+            Backend::Server { url } => write!(f, "{SERVER_AT}{url}"),
+        }
+    }
+}
+
+impl FromStr for Backend {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "" => Ok(Backend::Unrecorded),
+            IN_PROCESS => Ok(Backend::InProcess),
+            _ => match s.strip_prefix(SERVER_AT) {
+                Some(url) if !url.is_empty() => Ok(Backend::Server {
+                    url: url.to_owned(),
+                }),
+                _ => Err(format!(
+                    "unknown engine {s:?}: expected \"{IN_PROCESS}\" or \"{SERVER_AT}URL\""
+                )),
+            },
+        }
+    }
+}
+
+impl Serialize for Backend {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Backend::Unrecorded => serializer.serialize_str(""),
+            other => serializer.collect_str(other),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Backend {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let words = String::deserialize(deserializer)?;
+        words.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// The settings one run's logits were computed with, each with how it is known.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LogitSettings {
-    /// Where the run was computed (`in-process`, `llama-server b11434 at http://…`).
+    /// Where the run was computed (written `in-process` or `llama-server at http://…`).
     #[serde(default)]
-    pub engine: String,
+    pub engine: Backend,
     /// The flash attention policy.
     #[serde(default)]
     pub flash_attention: Known<FlashAttention>,
@@ -738,7 +805,7 @@ impl ServerFlags {
     /// file here; `None`: unknown).
     pub fn server_settings(
         &self,
-        engine: String,
+        engine: Backend,
         context: Option<u32>,
         build: Option<String>,
         prompt_cached: Option<u32>,
@@ -814,17 +881,40 @@ mod tests {
         assert!(ServerFlags::parse("-ctk q3").unwrap_err().contains("q8_0"));
     }
 
+    /// The backend is written as the words older transcripts hold and read back strictly.
+    #[test]
+    fn backend_round_trips_through_its_words() {
+        let server = Backend::Server {
+            url: "http://127.0.0.1:8080".into(),
+        };
+        for (backend, words) in [
+            (Backend::InProcess, "\"in-process\""),
+            (server, "\"llama-server at http://127.0.0.1:8080\""),
+            (Backend::Unrecorded, "\"\""),
+        ] {
+            assert_eq!(serde_json::to_string(&backend).unwrap(), words);
+            assert_eq!(serde_json::from_str::<Backend>(words).unwrap(), backend);
+        }
+        let wrong = serde_json::from_str::<Backend>("\"a toaster\"").unwrap_err();
+        assert!(
+            wrong.to_string().contains("unknown engine \"a toaster\""),
+            "{wrong}"
+        );
+    }
+
     #[test]
     fn differences_name_the_settings_that_change_logits_first() {
         let server = ServerFlags::parse("-fa on").unwrap().server_settings(
-            "server".into(),
+            Backend::Server {
+                url: "http://127.0.0.1:8080".into(),
+            },
             Some(4096),
             None,
             Some(12),
             Some(false),
         );
         let here = LogitSettings {
-            engine: "in-process".into(),
+            engine: Backend::InProcess,
             flash_attention: Known::Set(FlashAttention::Off),
             batch: Known::Set(2048),
             ubatch: Known::Set(512),

@@ -44,7 +44,7 @@ use super::api::{
 use super::{ServerClient, StreamEnd};
 use crate::Model;
 use crate::record::{Candidate, Disagreement, Stop, TokenRecord, Totals};
-use crate::settings::{LogitSettings, ServerFlags};
+use crate::settings::{Backend, LogitSettings, ServerFlags};
 use crate::template::{ChatTemplates, TemplateRequest, TemplateResult, ToolChoice};
 use crate::worker::{Command, EngineKind, Event, Handle, Notify, RunEvent, RunId, RunRequest};
 use toolrail_engine::{Engine, MaskEngine, State, TokenMask};
@@ -272,7 +272,9 @@ impl ServerRunner {
             .as_ref()
             .and_then(|p| p.n_ctx)
             .and_then(|n| u32::try_from(n).ok());
-        let engine = format!("llama-server at {}", self.client.url());
+        let engine = Backend::Server {
+            url: self.client.url().to_owned(),
+        };
         self.options.flags.server_settings(
             engine,
             context,

@@ -115,7 +115,7 @@ fn a_session_records_what_it_computes_with() {
         })
         .unwrap();
     let s = session.settings();
-    assert_eq!(s.engine, "in-process");
+    assert_eq!(s.engine, toolrail_llm::settings::Backend::InProcess);
     assert_eq!(s.flash_attention, Known::Set(FlashAttention::Auto));
     // The CPU backend supports flash attention: `auto` turns it on, as llama.cpp logs.
     assert_eq!(s.flash_attention_enabled, Some(true));

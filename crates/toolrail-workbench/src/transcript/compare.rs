@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::Transcript;
 use toolrail_llm::record::{Candidate, Sampling, TokenRecord};
-use toolrail_llm::settings::{Effect, LogitSettings, SettingDifference, differences};
+use toolrail_llm::settings::{Backend, Effect, LogitSettings, SettingDifference, differences};
 
 /// Probabilities closer than this at the step where two runs part make the step a near tie.
 pub const NEAR_TIE: f32 = 0.05;
@@ -62,8 +62,8 @@ impl Drift {
 /// Two runs compared.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunComparison {
-    /// Each run's engine (`in-process`, `llama-server at …`).
-    pub engines: [String; 2],
+    /// Where each run was computed.
+    pub engines: [Backend; 2],
     /// True when both runs had the same prompt (else they are not runs of one request).
     pub same_prompt: bool,
     /// Each run's token count.
@@ -128,11 +128,13 @@ impl RunComparison {
             first: side(first.tokens.get(common)),
             second: side(second.tokens.get(common)),
         });
-        let engine = |t: &RunSide<'_>| {
-            t.settings.map_or_else(
-                || t.server.unwrap_or("in-process").to_owned(),
-                |s| s.engine.clone(),
-            )
+        let engine = |t: &RunSide<'_>| match (t.settings, t.server) {
+            (Some(settings), _) => settings.engine.clone(),
+            // An older transcript names its server in words: `llama-server b… at URL`.
+            (None, Some(server)) => Backend::Server {
+                url: server.rsplit(" at ").next().unwrap_or(server).to_owned(),
+            },
+            (None, None) => Backend::InProcess,
         };
         RunComparison {
             engines: [engine(&first), engine(&second)],
@@ -399,7 +401,7 @@ mod tests {
             .unwrap();
         t.tokens = tokens;
         t.settings = Some(LogitSettings {
-            engine: "e".into(),
+            engine: Backend::InProcess,
             flash_attention: Known::Set(fa),
             batch: Known::Set(2048),
             ubatch: Known::Set(512),

@@ -86,7 +86,9 @@ fn sample_transcript() -> Transcript {
             ..Totals::default()
         },
         settings: Some(toolrail_llm::settings::LogitSettings {
-            engine: "llama-server at http://127.0.0.1:8080".into(),
+            engine: toolrail_llm::settings::Backend::Server {
+                url: "http://127.0.0.1:8080".into(),
+            },
             flash_attention: Known::Stated(FlashAttention::Off),
             ubatch: Known::Assumed(512),
             cache_type_k: Known::Reported(CacheType::Q8_0),
