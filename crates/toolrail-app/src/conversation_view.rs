@@ -154,12 +154,17 @@ impl ConversationView {
                 });
             }
         }
-        ui.add_enabled(
-            !waiting,
-            egui::TextEdit::multiline(&mut self.input)
-                .desired_rows(2)
-                .desired_width(f32::INFINITY),
-        );
+        let id = egui::Id::unique("conversation-input");
+        let input = crate::large_text::Text::Editable(&mut self.input);
+        if crate::large_text::fits(ui, id, input, &crate::large_text::View::with_rows(6)) {
+            ui.add_enabled(
+                !waiting,
+                egui::TextEdit::multiline(&mut self.input)
+                    .id(id)
+                    .desired_rows(2)
+                    .desired_width(f32::INFINITY),
+            );
+        }
         let can_send = !waiting && next != Next::Model && !self.input.trim().is_empty();
         if next == Next::Model
             && !waiting

@@ -140,32 +140,47 @@ impl Search {
     }
 }
 
-/// How many times `query` occurs in `text` (case-insensitive for ASCII letters; 0 for "").
+/// How many times `query` occurs in `text`, without overlaps (case-insensitive for ASCII
+/// letters; 0 for "").
 pub fn count_matches(text: &str, query: &str) -> usize {
-    if query.is_empty() {
-        return 0;
+    let mut count = 0;
+    let mut from = 0;
+    while let Some(at) = find_ignoring_ascii_case(text, query, from) {
+        count += 1;
+        from = at + query.len();
     }
-    let (text, query) = (text.to_ascii_lowercase(), query.to_ascii_lowercase());
-    text.match_indices(&query).count()
+    count
 }
 
 /// The first occurrence of `query` at or after byte `from`, wrapping round to the start
 /// (case-insensitive for ASCII letters).
 pub fn next_match(text: &str, query: &str, from: usize) -> Option<Range<usize>> {
-    if query.is_empty() {
-        return None;
-    }
-    let (lower, query) = (text.to_ascii_lowercase(), query.to_ascii_lowercase());
-    let from = if lower.is_char_boundary(from) {
-        from
-    } else {
-        0
-    };
-    lower[from..]
-        .find(&query)
-        .map(|i| from + i)
-        .or_else(|| lower.find(&query))
+    find_ignoring_ascii_case(text, query, from)
+        .or_else(|| find_ignoring_ascii_case(text, query, 0))
         .map(|start| start..start + query.len())
+}
+
+/// The byte offset of the first occurrence of `query` at or after `from` (ASCII letters in
+/// either case), without copying the text: a large document is searched every frame while the
+/// search bar is open. A match starts on a character boundary (its first byte is a UTF-8
+/// lead byte, which no continuation byte equals).
+fn find_ignoring_ascii_case(text: &str, query: &str, from: usize) -> Option<usize> {
+    let (text, query) = (text.as_bytes(), query.as_bytes());
+    let &first = query.first()?;
+    let mut at = from;
+    while at + query.len() <= text.len() {
+        let rest = &text[at..];
+        let next = memchr::memchr2(first.to_ascii_lowercase(), first.to_ascii_uppercase(), rest)?;
+        let start = at + next;
+        if text
+            .get(start..start + query.len())
+            .is_some_and(|w| w.eq_ignore_ascii_case(query))
+        {
+            return Some(start);
+        }
+        at = start + 1;
+    }
+    None
 }
 
 /// Selects the byte range `range` of `text` in the editor `id` drawn as `output`, focuses it

@@ -51,7 +51,17 @@ pub struct Mark {
 }
 
 impl MarkKind {
-    fn background(self, dark: bool) -> Color32 {
+    /// Where two marks cover the same text, the lower wins (error over warning over focus).
+    pub fn strength(self) -> u8 {
+        match self {
+            MarkKind::Error => 0,
+            MarkKind::Warning => 1,
+            MarkKind::Focus => 2,
+        }
+    }
+
+    /// The background a marked range gets in the dark or light theme.
+    pub fn background(self, dark: bool) -> Color32 {
         match (self, dark) {
             (MarkKind::Error, true) => Color32::from_rgb(110, 30, 30),
             (MarkKind::Error, false) => Color32::from_rgb(255, 200, 200),
@@ -165,11 +175,7 @@ pub fn apply_marks(mut job: LayoutJob, marks: &[Mark], dark: bool) -> LayoutJob 
                         && (b <= m.range.end || m.range.is_empty() && a == m.range.start)
                 })
                 .map(|m| m.kind)
-                .min_by_key(|k| match k {
-                    MarkKind::Error => 0,
-                    MarkKind::Warning => 1,
-                    MarkKind::Focus => 2,
-                });
+                .min_by_key(|k| k.strength());
             if let Some(kind) = covering {
                 format.background = kind.background(dark);
                 if kind == MarkKind::Error {

@@ -26,6 +26,7 @@ pub mod dialogs;
 pub mod editor;
 pub mod highlight;
 pub mod icon;
+pub mod large_text;
 pub mod panes;
 pub mod renderer;
 pub mod run_history;

@@ -8,6 +8,7 @@
 //! [`crate::token_view`], shared with the Transcript pane.
 
 use crate::dialogs::FileRequest;
+use crate::large_text;
 use std::ops::Range;
 use toolrail_llm::settings::ServerFlags;
 
@@ -449,12 +450,17 @@ fn error_color(ui: &egui::Ui) -> Color32 {
 
 fn prompt_section(ui: &mut egui::Ui, shared: &mut Shared) {
     let label = ui.label("Prompt");
-    ui.add(
-        egui::TextEdit::multiline(&mut shared.workspace.prompt)
-            .desired_rows(2)
-            .desired_width(f32::INFINITY),
-    )
-    .labelled_by(label.id);
+    let id = egui::Id::unique("generation-prompt");
+    let prompt = large_text::Text::Editable(&mut shared.workspace.prompt);
+    if large_text::fits(ui, id, prompt, &large_text::View::with_rows(6)) {
+        ui.add(
+            egui::TextEdit::multiline(&mut shared.workspace.prompt)
+                .id(id)
+                .desired_rows(2)
+                .desired_width(f32::INFINITY),
+        )
+        .labelled_by(label.id);
+    }
     let template = shared.workspace.template.on;
     let settings = &mut shared.run.settings;
     ui.horizontal(|ui| {
@@ -482,12 +488,17 @@ fn prompt_section(ui: &mut egui::Ui, shared: &mut Shared) {
         .id_salt("generation-system")
         .show(ui, |ui| {
             let label = ui.label("System");
-            ui.add(
-                egui::TextEdit::multiline(&mut settings.system)
-                    .desired_rows(2)
-                    .desired_width(f32::INFINITY),
-            )
-            .labelled_by(label.id);
+            let id = egui::Id::unique("generation-system-text");
+            let system = large_text::Text::Editable(&mut settings.system);
+            if large_text::fits(ui, id, system, &large_text::View::with_rows(6)) {
+                ui.add(
+                    egui::TextEdit::multiline(&mut settings.system)
+                        .id(id)
+                        .desired_rows(2)
+                        .desired_width(f32::INFINITY),
+                )
+                .labelled_by(label.id);
+            }
         });
     // Whether the prompt asks for what the grammar allows (no prompt is built for this).
     let mut setup = shared.run.setup(&shared.analysis);
@@ -517,12 +528,17 @@ fn prompt_section(ui: &mut egui::Ui, shared: &mut Shared) {
                     ui.label(RichText::new(format!("from the {}", preview.source)).weak());
                     let mut text = preview.text.as_str();
                     let label = ui.label("Prompt text");
-                    ui.add(
-                        egui::TextEdit::multiline(&mut text)
-                            .code_editor()
-                            .desired_width(f32::INFINITY),
-                    )
-                    .labelled_by(label.id);
+                    let id = egui::Id::unique("generation-prompt-preview");
+                    let shown = large_text::Text::Shown(text);
+                    if large_text::fits(ui, id, shown, &large_text::View::with_rows(12)) {
+                        ui.add(
+                            egui::TextEdit::multiline(&mut text)
+                                .id(id)
+                                .code_editor()
+                                .desired_width(f32::INFINITY),
+                        )
+                        .labelled_by(label.id);
+                    }
                 }
                 Some(Err(e)) => {
                     ui.label(RichText::new(e).color(error_color(ui)));
@@ -818,12 +834,17 @@ fn server_section(ui: &mut egui::Ui, run: &mut RunState) {
                 .id_salt("generation-server-template")
                 .show(ui, |ui| {
                     let mut text = props.chat_template.as_deref().unwrap_or("(none reported)");
-                    ui.add(
-                        egui::TextEdit::multiline(&mut text)
-                            .code_editor()
-                            .desired_rows(4)
-                            .desired_width(f32::INFINITY),
-                    );
+                    let id = egui::Id::unique("generation-server-template-text");
+                    let shown = large_text::Text::Shown(text);
+                    if large_text::fits(ui, id, shown, &large_text::View::with_rows(12)) {
+                        ui.add(
+                            egui::TextEdit::multiline(&mut text)
+                                .id(id)
+                                .code_editor()
+                                .desired_rows(4)
+                                .desired_width(f32::INFINITY),
+                        );
+                    }
                 });
             ui.horizontal(|ui| {
                 let label = ui.label("Ask the server for");

@@ -5,6 +5,7 @@
 use crate::dialogs::FileRequest;
 
 use crate::highlight::{self, Mark, MarkKind};
+use crate::large_text;
 use crate::shared::Shared;
 use toolrail_gbnf::Severity;
 use toolrail_workbench::workspace::GrammarSource;
@@ -217,11 +218,16 @@ impl GrammarPane {
             .auto_shrink([false, false])
             .show(ui, |ui| {
                 let label = ui.label("Grammar text");
+                let id = egui::Id::unique(GRAMMAR_VIEW_ID);
+                let shown = large_text::Text::Shown(&self.last_good);
+                if !large_text::fits(ui, id, shown, &large_text::View::default()) {
+                    return;
+                }
                 let mut view: &str = &self.last_good;
                 let grey = ui.visuals().weak_text_color();
                 ui.add(
                     egui::TextEdit::multiline(&mut view)
-                        .id(egui::Id::unique(GRAMMAR_VIEW_ID))
+                        .id(id)
                         .code_editor()
                         .text_color(grey)
                         .desired_width(f32::INFINITY)
@@ -284,57 +290,87 @@ impl GrammarPane {
             self.external
                 .before(ui.ctx(), id, &shared.workspace.grammar.text);
         }
-        egui::ScrollArea::both()
-            .id_salt("grammar-scroll")
-            .auto_shrink([false, false])
-            .show(ui, |ui| {
-                let label = ui.label("Grammar text");
-                let gutter =
-                    crate::editor::gutter_width(ui, crate::editor::line_count(&current_text));
-                ui.horizontal_top(|ui| {
-                    ui.add_space(gutter);
-                    // Hand-edited: the workspace's text, editable; generated: a read-only view.
-                    let mut view: &str = &current_text;
-                    let buffer: &mut dyn egui::TextBuffer = if hand {
-                        &mut shared.workspace.grammar.text
-                    } else {
-                        &mut view
-                    };
-                    let mut output = egui::TextEdit::multiline(buffer)
-                        .id(id)
-                        .code_editor()
-                        .desired_width(f32::INFINITY)
-                        .desired_rows(24)
-                        .layouter(&mut layouter)
-                        .show(ui);
-                    crate::editor::paint_line_numbers(
-                        ui,
-                        &output.galley,
-                        output.galley_pos,
-                        gutter,
-                    );
-                    output.response.response = output.response.response.labelled_by(label.id);
-                    // Go to definition: F12 with the cursor on a rule name, or Ctrl+click on it.
-                    let response = &output.response.response;
-                    let f12 = response.has_focus()
-                        && ui.input_mut(|i| i.consume_key(egui::Modifiers::NONE, egui::Key::F12));
-                    let ctrl_click = response.clicked() && ui.input(|i| i.modifiers.command);
-                    if (f12 || ctrl_click)
-                        && let Some(range) = output.cursor_range
-                        && analysis.grammar_text == *current_text
-                    {
-                        let at = highlight::byte_index(&current_text, range.primary.index.0);
-                        go_to = Some(definition_at(&analysis, at));
-                    }
-                    if let Some(range) = select {
-                        crate::editor::select(ui, &mut output, id, &current_text, range.clone());
-                        self.applied = Some((
-                            range,
-                            std::sync::Arc::clone(&shared.grammar_focus.grammar_text),
-                        ));
-                    }
+        let bounded = {
+            let view = large_text::View {
+                marks: &marks,
+                scroll_to: select.as_ref().map(|r| r.start),
+                rows: None,
+            };
+            let text = if hand {
+                large_text::Text::Editable(&mut shared.workspace.grammar.text)
+            } else {
+                large_text::Text::Shown(&current_text)
+            };
+            !large_text::fits(ui, id, text, &view)
+        };
+        if bounded {
+            if let Some(range) = select {
+                self.applied = Some((
+                    range,
+                    std::sync::Arc::clone(&shared.grammar_focus.grammar_text),
+                ));
+            }
+        } else {
+            egui::ScrollArea::both()
+                .id_salt("grammar-scroll")
+                .auto_shrink([false, false])
+                .show(ui, |ui| {
+                    let label = ui.label("Grammar text");
+                    let gutter =
+                        crate::editor::gutter_width(ui, crate::editor::line_count(&current_text));
+                    ui.horizontal_top(|ui| {
+                        ui.add_space(gutter);
+                        // Hand-edited: the workspace's text, editable; generated: a read-only view.
+                        let mut view: &str = &current_text;
+                        let buffer: &mut dyn egui::TextBuffer = if hand {
+                            &mut shared.workspace.grammar.text
+                        } else {
+                            &mut view
+                        };
+                        let mut output = egui::TextEdit::multiline(buffer)
+                            .id(id)
+                            .code_editor()
+                            .desired_width(f32::INFINITY)
+                            .desired_rows(24)
+                            .layouter(&mut layouter)
+                            .show(ui);
+                        crate::editor::paint_line_numbers(
+                            ui,
+                            &output.galley,
+                            output.galley_pos,
+                            gutter,
+                        );
+                        output.response.response = output.response.response.labelled_by(label.id);
+                        // Go to definition: F12 with the cursor on a rule name, or Ctrl+click on it.
+                        let response = &output.response.response;
+                        let f12 = response.has_focus()
+                            && ui.input_mut(|i| {
+                                i.consume_key(egui::Modifiers::NONE, egui::Key::F12)
+                            });
+                        let ctrl_click = response.clicked() && ui.input(|i| i.modifiers.command);
+                        if (f12 || ctrl_click)
+                            && let Some(range) = output.cursor_range
+                            && analysis.grammar_text == *current_text
+                        {
+                            let at = highlight::byte_index(&current_text, range.primary.index.0);
+                            go_to = Some(definition_at(&analysis, at));
+                        }
+                        if let Some(range) = select {
+                            crate::editor::select(
+                                ui,
+                                &mut output,
+                                id,
+                                &current_text,
+                                range.clone(),
+                            );
+                            self.applied = Some((
+                                range,
+                                std::sync::Arc::clone(&shared.grammar_focus.grammar_text),
+                            ));
+                        }
+                    });
                 });
-            });
+        }
         if hand {
             self.external.after(&shared.workspace.grammar.text);
         }

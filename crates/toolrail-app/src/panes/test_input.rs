@@ -74,8 +74,21 @@ impl TestInputPane {
             label
         })
         .inner;
+        let id = egui::Id::unique("test-input-editor");
+        let text = crate::large_text::Text::Editable(&mut shared.workspace.test_input);
+        let view = crate::large_text::View {
+            marks: &marks,
+            scroll_to: marks.first().map(|m| m.range.start),
+            rows: Some(8),
+        };
+        if !crate::large_text::fits(ui, id, text, &view) {
+            shared.test_cursor = shared.test_cursor.min(shared.workspace.test_input.len());
+            verdict(ui, shared);
+            self.stacks(ui, shared);
+            return;
+        }
         let output = egui::TextEdit::multiline(&mut shared.workspace.test_input)
-            .id(egui::Id::unique("test-input-editor"))
+            .id(id)
             .code_editor()
             .desired_width(f32::INFINITY)
             .desired_rows(4)

@@ -4,6 +4,7 @@
 use crate::dialogs::FileRequest;
 
 use crate::highlight::{self, Mark, MarkKind};
+use crate::large_text;
 use crate::shared::Shared;
 use toolrail_tools::envelope::Format;
 use toolrail_workbench::samples::SAMPLES;
@@ -143,6 +144,26 @@ impl ToolsPane {
         let id = egui::Id::unique("tools-schema-editor");
         self.search.open_on_shortcut(ui, id);
         let found = self.search.ui(ui, id, &shared.workspace.schema.text);
+        {
+            let text = &mut shared.workspace.schema.text;
+            let scroll_to = (found.as_ref().map(|r| r.start))
+                .or_else(|| self.goto.map(|chars| highlight::byte_index(text, chars)));
+            let view = large_text::View {
+                marks: &marks,
+                scroll_to,
+                rows: Some(20),
+            };
+            let before = text.len();
+            let fits = large_text::fits(ui, id, large_text::Text::Editable(text), &view);
+            if text.len() != before {
+                shared.workspace.schema.source.clear();
+            }
+            if !fits {
+                self.goto = None;
+                self.external.after(&shared.workspace.schema.text);
+                return;
+            }
+        }
         let gutter = crate::editor::gutter_width(
             ui,
             crate::editor::line_count(&shared.workspace.schema.text),

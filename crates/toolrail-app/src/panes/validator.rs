@@ -105,15 +105,23 @@ impl ValidatorPane {
             .default_open(true)
             .show(ui, |ui| {
                 let label = ui.label("Model output to check");
-                ui.add(
-                    egui::TextEdit::multiline(&mut shared.pasted_output)
-                        .id(egui::Id::unique("validator-pasted-output"))
-                        .code_editor()
-                        .hint_text("paste what a model wrote")
-                        .desired_rows(3)
-                        .desired_width(f32::INFINITY),
-                )
-                .labelled_by(label.id);
+                let id = egui::Id::unique("validator-pasted-output");
+                let text = crate::large_text::Text::Editable(&mut shared.pasted_output);
+                let view = crate::large_text::View {
+                    rows: Some(6),
+                    ..Default::default()
+                };
+                if crate::large_text::fits(ui, id, text, &view) {
+                    ui.add(
+                        egui::TextEdit::multiline(&mut shared.pasted_output)
+                            .id(id)
+                            .code_editor()
+                            .hint_text("paste what a model wrote")
+                            .desired_rows(3)
+                            .desired_width(f32::INFINITY),
+                    )
+                    .labelled_by(label.id);
+                }
                 if shared.pasted_output.is_empty() {
                     return;
                 }

@@ -496,3 +496,52 @@ fn open_recent_lists_only_files_that_opened() {
         .collect();
     assert_eq!(listed, [tools]);
 }
+
+/// A text too large to lay out whole (2.8 MB pasted into the Schema editor, one line of it
+/// 1 MB) is taken before the editor lays it out, and shown bounded: read-only rows, the long
+/// line cut with the rest counted, "Edit here" refused above its limit. Clear empties the
+/// field, and the cleared text comes back whole.
+#[test]
+fn a_large_text_is_shown_bounded_and_nothing_of_it_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = app(dir.path());
+    let mut text = String::from("{\"tools\": [\n");
+    text.push_str(&"x".repeat(1 << 20));
+    text.push('\n');
+    for i in 0..120_000 {
+        text.push_str(&format!("  \"line {i}\",\n"));
+    }
+    text.push_str("]}\n");
+    assert!(text.len() > toolrail_app::large_text::FORCE_EDIT_LIMIT);
+    // Pasted over the whole document (Ctrl+A, then the paste), as a person does.
+    harness.get_by_label("Schema JSON").focus();
+    settle(&mut harness);
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::A);
+    settle(&mut harness);
+    harness.event(egui::Event::Paste(text.clone()));
+    settle(&mut harness);
+    assert!(
+        harness.state().shared.workspace.schema.text == text,
+        "the paste replaced the selection"
+    );
+    harness.get_by_label_contains("Large text (2.8 MB");
+    harness.get_by_label_contains("120004 lines");
+    harness.get_by_label("… 1047576 more characters");
+    let edit = harness.get_by_label("Edit here");
+    assert!(
+        edit.accesskit_node().is_disabled(),
+        "too large to edit here"
+    );
+    harness.get_by_label("Clear").click();
+    settle(&mut harness);
+    assert!(harness.state().shared.workspace.schema.text.is_empty());
+    harness
+        .get_by_label_contains("Bring back the cleared text (2.8 MB)")
+        .click();
+    settle(&mut harness);
+    assert!(
+        harness.state().shared.workspace.schema.text == text,
+        "the same text, whole"
+    );
+    harness.get_by_label_contains("Large text (2.8 MB");
+}
