@@ -309,6 +309,24 @@ fn n18_template_refusals_without_a_position_say_where() {
     }
 }
 
+/// `{{ 1 % 0 }}` renders as llama.cpp renders it (llama-server sends the same prompt), and the
+/// report says what that number is.
+#[test]
+fn n18_a_division_by_zero_in_a_template_is_named() {
+    let tools = concat!(env!("CARGO_MANIFEST_DIR"), "/sample_schemas/weather.json");
+    let template = require!(reproducer("turn3/N18-mod-zero.jinja"));
+    let out = toolrail_within(&["template", "--template", &template, "--tools", tools], 30);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains(
+            "TP005 warning: the prompt holds -9223372036854775808 at line 1, column 1: \
+             llama.cpp's Jinja renders that for an integer division or modulo by zero"
+        ),
+        "{stdout}"
+    );
+}
+
 /// Byte offset and length of the data of the tensor `name` in a GGUF, read from its tensor
 /// descriptions (name, dimensions, type, offset).
 fn tensor_data(path: &Path, name: &str) -> (u64, u64) {

@@ -64,9 +64,11 @@ pub struct Search {
 }
 
 impl Search {
-    /// Opens the bar if Ctrl+F was pressed while `editor` (or the bar) has focus.
+    /// Opens the bar if Ctrl+F was pressed while `editor` (or the bar) has focus, or while
+    /// the editor's text is shown bounded and was clicked last.
     pub fn open_on_shortcut(&mut self, ui: &egui::Ui, editor: egui::Id) {
-        let focused = ui.memory(|m| m.has_focus(editor) || m.has_focus(self.query_id(editor)));
+        let focused = ui.memory(|m| m.has_focus(editor) || m.has_focus(self.query_id(editor)))
+            || crate::large_text::is_active(ui.ctx(), editor);
         if !focused {
             return;
         }

@@ -63,7 +63,12 @@ struct FieldState {
     edit_anyway: bool,
     /// A large text the user cleared, offered back while the field stays empty.
     cleared: Option<Arc<String>>,
+    /// The bounded view was clicked last (see [`is_active`]).
+    active: bool,
 }
+
+/// Where a field's [`FieldState`] is kept in egui's memory, beside the field's id.
+const STATE_KEY: &str = "large-text";
 
 /// True when the text is larger than an editor can lay out cheaply.
 pub fn is_large(text: &str) -> bool {
@@ -74,7 +79,7 @@ pub fn is_large(text: &str) -> bool {
 /// (the text fits, or the user asked to edit it anyway); otherwise draws the bounded view of
 /// the text, with what the user can do with it, and returns false.
 pub fn fits(ui: &mut egui::Ui, id: egui::Id, mut text: Text<'_>, view: &View<'_>) -> bool {
-    let key = id.with("large-text");
+    let key = id.with(STATE_KEY);
     let mut state: FieldState = ui.data(|d| d.get_temp(key)).unwrap_or_default();
     offer_cleared_text(ui, &mut state, &mut text);
     if let Text::Editable(editable) = &mut text {
@@ -105,7 +110,7 @@ pub fn fits(ui: &mut egui::Ui, id: egui::Id, mut text: Text<'_>, view: &View<'_>
     } else {
         state.edit_anyway = false;
         actions(ui, &mut state, &mut text);
-        bounded_view(ui, id, text.as_str(), view);
+        bounded_view(ui, id, &mut state, text.as_str(), view);
         false
     };
     ui.data_mut(|d| d.insert_temp(key, state));
@@ -222,10 +227,18 @@ fn actions(ui: &mut egui::Ui, state: &mut FieldState, text: &mut Text<'_>) {
 }
 
 /// The text's rows in view, each with its line number, cut at [`SHOWN_LINE_CHARS`].
-fn bounded_view(ui: &mut egui::Ui, id: egui::Id, text: &str, view: &View<'_>) {
+fn bounded_view(
+    ui: &mut egui::Ui,
+    id: egui::Id,
+    state: &mut FieldState,
+    text: &str,
+    view: &View<'_>,
+) {
     let starts = line_starts(text);
     let font = egui::TextStyle::Monospace.resolve(ui.style());
-    let row_height = ui.fonts_mut(|f| f.row_height(&font)) + ui.spacing().item_spacing.y;
+    // `show_rows` takes the height of a row without the spacing, and adds the spacing itself.
+    let text_height = ui.fonts_mut(|f| f.row_height(&font));
+    let row_height = text_height + ui.spacing().item_spacing.y;
     let digits = starts.len().to_string().len();
     let dark = ui.visuals().dark_mode;
     let mut area = egui::ScrollArea::both()
@@ -238,7 +251,8 @@ fn bounded_view(ui: &mut egui::Ui, id: egui::Id, text: &str, view: &View<'_>) {
         let line = starts.partition_point(|&s| s <= byte).saturating_sub(1);
         area = area.vertical_scroll_offset((line as f32 - 3.0).max(0.0) * row_height);
     }
-    area.show_rows(ui, row_height, starts.len(), |ui, rows| {
+    let mut clicked = false;
+    let output = area.show_rows(ui, text_height, starts.len(), |ui, rows| {
         for line in rows {
             let start = starts[line];
             let end = starts.get(line + 1).map_or(text.len(), |next| next - 1);
@@ -253,13 +267,33 @@ fn bounded_view(ui: &mut egui::Ui, id: egui::Id, text: &str, view: &View<'_>) {
                 if let Some(kind) = strongest_mark(view.marks, start..end) {
                     rich = rich.background_color(kind.background(dark));
                 }
-                ui.add(egui::Label::new(rich).extend());
+                clicked |= ui.add(egui::Label::new(rich).extend()).clicked();
                 if more > 0 {
-                    ui.label(egui::RichText::new(format!("… {more} more characters")).weak());
+                    let more = format!("… {more} more characters");
+                    clicked |= ui.label(egui::RichText::new(more).weak()).clicked();
                 }
             });
         }
     });
+    // A click in the view makes it the active field (the click itself stays with the rows,
+    // for selecting text), a click elsewhere ends that: the editor's shortcuts (Ctrl+F) work
+    // on the active view.
+    let pressed = ui.input(|i| {
+        i.pointer
+            .any_pressed()
+            .then(|| i.pointer.interact_pos())
+            .flatten()
+    });
+    if let Some(at) = pressed {
+        state.active = clicked || output.inner_rect.contains(at);
+    }
+}
+
+/// True while the bounded view of field `id` is the one the user last clicked in (its
+/// editor's shortcuts apply to it).
+pub fn is_active(ctx: &egui::Context, id: egui::Id) -> bool {
+    ctx.data(|d| d.get_temp::<FieldState>(id.with(STATE_KEY)))
+        .is_some_and(|state| state.active)
 }
 
 /// The byte offset where each line of `text` starts (a text ending in a newline has an empty

@@ -1,5 +1,5 @@
 //! Lint for llama.cpp's own tool calling: findings about a `tools` request and what llama-server
-//! builds from it, with stable codes (TP001–TP004, see `docs/lint.md`), a severity, the tool or
+//! builds from it, with stable codes (TP001–TP005, see `docs/lint.md`), a severity, the tool or
 //! trigger concerned, and a hint. Shown by `toolrail template` (report and `--json`) and
 //! available to the app as data.
 //!
@@ -13,6 +13,9 @@
 //!   from the first token; unless it has room for the thinking block, the model cannot think.
 //! - TP004: a custom `grammar` sent with `tools`: llama-server refuses the request ("Cannot use
 //!   custom grammar constraints with tools").
+//! - TP005: the prompt holds −9223372036854775808, which llama.cpp's Jinja computes for an
+//!   integer division or modulo by zero (Python's Jinja raises an error there); llama-server
+//!   sends it to the model as is.
 
 use serde::{Deserialize, Serialize};
 use toolrail_gbnf::{Code, Severity as GbnfSeverity};
@@ -37,6 +40,9 @@ pub enum TemplateLintCode {
     /// TP004: `grammar` and `tools` sent together.
     #[serde(rename = "TP004")]
     GrammarWithTools,
+    /// TP005: the template divided by zero (the prompt holds the smallest 64-bit integer).
+    #[serde(rename = "TP005")]
+    DivisionByZero,
 }
 
 impl TemplateLintCode {
@@ -47,6 +53,7 @@ impl TemplateLintCode {
             TemplateLintCode::TriggerInsideWord => "TP002",
             TemplateLintCode::RequiredWithThinking => "TP003",
             TemplateLintCode::GrammarWithTools => "TP004",
+            TemplateLintCode::DivisionByZero => "TP005",
         }
     }
 }
@@ -118,7 +125,7 @@ pub fn lint_request(request: &TemplateRequest) -> Vec<TemplateFinding> {
 /// ([`ChatTemplates::build`]: a grammar llama.cpp refuses is TP001, blamed on the template when
 /// the simplest tools fail too — no arguments, one string argument —, else on the tools that
 /// fail alone):
-/// [`lint_request`]'s, then TP001–TP003.
+/// [`lint_request`]'s, then TP001–TP003 and TP005.
 pub fn lint_template(
     templates: &ChatTemplates,
     request: &TemplateRequest,
@@ -128,7 +135,33 @@ pub fn lint_template(
     findings.extend(over_limits(templates, request, result));
     findings.extend(triggers_inside_words(result));
     findings.extend(required_with_thinking(request, result));
+    findings.extend(division_by_zero(result));
     findings
+}
+
+/// What llama.cpp's Jinja (b11434) renders for an integer `x % 0` or `x // 0`: the smallest
+/// 64-bit integer, where Python's Jinja raises `ZeroDivisionError`.
+const DIVIDED_BY_ZERO: &str = "-9223372036854775808";
+
+/// TP005: the prompt holds [`DIVIDED_BY_ZERO`], naming where in the prompt.
+fn division_by_zero(result: &TemplateResult) -> Option<TemplateFinding> {
+    let at = result.prompt.find(DIVIDED_BY_ZERO)?;
+    let before = &result.prompt[..at];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    Some(TemplateFinding {
+        code: TemplateLintCode::DivisionByZero,
+        severity: TemplateLintSeverity::Warning,
+        message: format!(
+            "the prompt holds {DIVIDED_BY_ZERO} at line {line}, column {column}: llama.cpp's \
+             Jinja renders that for an integer division or modulo by zero (Python's Jinja \
+             raises an error), and llama-server sends it to the model as is"
+        ),
+        hint: "look in the template for `%` or `//` by a value that can be 0 (a loop length, \
+               a count of tools or messages) and guard it"
+            .to_owned(),
+        tools: Vec::new(),
+    })
 }
 
 /// Why a grammar breaks llama.cpp's limits: an error when llama.cpp's loader refuses it or

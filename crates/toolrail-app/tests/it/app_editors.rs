@@ -527,6 +527,18 @@ fn a_large_text_is_shown_bounded_and_nothing_of_it_is_lost() {
     harness.get_by_label_contains("Large text (2.8 MB");
     harness.get_by_label_contains("120004 lines");
     harness.get_by_label("… 1047576 more characters");
+    // Ctrl+F in the bounded view finds a line out of view and scrolls to it.
+    assert!(harness.query_by_label_contains("\"line 119999\"").is_none());
+    harness.get_by_label("{\"tools\": [").click();
+    settle(&mut harness);
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::F);
+    settle(&mut harness);
+    harness.get_by_label("Find").type_text("line 119999\"");
+    settle(&mut harness);
+    harness.get_by_label("1 match");
+    harness.key_press(Key::Enter);
+    settle(&mut harness);
+    harness.get_by_label_contains("\"line 119999\"");
     let edit = harness.get_by_label("Edit here");
     assert!(
         edit.accesskit_node().is_disabled(),
