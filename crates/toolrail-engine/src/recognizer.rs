@@ -73,6 +73,14 @@ struct StepScratch {
     advanced: SeenStacks,
 }
 
+/// Buffers reused by [`Engine::expand`]: it runs for every new stack, and a fresh work list
+/// and set each time cost more than the walk itself on deep input.
+#[derive(Debug, Default)]
+struct ExpandScratch {
+    todo: Vec<StackId>,
+    seen: SeenStacks,
+}
+
 /// Stacks met so far in one step: a short list searched linearly while small (most steps
 /// touch a handful of stacks, where hashing costs more than it saves), a hash set beyond.
 #[derive(Clone, Debug, Default)]
@@ -82,7 +90,7 @@ struct SeenStacks {
 }
 
 /// How many stacks [`SeenStacks`] keeps in its list before it switches to its hash set.
-const FEW_STACKS: usize = 16;
+const FEW_STACKS: usize = 64;
 
 impl SeenStacks {
     /// Forgets every stack (keeps the buffers).
@@ -124,6 +132,8 @@ pub struct Engine {
     transitions: FxHashMap<u64, SetId>,
     /// Buffers reused by [`Engine::step_set`] (a memo miss allocates nothing once warm).
     scratch: StepScratch,
+    /// Buffers reused by [`Engine::expand`].
+    expand_scratch: ExpandScratch,
     initial: SetId,
     /// Work done by all steps so far (see [`MAX_STEP_WORK`]); memoized steps cost nothing.
     work_done: u64,
@@ -142,6 +152,7 @@ impl Clone for Engine {
             expansion_pool: self.expansion_pool.clone(),
             transitions: self.transitions.clone(),
             scratch: StepScratch::default(),
+            expand_scratch: ExpandScratch::default(),
             initial: self.initial,
             work_done: self.work_done,
             numbering: fresh_numbering(),
@@ -159,6 +170,7 @@ impl Engine {
             expansion_pool: Vec::new(),
             transitions: FxHashMap::default(),
             scratch: StepScratch::default(),
+            expand_scratch: ExpandScratch::default(),
             initial: DEAD_SET,
             work_done: 0,
             numbering: fresh_numbering(),
@@ -222,7 +234,11 @@ impl Engine {
     /// before is invalid afterwards (and masks memoized by a [`crate::MaskEngine`] with them).
     pub fn compact(&mut self, state: State) -> State {
         self.numbering = fresh_numbering();
-        let old = std::mem::take(&mut self.arena);
+        let (nodes, sets) = self.arena.sizes();
+        // Room for about what survives (the caller compacts when memory has doubled since the
+        // last time), so the indexes do not rehash their way up from nothing.
+        let room = StackArena::with_capacity(nodes / 2, sets / 2);
+        let old = std::mem::replace(&mut self.arena, room);
         self.expansions.clear();
         self.expansion_pool.clear();
         self.transitions.clear();
@@ -230,22 +246,25 @@ impl Engine {
             state.set
         } else {
             // Copy each stack's nodes, sharing the ones already copied (iteratively: a stack may
-            // be a million deep).
-            let mut copied: FxHashMap<StackId, StackId> = FxHashMap::default();
-            copied.insert(EMPTY_STACK, EMPTY_STACK);
+            // be a million deep). Old ids are dense, so the old-to-new map is a vector: this
+            // copy is most of the work of a walk into deep nesting.
+            const NOT_COPIED: StackId = StackId::MAX;
+            let mut copied: Vec<StackId> = vec![NOT_COPIED; nodes];
+            copied[EMPTY_STACK as usize] = EMPTY_STACK;
             let mut stacks = Vec::with_capacity(old.set(state.set).len());
+            let mut chain = Vec::new();
             for &stack in old.set(state.set) {
-                let mut chain = Vec::new();
+                chain.clear();
                 let mut at = stack;
-                while !copied.contains_key(&at) {
+                while copied[at as usize] == NOT_COPIED {
                     chain.push(at);
                     at = old.pop(at);
                 }
-                let mut new = copied[&at];
+                let mut new = copied[at as usize];
                 for &node in chain.iter().rev() {
                     let top = old.top(node).unwrap_or(u32::MAX);
                     new = self.arena.push(new, top);
-                    copied.insert(node, new);
+                    copied[node as usize] = new;
                 }
                 stacks.push(new);
             }
@@ -288,8 +307,10 @@ impl Engine {
             return (start, len, 0);
         }
         let start = self.expansion_pool.len() as u32;
-        let mut todo = vec![stack];
-        let mut seen = FxHashSet::default();
+        let ExpandScratch { mut todo, mut seen } = std::mem::take(&mut self.expand_scratch);
+        todo.clear();
+        todo.push(stack);
+        seen.clear();
         let mut visited = 0usize;
         while let Some(current) = todo.pop() {
             visited += 1;
@@ -340,6 +361,7 @@ impl Engine {
                 | ElementKind::CharRngUpper => {}
             }
         }
+        self.expand_scratch = ExpandScratch { todo, seen };
         let len = self.expansion_pool.len() as u32 - start;
         self.expansions.insert(stack, (start, len));
         (start, len, visited)

@@ -68,6 +68,18 @@ impl Default for StackArena {
 }
 
 impl StackArena {
+    /// An empty arena with room for `nodes` stack nodes and `sets` sets: an engine compacted
+    /// while it walks deep input grows back to about its old size, and growing there from
+    /// nothing rehashes its indexes a dozen times.
+    pub fn with_capacity(nodes: usize, sets: usize) -> StackArena {
+        let mut arena = StackArena::default();
+        arena.nodes.reserve(nodes);
+        arena.node_index.reserve(nodes);
+        arena.sets.reserve(sets);
+        arena.set_index.reserve(sets);
+        arena
+    }
+
     /// The stack `rest` with element position `top` pushed on it.
     pub fn push(&mut self, rest: StackId, top: u32) -> StackId {
         if let Some(&id) = self.node_index.get(&(top, rest)) {
