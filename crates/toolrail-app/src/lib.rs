@@ -389,7 +389,7 @@ impl ToolrailApp {
             },
             FileRequest::OpenConversation => self.tasks.send(Task::OpenConversation(path)),
             FileRequest::OpenGguf => panes::generation::open_gguf(shared, path),
-            FileRequest::OpenTranscript => panes::transcript::open_from(shared, &path),
+            FileRequest::OpenTranscript => self.tasks.send(Task::OpenTranscript(path)),
             FileRequest::OpenSchema | FileRequest::OpenTemplate | FileRequest::ImportGrammar => {
                 self.tasks.send(Task::Read { path, request });
             }
@@ -568,6 +568,9 @@ impl ToolrailApp {
                 )),
                 Err(e) => shared.error(e),
             },
+            Done::TranscriptOpened { path, result } => {
+                panes::transcript::opened(shared, &path, result.map(|replay| *replay));
+            }
             Done::ConversationOpened { path, result } => {
                 self.conversation.opened(&path, result, shared);
             }

@@ -708,8 +708,13 @@ impl RunController {
 
     /// Opens a transcript file for step-by-step replay (no model needed).
     pub fn open_transcript(&mut self, path: &Path) -> Result<(), RunError> {
-        self.runs.replay = Some(Replay::open(path)?);
+        self.show_replay(Replay::open(path)?);
         Ok(())
+    }
+
+    /// Replays a transcript already read (by the file tasks, off the UI thread).
+    pub fn show_replay(&mut self, replay: Replay) {
+        self.runs.replay = Some(replay);
     }
 
     /// Opens the recorded demo run bundled with the app, shown up to

@@ -16,6 +16,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use crate::Repaint;
 use crate::actions::FileRequest;
 use crate::conversation::{Conversation, ReplayStep};
+use crate::run::Replay;
 use crate::transcript::Transcript;
 use crate::workspace::{self, Autosave, Loaded, Workspace};
 use toolrail_llm::worker::RunId;
@@ -75,6 +76,8 @@ pub enum Task {
     },
     /// Read a conversation and replay it (each assistant turn's pool and grammar rebuilt).
     OpenConversation(PathBuf),
+    /// Read a transcript for replay (a transcript may be hundreds of megabytes).
+    OpenTranscript(PathBuf),
 }
 
 /// A conversation read from a file, and its replay (or why the replay failed, in words).
@@ -136,6 +139,13 @@ pub enum Done {
         markdown: PathBuf,
         /// What went wrong, in words.
         result: Result<(), String>,
+    },
+    /// A transcript was read for replay, or not.
+    TranscriptOpened {
+        /// The file.
+        path: PathBuf,
+        /// The replay, or what went wrong in words.
+        result: Result<Box<Replay>, String>,
     },
     /// A conversation was saved.
     ConversationSaved {
@@ -395,6 +405,10 @@ fn run(task: Task, autosave: &mut Option<Autosave>) -> Done {
                 markdown,
                 result,
             }
+        }
+        Task::OpenTranscript(path) => {
+            let result = Replay::open(&path).map(Box::new).map_err(|e| e.to_string());
+            Done::TranscriptOpened { path, result }
         }
         Task::OpenConversation(path) => {
             let result = Conversation::load(&path)

@@ -8,7 +8,7 @@ use egui::RichText;
 
 use crate::shared::Shared;
 use crate::token_view::{DEMO_LABEL, TokenStrip, long_text, mask_plot, stop_text, token_details};
-use toolrail_workbench::run::RunSettings;
+use toolrail_workbench::run::{Replay, RunSettings};
 use toolrail_workbench::workspace::RecentKind;
 
 /// The transcript pane's own UI state.
@@ -47,17 +47,26 @@ pub fn export_to(shared: &mut Shared, json: &Path) -> Option<PathBuf> {
     }
 }
 
-/// Opens a transcript file for replay and remembers it as the last transcript.
+/// Opens a transcript file for replay and remembers it as the last transcript, reading it here
+/// (the app reads a transcript the user opens in its file tasks, then calls [`opened`]).
 pub fn open_from(shared: &mut Shared, path: &Path) {
-    match shared.run.controller.open_transcript(path) {
-        Ok(()) => {
+    let replay = Replay::open(path).map_err(|e| e.to_string());
+    opened(shared, path, replay);
+}
+
+/// Shows a transcript read from `path` for replay and remembers it as the last transcript; a
+/// file that did not open is said and leaves Open recent.
+pub fn opened(shared: &mut Shared, path: &Path, replay: Result<Replay, String>) {
+    match replay {
+        Ok(replay) => {
+            shared.run.controller.show_replay(replay);
             shared.run.settings.last_transcript = Some(path.to_path_buf());
             // Replays show in the Generation and Validator panes when no live run is selected.
             shared.run.shown = None;
         }
         Err(e) => {
             (shared.workspace).forget_recent(RecentKind::Transcript, path);
-            shared.error(e.to_string());
+            shared.error(e);
         }
     }
 }

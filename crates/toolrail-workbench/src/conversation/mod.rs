@@ -706,60 +706,58 @@ impl Conversation {
             path: name.to_owned(),
             message,
         };
-        let value: Value = serde_json::from_str(text)
-            .map_err(|e| bad(format!("{}:{}: {e}", e.line(), e.column())))?;
-        let version = value.get("version").and_then(Value::as_u64).unwrap_or(0);
+        // The top level's parts are kept as their text and each read on its own: an error
+        // names where it is (an unknown key in the settings, the turn it is in), and no
+        // document tree of the whole file is built (for a 64 MB file, about a gigabyte).
+        let top: std::collections::BTreeMap<String, &serde_json::value::RawValue> =
+            serde_json::from_str(text)
+                .map_err(|e| bad(format!("{}:{}: {e}", e.line(), e.column())))?;
+        let part = |key: &str| top.get(key).map(|raw| raw.get());
+        let version = part("version")
+            .and_then(|raw| serde_json::from_str::<u64>(raw).ok())
+            .unwrap_or(0);
         if version == 0 || version > u64::from(CONVERSATION_VERSION) {
             return Err(bad(format!(
                 "/version: version {version} is not one this build reads (1 to {CONVERSATION_VERSION})"
             )));
         }
-        if value.get("kind").and_then(Value::as_str) != Some(FILE_KIND) {
+        if part("kind").and_then(|raw| serde_json::from_str::<&str>(raw).ok()) != Some(FILE_KIND) {
             return Err(bad(format!(
                 "/kind: not a conversation (expected \"{FILE_KIND}\")"
             )));
         }
-        if let Some(turns) = value.get("turns").and_then(Value::as_array)
-            && turns.len() > MAX_TURNS
-        {
+        let known = [
+            "version",
+            "kind",
+            "toolrail_version",
+            "settings",
+            "tools",
+            "turns",
+        ];
+        if let Some(key) = top.keys().find(|k| !known.contains(&k.as_str())) {
+            return Err(bad(format!("/{key}: unknown key")));
+        }
+        let settings = part("settings").ok_or_else(|| bad("/settings: missing".to_owned()))?;
+        let settings: ConversationSettings =
+            serde_json::from_str(settings).map_err(|e| bad(format!("/settings: {e}")))?;
+        let tools = part("tools").ok_or_else(|| bad("/tools: missing".to_owned()))?;
+        let tools: Vec<Value> =
+            serde_json::from_str(tools).map_err(|e| bad(format!("/tools: {e}")))?;
+        let turns = part("turns").ok_or_else(|| bad("/turns: missing".to_owned()))?;
+        let turns: Vec<&serde_json::value::RawValue> =
+            serde_json::from_str(turns).map_err(|_| bad("/turns: not a list".to_owned()))?;
+        if turns.len() > MAX_TURNS {
             return Err(bad(format!(
                 "/turns: {} turns, more than the {MAX_TURNS} read",
                 turns.len()
             )));
         }
-        if let Some(object) = value.as_object() {
-            let known = [
-                "version",
-                "kind",
-                "toolrail_version",
-                "settings",
-                "tools",
-                "turns",
-            ];
-            if let Some(key) = object.keys().find(|k| !known.contains(&k.as_str())) {
-                return Err(bad(format!("/{key}: unknown key")));
-            }
-        }
-        // each part read on its own, so that an error names where it is (an unknown key in the
-        // settings, the turn it is in)
-        let mut value = value;
-        let mut part = |key: &str| value.get_mut(key).map(Value::take);
-        let settings = part("settings").ok_or_else(|| bad("/settings: missing".to_owned()))?;
-        let settings: ConversationSettings =
-            serde_json::from_value(settings).map_err(|e| bad(format!("/settings: {e}")))?;
-        let tools = part("tools").ok_or_else(|| bad("/tools: missing".to_owned()))?;
-        let tools: Vec<Value> =
-            serde_json::from_value(tools).map_err(|e| bad(format!("/tools: {e}")))?;
-        let turns = match part("turns") {
-            Some(Value::Array(turns)) => turns,
-            Some(_) => return Err(bad("/turns: not a list".to_owned())),
-            None => return Err(bad("/turns: missing".to_owned())),
-        };
         let turns = turns
             .into_iter()
             .enumerate()
             .map(|(i, turn)| {
-                serde_json::from_value::<Turn>(turn).map_err(|e| bad(format!("/turns/{i}: {e}")))
+                serde_json::from_str::<Turn>(turn.get())
+                    .map_err(|e| bad(format!("/turns/{i}: {e}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let tool_values = tools;

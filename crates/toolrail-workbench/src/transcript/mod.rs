@@ -315,11 +315,16 @@ impl Transcript {
             column: e.column(),
             message: e.to_string(),
         };
-        let value: serde_json::Value = serde_json::from_str(text).map_err(format)?;
-        let version = value
-            .get("version")
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(0) as u32;
+        /// The version alone: read first, so that a newer file is refused as such, not for
+        /// a field this version does not know. Everything else is skipped unbuilt (a document
+        /// tree of a 256 MB transcript would take gigabytes).
+        #[derive(Deserialize)]
+        struct VersionOnly {
+            #[serde(default)]
+            version: u64,
+        }
+        let VersionOnly { version } = serde_json::from_str(text).map_err(format)?;
+        let version = u32::try_from(version).unwrap_or(u32::MAX);
         if version > TRANSCRIPT_VERSION {
             return Err(TranscriptError::Version {
                 path: name.to_string(),
