@@ -101,6 +101,8 @@ struct Case {
     /// Text that must appear in neither output (a secret, a raw control sequence).
     hidden: Vec<String>,
     after: Option<After>,
+    /// Environment variables set for the process (the app's display).
+    env: Vec<(String, String)>,
 }
 
 impl Case {
@@ -117,7 +119,14 @@ impl Case {
             memory_mb: 1024,
             hidden: Vec::new(),
             after: None,
+            env: Vec::new(),
         }
+    }
+
+    /// Sets an environment variable for the process.
+    fn env(mut self, key: &str, value: &str) -> Case {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
     }
 
     /// Text that must not appear in standard output or error (a password, a raw escape).
@@ -182,6 +191,7 @@ fn tree_peak_kb(pid: u32) -> u64 {
 fn run(case: &Case) -> (Outcome, String) {
     let mut child = Command::new(TOOLRAIL)
         .args(&case.args)
+        .envs(case.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -1354,6 +1364,117 @@ fn server_cases(dir: &Path, cases: &mut Vec<Case>) {
     );
 }
 
+/// An X server of its own for the app's cases (Xvfb picks a free display and says which).
+struct Display {
+    server: std::process::Child,
+    name: String,
+}
+
+impl Display {
+    /// Starts Xvfb at 1024×700; `None` (having said `skipped: …`, or failed under `CI=true`)
+    /// where it is not installed.
+    fn start() -> Option<Display> {
+        let started = Command::new("Xvfb")
+            .args([
+                "-displayfd",
+                "1",
+                "-screen",
+                "0",
+                "1024x700x24",
+                "-nolisten",
+                "tcp",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn();
+        let Ok(mut server) = started else {
+            return toolrail_testkit::missing(
+                "Xvfb not found (the app's cases run the app in a window)",
+                "install it (Debian: xvfb; scripts/test.sh does)",
+            );
+        };
+        let mut number = String::new();
+        let mut stdout = server.stdout.take().expect("piped");
+        let mut byte = [0u8; 1];
+        while stdout.read(&mut byte).is_ok_and(|n| n == 1) && byte[0] != b'\n' {
+            number.push(byte[0] as char);
+        }
+        assert!(!number.is_empty(), "Xvfb said no display number");
+        Some(Display {
+            server,
+            name: format!(":{}", number.trim()),
+        })
+    }
+}
+
+impl Drop for Display {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+/// The app with huge content, in a real window, screenshot taken once it has settled: a
+/// 12 MB text in two editors, a 200 MB transcript reopened at start.
+fn app_cases(dir: &Path, display: &Display, cases: &mut Vec<Case>) {
+    let lines: String = (0..330_000)
+        .map(|i| format!("  \"line {i} with some words in it\",\n"))
+        .collect();
+    let workspace = serde_json::json!({
+        "version": 1,
+        "schema": {"text": format!("[\n{lines}")},
+        "test_input": lines,
+    });
+    let texts = write(dir, "app-texts.json", workspace.to_string());
+    let shot = dir.join("app-shot.png").to_string_lossy().into_owned();
+    let app = |name: &str, workspace: &str| {
+        Case::new(
+            Class::Memory,
+            "app, big content",
+            name,
+            &["gui", "--workspace", workspace, "--screenshot", &shot],
+        )
+        .env("DISPLAY", &display.name)
+        .memory(2048)
+        .ends(0, &["screenshot written"])
+    };
+    cases.push(app(
+        "a 12 MB text in the Schema editor and the test input",
+        &texts,
+    ));
+    // A transcript near the size limit: the test fixture's tokens over and over.
+    let fixture =
+        toolrail_testkit::repo_root().join("crates/toolrail-app/tests/fixtures/weather_run.json");
+    let mut transcript: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).expect("the fixture"))
+            .expect("the fixture is JSON");
+    let tokens = transcript["tokens"].take();
+    let tokens = tokens.as_array().expect("tokens");
+    let per_token = serde_json::to_string(tokens).expect("JSON").len() / tokens.len();
+    let count = (200 << 20) / per_token;
+    let mut many = Vec::with_capacity(count);
+    let mut output = String::new();
+    for i in 0..count {
+        let mut token = tokens[i % tokens.len()].clone();
+        token["index"] = serde_json::json!(i);
+        output.push_str(token["piece"].as_str().unwrap_or_default());
+        many.push(token);
+    }
+    transcript["tokens"] = serde_json::Value::Array(many);
+    transcript["output"] = serde_json::json!(output);
+    let big = write(dir, "app-transcript.json", transcript.to_string());
+    let workspace = serde_json::json!({"version": 1, "run": {"last_transcript": big}});
+    let reopened = write(dir, "app-transcript-workspace.json", workspace.to_string());
+    cases.push(app(
+        &format!(
+            "a {} MB transcript of {count} tokens reopened",
+            (count * per_token) >> 20
+        ),
+        &reopened,
+    ));
+}
+
 #[test]
 fn every_attack_ends_with_a_clear_error_or_the_right_result() {
     let Some(json) = toolrail_testkit::corpus("gbnf/json.gbnf") else {
@@ -1371,6 +1492,10 @@ fn every_attack_ends_with_a_clear_error_or_the_right_result() {
     file_cases(dir.path(), &json, &mut cases);
     template_cases(dir.path(), &mut cases);
     server_cases(dir.path(), &mut cases);
+    let display = Display::start();
+    if let Some(display) = &display {
+        app_cases(dir.path(), display, &mut cases);
+    }
 
     let mut results = Vec::new();
     for case in &cases {
@@ -1412,6 +1537,12 @@ fn every_attack_ends_with_a_clear_error_or_the_right_result() {
     let mut generators: Vec<&str> = results.iter().map(|(c, _, _)| c.generator).collect();
     generators.dedup();
     table.push_str(&generators.join(", "));
+    // The memory cases' figures (time and peak of toolrail and what it started).
+    table.push_str("\n\nmemory cases:\n");
+    for (case, outcome, detail) in results.iter().filter(|(c, _, _)| c.class == Class::Memory) {
+        let figures = detail.lines().next().unwrap_or_default();
+        let _ = writeln!(table, "  {}: {} ({figures})", case.name, outcome.label());
+    }
     println!("{table}\n");
 
     let failures: Vec<String> = results
