@@ -249,7 +249,9 @@ fn bounded_view(
     }
     if let Some(byte) = view.scroll_to {
         let line = starts.partition_point(|&s| s <= byte).saturating_sub(1);
-        area = area.vertical_scroll_offset((line as f32 - 3.0).max(0.0) * row_height);
+        // The row above the match stays in view, for context: a view squeezed by its pane
+        // may show only a few rows.
+        area = area.vertical_scroll_offset(line.saturating_sub(1) as f32 * row_height);
     }
     let mut clicked = false;
     let output = area.show_rows(ui, text_height, starts.len(), |ui, rows| {
