@@ -1416,7 +1416,7 @@ impl Drop for Display {
 }
 
 /// The app with huge content, in a real window, screenshot taken once it has settled: a
-/// 12 MB text in two editors, a 200 MB transcript reopened at start.
+/// 12 MB text in two editors, a 50,000-rule chain, a 200 MB transcript reopened at start.
 fn app_cases(dir: &Path, display: &Display, cases: &mut Vec<Case>) {
     let lines: String = (0..330_000)
         .map(|i| format!("  \"line {i} with some words in it\",\n"))
@@ -1428,9 +1428,9 @@ fn app_cases(dir: &Path, display: &Display, cases: &mut Vec<Case>) {
     });
     let texts = write(dir, "app-texts.json", workspace.to_string());
     let shot = dir.join("app-shot.png").to_string_lossy().into_owned();
-    let app = |name: &str, workspace: &str| {
+    let app = |class: Class, name: &str, workspace: &str| {
         Case::new(
-            Class::Memory,
+            class,
             "app, big content",
             name,
             &["gui", "--workspace", workspace, "--screenshot", &shot],
@@ -1440,8 +1440,28 @@ fn app_cases(dir: &Path, display: &Display, cases: &mut Vec<Case>) {
         .ends(0, &["screenshot written"])
     };
     cases.push(app(
+        Class::Memory,
         "a 12 MB text in the Schema editor and the test input",
         &texts,
+    ));
+    // A workspace whose hand-edited grammar chains 50,000 rules, with a test input it does not
+    // accept: the "expected" report walks the chain (it once overflowed the analysis thread's
+    // stack, at every start).
+    let mut chain = String::from("root ::= r0\n");
+    for i in 0..50_000 {
+        chain.push_str(&format!("r{i} ::= \"a\" r{}\n", i + 1));
+    }
+    chain.push_str("r50000 ::= \"a\"\n");
+    let workspace = serde_json::json!({
+        "version": 1,
+        "grammar": {"hand_edited": true, "text": chain},
+        "test_input": "aaaaa",
+    });
+    let chained = write(dir, "app-chain.json", workspace.to_string());
+    cases.push(app(
+        Class::Crash,
+        "a hand-edited grammar chaining 50,000 rules, its input not accepted",
+        &chained,
     ));
     // A transcript near the size limit: the test fixture's tokens over and over.
     let fixture =
@@ -1467,6 +1487,7 @@ fn app_cases(dir: &Path, display: &Display, cases: &mut Vec<Case>) {
     let workspace = serde_json::json!({"version": 1, "run": {"last_transcript": big}});
     let reopened = write(dir, "app-transcript-workspace.json", workspace.to_string());
     cases.push(app(
+        Class::Memory,
         &format!(
             "a {} MB transcript of {count} tokens reopened",
             (count * per_token) >> 20

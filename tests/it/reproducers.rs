@@ -327,6 +327,75 @@ fn n18_a_division_by_zero_in_a_template_is_named() {
     );
 }
 
+/// A call holding the key `city` twice is refused, naming the key and where; llama.cpp's JSON
+/// parser would keep one of the two, and the grammar cannot produce it.
+#[test]
+fn n13_a_call_with_a_key_twice_is_invalid_naming_it() {
+    let tools = concat!(env!("CARGO_MANIFEST_DIR"), "/sample_schemas/weather.json");
+    let call = require!(reproducer("turn3/N13-dup-keys-call.txt"));
+    let out = toolrail_within(&["validate", tools, &call], 30);
+    ends_with(
+        &out,
+        1,
+        "the key \"city\" appears twice in one object at line 1 column 61",
+    );
+}
+
+/// Terminal control sequences in a tool's name, in a description and in a model's output are
+/// shown escaped (`\x1b]0;PWNED\x07`), never written raw to the terminal.
+#[test]
+fn n4_terminal_escapes_from_tool_files_and_model_output_are_shown_escaped() {
+    let name = require!(reproducer("turn3/N4-esc-tool-name.json"));
+    let description = require!(reproducer("turn3/N4-esc-description.json"));
+    let output = require!(reproducer("turn3/N4-esc-model-output.txt"));
+    let extract = Command::new(TOOLRAIL)
+        .args(["extract", "-"])
+        .stdin(std::fs::File::open(&output).unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for (out, code, says) in [
+        (
+            toolrail_within(&["grammar", &name], 30),
+            2,
+            "tool 'x\\x1b]0;PWNED\\x07\\x1b[2J'",
+        ),
+        (
+            toolrail_within(&["grammar", &description], 30),
+            0,
+            "\\x1b]0;PWNED\\x07\\x1b[2J",
+        ),
+        (
+            finish_within(extract, Duration::from_secs(30), "extract"),
+            0,
+            "x\\x1b]0;PWNED\\x07\\x1b[2J",
+        ),
+    ] {
+        ends_with(&out, code, says);
+        for bytes in [&out.stdout, &out.stderr] {
+            assert!(
+                !bytes.iter().any(|&b| b == 0x1b || b == 0x07),
+                "a raw control byte reached the terminal: {}",
+                text(bytes)
+            );
+        }
+    }
+}
+
+/// A conversation with an unknown key inside its settings is refused, naming the key and the
+/// part it is in (the app shows the same error when the file is opened).
+#[test]
+fn n15_an_unknown_key_inside_a_conversation_is_refused_naming_it() {
+    let file = require!(reproducer(
+        "turn3/N15-conversation-nested-unknown-keys.json"
+    ));
+    let error = toolrail_workbench::conversation::Conversation::load(Path::new(&file))
+        .expect_err("refused")
+        .to_string();
+    assert!(error.contains("/settings: unknown field `evil`"), "{error}");
+}
+
 /// Byte offset and length of the data of the tensor `name` in a GGUF, read from its tensor
 /// descriptions (name, dimensions, type, offset).
 fn tensor_data(path: &Path, name: &str) -> (u64, u64) {

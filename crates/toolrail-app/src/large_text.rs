@@ -70,11 +70,6 @@ struct FieldState {
 /// Where a field's [`FieldState`] is kept in egui's memory, beside the field's id.
 const STATE_KEY: &str = "large-text";
 
-/// True when the text is larger than an editor can lay out cheaply.
-pub fn is_large(text: &str) -> bool {
-    text.len() > EDIT_LIMIT
-}
-
 /// Before a text field `id` is drawn: returns true when the caller should draw its own editor
 /// (the text fits, or the user asked to edit it anyway); otherwise draws the bounded view of
 /// the text, with what the user can do with it, and returns false.
