@@ -104,8 +104,13 @@ pub fn fits(ui: &mut egui::Ui, id: egui::Id, mut text: Text<'_>, view: &View<'_>
         true
     } else {
         state.edit_anyway = false;
-        actions(ui, &mut state, &mut text);
-        bounded_view(ui, id, &mut state, text.as_str(), view);
+        // The line index is the one pass over the whole text a frame takes here.
+        let starts = line_starts(text.as_str());
+        actions(ui, &mut state, &mut text, starts.len());
+        // Unless Clear just emptied the field, which the next frame shows.
+        if text.as_str().len() == len {
+            bounded_view(ui, id, &mut state, text.as_str(), &starts, view);
+        }
         false
     };
     ui.data_mut(|d| d.insert_temp(key, state));
@@ -144,6 +149,28 @@ fn take_large_paste(ui: &egui::Ui, id: egui::Id, text: &mut String, limit: usize
     ui.memory_mut(|m| m.surrender_focus(id));
 }
 
+/// A read-only code view of `text` (a prompt preview, a server's chat template): egui's
+/// editor, `desired_rows` high, or the bounded view when the text is large. Returns the
+/// editor's response when it was drawn.
+pub fn read_only_code(
+    ui: &mut egui::Ui,
+    id: egui::Id,
+    text: &str,
+    desired_rows: usize,
+) -> Option<egui::Response> {
+    let view = View::with_rows(desired_rows.max(12));
+    if !fits(ui, id, Text::Shown(text), &view) {
+        return None;
+    }
+    let mut shown = text;
+    let editor = egui::TextEdit::multiline(&mut shown)
+        .id(id)
+        .code_editor()
+        .desired_rows(desired_rows)
+        .desired_width(f32::INFINITY);
+    Some(ui.add(editor))
+}
+
 /// While an editable field a large text was cleared from stays empty, offers it back.
 fn offer_cleared_text(ui: &mut egui::Ui, state: &mut FieldState, text: &mut Text<'_>) {
     let Text::Editable(text) = text else {
@@ -167,7 +194,7 @@ fn offer_cleared_text(ui: &mut egui::Ui, state: &mut FieldState, text: &mut Text
 }
 
 /// The line above the bounded view: what it is, and Copy all, Clear and Edit here.
-fn actions(ui: &mut egui::Ui, state: &mut FieldState, text: &mut Text<'_>) {
+fn actions(ui: &mut egui::Ui, state: &mut FieldState, text: &mut Text<'_>, lines: usize) {
     let len = text.as_str().len();
     ui.label(
         egui::RichText::new(format!(
@@ -175,7 +202,7 @@ fn actions(ui: &mut egui::Ui, state: &mut FieldState, text: &mut Text<'_>) {
              {SHOWN_LINE_CHARS} characters, so that the window stays fast. Everything else \
              (grammar, lint, runs, saving) uses all of it.",
             size_in_words(len),
-            line_starts(text.as_str()).len()
+            lines
         ))
         .weak(),
     );
@@ -227,9 +254,9 @@ fn bounded_view(
     id: egui::Id,
     state: &mut FieldState,
     text: &str,
+    starts: &[usize],
     view: &View<'_>,
 ) {
-    let starts = line_starts(text);
     let font = egui::TextStyle::Monospace.resolve(ui.style());
     // `show_rows` takes the height of a row without the spacing, and adds the spacing itself.
     let text_height = ui.fonts_mut(|f| f.row_height(&font));

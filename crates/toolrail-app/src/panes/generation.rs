@@ -526,18 +526,10 @@ fn prompt_section(ui: &mut egui::Ui, shared: &mut Shared) {
             match &shared.preview {
                 Some(Ok(preview)) => {
                     ui.label(RichText::new(format!("from the {}", preview.source)).weak());
-                    let mut text = preview.text.as_str();
                     let label = ui.label("Prompt text");
                     let id = egui::Id::unique("generation-prompt-preview");
-                    let shown = large_text::Text::Shown(text);
-                    if large_text::fits(ui, id, shown, &large_text::View::with_rows(12)) {
-                        ui.add(
-                            egui::TextEdit::multiline(&mut text)
-                                .id(id)
-                                .code_editor()
-                                .desired_width(f32::INFINITY),
-                        )
-                        .labelled_by(label.id);
+                    if let Some(editor) = large_text::read_only_code(ui, id, &preview.text, 4) {
+                        editor.labelled_by(label.id);
                     }
                 }
                 Some(Err(e)) => {
@@ -833,18 +825,9 @@ fn server_section(ui: &mut egui::Ui, run: &mut RunState) {
             egui::CollapsingHeader::new("Chat template")
                 .id_salt("generation-server-template")
                 .show(ui, |ui| {
-                    let mut text = props.chat_template.as_deref().unwrap_or("(none reported)");
+                    let text = props.chat_template.as_deref().unwrap_or("(none reported)");
                     let id = egui::Id::unique("generation-server-template-text");
-                    let shown = large_text::Text::Shown(text);
-                    if large_text::fits(ui, id, shown, &large_text::View::with_rows(12)) {
-                        ui.add(
-                            egui::TextEdit::multiline(&mut text)
-                                .id(id)
-                                .code_editor()
-                                .desired_rows(4)
-                                .desired_width(f32::INFINITY),
-                        );
-                    }
+                    large_text::read_only_code(ui, id, text, 4);
                 });
             ui.horizontal(|ui| {
                 let label = ui.label("Ask the server for");
