@@ -38,6 +38,11 @@ scripts/build-llama-server.sh >/dev/null
 
 # A fresh CI checkout gains nothing from incremental compilation, which only costs disk.
 if [ "${CI:-}" = "true" ]; then export CARGO_INCREMENTAL=0; fi
+# Property tests draw the same cases on every run here (a failure reproduces, and a run passes
+# or fails by the code alone); each test's proptest-regressions file replays past failures
+# first. To explore new cases: PROPTEST_RNG_SEED=random scripts/test.sh, or cargo test with
+# PROPTEST_RNG_SEED unset.
+if [ "${PROPTEST_RNG_SEED:-}" = "random" ]; then unset PROPTEST_RNG_SEED; else export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261128}"; fi
 
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 started=$SECONDS

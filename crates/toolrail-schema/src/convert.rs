@@ -939,8 +939,12 @@ impl Converter {
                 Ok(Some(e)) => parts.push(e),
                 Ok(None) => {}
                 // an object-only branch that no object satisfies (a required name it
-                // forbids) matches nothing: the other branches stand
-                Err(e) if no_object_matches(&e) && object_only(b) => left_out = Some(e),
+                // forbids) matches nothing: the other branches stand. Only the branch itself:
+                // the same error from a schema inside it (an `additionalProperties` no object
+                // satisfies) says nothing of whether the branch matches
+                Err(e) if no_object_matches(&e) && e.pointer == bcx.at() && object_only(b) => {
+                    left_out = Some(e)
+                }
                 Err(e) => return Err(e),
             }
         }

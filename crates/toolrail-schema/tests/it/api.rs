@@ -962,6 +962,18 @@ fn an_any_of_branch_no_object_satisfies_is_left_out() {
         "anyOf": [{"required": ["b"]}, {"required": ["c"]}]
     });
     assert_eq!(schema_to_gbnf(&none, &o).unwrap_err().keyword, "required");
+    // a branch holding a schema no object satisfies is not itself empty (`{}` matches the
+    // first branch below): refused, naming the inner schema, never left out
+    let inner = json!({"anyOf": [
+        {"type": "object", "additionalProperties":
+            {"type": "object", "required": ["a"], "additionalProperties": false}},
+        {"type": "integer", "multipleOf": 3}
+    ]});
+    let e = schema_to_gbnf(&inner, &o).unwrap_err();
+    assert_eq!(
+        (e.keyword.as_str(), e.pointer.as_str()),
+        ("required", "#/anyOf/0/additionalProperties")
+    );
 }
 
 #[test]
