@@ -30,6 +30,7 @@ use toolrail_workbench::run::{
     PromptStyle, RunController, RunId, RunInputs, RunSetup, ServerRequestChoice, ServerState,
     StartMode, family_for, prompt_notes, sampling_with_defaults,
 };
+use toolrail_workbench::transcript::explain::{Topic, explain};
 use toolrail_workbench::transcript::{
     Sampling, Stop, TemplateRun, ThinkingBudget, TokenRecord, Transcript,
 };
@@ -621,11 +622,24 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         .run(id)
         .context("the run is gone from the run controller")?;
     let transcript = run.transcript();
-    report_stop(&transcript, first_token_ms);
+    let mut lines = explain(&transcript);
+    // the verdict comes last, after the figures and the calls it judges
+    let verdict = lines
+        .last()
+        .is_some_and(|l| l.topic == Topic::Validation)
+        .then(|| lines.pop())
+        .flatten();
+    for line in &lines {
+        errln!("{line}");
+    }
+    report_figures(&transcript, first_token_ms);
     if let Some(settings) = &transcript.settings {
         errln!("computed with: {}: {}", settings.engine, settings.summary());
     }
-    let valid = report_validation(&transcript)?;
+    let valid = report_calls(&transcript)?;
+    if let Some(line) = verdict {
+        errln!("{line}");
+    }
     if let Some(path) = &args.transcript {
         transcript.save(path)?;
         errln!("transcript: {}", path.display());
@@ -666,11 +680,11 @@ fn stream(
         for record in &run.tokens[printed..] {
             first_token_ms.get_or_insert_with(|| start.elapsed().as_secs_f64() * 1e3);
             if let Some(flag) = &record.flag {
-                errln!("\nlive check: token {}: {flag}", record.index);
+                errln!("\ntoken {}: live check: {flag}", record.index);
             }
             if let (Some(sampled), Some(note)) = (record.budget_replaced, &record.budget) {
                 errln!(
-                    "\nbudget guard: token {}: took {:?} instead of token {sampled}: {}",
+                    "\ntoken {}: the budget guard took {:?} instead of token {sampled}: {}",
                     record.index,
                     record.piece,
                     note.describe()
@@ -678,7 +692,7 @@ fn stream(
             }
             for difference in record.mask_differences() {
                 errln!(
-                    "\nmask comparison: token {}: {} ({} token(s) only {} allows, {} only toolrail allows)",
+                    "\ntoken {}: mask comparison: {} ({} token(s) only {} allows, {} only toolrail allows)",
                     record.index,
                     difference.describe(),
                     difference.only_engine,
@@ -697,37 +711,26 @@ fn stream(
     }
 }
 
-/// Why the run stopped, its totals, each engine's mask time and, on a server, the live check,
-/// on stderr.
-fn report_stop(t: &Transcript, first_token_ms: Option<f64>) {
+/// The run's figures on stderr (what [`explain`] leaves out because they differ from run to
+/// run): speed, each engine's mask time, the trigger search time, and on a server the steps
+/// where its candidates and toolrail's mask disagree.
+fn report_figures(t: &Transcript, first_token_ms: Option<f64>) {
     let totals = &t.totals;
     let engine = t.engine;
-    let stop_text = match &t.stop {
-        Stop::EndOfGeneration => "end of generation".to_string(),
-        Stop::MaxTokens => format!("token limit ({})", t.sampling.max_tokens),
-        Stop::Cancelled => "cancelled".to_string(),
-        Stop::DeadEnd { offset, expected } => {
-            format!(
-                "dead end at byte {offset}: no token can continue; expected {}",
-                expected.join(", ")
-            )
-        }
-        Stop::StopString { stop } => format!("stop string {stop:?} (the output ends before it)"),
-        Stop::Error { message } => format!("error: {message}"),
-    };
     errln!(
-        "stopped: {stop_text}; {} tokens, {:.1} tokens/s, mask {:.2} ms total, first token {} after start",
+        "speed: {} tokens, {:.1} tokens/s, mask {:.2} ms total, first token {} after start",
         totals.tokens,
         totals.tokens_per_s,
         totals.mask_ms,
         first_token_ms.map_or("never".to_owned(), |ms| format!("{ms:.0} ms"))
     );
-    if totals.compared_steps > 0 {
+    if let Some(run) = &t.template
+        && run.result.grammar_lazy
+        && !run.result.grammar.is_empty()
+    {
         errln!(
-            "mask comparison: {engine}'s mask and toolrail's, over the whole vocabulary: {} of {} \
-             step(s) differ",
-            totals.differing_steps,
-            totals.compared_steps
+            "trigger search: {:.3} ms in all",
+            toolrail_workbench::template_info::trigger_search_ms(&t.tokens)
         );
     }
     if !totals.other_engines.is_empty() {
@@ -755,23 +758,17 @@ fn report_stop(t: &Transcript, first_token_ms: Option<f64>) {
         );
     }
     if t.server.is_some() {
-        let tokens = &t.tokens;
-        let flagged = tokens.iter().filter(|t| t.flag.is_some()).count();
-        let differing: Vec<&TokenRecord> = tokens
+        let differing: Vec<&TokenRecord> = t
+            .tokens
             .iter()
             .filter(|t| !t.disagreements.is_empty())
             .collect();
-        let checked = tokens.iter().filter(|t| t.stacks.is_some()).count();
-        if t.grammar.is_some() {
+        if !differing.is_empty() {
             errln!(
-                "live check: {checked} of {} tokens followed by toolrail's recognizer; {flagged} \
-                 token(s) the grammar forbids; {} step(s) where the server's allowed set differs \
-                 from toolrail's within the candidates returned",
-                tokens.len(),
+                "server candidates: {} step(s) where the server's allowed set differs from \
+                 toolrail's within the candidates returned",
                 differing.len()
             );
-        } else {
-            errln!("live check: none (the server's own grammar; toolrail validates the calls)");
         }
         for t in differing.iter().take(10) {
             let list: Vec<String> = t
@@ -794,61 +791,22 @@ fn report_stop(t: &Transcript, first_token_ms: Option<f64>) {
     }
 }
 
-/// The transcript's validation (what the app's Validator pane shows) on stderr: llama.cpp's
-/// parse of a template run, the calls a server parsed, or the output read in the envelope.
-/// Returns whether the output is valid; an error when it could not be validated.
-fn report_validation(t: &Transcript) -> anyhow::Result<bool> {
+/// The calls the output holds on stderr (llama.cpp's parse of a template run, or the calls a
+/// server parsed); the verdict itself is [`explain`]'s last line. Returns whether the output is
+/// valid; an error when it could not be validated.
+fn report_calls(t: &Transcript) -> anyhow::Result<bool> {
     let Some(validation) = &t.validation else {
         return Ok(true);
     };
     if let Some(error) = &validation.error {
         bail!("cannot validate the output: {error}");
     }
-    if t.tools.is_none() {
-        return Ok(validation.is_valid());
-    }
-    let valid = validation.is_valid();
-    let invalid = || errln!("validation: invalid: {}", validation.problems().join("; "));
-    if let Some(run) = &t.template {
-        report_thinking(&t.tokens);
-        report_trigger(run, &t.tokens, &t.output);
-        match &run.parsed {
-            None => errln!(
-                "llama.cpp's parse: failed: {}",
-                run.parse_error.clone().unwrap_or_default()
-            ),
-            Some(parsed) => {
-                errln!(
-                    "llama.cpp's parse: content {:?}, reasoning {:?}, {} call(s)",
-                    parsed.content,
-                    parsed.reasoning_content,
-                    parsed.tool_calls.len()
-                );
-                for (i, call) in parsed.tool_calls.iter().enumerate() {
-                    errln!("call {i}: {}({})", call.name, call.arguments);
-                }
-            }
-        }
-        if valid {
-            errln!("validation: llama.cpp's parse is valid for the tool set");
-        } else {
-            invalid();
-        }
-    } else if let Some(calls) = &validation.server_calls {
-        for (i, call) in calls.iter().enumerate() {
+    if t.tools.is_some() && t.template.is_none() {
+        for (i, call) in validation.server_calls.iter().flatten().enumerate() {
             errln!("server call {i}: {}({})", call.name, call.arguments);
         }
-        if valid {
-            errln!("validation: valid call(s), as the server parsed them");
-        } else {
-            invalid();
-        }
-    } else if valid {
-        errln!("validation: valid call");
-    } else {
-        invalid();
     }
-    Ok(valid)
+    Ok(validation.is_valid())
 }
 
 /// Builds what llama-server builds for `tools` from the chat template (`file`, or the model's own
@@ -919,70 +877,4 @@ fn apply_template(
         parse_error: None,
         budget: None,
     })
-}
-
-/// The reasoning budget on stderr: where thinking started, and where it ended (forced by the
-/// budget, or closed by the model).
-fn report_thinking(tokens: &[TokenRecord]) {
-    use toolrail_llm::record::ThinkingNote;
-    let mut line = Vec::new();
-    for t in tokens {
-        match &t.thinking {
-            Some(ThinkingNote::Started { budget }) => line.push(format!(
-                "thinking started at token {} ({})",
-                t.index,
-                budget.map_or("no limit".to_owned(), |b| format!("budget {b} tokens"))
-            )),
-            Some(ThinkingNote::Exhausted) => line.push(format!(
-                "the budget ran out at token {} ({:?}): the end was forced from token {}",
-                t.index,
-                t.piece,
-                t.index + 1
-            )),
-            Some(ThinkingNote::Ended { by_budget }) => line.push(format!(
-                "thinking ended at token {} ({:?}){}",
-                t.index,
-                t.piece,
-                if *by_budget { ", forced" } else { "" }
-            )),
-            _ => {}
-        }
-    }
-    if !line.is_empty() {
-        errln!("reasoning: {}", line.join("; "));
-    }
-}
-
-/// The trigger timeline on stderr: where the lazy grammar woke, or why it never did.
-fn report_trigger(run: &TemplateRun, tokens: &[TokenRecord], output: &str) {
-    use toolrail_llm::record::LazyNote;
-    if !run.result.grammar_lazy || run.result.grammar.is_empty() {
-        return;
-    }
-    let scan_ms = LazyNote::total_scan_ms(tokens.iter().map(|t| t.lazy.as_ref()));
-    let fired = tokens.iter().find_map(|t| match &t.lazy {
-        Some(LazyNote::Fired {
-            trigger,
-            grammar_start,
-            replayed,
-            ..
-        }) => Some(format!(
-            "trigger {trigger:?} fired at token {} ({:?}); the grammar starts at byte {grammar_start} with {replayed:?}",
-            t.index, t.piece
-        )),
-        _ => None,
-    });
-    let patterns = run
-        .result
-        .sampler
-        .as_ref()
-        .map_or(&[][..], |s| &s.patterns[..]);
-    let line = match fired {
-        Some(line) => line,
-        None => match toolrail_llm::lazy_gate::nearest_miss(patterns, output.as_bytes()) {
-            Some(miss) => format!("no trigger fired; nearest: {}", miss.describe()),
-            None => "no trigger fired; no trigger word starts in the output".to_owned(),
-        },
-    };
-    errln!("lazy grammar: {line}; trigger search {scan_ms:.3} ms in all");
 }

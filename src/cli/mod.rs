@@ -43,6 +43,7 @@ pub mod bench_calls;
 pub mod check;
 pub mod common;
 pub mod compare;
+pub mod explain;
 pub mod extract;
 pub mod generate;
 pub mod grammar;
@@ -90,6 +91,8 @@ pub enum Command {
     /// Compare two runs' transcripts: where their tokens part, how far their probabilities
     /// drift, and the recorded settings that explain it (exit 0 same tokens, 1 they part).
     Compare(compare::CompareArgs),
+    /// Why a recorded run ended as it did and whether its output is a valid call, from its transcript (exit 0 valid, 1 invalid, 2 the run failed).
+    Explain(explain::ExplainArgs),
     /// What llama-server builds from a chat template and tools: prompt, grammar, lazy triggers, parser.
     Template(template::TemplateArgs),
     /// List the models and llama-servers toolrail knows by name, and the file they come from.
@@ -160,6 +163,7 @@ pub fn main() -> ExitCode {
         Command::BenchCalls(args) => bench_calls::run(args),
         Command::Template(args) => template::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Explain(args) => explain::run(args),
         Command::Models(args) => models::run(args),
         Command::Gui(args) => gui::run(args),
         Command::TemplateWorker => Ok(ExitCode::SUCCESS),

@@ -164,7 +164,7 @@ fn generate_with_a_template_grammar_parses_and_validates_the_call() {
     ]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(stderr.contains("grammar not lazy"), "{stderr}");
-    assert!(stderr.contains("call 0: get_weather("), "{stderr}");
+    assert!(stderr.contains("1 call(s); get_weather("), "{stderr}");
     let text = std::fs::read_to_string(&transcript).unwrap();
     let _ = std::fs::remove_file(&transcript);
     let t: Value = serde_json::from_str(&text).unwrap();

@@ -9,6 +9,7 @@ mod attack_table;
 mod attacks;
 mod cli_check;
 mod cli_compare;
+mod cli_explain;
 mod cli_logit_settings;
 mod cli_models;
 mod cli_server;

@@ -8,28 +8,12 @@ use egui::RichText;
 
 use toolrail_llm::worker::EngineKind;
 use toolrail_workbench::run::{Run, RunPhase};
-use toolrail_workbench::transcript::{Candidate, Stop, TokenRecord};
+use toolrail_workbench::transcript::explain::{Line, Tone, stop_words};
+use toolrail_workbench::transcript::{Candidate, TokenRecord};
 
 /// How the recorded demo run is labelled in the Transcript and Generation panes.
 pub const DEMO_LABEL: &str = "Recorded demo run (bundled with toolrail, made with the test model): \
      press Start run to make your own (it loads the selected model)";
-
-/// Why a run stopped, in words.
-pub fn stop_text(stop: &Stop) -> String {
-    match stop {
-        Stop::EndOfGeneration => "end of generation".to_owned(),
-        Stop::MaxTokens => "token limit".to_owned(),
-        Stop::Cancelled => "cancelled".to_owned(),
-        Stop::DeadEnd { offset, expected } => {
-            format!(
-                "dead end at byte {offset}: expected {}",
-                expected.join(", ")
-            )
-        }
-        Stop::StopString { stop } => format!("stop string {stop:?}"),
-        Stop::Error { message } => format!("error: {message}"),
-    }
-}
 
 /// How many characters of a token piece a chip shows (a piece can be any length in a
 /// transcript file; laying out a megabyte on one chip would exceed the renderer's limits).
@@ -85,7 +69,7 @@ pub fn phase_text(run: &Run) -> String {
         RunPhase::Running => "running".to_owned(),
         RunPhase::Paused { next_index } => format!("paused before token {next_index}"),
         RunPhase::Finished => match &run.finish {
-            Some(f) => stop_text(&f.stop),
+            Some(f) => stop_words(&f.stop),
             None => "ended".to_owned(),
         },
     }
@@ -269,6 +253,31 @@ fn trigger_marker(ui: &mut egui::Ui, tokens: &[TokenRecord], index: usize, text:
     });
 }
 
+/// The colour of a good verdict (a valid call), readable in both themes.
+pub fn ok_color(ui: &egui::Ui) -> egui::Color32 {
+    if ui.visuals().dark_mode {
+        egui::Color32::from_rgb(110, 200, 120)
+    } else {
+        egui::Color32::from_rgb(20, 120, 40)
+    }
+}
+
+/// What a finished run says about itself ([`toolrail_workbench::transcript::explain`]), a
+/// line each, coloured by tone: the same words `toolrail generate` and `toolrail explain`
+/// print.
+pub fn explanation(ui: &mut egui::Ui, lines: &[Line]) {
+    for line in lines {
+        let text = RichText::new(line.to_string());
+        let text = match line.tone {
+            Tone::Plain => text.weak(),
+            Tone::Good => text.color(ok_color(ui)),
+            Tone::Warning => text.color(ui.visuals().warn_fg_color),
+            Tone::Bad => text.color(ui.visuals().error_fg_color),
+        };
+        ui.add(egui::Label::new(text).wrap());
+    }
+}
+
 /// The trigger timeline of a template run, one line under the run's status: where the lazy
 /// grammar woke, or why it never did.
 pub fn timeline_line(
@@ -281,7 +290,16 @@ pub fn timeline_line(
         return;
     };
     if let Some(line) = toolrail_workbench::template_info::timeline(template, tokens, output) {
-        ui.add(egui::Label::new(RichText::new(format!("lazy grammar: {line}")).weak()).wrap());
+        let ms = toolrail_workbench::template_info::trigger_search_ms(tokens);
+        ui.add(
+            egui::Label::new(
+                RichText::new(format!(
+                    "lazy grammar: {line}; trigger search {ms:.3} ms in all"
+                ))
+                .weak(),
+            )
+            .wrap(),
+        );
     }
 }
 

@@ -18,7 +18,7 @@
 //! * `unexpected keys ['x'] at /dialog/0 for tool 'get_inputs'`
 //! * `invalid arg 'kind' for tool 'get_inputs' at /dialog/0/schema/kind: "banana" is not one of …`
 //! * `arguments for tool 'a' must be an object, got a string`
-//! * `could not parse a hermes tool call at byte 12: expected '</tool_call>'`
+//! * `could not parse a tool call in the hermes format at byte 12: expected '</tool_call>'`
 //! * `no tool call found (expected a tool call in the openai format)`
 //! * `expected a single tool call, found 2`
 
@@ -156,7 +156,7 @@ impl Report {
         let mut out = Vec::new();
         if let Some(e) = &self.parse_error {
             out.push(format!(
-                "could not parse a {} tool call at byte {}: {}",
+                "could not parse a tool call in the {} format at byte {}: {}",
                 self.format, e.offset, e.message
             ));
         }

@@ -194,15 +194,14 @@ pub fn is_dormant(token: &TokenRecord) -> bool {
     matches!(token.lazy, Some(LazyNote::Dormant { .. }))
 }
 
-/// The trigger timeline of a run in one sentence: how many tokens were free, where the
-/// grammar woke or why it never did (the nearest start of a trigger word), and the time spent
-/// searching the triggers. `None` when the run had no lazy grammar.
+/// The trigger timeline of a run in one sentence: how many tokens were free, and where the
+/// grammar woke or why it never did (the nearest start of a trigger word). `None` when the run
+/// had no lazy grammar. The time spent searching the triggers is [`trigger_search_ms`].
 pub fn timeline(run: &TemplateRun, tokens: &[TokenRecord], output: &str) -> Option<String> {
     if !run.result.grammar_lazy || run.result.grammar.is_empty() {
         return None;
     }
     let dormant = tokens.iter().filter(|t| is_dormant(t)).count();
-    let scan_ms = LazyNote::total_scan_ms(tokens.iter().map(|t| t.lazy.as_ref()));
     let what = match fired_marker(tokens, output) {
         Some(m) => match tokens.get(m.index).and_then(|t| t.flag.as_ref()) {
             // The token the trigger woke on was refused: the run ended there.
@@ -222,6 +221,12 @@ pub fn timeline(run: &TemplateRun, tokens: &[TokenRecord], output: &str) -> Opti
         }
     };
     Some(format!(
-        "{dormant} token(s) free while the grammar slept; {what}; trigger search {scan_ms:.3} ms in all"
+        "{dormant} token(s) free while the grammar slept; {what}"
     ))
+}
+
+/// Milliseconds spent searching a run's output for triggers, over all its tokens (llama.cpp
+/// searches the whole text so far at each token, so it grows with the output).
+pub fn trigger_search_ms(tokens: &[TokenRecord]) -> f64 {
+    LazyNote::total_scan_ms(tokens.iter().map(|t| t.lazy.as_ref()))
 }

@@ -332,18 +332,24 @@ impl GenerationPane {
                         .weak(),
                     );
                     let tokens = replay.shown();
-                    crate::token_view::timeline_line(
-                        ui,
-                        replay.transcript.template.as_ref(),
-                        tokens,
-                        &replay.transcript.output,
-                    );
+                    let at_end = replay.stop().is_some();
+                    if !at_end {
+                        crate::token_view::timeline_line(
+                            ui,
+                            replay.transcript.template.as_ref(),
+                            tokens,
+                            &replay.transcript.output,
+                        );
+                    }
                     let selected = self
                         .selected
                         .filter(|&i| i < tokens.len())
                         .or(tokens.len().checked_sub(1));
                     if let Some(i) = self.strip.ui(ui, tokens, selected, "generation") {
                         self.selected = Some(i);
+                    }
+                    if at_end {
+                        crate::token_view::explanation(ui, replay.explanation());
                     }
                     if let Some(t) = selected.and_then(|i| tokens.get(i)) {
                         let grammar = replay.transcript.grammar.as_deref();
@@ -364,9 +370,10 @@ impl GenerationPane {
             return;
         };
         run_status(ui, run);
-        if let Some(Ok(template)) = &run.inputs.template {
-            let output = run.finish.as_ref().map_or(run.text.as_str(), |f| &f.output);
-            crate::token_view::timeline_line(ui, Some(template), &run.tokens, output);
+        if run.finish.is_none()
+            && let Some(Ok(template)) = &run.inputs.template
+        {
+            crate::token_view::timeline_line(ui, Some(template), &run.tokens, &run.text);
         }
         if matches!(run.phase, RunPhase::Running) {
             refresh_note(ui, shared);
@@ -386,6 +393,8 @@ impl GenerationPane {
         let Some(run) = shared.run.controller.run(run_id) else {
             return;
         };
+        // ended: what it says about itself (the trigger timeline among it), under its tokens
+        crate::token_view::explanation(ui, &run.explanation);
         let mut force = None;
         if let Some(i) = self.selected
             && let Some(t) = run.tokens.get(i)

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use egui::RichText;
 
 use crate::shared::Shared;
-use crate::token_view::{DEMO_LABEL, TokenStrip, long_text, mask_plot, stop_text, token_details};
+use crate::token_view::{DEMO_LABEL, TokenStrip, explanation, long_text, mask_plot, token_details};
 use toolrail_workbench::run::{Replay, RunSettings};
+use toolrail_workbench::transcript::explain::stop_words;
 use toolrail_workbench::workspace::RecentKind;
 
 /// The transcript pane's own UI state.
@@ -167,7 +168,7 @@ impl TranscriptPane {
                 t.model.name,
                 t.engine,
                 t.tokens.len(),
-                stop_text(&t.stop)
+                stop_words(&t.stop)
             ))
             .strong(),
         );
@@ -199,18 +200,19 @@ impl TranscriptPane {
         } else {
             long_text(ui, &text, true);
         }
-        if let Some(stop) = replay.stop() {
-            let text = RichText::new(format!("stopped: {}", stop_text(stop)));
-            // A run that failed says so in the error colour; a normal end stays quiet.
-            ui.label(if stop.failure().is_some() {
-                text.color(ui.visuals().error_fg_color)
-            } else {
-                text.weak()
-            });
-        }
         let so_far = replay.text();
         let shown = replay.shown();
-        crate::token_view::timeline_line(ui, replay.transcript.template.as_ref(), shown, &so_far);
+        if replay.stop().is_some() {
+            // the whole run shown: what it says about itself (the timeline among it)
+            explanation(ui, replay.explanation());
+        } else {
+            crate::token_view::timeline_line(
+                ui,
+                replay.transcript.template.as_ref(),
+                shown,
+                &so_far,
+            );
+        }
         let current = shown.len().checked_sub(1);
         let clicked = self.strip.ui(ui, shown, current, "transcript");
         if let Some(token) = replay.current() {

@@ -6,7 +6,7 @@
 use egui::RichText;
 
 use crate::shared::Shared;
-use crate::token_view::{long_text, phase_text};
+use crate::token_view::{long_text, ok_color, phase_text};
 use toolrail_tools::validate::{CallCheck, Report};
 use toolrail_workbench::run::{
     Outcome, Run, RunSettings, RunState, ServerCallCheck, TemplateParse,
@@ -377,14 +377,6 @@ fn check_issues(ui: &mut egui::Ui, check: &CallCheck) {
                 .monospace()
                 .color(ui.visuals().error_fg_color),
         );
-    }
-}
-
-fn ok_color(ui: &egui::Ui) -> egui::Color32 {
-    if ui.visuals().dark_mode {
-        egui::Color32::from_rgb(110, 200, 120)
-    } else {
-        egui::Color32::from_rgb(20, 120, 40)
     }
 }
 

@@ -72,6 +72,21 @@ fn a_run_on_the_test_model_streams_tokens_that_show_candidates_and_stacks() {
         .unwrap()
         .clone();
     assert!(!run.tokens.is_empty(), "{:?}", run.finish);
+    // The ended run says what it says about itself under its tokens, in `explain`'s words (the
+    // budget guard finished the call on the last token the limit allowed).
+    assert_eq!(
+        run.explanation[0].to_string(),
+        "stopped: the token limit (24) was reached",
+        "{:?}",
+        run.explanation
+    );
+    harness.step();
+    for line in &run.explanation {
+        assert!(
+            harness.get_all_by_label(&line.to_string()).next().is_some(),
+            "{line}"
+        );
+    }
     // Tokens appear as chips: click one whose piece shows as itself.
     let (index, token) = run
         .tokens
@@ -497,4 +512,62 @@ fn export_writes_the_run_the_transcript_pane_shows_after_a_pair() {
     assert_eq!(harness.state().shared.run.export_target(), Some(shown));
     harness.get_by_label(&format!("Shown: Run {shown} of this session"));
     harness.get_by_label(&format!("Export Run {shown} (JSON + Markdown)…"));
+}
+
+/// A replay shown to its end says what the run says about itself, line by line, in the words
+/// `toolrail explain` prints: why it stopped, the compared engines, the lazy grammar, the
+/// budget guard, llama.cpp's parse and the verdict; before its end it says none of that.
+#[test]
+fn a_replay_at_its_end_explains_the_run_in_the_clis_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = window(dir.path());
+    replay_to_its_end(
+        &mut harness,
+        "tests/fixtures/weather_three_engines_run.json",
+    );
+    for line in [
+        "stopped: the model ended the generation after 46 token(s)",
+        "compared engines: llama.cpp's mask and toolrail's agree at all 46 step(s) compared",
+        "compared engines: llguidance's mask and toolrail's differ at 2 of 46 step(s); first at \
+         token 23: only toolrail allows bytes f5 (483), bytes f6 (484), bytes f7 (485), bytes f8 \
+         (486), bytes f9 (487), bytes fa (488), bytes fb (489), bytes fc (490), bytes fd (491), \
+         bytes fe (492), bytes ff (493)",
+        "validation: valid call",
+    ] {
+        // the Generation pane shows it, and the Transcript pane where it is in view
+        assert!(harness.get_all_by_label(line).next().is_some(), "{line}");
+    }
+    replay_to_its_end(&mut harness, "tests/fixtures/template_run.json");
+    let lines: Vec<String> = harness
+        .state()
+        .shared
+        .run
+        .controller
+        .replay()
+        .unwrap()
+        .explanation()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    for line in &lines {
+        assert!(harness.get_all_by_label(line).next().is_some(), "{line}");
+    }
+    // one token before the end: the run is not over yet, so nothing is explained
+    harness
+        .state_mut()
+        .shared
+        .run
+        .controller
+        .replay_mut()
+        .unwrap()
+        .back();
+    harness.run_steps(2);
+    assert!(
+        harness
+            .query_by_label(
+                "validation: valid: llama.cpp's parse found 1 call(s), each valid for its tool"
+            )
+            .is_none()
+    );
 }

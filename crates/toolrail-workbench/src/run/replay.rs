@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::transcript::explain::{Line, explain};
 use crate::transcript::{Stop, TokenRecord, Transcript, TranscriptError};
 
 /// A transcript opened for replay; `position` tokens of it are shown (0 ..= its length).
@@ -16,12 +17,15 @@ pub struct Replay {
     /// The run of this session it replays (`None` for a file or the demo run).
     pub run: Option<toolrail_llm::worker::RunId>,
     position: usize,
+    /// What the run says about itself ([`explain`]), worked out once: a replay never changes.
+    explanation: Vec<Line>,
 }
 
 impl Replay {
     /// A replay of `transcript`, at its start.
     pub fn new(transcript: Transcript, path: Option<PathBuf>) -> Replay {
         Replay {
+            explanation: explain(&transcript),
             transcript,
             path,
             demo: false,
@@ -104,6 +108,12 @@ impl Replay {
     pub fn stop(&self) -> Option<&Stop> {
         self.at_end().then_some(&self.transcript.stop)
     }
+
+    /// What the whole run says about itself: why it stopped, what the grammar, the engines and
+    /// the server did, and the verdict ([`explain`]).
+    pub fn explanation(&self) -> &[Line] {
+        &self.explanation
+    }
 }
 
 #[cfg(test)]
@@ -158,6 +168,7 @@ mod tests {
             totals: Totals::default(),
             settings: None,
             template: None,
+            errors: Vec::new(),
         };
         let mut r = Replay::new(transcript, None);
         assert!(!r.back() && r.current().is_none() && r.text().is_empty());

@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::outcome::Outcome;
 use super::replay::Replay;
 use super::setup::RunInputs;
+use crate::transcript::explain::{Line, RunFacts, explain_facts};
 use crate::transcript::{
     self, ServerRequest, ServerRun, Stop, TRANSCRIPT_VERSION, TokenRecord, Totals, Transcript,
 };
@@ -173,6 +174,8 @@ pub struct Run {
     pub finish: Option<Finish>,
     /// The verdict on its output, once ended.
     pub outcome: Option<Outcome>,
+    /// What the run says about itself once ended ([`explain`]): empty before.
+    pub explanation: Vec<Line>,
     start: StartMode,
     at_pause: AtPause,
 }
@@ -210,6 +213,7 @@ impl Run {
             server: None,
             finish: None,
             outcome: None,
+            explanation: Vec::new(),
             start,
             at_pause: AtPause::Wait,
         }
@@ -265,6 +269,7 @@ impl Run {
             totals,
             settings: self.settings.clone(),
             template: self.inputs.template.clone().and_then(Result::ok),
+            errors: self.errors.clone(),
         }
     }
 
@@ -273,6 +278,30 @@ impl Run {
         self.phase = RunPhase::Finished;
         self.at_pause = AtPause::Wait;
         self.finish = Some(Finish::empty(stop));
+        self.explain();
+    }
+
+    /// Works out [`Run::explanation`] from the ended run's own parts (its transcript would copy
+    /// every token).
+    fn explain(&mut self) {
+        let Some(finish) = &self.finish else {
+            return;
+        };
+        let validation = self.outcome.as_ref().and_then(Outcome::to_json);
+        let facts = RunFacts {
+            stop: &finish.stop,
+            tokens: &self.tokens,
+            output: &finish.output,
+            sampling: &self.request.sampling,
+            engine: self.request.engine,
+            totals: &finish.totals,
+            on_server: self.server.is_some(),
+            grammar: self.request.grammar.is_some(),
+            template: self.inputs.template.as_ref().and_then(|t| t.as_ref().ok()),
+            validation: validation.as_ref(),
+            errors: &self.errors,
+        };
+        self.explanation = explain_facts(&facts);
     }
 
     /// Takes one worker event; returns the command it calls for and whether the run ended.
@@ -358,6 +387,7 @@ impl Run {
                     totals,
                     output,
                 });
+                self.explain();
                 self.at_pause = AtPause::Wait;
                 self.phase = RunPhase::Finished;
                 return (None, true);

@@ -1,7 +1,7 @@
 //! The Markdown rendering of a transcript: a header, the prompt, the grammar, the output, a
 //! table of tokens with their best alternatives, and the validation.
 
-use super::{Stop, Transcript};
+use super::Transcript;
 
 fn fence(text: &str, lang: &str) -> String {
     let ticks = if text.contains("```") { "````" } else { "```" };
@@ -65,20 +65,11 @@ pub fn to_markdown(t: &Transcript) -> String {
         "| sampling | temperature {}, top-k {}, top-p {}, min-p {}, seed {}, max {} tokens |\n",
         s.temperature, s.top_k, s.top_p, s.min_p, s.seed, s.max_tokens
     ));
-    let stop = match &t.stop {
-        Stop::EndOfGeneration => "end of generation".to_string(),
-        Stop::MaxTokens => "token limit".to_string(),
-        Stop::Cancelled => "cancelled".to_string(),
-        Stop::DeadEnd { offset, expected } => {
-            format!(
-                "dead end at byte {offset} (expected {})",
-                cell(&expected.join(", "))
-            )
-        }
-        Stop::StopString { stop } => format!("stop string {}", cell(&format!("{stop:?}"))),
-        Stop::Error { message } => format!("error: {}", cell(message)),
-    };
-    out.push_str(&format!("| stopped | {stop} |\n"));
+    let explanation = super::explain::explain(t);
+    if let Some(first) = explanation.first() {
+        out.push_str(&format!("| stopped | {} |\n", cell(&first.text)));
+    }
+
     if t.totals.compared_steps > 0 {
         out.push_str(&format!(
             "| mask comparison | {}'s mask vs toolrail's over the whole vocabulary: {} of {} step(s) differ |\n",
@@ -103,7 +94,15 @@ pub fn to_markdown(t: &Transcript) -> String {
         "| totals | {} tokens, {:.1} tokens/s, decode {:.1} ms, mask {:.1} ms |\n\n",
         t.totals.tokens, t.totals.tokens_per_s, t.totals.decode_ms, t.totals.mask_ms
     ));
-    out.push_str("## Prompt\n\n");
+    out.push_str("## What happened\n\n");
+    for line in &explanation {
+        out.push_str(&format!(
+            "- **{}**: {}\n",
+            line.topic.label(),
+            cell(&line.text)
+        ));
+    }
+    out.push_str("\n## Prompt\n\n");
     out.push_str(&fence(&t.prompt, "text"));
     if let Some(grammar) = &t.grammar {
         out.push_str("\n## Grammar\n\n");

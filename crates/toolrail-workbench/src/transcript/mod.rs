@@ -4,6 +4,7 @@
 //! and as Markdown for people.
 
 pub mod compare;
+pub mod explain;
 mod markdown;
 mod validation;
 
@@ -85,6 +86,11 @@ pub struct Transcript {
     /// transcripts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<TemplateRun>,
+    /// What went wrong during the run without ending it, in the order reported (a server
+    /// that parsed no call says why, from what it built); absent when nothing did, and in
+    /// older transcripts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
 }
 
 /// A run under a chat template's own tool calling, as recorded: what llama.cpp built from the

@@ -7,6 +7,7 @@
 
 mod common;
 mod conversation;
+mod explain;
 mod prompt_preview;
 mod reliability;
 mod template_source;

@@ -25,12 +25,12 @@ fn template_path(name: &str) -> Option<std::path::PathBuf> {
 }
 
 /// The analysis of the weather tool set under `template` with `tool_choice`, on the test model.
-fn analysis(template: &str, tool_choice: ToolChoice) -> Option<Analysis> {
+pub(crate) fn analysis(template: &str, tool_choice: ToolChoice) -> Option<Analysis> {
     Some(Computer::default().compute(&input(template, tool_choice)?))
 }
 
 /// The analysis input for the weather tool set under `template` with `tool_choice`.
-fn input(template: &str, tool_choice: ToolChoice) -> Option<AnalysisInput> {
+pub(crate) fn input(template: &str, tool_choice: ToolChoice) -> Option<AnalysisInput> {
     let model = crate::common::model()?;
     let path = template_path(template)?;
     let input = AnalysisInput {

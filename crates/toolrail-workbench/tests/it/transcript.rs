@@ -98,6 +98,7 @@ fn sample_transcript() -> Transcript {
             ..Default::default()
         }),
         template: None,
+        errors: Vec::new(),
     }
 }
 
