@@ -1692,8 +1692,20 @@ impl Converter {
                     },
                     ..pcx
                 };
+                let written_false = **s == Value::Bool(false);
                 let s = self.with_patterns(k, s, patterns, cx)?;
                 let mut v = self.child(&s, &pcx)?;
+                if v.is_none() && !written_false && !required.contains(&k.as_str()) {
+                    // exact (the property can never be present), but rarely what was meant
+                    self.report().ignored(
+                        "properties",
+                        &pcx.at(),
+                        format!(
+                            "the schema of {k:?} admits no value, so {k:?} can never be present: \
+                             the grammar leaves it out"
+                        ),
+                    );
+                }
                 if let Some(pn) = property_names {
                     match check(&Value::String(k.to_string()), pn) {
                         Some(true) => {}

@@ -1074,3 +1074,27 @@ fn a_converted_enum_records_its_location() {
     assert_eq!(found.1.document, "args-ls");
     assert!(found.0.starts_with("args-ls"), "{found:?}");
 }
+
+#[test]
+fn an_optional_property_whose_schema_admits_no_value_is_left_out_with_a_warning() {
+    let o = ConvertOptions::default();
+    let conflict = json!({"type": "object", "properties": {
+        "x": {"type": "string", "enum": [1]},
+        "y": {"type": "integer"}
+    }});
+    let c = schema_to_gbnf(&conflict, &o).unwrap();
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert_eq!(
+        (
+            c.warnings[0].keyword.as_str(),
+            c.warnings[0].pointer.as_str()
+        ),
+        ("properties", "#/properties/x")
+    );
+    assert!(c.warnings[0].message.contains("can never be present"));
+    assert!(accepts(&conflict, &o, r#"{"y": 1}"#));
+    assert!(!accepts(&conflict, &o, r#"{"x": "a"}"#));
+    // `false` says so on purpose: no warning
+    let forbidden = json!({"type": "object", "properties": {"x": false}});
+    assert!(schema_to_gbnf(&forbidden, &o).unwrap().warnings.is_empty());
+}
