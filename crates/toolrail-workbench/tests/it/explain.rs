@@ -570,6 +570,14 @@ fn each_hard_case_is_explained_in_the_same_true_words_everywhere() {
         // the transcript, reopened as the Transcript pane does, and its Markdown say the same
         let path = dir.path().join(format!("case-{i}.json"));
         let saved = c.export(id, &path, None).unwrap();
+        if let Some(keep) = std::env::var_os("TOOLRAIL_KEEP_TRANSCRIPTS") {
+            // to look at a case in the app: `toolrail gui`, Open transcript…
+            std::fs::copy(
+                &path,
+                std::path::Path::new(&keep).join(format!("case-{i}.json")),
+            )
+            .unwrap();
+        }
         assert_eq!(explain(&saved), run.explanation, "{}", case.name);
         let replay = Replay::open(&path).unwrap();
         assert_eq!(replay.explanation(), &run.explanation[..], "{}", case.name);
