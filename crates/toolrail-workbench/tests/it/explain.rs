@@ -450,6 +450,10 @@ fn cases() -> Option<Vec<Case>> {
         "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja",
         ToolChoice::Auto,
     )?;
+    let mut stopped_by_word = hermes.clone();
+    if let Some(Ok(run)) = &mut stopped_by_word.template {
+        run.result.additional_stops = vec!["weather".into()];
+    }
     let hermes_required = template(
         "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja",
         ToolChoice::Required,
@@ -504,6 +508,18 @@ fn cases() -> Option<Vec<Case>> {
                 r#"stopped: the token limit (6) was reached"#,
                 r#"lazy grammar: 6 token(s) free while the grammar slept; no trigger fired; no trigger word starts in the output"#,
                 r#"llama.cpp's parse: content "What is the weather in Paris", reasoning "", 0 call(s)"#,
+                r#"validation: no tool call: llama.cpp's parse found only text (valid, but not a call)"#,
+            ],
+        },
+        Case {
+            name: "a stop string of the template ends the output before it",
+            inputs: stopped_by_word,
+            setup: setup(Toolrail, 12),
+            drive: Drive::Run,
+            expect: &[
+                r#"stopped: the stop string "weather" appeared after 4 token(s); the output ends before it, as llama-server returns it"#,
+                r#"lazy grammar: 4 token(s) free while the grammar slept; no trigger fired; no trigger word starts in the output"#,
+                r#"llama.cpp's parse: content "What is the ", reasoning "", 0 call(s)"#,
                 r#"validation: no tool call: llama.cpp's parse found only text (valid, but not a call)"#,
             ],
         },
@@ -590,6 +606,6 @@ fn each_hard_case_is_explained_in_the_same_true_words_everywhere() {
             );
         }
     }
-    assert!(cases.len() >= 20, "{} cases", cases.len());
+    assert!(cases.len() >= 30, "{} cases", cases.len());
     assert!(failures.is_empty(), "{failures:?} differ:\n{report}");
 }
