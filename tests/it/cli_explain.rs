@@ -111,12 +111,7 @@ fn generate_and_explain_say_the_same_true_words_for_each_hard_case() {
         v.extend(extra.iter().map(|a| (*a).to_owned()));
         v
     };
-    let with = |name, extra: &[&str], exit, expect| Case {
-        name,
-        args: base(extra),
-        exit,
-        expect,
-    };
+    let with = |name, extra: &[&str], exit, expect| case_of(name, base(extra), exit, expect);
     let weather = "sample_schemas/weather.json";
     let cases = vec![
         with(

@@ -155,15 +155,14 @@ fn drive(c: &mut RunController, case: &Case) -> RunId {
     let forced: Vec<u32> = match &case.drive {
         Drive::Force(pieces) => pieces.iter().map(|p| token(c, p)).collect(),
         Drive::ForceText(text, pieces) => {
-            let model = c.model().unwrap();
-            let mut ids = model.tokenize(text, false, true);
+            let mut ids = c.model().unwrap().tokenize(text, false, true);
             ids.extend(pieces.iter().map(|p| token(c, p)));
             ids
         }
         Drive::ForceTextThenEnd(text) => {
             let model = c.model().unwrap();
             let mut ids = model.tokenize(text, false, true);
-            ids.push(model.eog_tokens()[0]);
+            ids.extend(model.eog_tokens().first());
             ids
         }
         _ => Vec::new(),
