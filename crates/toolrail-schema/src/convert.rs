@@ -1365,7 +1365,13 @@ impl Converter {
                 lengths = !within;
             }
             if lengths || pattern.is_some() {
-                match automaton::format_within(f, pattern, lo, max, &mut self.rules, &cx.hint) {
+                let mut found =
+                    automaton::format_within(f, pattern, lo, max, &mut self.rules, &cx.hint);
+                // too large as one automaton: a pattern alone is walked through the rules
+                if let (Err(_), Some(p), false) = (&found, pattern, lengths) {
+                    found = automaton::format_matching(f, p, &mut self.rules, &cx.hint);
+                }
+                match found {
                     Ok(Some(e)) => return Ok(Some(e)),
                     Ok(None) => {
                         return Err(Self::invalid(
@@ -1377,14 +1383,28 @@ impl Converter {
                             ),
                         ));
                     }
-                    Err(m) => self.unsupported(
-                        "format",
-                        cx,
-                        format!(
-                            "format {f:?} combined with {} is not supported: {m}",
-                            combination_text(pattern, min, max, ", ")
-                        ),
-                    )?,
+                    Err(m) => {
+                        let combination = combination_text(pattern, min, max, ", ");
+                        // lenient: what the grammar keeps, and who still checks the rest
+                        let kept = if self.opts.lenient {
+                            format!(
+                                "; the grammar keeps format {f:?} alone (wider), and validation \
+                                 still checks {combination}"
+                            )
+                        } else {
+                            format!(
+                                " (lenient mode keeps format {f:?} alone and leaves \
+                                 {combination} to validation)"
+                            )
+                        };
+                        self.unsupported(
+                            "format",
+                            cx,
+                            format!(
+                                "format {f:?} combined with {combination} is not supported: {m}{kept}"
+                            ),
+                        )?
+                    }
                 }
             }
             return Ok(self

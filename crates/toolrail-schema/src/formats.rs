@@ -523,6 +523,14 @@ pub(crate) fn rule_body(name: &str) -> Option<&'static Expr> {
         .map(|(_, body, _)| body)
 }
 
+/// The format rule `name` as the module keeps it (for a key that outlives the caller's text).
+pub(crate) fn rule_name(name: &str) -> Option<&'static str> {
+    all_rules()
+        .iter()
+        .find(|(n, _, _)| n == name)
+        .map(|(n, _, _)| n.as_str())
+}
+
 /// Whether `name` is a rule name this module may emit.
 pub(crate) fn is_format_rule(name: &str) -> bool {
     RULES.iter().any(|(n, _)| *n == name)
@@ -639,9 +647,14 @@ pub(crate) fn string_rules(format: &str) -> Option<Vec<(&'static str, &'static E
     if !FORMATS.contains(&format) {
         return None;
     }
+    rule_closure(&format!("{format}-string"))
+}
+
+/// The format rule `name` and every helper rule it uses, each once, depth first, as (name,
+/// body) pairs. None for a name that is not a format rule.
+pub(crate) fn rule_closure(name: &str) -> Option<Vec<(&'static str, &'static Expr)>> {
     let all = all_rules();
-    let string_rule = format!("{format}-string");
-    let first = all.iter().find(|(n, _, _)| *n == string_rule)?;
+    let first = all.iter().find(|(n, _, _)| *n == name)?;
     let mut out: Vec<(&'static str, &'static Expr)> = Vec::new();
     let mut todo: Vec<&'static Generated> = vec![first];
     while let Some((name, body, deps)) = todo.pop() {

@@ -398,6 +398,16 @@ impl RuleTable {
         name
     }
 
+    /// Adds the format rule `name` and the helper rules it uses (a part of a format used as
+    /// it is, see [`crate::automaton`]); nothing for a name that is not a format rule.
+    pub(crate) fn format_rules(&mut self, name: &str) {
+        for (n, body) in super::formats::rule_closure(name).unwrap_or_default() {
+            if !self.formats.iter().any(|(m, _)| *m == n) {
+                self.formats.push((n, body));
+            }
+        }
+    }
+
     fn unique_name(&self, hint: &str) -> String {
         let base = sanitize(hint);
         if !is_reserved(&base) && !self.by_name.contains_key(&base) {

@@ -114,6 +114,69 @@ fn uri_with_a_pattern_is_exact() {
     }
 }
 
+/// `date-time` is too large for one product automaton (its leap seconds), so a pattern is
+/// walked through its rules instead: still exact, on every candidate.
+#[test]
+fn date_time_with_a_pattern_is_exact() {
+    let options = ConvertOptions::default();
+    let texts = [
+        "2026-01-02T03:04:05Z",
+        "2026-01-02T03:04:05z",
+        "2026-01-02t03:04:05Z",
+        "2025-01-02T03:04:05Z",
+        "2026-02-29T00:00:00Z",
+        "2024-02-29T00:00:00Z",
+        "2026-06-30T23:59:60Z",
+        "2026-06-30T23:59:60+00:00",
+        "2026-06-30T23:59:60.5-05:00",
+        "2026-06-30T18:59:60-05:00",
+        "2026-01-02T03:04:05.123Z",
+        "2026-01-02T03:04:05.Z",
+        "2026-01-02T03:04:05+01:00",
+        "1999-12-31T23:59:59-05:00",
+        "1999-12-31T23:59:59Z",
+        "1900-02-29T00:00:00+00:00",
+        "2026-",
+        "",
+    ];
+    for pattern in [
+        "^2026-",
+        "Z$",
+        "^19[0-9]{2}-.*[+-][0-9]{2}:[0-9]{2}$",
+        "\\.[0-9]+",
+        "T0[0-3]:",
+        "^(2024|1999)-[0-9]{2}-(29|31)T",
+    ] {
+        let schema = json!({"type": "string", "format": "date-time", "pattern": pattern});
+        let gbnf = schema_to_gbnf(&schema, &options)
+            .unwrap_or_else(|e| panic!("{schema}: {e}"))
+            .gbnf;
+        assert!(gbnf.lines().count() < 200, "{pattern}: {gbnf}");
+        let mut accepted = 0;
+        for text in texts {
+            let yes = accepts(&schema, &options, text);
+            assert_eq!(yes, valid(&schema, text), "{schema} on {text:?}");
+            accepted += usize::from(yes);
+        }
+        // each pattern keeps some candidates and refuses others
+        assert!(
+            0 < accepted && accepted < texts.len(),
+            "{pattern}: {accepted}"
+        );
+    }
+    // a pattern no date-time meets is an error naming both
+    let e = schema_to_gbnf(
+        &json!({"type": "string", "format": "date-time", "pattern": "^abc"}),
+        &options,
+    )
+    .unwrap_err();
+    assert!(
+        e.message
+            .contains("no string of format \"date-time\" meets pattern"),
+        "{e}"
+    );
+}
+
 #[test]
 fn impossible_and_too_large_intersections_are_errors_naming_the_pointer() {
     // no date has 9 characters or fewer
