@@ -114,6 +114,17 @@ pub enum GrammarError {
     /// A plain JSON Schema (`grammar --schema`) could not be converted.
     #[error("{0}")]
     PlainSchema(SchemaError),
+    /// A plain JSON Schema's `type` names no JSON Schema type (`"str, optional"`); strict
+    /// grammars refuse it, lenient ones read it ([`crate::toolset::read_loose_types`]).
+    #[error("unsupported: type at {pointer}: {what} (lenient mode reads it as {reading})")]
+    PlainTypeName {
+        /// JSON pointer of the `type` keyword (`#/...`).
+        pointer: String,
+        /// What is wrong with it (the value as written).
+        what: String,
+        /// The reading lenient mode takes.
+        reading: String,
+    },
     /// A tool's `type` names no JSON Schema type (`"str, optional"`); strict grammars refuse
     /// it, lenient ones use the reading the loader chose
     /// ([`crate::toolset::TypeReading`]), with a warning.
@@ -192,7 +203,30 @@ fn places_of(
 }
 
 /// Builds the GBNF grammar for one JSON Schema value (`toolrail grammar --schema`).
+/// A `type` written loosely (`"str, optional"`) is refused strictly and read, with a warning,
+/// in lenient mode, as in tool sets.
 pub fn schema_grammar(schema: &Value, opts: &GrammarOptions) -> Result<ToolGrammar, GrammarError> {
+    let mut read_warnings = Vec::new();
+    let read = match crate::toolset::read_loose_types(schema) {
+        Some((read, readings)) => {
+            if let (Some(first), false) = (readings.first(), opts.lenient) {
+                let message = first.to_string();
+                let (what, reading) = message.split_once(READ_AS).unwrap_or((&message, "?"));
+                return Err(GrammarError::PlainTypeName {
+                    pointer: first.pointer.clone(),
+                    what: what.to_string(),
+                    reading: reading.to_string(),
+                });
+            }
+            read_warnings = readings
+                .iter()
+                .map(|r| format!("read: type at {}: {r}", r.pointer))
+                .collect();
+            Some(read)
+        }
+        None => None,
+    };
+    let schema = read.as_ref().unwrap_or(schema);
     let conversion = toolrail_schema::schema_to_gbnf(schema, &convert_options(opts, false))
         .map_err(GrammarError::PlainSchema)?;
     Ok(ToolGrammar {
@@ -201,10 +235,9 @@ pub fn schema_grammar(schema: &Value, opts: &GrammarOptions) -> Result<ToolGramm
             &HashMap::from([(String::new(), (None, String::new()))]),
         ),
         text: conversion.gbnf,
-        warnings: conversion
-            .warnings
-            .iter()
-            .map(|w| w.to_string())
+        warnings: read_warnings
+            .into_iter()
+            .chain(conversion.warnings.iter().map(|w| w.to_string()))
             .chain(conversion.notes.iter().map(note_text))
             .collect(),
         tool_rules: Vec::new(),

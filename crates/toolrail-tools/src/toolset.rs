@@ -929,7 +929,7 @@ pub fn normalise_parameters(
         )
     })?;
     let mut readings = Vec::new();
-    let mut out = normalise_schema(schema, ptr, &mut readings)?;
+    let mut out = normalise_schema(schema, ptr, Normalise::ToolParameters, &mut readings)?;
     if let Value::Object(m) = &mut out {
         match m.get("type") {
             None => {
@@ -978,6 +978,11 @@ pub fn json_type_for(name: &str) -> Option<Option<&'static str>> {
     Some(Some(t))
 }
 
+/// The type names JSON Schema defines.
+const JSON_TYPES: &[&str] = &[
+    "object", "array", "string", "number", "integer", "boolean", "null",
+];
+
 /// Keywords whose value is one subschema.
 const SUB_ONE: &[&str] = &[
     "additionalProperties",
@@ -1002,9 +1007,40 @@ const SUB_MAP: &[&str] = &[
     "dependentSchemas",
 ];
 
+/// What [`normalise_schema`] changes besides loosely written `type` values.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Normalise {
+    /// A tool's parameters: BFCL's `optional` flags dropped, `type: object` added where
+    /// `properties` imply it (what tool definitions mean).
+    ToolParameters,
+    /// A plain JSON Schema: only `type` values read ([`read_loose_types`]); everything else
+    /// means what JSON Schema says.
+    TypesOnly,
+}
+
+/// A plain JSON Schema with every `type` value that names no JSON Schema type but has a
+/// reading ([`read_loose_type`]) replaced by it, and a property read as optional removed from
+/// its parent's `required`; with the readings (pointers as `#/...`). None when the schema
+/// has no such value or cannot be walked (the converter then names what is wrong).
+pub fn read_loose_types(schema: &Value) -> Option<(Value, Vec<TypeReading>)> {
+    let mut readings = Vec::new();
+    let out = normalise_schema(
+        schema,
+        &JsonPointer::root(),
+        Normalise::TypesOnly,
+        &mut readings,
+    )
+    .ok()?;
+    for r in &mut readings {
+        r.pointer = format!("#{}", r.pointer);
+    }
+    (!readings.is_empty()).then_some((out, readings))
+}
+
 fn normalise_schema(
     schema: &Value,
     ptr: &JsonPointer,
+    mode: Normalise,
     readings: &mut Vec<TypeReading>,
 ) -> Result<Value, (String, String)> {
     let obj = match schema {
@@ -1023,20 +1059,20 @@ fn normalise_schema(
     for (key, value) in obj {
         let kptr = ptr.with_key(key);
         let new = match key.as_str() {
-            "type" => match normalise_type(value, &kptr, readings)? {
+            "type" => match normalise_type(value, &kptr, mode, readings)? {
                 Some(t) => t,
                 None => continue,
             },
             // BFCL's non-standard flag (`true`, `"True"`, or a list of names); optionality is
             // `required`'s business.
-            "optional" => continue,
+            "optional" if mode == Normalise::ToolParameters => continue,
             "items" => match value {
-                Value::Array(list) => Value::Array(normalise_list(list, &kptr, readings)?),
-                _ => normalise_schema(value, &kptr, readings)?,
+                Value::Array(list) => Value::Array(normalise_list(list, &kptr, mode, readings)?),
+                _ => normalise_schema(value, &kptr, mode, readings)?,
             },
-            k if SUB_ONE.contains(&k) => normalise_schema(value, &kptr, readings)?,
+            k if SUB_ONE.contains(&k) => normalise_schema(value, &kptr, mode, readings)?,
             k if SUB_LIST.contains(&k) => match value {
-                Value::Array(list) => Value::Array(normalise_list(list, &kptr, readings)?),
+                Value::Array(list) => Value::Array(normalise_list(list, &kptr, mode, readings)?),
                 _ => {
                     return Err((
                         kptr.to_string(),
@@ -1050,7 +1086,7 @@ fn normalise_schema(
                     for (pk, pv) in m {
                         let pptr = kptr.with_key(pk);
                         let before = readings.len();
-                        nm.insert(pk.clone(), normalise_schema(pv, &pptr, readings)?);
+                        nm.insert(pk.clone(), normalise_schema(pv, &pptr, mode, readings)?);
                         // a property's own `type` read as optional (not one deeper down)
                         let own = pptr.with_key("type").to_string();
                         if k == "properties"
@@ -1079,7 +1115,11 @@ fn normalise_schema(
     {
         required.retain(|r| r.as_str().is_none_or(|name| !optional.contains(&name)));
     }
-    if !out.contains_key("type") && out.contains_key("properties") && !has_composition(&out) {
+    if mode == Normalise::ToolParameters
+        && !out.contains_key("type")
+        && out.contains_key("properties")
+        && !has_composition(&out)
+    {
         out.insert("type".into(), Value::String("object".into()));
     }
     Ok(Value::Object(out))
@@ -1094,11 +1134,12 @@ fn has_composition(m: &Map<String, Value>) -> bool {
 fn normalise_list(
     list: &[Value],
     ptr: &JsonPointer,
+    mode: Normalise,
     readings: &mut Vec<TypeReading>,
 ) -> Result<Vec<Value>, (String, String)> {
     list.iter()
         .enumerate()
-        .map(|(i, s)| normalise_schema(s, &ptr.with_index(i), readings))
+        .map(|(i, s)| normalise_schema(s, &ptr.with_index(i), mode, readings))
         .collect()
 }
 
@@ -1106,10 +1147,16 @@ fn normalise_list(
 fn normalise_type(
     value: &Value,
     ptr: &JsonPointer,
+    mode: Normalise,
     readings: &mut Vec<TypeReading>,
 ) -> Result<Option<Value>, (String, String)> {
     let mut one = |name: &str, p: &JsonPointer| -> Result<Option<&'static str>, (String, String)> {
-        if let Some(t) = json_type_for(name) {
+        // tool definitions use Python's and Java's names freely; a plain JSON Schema that
+        // does is read with a warning
+        let own_name = JSON_TYPES.contains(&name);
+        if let Some(t) = json_type_for(name)
+            && (mode == Normalise::ToolParameters || own_name)
+        {
             return Ok(t);
         }
         let (read_as, optional) = read_loose_type(name)

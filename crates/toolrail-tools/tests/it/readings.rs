@@ -2,13 +2,14 @@
 //! written `"str, optional"`, a BFCL-style array with its items' enum, items with an empty enum,
 //! and a required property the closed arguments object leaves out. Strict grammars refuse
 //! naming keyword, value and pointer; lenient ones take the reading with a `read:` warning, and
-//! the grammar (checked with the engine) accepts the valid calls and rejects the others.
+//! the grammar (checked with the engine) accepts the valid calls and rejects the others. A plain
+//! JSON Schema (`grammar --schema`) reads loosely written types the same way.
 
 use std::sync::Arc;
 
 use serde_json::json;
 use toolrail_gbnf::Grammar;
-use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
+use toolrail_tools::grammar::{GrammarOptions, schema_grammar, tool_call_grammar};
 use toolrail_tools::shape::WarningKind;
 use toolrail_tools::toolset::{ToolSet, read_loose_type};
 
@@ -110,6 +111,53 @@ fn str_optional_is_refused_strictly_and_read_leniently() {
         bad.unwrap_err()
             .to_string()
             .contains("unknown type name \"widget, optional\"")
+    );
+}
+
+#[test]
+fn a_plain_schema_reads_str_optional_only_leniently() {
+    let schema = json!({"type": "object", "properties": {
+        "city": {"type": "str"},
+        "days": {"type": "int, optional"},
+        "tags": {"type": "array", "items": {"anyOf": [{"type": "float"}, {"type": "bool"}]}}},
+        "required": ["city", "days"]});
+    let e = schema_grammar(&schema, &options(false))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "unsupported: type at #/properties/city/type: type \"str\" is not a JSON Schema type \
+         (lenient mode reads it as \"string\")"
+    );
+    let g = schema_grammar(&schema, &options(true)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        g.warnings,
+        [
+            "read: type at #/properties/city/type: type \"str\" is not a JSON Schema type; read \
+             as \"string\"",
+            "read: type at #/properties/days/type: type \"int, optional\" is not a JSON Schema \
+             type; read as \"integer\", the property not required",
+            "read: type at #/properties/tags/items/anyOf/0/type: type \"float\" is not a JSON \
+             Schema type; read as \"number\"",
+            "read: type at #/properties/tags/items/anyOf/1/type: type \"bool\" is not a JSON \
+             Schema type; read as \"boolean\"",
+        ]
+    );
+    let g = Arc::new(Grammar::parse(&g.text).unwrap_or_else(|e| panic!("{e}\n{}", g.text)));
+    let accepts = |text: &str| toolrail_engine::check(&g, text.as_bytes()).is_accepted();
+    assert!(accepts(
+        r#"{"city": "Paris", "days": 3, "tags": [1.5, true]}"#
+    ));
+    assert!(accepts(r#"{"city": "Paris"}"#));
+    assert!(!accepts(r#"{"days": 3}"#));
+    assert!(!accepts(r#"{"city": "Paris", "tags": ["x"]}"#));
+    // nothing to read: the schema converts as it is, with no warning
+    let plain = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+    assert!(
+        schema_grammar(&plain, &options(false))
+            .unwrap()
+            .warnings
+            .is_empty()
     );
 }
 

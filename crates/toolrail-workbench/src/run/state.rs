@@ -186,12 +186,17 @@ impl RunState {
                 .as_ref()
                 .map(|_| analysis.grammar_text.clone()),
             // a plain schema whose grammar is the generated one: llguidance and a
-            // llama-server's `json_schema` request read the schema
+            // llama-server's `json_schema` request read the schema (as the grammar read it:
+            // a loosely written `type` replaced by its reading)
             schema: (schema.mode == crate::workspace::SchemaMode::PlainSchema
                 && analysis.grammar.is_some()
                 && analysis.grammar_text == analysis.generated)
-                .then(|| serde_json::from_str(&schema.text).ok())
-                .flatten(),
+                .then(|| serde_json::from_str::<serde_json::Value>(&schema.text).ok())
+                .flatten()
+                .map(|v| match toolrail_tools::toolset::read_loose_types(&v) {
+                    Some((read, _)) => read,
+                    None => v,
+                }),
             template: analysis.template.as_ref().map(|view| {
                 view.result
                     .clone()
