@@ -183,7 +183,7 @@ pub fn to_markdown(t: &Transcript) -> String {
         }
     }
     if let Some(run) = &t.template {
-        out.push_str(&template_section(run, &t.tokens, &t.output));
+        out.push_str(&template_section(run, &t.tokens));
     }
     if let Some(validation) = &t.validation {
         out.push_str("\n## Validation\n\n");
@@ -195,42 +195,10 @@ pub fn to_markdown(t: &Transcript) -> String {
     out
 }
 
-/// The reasoning budget's part of the timeline: where thinking started and ended, and whether
-/// the budget forced the end (`None` when no token was inside thinking).
-fn thinking_line(tokens: &[super::TokenRecord]) -> Option<String> {
-    use toolrail_llm::record::ThinkingNote;
-    let mut events = Vec::new();
-    for t in tokens {
-        match &t.thinking {
-            Some(ThinkingNote::Started { budget }) => events.push(format!(
-                "started at token {} ({})",
-                t.index,
-                budget.map_or("no limit".to_owned(), |b| format!("budget {b}"))
-            )),
-            Some(ThinkingNote::Exhausted) => {
-                events.push(format!("budget spent at token {}", t.index))
-            }
-            Some(ThinkingNote::Ended { by_budget: true }) => {
-                events.push(format!("end forced, done at token {}", t.index))
-            }
-            Some(ThinkingNote::Ended { by_budget: false }) => {
-                events.push(format!("closed by the model at token {}", t.index))
-            }
-            _ => {}
-        }
-    }
-    let inside = tokens.iter().filter(|t| t.thinking.is_some()).count();
-    (inside > 0).then(|| format!("{inside} token(s) in thinking; {}", events.join("; ")))
-}
-
-/// The chat template's part: source, lazy or not, triggers, the trigger timeline, llama.cpp's
-/// parse.
-fn template_section(
-    run: &super::TemplateRun,
-    tokens: &[super::TokenRecord],
-    output: &str,
-) -> String {
-    use toolrail_llm::record::LazyNote;
+/// The chat template's part: source, lazy or not, triggers, preserved tokens, stops, the
+/// trigger search time and the calls llama.cpp's parser returned (the timeline, reasoning and
+/// parse are lines of the explanation, above).
+fn template_section(run: &super::TemplateRun, tokens: &[super::TokenRecord]) -> String {
     let r = &run.result;
     let mut out = String::from("\n## Chat template\n\n| | |\n|---|---|\n");
     out.push_str(&format!("| template | {} |\n", cell(&run.source)));
@@ -268,69 +236,20 @@ fn template_section(
             cell(&format!("{:?}", r.additional_stops))
         ));
     }
-    let dormant = tokens
-        .iter()
-        .filter(|t| matches!(t.lazy, Some(LazyNote::Dormant { .. })))
-        .count();
-    let scan_ms = LazyNote::total_scan_ms(tokens.iter().map(|t| t.lazy.as_ref()));
-    if r.grammar_lazy {
-        let fired = tokens.iter().find_map(|t| match &t.lazy {
-            Some(LazyNote::Fired {
-                trigger,
-                grammar_start,
-                replayed,
-                ..
-            }) => Some(format!(
-                "token {} (`{}`): `{}` fired; the grammar starts at byte {grammar_start} with `{}`",
-                t.index,
-                cell(&t.piece),
-                cell(trigger),
-                cell(replayed)
-            )),
-            _ => None,
-        });
+    // what happened in the run is told once, in the explanation's words ("What happened");
+    // the table adds the figure and llama.cpp's calls as it returned them
+    if r.grammar_lazy && !r.grammar.is_empty() {
         out.push_str(&format!(
-            "| timeline | {dormant} token(s) free while the grammar slept; {}; trigger search {scan_ms:.3} ms in all |\n",
-            fired.unwrap_or_else(|| never_fired(run, output))
+            "| trigger search | {:.3} ms in all |\n",
+            crate::template_info::trigger_search_ms(tokens)
         ));
     }
-    if let Some(line) = thinking_line(tokens) {
-        out.push_str(&format!("| thinking | {} |\n", cell(&line)));
-    }
-    match (&run.parsed, &run.parse_error) {
-        (Some(parsed), _) => {
-            out.push_str(&format!(
-                "| llama.cpp's parse | content `{}`, reasoning `{}`, {} call(s) |\n",
-                cell(&parsed.content),
-                cell(&parsed.reasoning_content),
-                parsed.tool_calls.len()
-            ));
-            for call in &parsed.tool_calls {
-                out.push_str(&format!(
-                    "| call | `{}` `{}` |\n",
-                    cell(&call.name),
-                    cell(&call.arguments)
-                ));
-            }
-        }
-        (None, Some(error)) => out.push_str(&format!(
-            "| llama.cpp's parse | failed: {} |\n",
-            cell(error)
-        )),
-        (None, None) => {}
+    for call in run.parsed.iter().flat_map(|p| &p.tool_calls) {
+        out.push_str(&format!(
+            "| llama.cpp's call | `{}` `{}` |\n",
+            cell(&call.name),
+            cell(&call.arguments)
+        ));
     }
     out
-}
-
-/// Why no trigger fired: the nearest start of a trigger word in the output.
-fn never_fired(run: &super::TemplateRun, output: &str) -> String {
-    let patterns = run
-        .result
-        .sampler
-        .as_ref()
-        .map_or(&[][..], |s| &s.patterns[..]);
-    match toolrail_llm::lazy_gate::nearest_miss(patterns, output.as_bytes()) {
-        Some(miss) => format!("no trigger fired; nearest: {}", cell(&miss.describe())),
-        None => "no trigger fired; no trigger word starts in the output".to_owned(),
-    }
 }
