@@ -30,10 +30,15 @@ pub fn collect(ctx: &egui::Context, now: &Situation, actions: &mut Vec<Action>) 
         .collect();
     bound.sort_by_key(|(_, sc)| std::cmp::Reverse(modifier_count(sc.modifiers)));
     for (action, sc) in bound {
-        if ctx.input_mut(|i| i.consume_shortcut(&sc))
-            && action.enabled(now)
-            && !actions.contains(&action)
-        {
+        // every press counts: a window that redraws slowly gets several in one frame
+        let presses = ctx.input_mut(|i| i.count_and_consume_key(sc.modifiers, sc.logical_key));
+        if presses == 0 || !action.enabled(now) {
+            continue;
+        }
+        if action == Action::Step {
+            // a debugger's step key is pressed in bursts: each press is one token
+            actions.extend(std::iter::repeat_n(action, presses));
+        } else if !actions.contains(&action) {
             actions.push(action);
         }
     }
@@ -90,15 +95,23 @@ mod tests {
 
     /// The actions queued by one frame in which `modifiers`+`key` is pressed.
     fn pressed(modifiers: Modifiers, key: Key) -> Vec<Action> {
+        pressed_times(modifiers, key, 1)
+    }
+
+    /// The actions queued by one frame in which `modifiers`+`key` is pressed `times` times.
+    fn pressed_times(modifiers: Modifiers, key: Key, times: usize) -> Vec<Action> {
         let ctx = egui::Context::default();
+        let press = |pressed| egui::Event::Key {
+            key,
+            physical_key: None,
+            pressed,
+            repeat: false,
+            modifiers,
+        };
         let input = egui::RawInput {
-            events: vec![egui::Event::Key {
-                key,
-                physical_key: None,
-                pressed: true,
-                repeat: false,
-                modifiers,
-            }],
+            events: (0..times)
+                .flat_map(|_| [press(true), press(false)])
+                .collect(),
             ..egui::RawInput::default()
         };
         let now = Situation {
@@ -119,5 +132,19 @@ mod tests {
             [Action::ExportTranscript]
         );
         assert_eq!(pressed(Modifiers::COMMAND, Key::E), [Action::ExportGrammar]);
+    }
+
+    /// A window that redraws slowly (software rendering, a busy machine) gets several presses
+    /// in one frame: each F10 is a step, while an export is asked for once.
+    #[test]
+    fn every_f10_press_in_one_frame_is_a_step() {
+        assert_eq!(
+            pressed_times(Modifiers::NONE, Key::F10, 3),
+            [Action::Step, Action::Step, Action::Step]
+        );
+        assert_eq!(
+            pressed_times(Modifiers::COMMAND, Key::E, 2),
+            [Action::ExportGrammar]
+        );
     }
 }

@@ -287,8 +287,8 @@ fn start_run_with_no_model_loaded_loads_the_selected_model_then_runs() {
     assert!(!run.tokens.is_empty(), "the run generated no token");
 }
 
-/// F10 pressed three times in a row (the last two while the first step is still being taken)
-/// takes three steps; while paused the Validator says so instead of "running…"; once the run
+/// F10 pressed four times (the last three in one frame, while the first step is still being
+/// taken) takes four steps; while paused the Validator says so instead of "running…"; once the run
 /// ends the Transcript pane shows it and Export names it.
 #[test]
 fn f10_presses_are_not_lost_and_the_panes_say_where_the_run_is() {
@@ -304,9 +304,17 @@ fn f10_presses_are_not_lost_and_the_panes_say_where_the_run_is() {
     });
     let id = harness.state().shared.run.controller.latest().unwrap().id;
     harness.get_by_label_contains("not validated yet: paused before token 1");
-    for _ in 0..3 {
-        harness.key_press(egui::Key::F10);
+    // three presses in one frame, as a window that redraws slowly gets them
+    for pressed in [true, false, true, false, true, false] {
+        harness.input_mut().events.push(egui::Event::Key {
+            key: egui::Key::F10,
+            physical_key: None,
+            pressed,
+            repeat: false,
+            modifiers: egui::Modifiers::NONE,
+        });
     }
+    harness.step();
     wait_until(&mut harness, "three more steps", |app| {
         app.shared
             .run
