@@ -32,17 +32,38 @@ pub struct ValidateArgs {
     /// Print the verdict as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Check each tool as a lenient grammar reads it: where a schema admits no value as
+    /// written but has one plain reading (`type: integer` with `enum: ["1", "2"]`), the call is
+    /// checked against the reading the grammar enforces (each named on stderr); constraints
+    /// lenient grammars drop are still checked
+    #[arg(long)]
+    pub lenient: bool,
 }
 
 /// Runs `toolrail validate`.
 pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let tools_text = super::common::read_text(&args.tools, "the tool set")?;
     let tools = super::common::load_tool_set(&tools_text, &args.tools)?;
-    let validator = Validator::new(&tools)?;
+    let validator = Validator::with_readings(&tools, args.lenient)?;
+    if args.lenient {
+        let opts = GrammarOptions {
+            lenient: true,
+            ..GrammarOptions::default()
+        };
+        let readings = tool_call_grammar(&tools, &opts).map(|g| g.warnings);
+        for w in readings
+            .iter()
+            .flatten()
+            .filter(|w| w.starts_with("read: "))
+        {
+            eprintln!("warning: {w}");
+        }
+    }
     let output = super::common::read_text(&args.output, "the model output")?;
     let opts = ValidateOptions {
         parallel: args.parallel,
         auto: args.auto,
+        lenient: args.lenient,
     };
     let report = validator.validate_output(args.format.into(), &output, opts);
     // An invalid output is also matched against the tool-call grammar: where the grammar would
@@ -83,6 +104,9 @@ fn grammar_stop(tools: &ToolSet, args: &ValidateArgs, output: &str) -> Option<St
     let built = tool_call_grammar(tools, &opts).ok()?;
     let grammar = std::sync::Arc::new(toolrail_gbnf::Grammar::parse(&built.text).ok()?);
     let mut engine = toolrail_engine::Engine::new(grammar);
+    // the text as the validator reads it: a trailing line break (a file, `echo`) is no part of
+    // the call
+    let output = output.trim_end();
     let verdict = toolrail_engine::check_with(&mut engine, output.as_bytes());
     let consumed = &output.as_bytes()[..verdict.offset.unwrap_or(output.len())];
     let expected =
@@ -198,6 +222,7 @@ mod tests {
             parallel: false,
             auto: false,
             json: true,
+            lenient: false,
         }
     }
 
@@ -258,6 +283,30 @@ mod tests {
             run(&missing).is_err(),
             "input errors are exit 2 in cli::main"
         );
+    }
+
+    /// `--lenient` checks the reading a lenient grammar enforces; without it the schema as
+    /// written admits no value; a trailing line break is no part of the call.
+    #[test]
+    fn lenient_validation_checks_the_grammars_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = args(
+            dir.path(),
+            "{\"name\": \"buy\", \"arguments\": {\"n\": 2}}\n",
+            FormatArg::Openai,
+        );
+        std::fs::write(
+            &base.tools,
+            r#"[{"name": "buy", "parameters": {"type": "object",
+                "properties": {"n": {"type": "integer", "enum": ["1", "2"]}}, "required": ["n"]}}]"#,
+        )
+        .unwrap();
+        assert_eq!(run(&base).unwrap(), ExitCode::from(1));
+        let lenient = ValidateArgs {
+            lenient: true,
+            ..base
+        };
+        assert_eq!(run(&lenient).unwrap(), ExitCode::SUCCESS);
     }
 
     #[test]

@@ -101,6 +101,29 @@ pub(crate) struct Converter {
     /// `patternProperties` patterns compiled once ([`regex::is_match`] compiles each time;
     /// an object tests every declared name against every pattern).
     compiled_patterns: FxHashMap<String, Result<::regex::Regex, String>>,
+    /// The lenient readings taken, as edits of the documents ([`crate::read_leniently`]).
+    pub(crate) readings: Vec<Reading>,
+}
+
+/// A lenient reading as an edit of a schema document: what a validator must check instead of
+/// the schema as written, so that it agrees with the grammar.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Reading {
+    /// The document (its index in the order added).
+    pub(crate) doc: usize,
+    /// The node read.
+    pub(crate) at: JsonPointer,
+    /// How it is read.
+    pub(crate) edit: ReadingEdit,
+}
+
+/// How a [`Reading`] changes the node it names.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ReadingEdit {
+    /// The node is read as this schema.
+    Replace(Map<String, Value>),
+    /// The object admits this required name with any value.
+    AdmitProperty(String),
 }
 
 /// The deepest nesting of JSON arrays and objects a schema document may have. Deeper documents
@@ -232,23 +255,34 @@ fn combination_text(
     parts.join(sep)
 }
 
-/// `"type": "array"` with an `enum` none of whose values is an array: the clash in words
-/// (`type "array" and an enum of strings clash`); `None` when the schema is not that.
-fn array_enum_clash(schema: &Value) -> Option<String> {
+/// A `type` with an `enum` none of whose values has that type: the clash in words
+/// (`type "array" and an enum of strings clash`, `type "integer" and an enum of strings
+/// clash`); `None` when the schema is not that.
+fn type_enum_clash(schema: &Value) -> Option<String> {
     let map = schema.as_object()?;
-    if map.get("type")? != "array" {
-        return None;
-    }
+    let types: Vec<&str> = match map.get("type")? {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(list) => list.iter().filter_map(Value::as_str).collect(),
+        _ => return None,
+    };
     let values = map.get("enum")?.as_array()?;
-    if values.is_empty() || values.iter().any(Value::is_array) {
+    let fits = |v: &Value| {
+        let kind = json_kind(v);
+        types
+            .iter()
+            .any(|&t| t == kind || (t == "number" && kind == "integer"))
+    };
+    if values.is_empty() || types.is_empty() || values.iter().any(fits) {
         return None;
     }
     let mut kinds: Vec<&str> = values.iter().map(json_kind).collect();
     kinds.sort_unstable();
     kinds.dedup();
     let kinds: Vec<String> = kinds.iter().map(|k| format!("{k}s")).collect();
+    let types: Vec<String> = types.iter().map(|t| format!("{t:?}")).collect();
     Some(format!(
-        "type \"array\" and an enum of {} clash",
+        "type {} and an enum of {} clash",
+        types.join(" or "),
         kinds.join(" and ")
     ))
 }
@@ -309,6 +343,7 @@ impl Converter {
             flattening: 0,
             root_referenced: false,
             compiled_patterns: FxHashMap::default(),
+            readings: Vec::new(),
         }
     }
 
@@ -1005,6 +1040,9 @@ impl Converter {
         if let Some(items_enum) = self.enum_for_items(map, types, cx)? {
             return self.visit_typed(&items_enum, cx);
         }
+        if let Some(typed) = self.enum_as_typed(map, types, cx)? {
+            return self.visit_typed(&typed, cx);
+        }
         if let Some(values) = ir::read_values(map, &cx.at())? {
             return self.typed_values(map, values, cx);
         }
@@ -1157,7 +1195,70 @@ impl Converter {
         let mut out = map.clone();
         out.remove("enum");
         out.insert("items".into(), items);
+        self.read_as(cx, ReadingEdit::Replace(out.clone()));
         Ok(Some(out))
+    }
+
+    /// `"type": "integer"` (or `number`, `boolean`) with an `enum` of strings that each spell
+    /// a value of that type (`["1", "2"]`, as BFCL's live tools write it): no value is valid
+    /// as written. Strict, an error naming the clash (by the caller, when no value is left);
+    /// lenient, the node read with the values as the type says, with a warning. `None`: not
+    /// that case, or strict.
+    fn enum_as_typed(
+        &mut self,
+        map: &Map<String, Value>,
+        types: ir::TypeSet,
+        cx: &Ctx,
+    ) -> Result<Option<Map<String, Value>>, SchemaError> {
+        let target = [JsonType::Integer, JsonType::Number, JsonType::Boolean]
+            .into_iter()
+            .find(|&t| types == ir::TypeSet::only(t));
+        let (Some(target), true, Some(Value::Array(values))) =
+            (target, self.opts.lenient, map.get("enum"))
+        else {
+            return Ok(None);
+        };
+        let read: Option<Vec<Value>> = values
+            .iter()
+            .map(|v| {
+                let text = v.as_str()?.trim();
+                let parsed: Value = serde_json::from_str(text).ok()?;
+                let fits = match target {
+                    JsonType::Integer => parsed.is_i64() || parsed.is_u64(),
+                    JsonType::Number => parsed.is_number(),
+                    _ => parsed.is_boolean(),
+                };
+                fits.then_some(parsed)
+            })
+            .collect();
+        let Some(read) = read.filter(|r| !r.is_empty()) else {
+            return Ok(None);
+        };
+        let name = target.name();
+        let why = format!(
+            "type is {name:?} but enum lists only strings: the keywords clash, no value is valid"
+        );
+        let reading = format!(
+            "the enum's strings as {name}s: {}",
+            Value::Array(read.clone())
+        );
+        self.report().reading("enum", &cx.at(), &why, &reading)?;
+        let mut out = map.clone();
+        out.insert("enum".into(), Value::Array(read));
+        self.read_as(cx, ReadingEdit::Replace(out.clone()));
+        Ok(Some(out))
+    }
+
+    /// Records a lenient reading of the node at `cx` (once: a `$ref` target is met again).
+    fn read_as(&mut self, cx: &Ctx, edit: ReadingEdit) {
+        let reading = Reading {
+            doc: cx.doc,
+            at: cx.ptr.clone(),
+            edit,
+        };
+        if !self.readings.contains(&reading) {
+            self.readings.push(reading);
+        }
     }
 
     /// The grammar of one JSON value (enum/const member): structural, with optional space.
@@ -1764,6 +1865,7 @@ impl Converter {
                             ),
                             &format!("{r:?} admitted with any value"),
                         )?;
+                        self.read_as(cx, ReadingEdit::AdmitProperty(r.to_string()));
                         Some(self.rules.primitive_rule("value"))
                     } else {
                         add_value.clone()
@@ -1809,7 +1911,7 @@ impl Converter {
         let (min_p, max_p) = (rules.min_properties, rules.max_properties);
         if let Some((name, _, _)) = declared.iter().find(|(_, kv, req)| *req && kv.is_none()) {
             let why = match props.iter().find(|(k, _)| *k == name) {
-                Some((_, s)) => match array_enum_clash(s) {
+                Some((_, s)) => match type_enum_clash(s) {
                     Some(clash) => format!(
                         "its schema at {} admits no value ({clash})",
                         cx.child("properties", "").child(name, "").at()

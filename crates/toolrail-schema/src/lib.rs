@@ -232,6 +232,44 @@ pub struct Conversion {
     pub rule_locations: Vec<(String, RuleLocation)>,
 }
 
+/// The schema as lenient conversion reads it (`options.lenient` is taken as set): every reading
+/// the grammar takes ([`Warning::reading`]) applied to a copy, so that a validator checking this
+/// schema agrees with the lenient grammar (`type: integer` with `enum: ["1", "2"]` is checked as
+/// `enum: [1, 2]`). Constraints lenient mode drops are not dropped here: the validator still
+/// checks them. Returns the schema and the readings' warnings.
+pub fn read_leniently(
+    schema: &Value,
+    options: &ConvertOptions,
+) -> Result<(Value, Vec<Warning>), SchemaError> {
+    let options = ConvertOptions {
+        lenient: true,
+        ..options.clone()
+    };
+    let mut c = convert::Converter::new(options);
+    c.add_document("", "", schema, false, syntax::KeyStyle::DictKey)?;
+    let mut out = schema.clone();
+    for reading in c.readings.iter().filter(|r| r.doc == 0) {
+        let Some(node) = out.pointer_mut(reading.at.as_str()) else {
+            continue;
+        };
+        match &reading.edit {
+            convert::ReadingEdit::Replace(map) => *node = Value::Object(map.clone()),
+            convert::ReadingEdit::AdmitProperty(name) => {
+                if let Value::Object(object) = node {
+                    let properties = object
+                        .entry("properties")
+                        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+                    if let Value::Object(p) = properties {
+                        p.entry(name.clone()).or_insert(Value::Bool(true));
+                    }
+                }
+            }
+        }
+    }
+    let warnings = c.warnings.into_iter().filter(|w| w.reading).collect();
+    Ok((out, warnings))
+}
+
 /// Converts one schema into a complete grammar whose `root` matches exactly its valid values.
 pub fn schema_to_gbnf(schema: &Value, options: &ConvertOptions) -> Result<Conversion, SchemaError> {
     let mut c = convert::Converter::new(options.clone());

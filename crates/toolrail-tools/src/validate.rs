@@ -46,6 +46,9 @@ pub struct ValidateOptions {
     pub parallel: bool,
     /// Accept plain text that does not start like a call.
     pub auto: bool,
+    /// Check the tools as a lenient grammar reads them ([`Validator::with_readings`]); read
+    /// where the validator is built.
+    pub lenient: bool,
 }
 
 /// One schema violation inside a call's arguments.
@@ -193,11 +196,19 @@ impl std::fmt::Debug for Validator {
 }
 
 impl Validator {
-    /// Compiles every tool's arguments schema.
+    /// Compiles every tool's arguments schema, as written (what a strict grammar enforces).
     pub fn new(tools: &ToolSet) -> Result<Self, SchemaCompileError> {
+        Self::with_readings(tools, false)
+    }
+
+    /// Compiles every tool's arguments schema; `lenient`: as a lenient grammar reads it
+    /// ([`toolrail_schema::read_leniently`]), so that a call the lenient grammar admits by a
+    /// reading (`type: integer` with `enum: ["1", "2"]` read as the integers) is not then
+    /// refused by the schema as written. Dropped constraints are still checked.
+    pub fn with_readings(tools: &ToolSet, lenient: bool) -> Result<Self, SchemaCompileError> {
         let mut compiled = HashMap::new();
         for tool in tools.tools() {
-            compiled.insert(tool.name.clone(), compile(tool)?);
+            compiled.insert(tool.name.clone(), compile(tool, lenient)?);
         }
         Ok(Self {
             tools: tools.clone(),
@@ -371,12 +382,24 @@ impl Validator {
     }
 }
 
-fn compile(tool: &Tool) -> Result<jsonschema::Validator, SchemaCompileError> {
+fn compile(tool: &Tool, lenient: bool) -> Result<jsonschema::Validator, SchemaCompileError> {
+    let written = tool.arguments_schema();
+    // the reading the grammar took; a schema lenient mode still refuses is checked as written
+    let options = toolrail_schema::ConvertOptions {
+        close_objects: true,
+        ..toolrail_schema::ConvertOptions::default()
+    };
+    let schema = match lenient {
+        true => toolrail_schema::read_leniently(&written, &options)
+            .map(|(read, _)| read)
+            .unwrap_or(written),
+        false => written,
+    };
     jsonschema::options()
         .should_validate_formats(true)
         // the grammar's email language (the crate's own check differs; see schema::formats)
         .with_format("email", toolrail_schema::formats::is_valid_email)
-        .build(&tool.arguments_schema())
+        .build(&schema)
         .map_err(|e| SchemaCompileError {
             tool: tool.name.clone(),
             message: e.to_string(),
@@ -548,6 +571,7 @@ mod tests {
         let par = ValidateOptions {
             parallel: true,
             auto: false,
+            lenient: false,
         };
         assert!(
             v.validate_output(Format::Pythonic, two, par)
@@ -558,6 +582,7 @@ mod tests {
         let auto = ValidateOptions {
             parallel: false,
             auto: true,
+            lenient: false,
         };
         let r = v.validate_output(Format::Hermes, text, auto);
         assert!(r.is_valid() && !r.is_valid_call() && r.text);

@@ -41,7 +41,11 @@ pub fn valid_example(analysis: &Analysis, seed: u64) -> Result<String, ExampleEr
     };
     let validator = match (&analysis.input.schema.mode, &analysis.tool_set) {
         (SchemaMode::ToolSet, Some(tools)) => {
-            Some(Validator::new(tools).map_err(|e| ExampleError::NotFound(e.to_string()))?)
+            let lenient = analysis.input.schema.lenient;
+            Some(
+                Validator::with_readings(tools, lenient)
+                    .map_err(|e| ExampleError::NotFound(e.to_string()))?,
+            )
         }
         _ => None,
     };
@@ -79,6 +83,7 @@ pub fn valid_example(analysis: &Analysis, seed: u64) -> Result<String, ExampleEr
         let opts = ValidateOptions {
             parallel: settings.parallel,
             auto: settings.auto,
+            lenient: settings.lenient,
         };
         let report = validator.validate_output(settings.envelope, &text, opts);
         if report.is_valid() && !report.calls.is_empty() {

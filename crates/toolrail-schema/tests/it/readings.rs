@@ -2,7 +2,9 @@
 //! value is `[]`; `type: array` with an enum of strings is refused strictly with the clashing
 //! keywords, and read leniently as the items' enum with a warning; a `format` with length bounds
 //! every (or no) string of the format meets is exact without a product of automata, and a
-//! combination that cannot be written names itself.
+//! combination that cannot be written names itself; `type: integer` with an enum of strings
+//! that spell integers (BFCL's live tools) is refused strictly naming both keywords, and read
+//! leniently as the integers.
 
 use std::sync::Arc;
 
@@ -209,4 +211,43 @@ fn a_schema_whose_every_value_holds_another_without_end_is_refused_at_its_pointe
     for schema in &finite {
         schema_to_gbnf(schema, &ConvertOptions::default()).unwrap();
     }
+}
+
+#[test]
+fn an_integer_with_an_enum_of_digit_strings_is_refused_strictly_and_read_leniently() {
+    let schema = json!({"type": "object", "required": ["number_of_tickets"], "properties": {
+        "number_of_tickets": {"type": "integer", "enum": ["1", "2", "3"]}}});
+    assert_eq!(
+        error(&schema, false),
+        "unsupported: required at #: required property \"number_of_tickets\" can never be \
+         present: its schema at #/properties/number_of_tickets admits no value (type \"integer\" \
+         and an enum of strings clash); no object is valid"
+    );
+    let c = schema_to_gbnf(&schema, &options(true)).unwrap();
+    let warnings: Vec<String> = c.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        warnings,
+        [
+            "read: enum at #/properties/number_of_tickets: type is \"integer\" but enum lists only \
+          strings: the keywords clash, no value is valid; read as the enum's strings as integers: \
+          [1,2,3]"
+        ]
+    );
+    let g = grammar(&schema, true);
+    assert!(accepts(&g, r#"{"number_of_tickets": 2}"#));
+    assert!(!accepts(&g, r#"{"number_of_tickets": "2"}"#));
+    assert!(!accepts(&g, r#"{"number_of_tickets": 4}"#));
+    // strings that spell no integer have no reading: refused in both modes
+    let words = json!({"type": "integer", "enum": ["one", "2"]});
+    for lenient in [false, true] {
+        assert!(
+            schema_to_gbnf(&words, &options(lenient)).is_err(),
+            "{lenient}"
+        );
+    }
+    // a number's enum of number strings, a boolean's of "true"/"false"
+    let g = grammar(&json!({"type": "number", "enum": ["0.5", "2"]}), true);
+    assert!(accepts(&g, "0.5") && accepts(&g, "2") && !accepts(&g, "1"));
+    let g = grammar(&json!({"type": "boolean", "enum": ["true"]}), true);
+    assert!(accepts(&g, "true") && !accepts(&g, "false"));
 }

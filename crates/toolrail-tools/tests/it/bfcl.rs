@@ -148,6 +148,7 @@ fn bfcl_ground_truth_in_every_envelope() {
     let parallel = ValidateOptions {
         parallel: true,
         auto: false,
+        lenient: false,
     };
     let mut mixed_checked = 0usize;
     for format in Format::ALL {
@@ -313,6 +314,7 @@ fn bfcl_sampled_grammar_strings_validate() {
                     ValidateOptions {
                         parallel,
                         auto: false,
+                        lenient: false,
                     },
                 );
                 // Numbers beyond f64 (`1e400`) are grammatical JSON but unreadable as numbers;

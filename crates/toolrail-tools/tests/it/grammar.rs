@@ -228,6 +228,7 @@ fn parallel_calls() {
             ValidateOptions {
                 parallel: true,
                 auto: false,
+                lenient: false,
             },
         );
         assert_eq!(report.tool_calls().len(), 2, "{format}");
@@ -458,8 +459,15 @@ fn sampled_grammar_strings_validate() {
                 for _ in 0..60 {
                     let s = sampler.sample(&mut rng, 300).unwrap();
                     assert!(accepts(&g, &s), "{path:?} {format}: sampler gave {s:?}");
-                    let report =
-                        validator.validate_output(format, &s, ValidateOptions { parallel, auto });
+                    let report = validator.validate_output(
+                        format,
+                        &s,
+                        ValidateOptions {
+                            parallel,
+                            auto,
+                            lenient: false,
+                        },
+                    );
                     // JSON's number syntax has no bound on exponents; values beyond f64 (e.g.
                     // `1e400`) are grammatical but cannot be read as numbers; a key written twice
                     // in a free-form object is grammatical but ambiguous (the validator refuses

@@ -9,9 +9,11 @@ use std::sync::Arc;
 
 use serde_json::json;
 use toolrail_gbnf::Grammar;
+use toolrail_tools::envelope::Format;
 use toolrail_tools::grammar::{GrammarOptions, schema_grammar, tool_call_grammar};
 use toolrail_tools::shape::WarningKind;
 use toolrail_tools::toolset::{ToolSet, read_loose_type};
+use toolrail_tools::validate::{ValidateOptions, Validator};
 
 fn options(lenient: bool) -> GrammarOptions {
     GrammarOptions {
@@ -230,4 +232,51 @@ fn a_required_name_the_closed_object_leaves_out_is_read_leniently() {
     assert!(call(&g, r#"{"query": 1, "search_query": "x"}"#));
     assert!(!call(&g, r#"{"search_query": "x"}"#));
     assert!(!call(&g, r#"{"query": "x", "other": 1}"#));
+    // the lenient validator admits the name too, and nothing else
+    let lenient = Validator::with_readings(&set, true).unwrap();
+    let valid = |args: &str| {
+        let text = format!(r#"{{"name": "f", "arguments": {args}}}"#);
+        lenient
+            .validate_output(Format::OpenAi, &text, ValidateOptions::default())
+            .is_valid()
+    };
+    assert!(valid(r#"{"query": 1, "search_query": "x"}"#));
+    assert!(!valid(r#"{"search_query": "x"}"#));
+    assert!(!valid(r#"{"query": "x", "other": 1}"#));
+}
+
+/// A lenient grammar and a lenient validator read the schema alike: the call the grammar
+/// admits by a reading is valid, what the schema forbids besides is still refused; the strict
+/// validator checks the schema as written (no value is valid).
+#[test]
+fn the_lenient_validator_checks_the_reading_the_lenient_grammar_enforces() {
+    let set = tool(
+        json!({"type": "object", "required": ["n", "units"], "properties": {
+        "n": {"type": "integer", "enum": ["1", "2", "3"]},
+        "units": {"type": "array", "items": {"type": "string"}, "enum": ["a", "b"],
+                  "maxItems": 1}}}),
+    );
+    let (g, warnings) = lenient_grammar(&set);
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    let lenient = Validator::with_readings(&set, true).unwrap();
+    let strict = Validator::new(&set).unwrap();
+    let check = |v: &Validator, args: &str| {
+        let text = format!(r#"{{"name": "f", "arguments": {args}}}"#);
+        v.validate_output(Format::OpenAi, &text, ValidateOptions::default())
+            .is_valid()
+    };
+    let good = r#"{"n": 2, "units": ["a"]}"#;
+    assert!(call(&g, good));
+    assert!(check(&lenient, good));
+    assert!(!check(&strict, good));
+    for bad in [
+        r#"{"n": "2", "units": ["a"]}"#,
+        r#"{"n": 4, "units": ["a"]}"#,
+        r#"{"n": 2, "units": ["c"]}"#,
+    ] {
+        assert!(!call(&g, bad), "{bad}");
+        assert!(!check(&lenient, bad), "{bad}");
+    }
+    // maxItems is the schema's own: the validator checks it as written
+    assert!(!check(&lenient, r#"{"n": 2, "units": ["a", "b"]}"#));
 }

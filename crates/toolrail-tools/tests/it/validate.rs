@@ -22,14 +22,17 @@ fn planner() -> Validator {
 const SINGLE: ValidateOptions = ValidateOptions {
     parallel: false,
     auto: false,
+    lenient: false,
 };
 const PARALLEL: ValidateOptions = ValidateOptions {
     parallel: true,
     auto: false,
+    lenient: false,
 };
 const AUTO: ValidateOptions = ValidateOptions {
     parallel: false,
     auto: true,
+    lenient: false,
 };
 
 #[test]

@@ -68,7 +68,11 @@ impl Outcome {
     /// Judges `output`; `constrained` says whether a grammar shaped it.
     pub fn judge(output: &str, constrained: bool, inputs: &RunInputs) -> Outcome {
         let mut outcome = Outcome::default();
-        let validator = match inputs.tools.as_ref().map(Validator::new) {
+        let validator = match inputs
+            .tools
+            .as_ref()
+            .map(|t| Validator::with_readings(t, inputs.validate.lenient))
+        {
             Some(Ok(v)) => Some(v),
             Some(Err(e)) => {
                 outcome.error = Some(e.to_string());
@@ -105,7 +109,11 @@ impl Outcome {
     /// is validated, not the text.
     pub fn judge_server_calls(calls: &[Value], inputs: &RunInputs) -> Outcome {
         let mut outcome = Outcome::default();
-        let validator = match inputs.tools.as_ref().map(Validator::new) {
+        let validator = match inputs
+            .tools
+            .as_ref()
+            .map(|t| Validator::with_readings(t, inputs.validate.lenient))
+        {
             Some(Ok(v)) => Some(v),
             Some(Err(e)) => {
                 outcome.error = Some(e.to_string());
@@ -334,6 +342,7 @@ mod tests {
             validate: toolrail_tools::validate::ValidateOptions {
                 parallel: false,
                 auto: true,
+                lenient: false,
             },
             ..RunInputs::default()
         }

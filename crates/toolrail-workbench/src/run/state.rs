@@ -180,6 +180,7 @@ impl RunState {
             validate: toolrail_tools::validate::ValidateOptions {
                 parallel: schema.parallel,
                 auto: schema.auto,
+                lenient: schema.lenient,
             },
             grammar: analysis
                 .grammar
