@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bfcl;
+mod bfcl_live;
 mod extract;
 mod golden;
 mod grammar;
