@@ -40,6 +40,7 @@ const BROKEN_PIPE_STATUS: u8 = 141;
 
 pub mod bench;
 pub mod bench_calls;
+pub mod budget;
 pub mod check;
 pub mod common;
 pub mod compare;
@@ -95,6 +96,8 @@ pub enum Command {
     Explain(explain::ExplainArgs),
     /// What llama-server builds from a chat template and tools: prompt, grammar, lazy triggers, parser.
     Template(template::TemplateArgs),
+    /// Whether llama.cpp loads a tool catalog's grammar, what each tool costs, and which tool and property break it (exit 0 fits, 1 does not, 2 errors).
+    Budget(budget::BudgetArgs),
     /// List the models and llama-servers toolrail knows by name, and the file they come from.
     Models(models::ModelsArgs),
     /// Open the desktop app (also what `toolrail` with no arguments does).
@@ -162,6 +165,7 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::BenchCalls(args) => bench_calls::run(args),
         Command::Template(args) => template::run(args),
+        Command::Budget(args) => budget::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Models(args) => models::run(args),

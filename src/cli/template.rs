@@ -87,36 +87,11 @@ pub fn run(args: &TemplateArgs) -> anyhow::Result<ExitCode> {
     let tools_text = String::from_utf8(super::common::read_input(&args.tools)?)
         .with_context(|| format!("{}: the tool set is not UTF-8", args.tools))?;
     let tools = super::common::load_tool_set(&tools_text, &args.tools)?;
-    let template_text = match &args.template {
-        Some(path) => Some(
-            String::from_utf8(super::common::read_input(path)?)
-                .with_context(|| format!("{path}: the template is not UTF-8"))?,
-        ),
-        None => None,
-    };
-    let (templates, source) = match &args.model {
-        Some(model) => {
-            let spec = super::generate::ModelArgs {
-                model: model.clone(),
-                models: args.models.clone(),
-            }
-            .resolve()?;
-            let templates = ChatTemplates::from_gguf(&spec.path, template_text.as_deref())
-                .with_context(|| format!("{}", spec.path.display()))?;
-            let source = match &args.template {
-                Some(path) => format!("{path} (vocabulary of {})", spec.path.display()),
-                None => format!("{} (its chat template)", spec.path.display()),
-            };
-            (templates, source)
-        }
-        None => {
-            let path = args.template.as_deref().unwrap_or_default();
-            let text = template_text.unwrap_or_default();
-            let templates =
-                ChatTemplates::from_source(&text, "", "").with_context(|| path.to_owned())?;
-            (templates, format!("{path} (no vocabulary)"))
-        }
-    };
+    let (templates, source) = load_templates(
+        args.model.as_deref(),
+        args.models.as_ref(),
+        args.template.as_deref(),
+    )?;
     let mut request = TemplateRequest::for_tools(&tools, &args.user);
     if let Some(path) = &args.messages {
         let text = super::common::read_input(path)?;
@@ -193,6 +168,46 @@ pub fn run(args: &TemplateArgs) -> anyhow::Result<ExitCode> {
     Ok(match parsed {
         Some(Err(_)) => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
+    })
+}
+
+/// The chat template of a GGUF file or `models.toml` entry (`model`, with `template` in place
+/// of its own when given), or of a template file alone (no vocabulary); with a line saying
+/// which, for reports.
+pub fn load_templates(
+    model: Option<&str>,
+    models: Option<&PathBuf>,
+    template: Option<&str>,
+) -> anyhow::Result<(ChatTemplates, String)> {
+    let template_text = match template {
+        Some(path) => Some(
+            String::from_utf8(super::common::read_input(path)?)
+                .with_context(|| format!("{path}: the template is not UTF-8"))?,
+        ),
+        None => None,
+    };
+    Ok(match model {
+        Some(model) => {
+            let spec = super::generate::ModelArgs {
+                model: model.to_owned(),
+                models: models.cloned(),
+            }
+            .resolve()?;
+            let templates = ChatTemplates::from_gguf(&spec.path, template_text.as_deref())
+                .with_context(|| format!("{}", spec.path.display()))?;
+            let source = match template {
+                Some(path) => format!("{path} (vocabulary of {})", spec.path.display()),
+                None => format!("{} (its chat template)", spec.path.display()),
+            };
+            (templates, source)
+        }
+        None => {
+            let path = template.unwrap_or_default();
+            let text = template_text.unwrap_or_default();
+            let templates =
+                ChatTemplates::from_source(&text, "", "").with_context(|| path.to_owned())?;
+            (templates, format!("{path} (no vocabulary)"))
+        }
     })
 }
 

@@ -7,6 +7,7 @@
 
 mod attack_table;
 mod attacks;
+mod cli_budget;
 mod cli_check;
 mod cli_compare;
 mod cli_explain;

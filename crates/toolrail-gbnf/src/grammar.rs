@@ -124,6 +124,7 @@ impl Grammar {
             references: Vec::new(),
             sequences: Vec::new(),
             notes: Vec::new(),
+            largest_repetition: 1,
         };
         let grammar = Self::assemble(parsed, root);
         grammar.check_left_recursion()?;

@@ -107,6 +107,11 @@ pub struct ParsedGrammar {
     pub sequences: Vec<Vec<SequenceItem>>,
     /// Non-fatal findings made while parsing (e.g. `{0,5000}` silently unbounded).
     pub notes: Vec<Diagnostic>,
+    /// The largest count llama.cpp's repetition check computed (the rules a repetition's item
+    /// holds times its count, nested repetitions multiplied), against its limit of
+    /// [`MAX_REPETITION`]: how close the grammar is to "exceeds sane defaults". 1 without
+    /// repetitions.
+    pub largest_repetition: u64,
 }
 
 impl ParsedGrammar {
@@ -146,6 +151,7 @@ pub fn parse_with_vocab(
         notes: Vec::new(),
         depth: 0,
         copied: 0,
+        largest_repetition: 1,
         line_index: std::cell::OnceCell::new(),
     };
     if visible.len() < source.len() {
@@ -179,6 +185,7 @@ pub fn parse_with_vocab(
         references,
         sequences,
         notes,
+        largest_repetition,
         ..
     } = parser;
     let (rules, spans) = rules
@@ -195,6 +202,7 @@ pub fn parse_with_vocab(
         references,
         sequences,
         notes,
+        largest_repetition,
     })
 }
 
@@ -231,6 +239,8 @@ struct Parser<'s> {
     depth: usize,
     /// Elements copied so far by repetitions (see [`MAX_COPIED_ELEMENTS`]).
     copied: u64,
+    /// See [`ParsedGrammar::largest_repetition`].
+    largest_repetition: u64,
     /// Line starts of `src`, built on the first finding (notes can be many).
     line_index: std::cell::OnceCell<LineIndex>,
 }
@@ -534,6 +544,9 @@ impl<'s> Parser<'s> {
             _ if min > 0 => min,
             _ => 1,
         };
+        self.largest_repetition = self
+            .largest_repetition
+            .max(n_prev_rules.saturating_mul(total_rules));
         if n_prev_rules.saturating_mul(total_rules) > MAX_REPETITION {
             return self.fail(
                 self.error(

@@ -35,6 +35,7 @@
 pub mod bench;
 pub mod bench_calls;
 pub mod bench_masks;
+pub mod budget;
 mod chat;
 pub mod engine_kind;
 mod error;

@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bench_calls;
+mod budget;
 mod chat_templates;
 mod common;
 mod generation;

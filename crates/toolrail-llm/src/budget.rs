@@ -1,0 +1,469 @@
+//! What a tool catalog costs in llama.cpp's grammar, whether llama.cpp loads it, and which tool
+//! and property break it (`toolrail budget`).
+//!
+//! The grammar is built as llama-server b11434 builds it from a chat template
+//! ([`GrammarBuilder::Template`]) or as toolrail writes it for one of its envelopes
+//! ([`GrammarBuilder::Envelope`]); the verdict is llama.cpp's own loader, linked in
+//! ([`llama_grammar_loads`]), with toolrail's parser (which agrees with llama.cpp's, error for
+//! error) saying where and why. Blame is found by construction, never guessed: the catalog's
+//! grammar is built again for each tool alone, then for that tool's properties one at a time;
+//! where no tool fails alone (a limit the whole catalog crosses together), the shortest prefix of
+//! the catalog that fails names the tool that crosses it.
+
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use toolrail_gbnf::parser::MAX_REPETITION;
+use toolrail_gbnf::{Grammar, Severity};
+use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
+use toolrail_tools::toolset::ToolSet;
+
+use crate::template::{ChatTemplates, TemplateRequest, Trigger, llama_grammar_loads};
+
+/// Bytes llama.cpp holds per grammar element (`llama_grammar_element`: type and value, 32 bits
+/// each).
+const ELEMENT_BYTES: usize = 8;
+/// Bytes of a rule's `std::vector` header in llama.cpp's rule table (pointer, size, capacity).
+const RULE_BYTES: usize = 24;
+
+/// How the catalog's grammar is built.
+pub enum GrammarBuilder<'a> {
+    /// toolrail's own tool-call grammar for one envelope.
+    Envelope(GrammarOptions),
+    /// llama-server's: the chat template's grammar for this request, its tools replaced by the
+    /// catalog (or the part of it being probed).
+    Template {
+        /// The chat template (and vocabulary, if any).
+        templates: &'a ChatTemplates,
+        /// The request: messages, `tool_choice`, parallel calls, thinking.
+        request: Box<TemplateRequest>,
+    },
+}
+
+/// A grammar built for some tools: its text and the lazy triggers that wake it.
+struct Built {
+    grammar: String,
+    triggers: Vec<Trigger>,
+}
+
+impl GrammarBuilder<'_> {
+    /// The grammar for `tools` (OpenAI `tools` entries, as a client sends them). Err: why no
+    /// grammar could be built at all (the template refused the request, a tool toolrail cannot
+    /// convert), in words.
+    fn build(&self, tools: &[Value]) -> Result<Built, String> {
+        match self {
+            GrammarBuilder::Envelope(options) => {
+                let set = ToolSet::from_value(&Value::Array(tools.to_vec()))
+                    .map_err(|e| e.to_string())?;
+                let grammar = tool_call_grammar(&set, options).map_err(|e| e.to_string())?;
+                Ok(Built {
+                    grammar: grammar.text,
+                    triggers: Vec::new(),
+                })
+            }
+            GrammarBuilder::Template { templates, request } => {
+                let request = TemplateRequest {
+                    tools: tools.to_vec(),
+                    ..(**request).clone()
+                };
+                let result = templates.build(&request).map_err(|e| e.to_string())?;
+                Ok(Built {
+                    grammar: result.grammar,
+                    triggers: if result.grammar_lazy {
+                        result.grammar_triggers
+                    } else {
+                        Vec::new()
+                    },
+                })
+            }
+        }
+    }
+}
+
+/// Why llama.cpp does not load a grammar.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    /// toolrail's finding (its parser and loader checks agree with llama.cpp's), with its code
+    /// and the grammar's line and column: `GB011 at 3:14: this repetition would make …`.
+    pub finding: String,
+    /// What llama.cpp itself says for that finding, where toolrail knows its words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llama_message: Option<String>,
+}
+
+/// What one grammar costs llama.cpp.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GrammarCost {
+    /// The grammar text's size.
+    pub bytes: usize,
+    /// Rules after llama.cpp's rewrite (groups and repetitions become rules of their own).
+    pub rules: usize,
+    /// Grammar elements llama.cpp holds.
+    pub elements: usize,
+    /// The largest count llama.cpp's repetition check computes, against its limit of 2000.
+    pub largest_repetition: u64,
+    /// The memory llama.cpp's parsed grammar holds for its rules (elements and rule headers;
+    /// the stacks it builds while sampling come on top).
+    pub memory_bytes: usize,
+    /// How long toolrail's parser and loader checks took, in milliseconds.
+    pub compile_ms: f64,
+    /// Why llama.cpp refuses it; `None`: it loads.
+    pub refusal: Option<Refusal>,
+}
+
+impl GrammarCost {
+    /// Whether llama.cpp loads the grammar.
+    pub fn loads(&self) -> bool {
+        self.refusal.is_none()
+    }
+}
+
+/// What one tool of the catalog costs when its grammar is built alone.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolCost {
+    /// The tool.
+    pub name: String,
+    /// Its grammar's cost, built alone.
+    pub cost: GrammarCost,
+    /// Its share of the catalog: its grammar's bytes over the sum of every tool's.
+    pub share: f64,
+}
+
+/// What breaks the catalog's grammar.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Blame {
+    /// The tool.
+    pub tool: String,
+    /// Its place in the catalog (0 first).
+    pub index: usize,
+    /// JSON pointer into its parameters (`/properties/tags`); empty: the tool as a whole.
+    pub pointer: String,
+    /// How it was found.
+    pub how: BlameKind,
+    /// llama.cpp's refusal of the smallest grammar that shows it.
+    pub refusal: Refusal,
+}
+
+/// How a [`Blame`] was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlameKind {
+    /// The tool's grammar alone is refused (with the property, when one alone is refused too).
+    Alone,
+    /// No tool fails alone: the catalog's tools up to this one load, and adding it makes the
+    /// grammar fail (a limit they cross together).
+    Crosses,
+}
+
+/// A lazy trigger and what searching for it costs llama.cpp per generated token.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TriggerCost {
+    /// The trigger as llama.cpp reports it.
+    pub trigger: Trigger,
+    /// Whether llama.cpp searches the whole output for it again on every token (word and
+    /// pattern triggers; a token trigger is matched on the token alone).
+    pub rescans: bool,
+}
+
+/// llama.cpp's published cost of its lazy-grammar trigger search: 27.75 ns per character of
+/// output on every token (llama.cpp issue #27615: about 60 s over a 32k-token output, for the
+/// reporter's catalog; the search runs every pattern, so it grows with their number).
+pub const PUBLISHED_NS_PER_CHAR: f64 = 27.75;
+
+/// The budget of a catalog under one grammar builder.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Budget {
+    /// The whole catalog's grammar.
+    pub whole: GrammarCost,
+    /// Each tool, built alone, in catalog order.
+    pub tools: Vec<ToolCost>,
+    /// What breaks the catalog, when it does not load and the blame could be found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blame: Option<Blame>,
+    /// The lazy triggers (none when the grammar is not lazy).
+    pub triggers: Vec<TriggerCost>,
+}
+
+impl Budget {
+    /// Whether llama.cpp loads the catalog's grammar.
+    pub fn fits(&self) -> bool {
+        self.whole.loads()
+    }
+
+    /// How many triggers llama.cpp searches the whole output for again on every token.
+    pub fn rescanned_triggers(&self) -> usize {
+        self.triggers.iter().filter(|t| t.rescans).count()
+    }
+
+    /// Predicted trigger search time per token, in milliseconds, once the output holds
+    /// `chars` characters, from llama.cpp's published constant ([`PUBLISHED_NS_PER_CHAR`]);
+    /// 0 when no trigger is searched that way.
+    pub fn trigger_ms_per_token(&self, chars: usize) -> f64 {
+        match self.rescanned_triggers() {
+            0 => 0.0,
+            _ => chars as f64 * PUBLISHED_NS_PER_CHAR / 1e6,
+        }
+    }
+}
+
+/// Why the budget could not be made at all.
+#[derive(Debug, thiserror::Error)]
+pub enum BudgetError {
+    /// The catalog has no tool.
+    #[error("the catalog has no tool")]
+    Empty,
+}
+
+/// The budget of `tools` (OpenAI `tools` entries, as a client sends them) under `builder`.
+pub fn budget(tools: &[Value], builder: &GrammarBuilder<'_>) -> Result<Budget, BudgetError> {
+    if tools.is_empty() {
+        return Err(BudgetError::Empty);
+    }
+    // a catalog no grammar can be built for is refused as llama-server refuses the request
+    let (whole, triggers) = match builder.build(tools) {
+        Ok(built) => (cost(&built.grammar, Verdict::Llama), built.triggers),
+        Err(e) => (unbuilt(e), Vec::new()),
+    };
+    let mut costs = Vec::with_capacity(tools.len());
+    for tool in tools {
+        let name = tool_name(tool);
+        // a tool that cannot be built alone is refused as llama-server would refuse it
+        let cost = match builder.build(std::slice::from_ref(tool)) {
+            Ok(b) => cost(&b.grammar, Verdict::Toolrail),
+            Err(e) => unbuilt(e),
+        };
+        costs.push((name, cost));
+    }
+    let total: usize = costs.iter().map(|(_, c)| c.bytes).sum();
+    let tool_costs: Vec<ToolCost> = costs
+        .into_iter()
+        .map(|(name, cost)| ToolCost {
+            share: if total == 0 {
+                0.0
+            } else {
+                cost.bytes as f64 / total as f64
+            },
+            name,
+            cost,
+        })
+        .collect();
+    let blame = match whole.loads() {
+        true => None,
+        false => find_blame(tools, &tool_costs, builder),
+    };
+    let triggers = triggers
+        .into_iter()
+        .map(|trigger| TriggerCost {
+            rescans: !matches!(trigger.kind, crate::template::TriggerKind::Token),
+            trigger,
+        })
+        .collect();
+    Ok(Budget {
+        whole,
+        tools: tool_costs,
+        blame,
+        triggers,
+    })
+}
+
+/// The name a client definition gives its tool.
+fn tool_name(tool: &Value) -> String {
+    tool.pointer("/function/name")
+        .or_else(|| tool.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_owned()
+}
+
+/// A grammar that could not even be built: refused, with the builder's reason.
+fn unbuilt(reason: String) -> GrammarCost {
+    GrammarCost {
+        bytes: 0,
+        rules: 0,
+        elements: 0,
+        largest_repetition: 0,
+        memory_bytes: 0,
+        compile_ms: 0.0,
+        refusal: Some(Refusal {
+            finding: reason,
+            llama_message: None,
+        }),
+    }
+}
+
+/// Who says whether a grammar loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The linked llama.cpp's loader (after toolrail's parser, which refuses first what both
+    /// refuse, so llama.cpp never prints a refused grammar).
+    Llama,
+    /// toolrail's parser and loader checks alone (they agree with llama.cpp's, error for error,
+    /// on every held-out corpus): for the per-tool table, where asking llama.cpp hundreds of
+    /// times would only repeat the answer.
+    Toolrail,
+}
+
+/// The cost of one grammar text, and the verdict on it.
+pub fn cost(grammar: &str, verdict: Verdict) -> GrammarCost {
+    let started = Instant::now();
+    let parsed = Grammar::parse(grammar);
+    let compile_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let mut out = GrammarCost {
+        bytes: grammar.len(),
+        rules: 0,
+        elements: 0,
+        largest_repetition: 0,
+        memory_bytes: 0,
+        compile_ms,
+        refusal: None,
+    };
+    if grammar.is_empty() {
+        // no grammar: llama-server constrains nothing, so nothing can fail to load
+        return out;
+    }
+    match parsed {
+        Ok(g) => {
+            out.rules = g.rule_count();
+            out.elements = g.elements().len();
+            out.largest_repetition = g.parsed().largest_repetition;
+            out.memory_bytes = out.elements * ELEMENT_BYTES + out.rules * RULE_BYTES;
+            // the linked llama.cpp decides (toolrail's parser agrees with it, error for error)
+            if verdict == Verdict::Llama && !llama_grammar_loads(grammar).unwrap_or(false) {
+                out.refusal = Some(Refusal {
+                    finding: "llama.cpp's grammar loader refuses it".to_owned(),
+                    llama_message: None,
+                });
+            }
+        }
+        Err(e) => {
+            let first = e
+                .diagnostics
+                .iter()
+                .find(|d| d.severity == Severity::Error)
+                .or(e.diagnostics.first());
+            out.refusal = Some(match first {
+                Some(d) => Refusal {
+                    finding: format!("{} at {}: {}", d.code.as_str(), d.position, d.message),
+                    llama_message: llama_words(d),
+                },
+                None => Refusal {
+                    finding: "toolrail's parser refuses it".to_owned(),
+                    llama_message: None,
+                },
+            });
+        }
+    }
+    out
+}
+
+/// llama.cpp b11434's own message for a refusal toolrail reports as `d`, where llama.cpp has
+/// one fixed text for it (`llama-grammar.cpp`, `parse_sequence`).
+fn llama_words(d: &toolrail_gbnf::Diagnostic) -> Option<String> {
+    if d.code != toolrail_gbnf::Code::RepetitionLimit {
+        return None;
+    }
+    if d.message.starts_with("a minimum of") {
+        return Some(
+            "number of repetitions exceeds sane defaults, please reduce the number of repetitions"
+                .to_owned(),
+        );
+    }
+    d.message
+        .starts_with("this repetition would make llama.cpp create")
+        .then(|| {
+            format!(
+                "number of rules that are going to be repeated multiplied by the new repetition \
+             exceeds sane defaults, please reduce the number of repetitions or rule complexity \
+             (its limit: {MAX_REPETITION})"
+            )
+        })
+}
+
+/// What breaks a catalog whose grammar llama.cpp refuses: the first tool refused alone (and
+/// its first property refused alone), else the tool whose addition first makes the catalog's
+/// prefix fail.
+fn find_blame(tools: &[Value], costs: &[ToolCost], builder: &GrammarBuilder<'_>) -> Option<Blame> {
+    if let Some((i, alone)) = costs
+        .iter()
+        .enumerate()
+        .find_map(|(i, c)| c.cost.refusal.clone().map(|r| (i, r)))
+    {
+        let (pointer, refusal) =
+            property_blame(&tools[i], builder).unwrap_or((String::new(), alone));
+        return Some(Blame {
+            tool: costs[i].name.clone(),
+            index: i,
+            pointer,
+            how: BlameKind::Alone,
+            refusal,
+        });
+    }
+    // no tool fails alone: the shortest failing prefix (prefixes only grow: binary search)
+    let fails = |n: usize| -> Option<Refusal> {
+        match builder.build(&tools[..n]) {
+            Ok(b) => cost(&b.grammar, Verdict::Llama).refusal,
+            Err(e) => Some(Refusal {
+                finding: e,
+                llama_message: None,
+            }),
+        }
+    };
+    let (mut lo, mut hi) = (1, tools.len());
+    let mut refusal = fails(hi)?;
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match fails(mid) {
+            Some(r) => {
+                hi = mid;
+                refusal = r;
+            }
+            None => lo = mid + 1,
+        }
+    }
+    Some(Blame {
+        tool: costs[hi - 1].name.clone(),
+        index: hi - 1,
+        pointer: String::new(),
+        how: BlameKind::Crosses,
+        refusal,
+    })
+}
+
+/// The first property of `tool` whose schema alone (in a tool of that one property) makes the
+/// grammar fail, with the refusal; `None` when none does alone.
+fn property_blame(tool: &Value, builder: &GrammarBuilder<'_>) -> Option<(String, Refusal)> {
+    let function = tool.get("function").unwrap_or(tool);
+    let parameters = function.get("parameters")?;
+    let properties = parameters.get("properties")?.as_object()?;
+    let required: Vec<&str> = parameters
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for (name, schema) in properties {
+        let mut probe_parameters = parameters.clone();
+        if let Some(object) = probe_parameters.as_object_mut() {
+            object.insert("properties".into(), json!({ name.clone(): schema }));
+            let kept: Vec<&str> = required.iter().copied().filter(|r| r == name).collect();
+            object.insert("required".into(), json!(kept));
+        }
+        let probe = json!({"type": "function", "function": {
+            "name": tool_name(tool),
+            "description": function.get("description").cloned().unwrap_or(json!("")),
+            "parameters": probe_parameters,
+        }});
+        let refusal = match builder.build(std::slice::from_ref(&probe)) {
+            Ok(b) => cost(&b.grammar, Verdict::Llama).refusal,
+            Err(e) => Some(Refusal {
+                finding: e,
+                llama_message: None,
+            }),
+        };
+        if let Some(refusal) = refusal {
+            let pointer = format!("/properties/{}", name.replace('~', "~0").replace('/', "~1"));
+            return Some((pointer, refusal));
+        }
+    }
+    None
+}

@@ -1,0 +1,265 @@
+//! `toolrail budget TOOLS [--template T | --model M | --format F]`: whether llama.cpp loads the
+//! catalog's tool-call grammar, what each tool costs, which tool and property break it, and what
+//! the lazy triggers cost per token (exit 0 fits, 1 does not, 2 errors).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use serde_json::json;
+use toolrail_llm::budget::{
+    Blame, BlameKind, Budget, GrammarBuilder, GrammarCost, PUBLISHED_NS_PER_CHAR, budget,
+};
+use toolrail_llm::template::{ServerSwitch, TemplateRequest, ToolChoice};
+use toolrail_tools::grammar::GrammarOptions;
+
+use super::grammar::FormatArg;
+
+/// Arguments of `toolrail budget`.
+#[derive(Debug, Args)]
+pub struct BudgetArgs {
+    /// The tool catalog (any shape toolrail reads).
+    pub tools: String,
+    /// A Jinja chat template file: the grammar llama-server b11434 builds from it (with
+    /// --model, in place of the model's own template).
+    #[arg(long)]
+    pub template: Option<String>,
+    /// A GGUF file or `models.toml` entry: the grammar llama-server builds from its chat
+    /// template (and vocabulary).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The models file to look names up in.
+    #[arg(long)]
+    pub models: Option<PathBuf>,
+    /// Without --template or --model: toolrail's own grammar for this envelope.
+    #[arg(long, value_enum, default_value_t = FormatArg::Openai)]
+    pub format: FormatArg,
+    /// With a template: `auto`, `required`, `none`, or a tool name.
+    #[arg(long, default_value = "auto")]
+    pub tool_choice: ToolChoice,
+    /// Allow parallel calls (with a template: `--parallel false` forbids them; default
+    /// llama-server's).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    pub parallel: Option<bool>,
+    /// How many tools the table lists, most costly first (0: all).
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+    /// Print one JSON object instead of a report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `toolrail budget`.
+pub fn run(args: &BudgetArgs) -> anyhow::Result<ExitCode> {
+    let text = super::common::read_text(&args.tools, "the tool set")?;
+    let tools = super::common::load_tool_set(&text, &args.tools)?;
+    let client_tools = tools.client_tools();
+    let templates = match (&args.model, &args.template) {
+        (None, None) => None,
+        (model, template) => Some(super::template::load_templates(
+            model.as_deref(),
+            args.models.as_ref(),
+            template.as_deref(),
+        )?),
+    };
+    let (builder, source) = match &templates {
+        Some((templates, source)) => {
+            let mut request = TemplateRequest::for_tools(&tools, "Which tool fits?");
+            request.tool_choice = args.tool_choice.clone();
+            request.parallel_tool_calls = ServerSwitch::from(args.parallel);
+            (
+                GrammarBuilder::Template {
+                    templates,
+                    request: Box::new(request),
+                },
+                format!("llama-server's grammar from {source}"),
+            )
+        }
+        None => (
+            GrammarBuilder::Envelope(GrammarOptions {
+                format: args.format.into(),
+                parallel: args.parallel.unwrap_or(false),
+                ..GrammarOptions::default()
+            }),
+            format!(
+                "toolrail's grammar for the {} envelope",
+                toolrail_tools::envelope::Format::from(args.format)
+            ),
+        ),
+    };
+    let report = budget(&client_tools, &builder).with_context(|| args.tools.clone())?;
+    if args.json {
+        let value = json!({
+            "source": source,
+            "fits": report.fits(),
+            "budget": report,
+            "trigger_ms_per_token": {
+                "at_1k_chars": report.trigger_ms_per_token(1_000),
+                "at_8k_chars": report.trigger_ms_per_token(8_000),
+                "at_32k_chars": report.trigger_ms_per_token(32_000),
+            },
+        });
+        super::output::write_json(&serde_json::to_string_pretty(&value)?)?;
+    } else {
+        print_report(&report, &source, args.top)?;
+    }
+    Ok(if report.fits() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `1,234,567`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// One line on a grammar's size.
+fn size_line(cost: &GrammarCost) -> String {
+    format!(
+        "{} bytes, {} rules, {} elements (about {} KiB in llama.cpp), largest repetition {} of \
+         2000, checked in {:.1} ms",
+        thousands(cost.bytes),
+        thousands(cost.rules),
+        thousands(cost.elements),
+        cost.memory_bytes.div_ceil(1024),
+        cost.largest_repetition,
+        cost.compile_ms
+    )
+}
+
+fn blame_line(blame: &Blame) -> String {
+    let at = if blame.pointer.is_empty() {
+        format!("tool '{}' (number {})", blame.tool, blame.index + 1)
+    } else {
+        format!(
+            "tool '{}' (number {}) at {}",
+            blame.tool,
+            blame.index + 1,
+            blame.pointer
+        )
+    };
+    let how = match blame.how {
+        BlameKind::Alone => "its grammar alone is refused",
+        BlameKind::Crosses => {
+            "no tool is refused alone; the tools before it load, and adding it makes the grammar \
+             fail (remove or shrink tools from here on)"
+        }
+    };
+    format!("{at}: {how}: {}", blame.refusal.finding)
+}
+
+fn print_report(report: &Budget, source: &str, top: usize) -> std::io::Result<()> {
+    outln!("{source}, {} tool(s)", report.tools.len())?;
+    let whole = &report.whole;
+    match (whole.bytes, whole.rules, &whole.refusal) {
+        (0, _, Some(_)) => outln!("grammar: not built")?,
+        (0, _, None) => outln!(
+            "grammar: none (llama-server constrains nothing for this template and tool_choice)"
+        )?,
+        (bytes, 0, Some(_)) => outln!(
+            "grammar: {} bytes, refused while parsing (its rules were not counted)",
+            thousands(bytes)
+        )?,
+        _ => outln!("grammar: {}", size_line(whole))?,
+    }
+    match &report.whole.refusal {
+        None if report.whole.bytes == 0 => outln!("verdict: fits: there is no grammar to load")?,
+        None => outln!("verdict: fits: llama.cpp loads the grammar")?,
+        Some(refusal) => {
+            outln!("verdict: does not fit: {}", refusal.finding)?;
+            if let Some(words) = &refusal.llama_message {
+                outln!("llama.cpp says: {words}")?;
+            }
+            match &report.blame {
+                Some(blame) => outln!("blame: {}", blame_line(blame))?,
+                None => outln!("blame: not found (the catalog's prefixes all load)")?,
+            }
+        }
+    }
+    let mut order: Vec<usize> = (0..report.tools.len()).collect();
+    order.sort_by(|&a, &b| report.tools[b].cost.bytes.cmp(&report.tools[a].cost.bytes));
+    let shown = if top == 0 {
+        order.len()
+    } else {
+        top.min(order.len())
+    };
+    outln!(
+        "\n{:<32} {:>9} {:>6} {:>6} {:>8} {:>7} {:>8}  loads",
+        "tool",
+        "bytes",
+        "share",
+        "rules",
+        "elements",
+        "max rep",
+        "ms"
+    )?;
+    for &i in &order[..shown] {
+        let t = &report.tools[i];
+        let mut name = t.name.clone();
+        if name.chars().count() > 32 {
+            name = name.chars().take(31).collect::<String>() + "…";
+        }
+        outln!(
+            "{:<32} {:>9} {:>5.1}% {:>6} {:>8} {:>7} {:>8.2}  {}",
+            name,
+            thousands(t.cost.bytes),
+            t.share * 100.0,
+            t.cost.rules,
+            t.cost.elements,
+            t.cost.largest_repetition,
+            t.cost.compile_ms,
+            match &t.cost.refusal {
+                None => "yes".to_owned(),
+                Some(r) => format!("no: {}", r.finding),
+            }
+        )?;
+    }
+    if shown < order.len() {
+        outln!("… {} more (--top 0 lists all)", order.len() - shown)?;
+    }
+    if !report.triggers.is_empty() {
+        outln!(
+            "\nlazy triggers (the grammar sleeps until one fires): {}",
+            report.triggers.len()
+        )?;
+        const SHOWN: usize = 5;
+        for t in report.triggers.iter().take(SHOWN) {
+            let how = if t.rescans {
+                "searched again over the whole output on every token"
+            } else {
+                "matched on the sampled token alone"
+            };
+            outln!("  {} `{}`: {how}", t.trigger.kind, t.trigger.value)?;
+        }
+        if report.triggers.len() > SHOWN {
+            outln!(
+                "  … {} more (--json lists all)",
+                report.triggers.len() - SHOWN
+            )?;
+        }
+        let rescanned = report.rescanned_triggers();
+        if rescanned > 0 {
+            outln!(
+                "trigger search: llama.cpp runs {rescanned} pattern(s) over the whole output on \
+                 every token; at its published {PUBLISHED_NS_PER_CHAR} ns per character (one \
+                 reporter's catalog; more patterns cost more) that is {:.3} ms per token at 1k \
+                 characters of output, {:.3} ms at 8k, {:.3} ms at 32k",
+                report.trigger_ms_per_token(1_000),
+                report.trigger_ms_per_token(8_000),
+                report.trigger_ms_per_token(32_000)
+            )?;
+        }
+    }
+    Ok(())
+}
