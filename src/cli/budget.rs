@@ -128,12 +128,20 @@ fn thousands(n: usize) -> String {
 fn size_line(cost: &GrammarCost) -> String {
     format!(
         "{} bytes, {} rules, {} elements (about {} KiB in llama.cpp), largest repetition {} of \
-         2000, checked in {:.1} ms",
+         2000, {} rules deep, {}, checked in {:.1} ms",
         thousands(cost.bytes),
         thousands(cost.rules),
         thousands(cost.elements),
         cost.memory_bytes.div_ceil(1024),
         cost.largest_repetition,
+        cost.depth,
+        match cost.stacks {
+            Some(s) => format!(
+                "{} stacks alive along a sampled call (median; {} at most)",
+                s.median, s.most
+            ),
+            None => "no call sampled".to_owned(),
+        },
         cost.compile_ms
     )
 }
@@ -195,13 +203,15 @@ fn print_report(report: &Budget, source: &str, top: usize) -> std::io::Result<()
         top.min(order.len())
     };
     outln!(
-        "\n{:<32} {:>9} {:>6} {:>6} {:>8} {:>7} {:>8}  loads",
+        "\n{:<32} {:>9} {:>6} {:>6} {:>8} {:>7} {:>5} {:>7} {:>7}  loads",
         "tool",
         "bytes",
         "share",
         "rules",
         "elements",
         "max rep",
+        "depth",
+        "stacks",
         "ms"
     )?;
     for &i in &order[..shown] {
@@ -210,14 +220,20 @@ fn print_report(report: &Budget, source: &str, top: usize) -> std::io::Result<()
         if name.chars().count() > 32 {
             name = name.chars().take(31).collect::<String>() + "…";
         }
+        let stacks = t
+            .cost
+            .stacks
+            .map_or("-".to_owned(), |s| format!("{}/{}", s.median, s.most));
         outln!(
-            "{:<32} {:>9} {:>5.1}% {:>6} {:>8} {:>7} {:>8.2}  {}",
+            "{:<32} {:>9} {:>5.1}% {:>6} {:>8} {:>7} {:>5} {:>7} {:>7.2}  {}",
             name,
             thousands(t.cost.bytes),
             t.share * 100.0,
             t.cost.rules,
             t.cost.elements,
             t.cost.largest_repetition,
+            t.cost.depth,
+            stacks,
             t.cost.compile_ms,
             match &t.cost.refusal {
                 None => "yes".to_owned(),

@@ -10,12 +10,15 @@
 //! where no tool fails alone (a limit the whole catalog crosses together), the shortest prefix of
 //! the catalog that fails names the tool that crosses it.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::{Value, json};
+use toolrail_engine::Engine;
+use toolrail_engine::sample::{Sampler, SplitMix64};
 use toolrail_gbnf::parser::MAX_REPETITION;
-use toolrail_gbnf::{Grammar, Severity};
+use toolrail_gbnf::{ElementKind, Grammar, Severity};
 use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
 use toolrail_tools::toolset::ToolSet;
 
@@ -103,6 +106,13 @@ pub struct GrammarCost {
     pub elements: usize,
     /// The largest count llama.cpp's repetition check computes, against its limit of 2000.
     pub largest_repetition: u64,
+    /// The longest chain of rule references from `root` before a rule repeats: how deep
+    /// llama.cpp's stacks grow.
+    pub depth: usize,
+    /// The stacks llama.cpp keeps alive while reading one call the grammar allows (a readable
+    /// one drawn with a fixed seed): the median over its characters, and the most. None when
+    /// no call could be drawn (a grammar of tokens, or refused).
+    pub stacks: Option<StackCount>,
     /// The memory llama.cpp's parsed grammar holds for its rules (elements and rule headers;
     /// the stacks it builds while sampling come on top).
     pub memory_bytes: usize,
@@ -117,6 +127,15 @@ impl GrammarCost {
     pub fn loads(&self) -> bool {
         self.refusal.is_none()
     }
+}
+
+/// Live stacks along one call the grammar allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StackCount {
+    /// The median over the call's characters.
+    pub median: usize,
+    /// The most at any character.
+    pub most: usize,
 }
 
 /// What one tool of the catalog costs when its grammar is built alone.
@@ -283,6 +302,8 @@ fn unbuilt(reason: String) -> GrammarCost {
         rules: 0,
         elements: 0,
         largest_repetition: 0,
+        depth: 0,
+        stacks: None,
         memory_bytes: 0,
         compile_ms: 0.0,
         refusal: Some(Refusal {
@@ -314,6 +335,8 @@ pub fn cost(grammar: &str, verdict: Verdict) -> GrammarCost {
         rules: 0,
         elements: 0,
         largest_repetition: 0,
+        depth: 0,
+        stacks: None,
         memory_bytes: 0,
         compile_ms,
         refusal: None,
@@ -328,6 +351,8 @@ pub fn cost(grammar: &str, verdict: Verdict) -> GrammarCost {
             out.elements = g.elements().len();
             out.largest_repetition = g.parsed().largest_repetition;
             out.memory_bytes = out.elements * ELEMENT_BYTES + out.rules * RULE_BYTES;
+            out.depth = nesting_depth(&g);
+            out.stacks = stacks_along_a_call(g);
             // the linked llama.cpp decides (toolrail's parser agrees with it, error for error)
             if verdict == Verdict::Llama && !llama_grammar_loads(grammar).unwrap_or(false) {
                 out.refusal = Some(Refusal {
@@ -355,6 +380,74 @@ pub fn cost(grammar: &str, verdict: Verdict) -> GrammarCost {
         }
     }
     out
+}
+
+/// The longest chain of rule references from `root` in which no rule repeats (a depth-first
+/// walk without recursion: a grammar's rule graph can be deep).
+fn nesting_depth(g: &Grammar) -> usize {
+    const NEW: u8 = 0;
+    const ON_PATH: u8 = 1;
+    const DONE: u8 = 2;
+    let mut depth = vec![0usize; g.rule_count()];
+    let mut mark = vec![NEW; g.rule_count()];
+    let root = g.root();
+    mark[root as usize] = ON_PATH;
+    // (rule, index of the next element to look at)
+    let mut path: Vec<(u32, usize)> = vec![(root, 0)];
+    while let Some(&(rule, at)) = path.last() {
+        let elements = g.rule(rule);
+        let next = elements[at.min(elements.len())..]
+            .iter()
+            .position(|e| e.kind == ElementKind::RuleRef && mark[e.value as usize] == NEW)
+            .map(|i| at + i);
+        match next {
+            Some(i) => {
+                if let Some(top) = path.last_mut() {
+                    top.1 = i + 1;
+                }
+                let child = elements[i].value;
+                mark[child as usize] = ON_PATH;
+                path.push((child, 0));
+            }
+            None => {
+                let below = elements
+                    .iter()
+                    .filter(|e| e.kind == ElementKind::RuleRef && mark[e.value as usize] == DONE)
+                    .map(|e| depth[e.value as usize])
+                    .max()
+                    .unwrap_or(0);
+                depth[rule as usize] = below + 1;
+                mark[rule as usize] = DONE;
+                path.pop();
+            }
+        }
+    }
+    depth[root as usize]
+}
+
+/// The live stacks while reading one readable call of `grammar`, drawn with a fixed seed.
+fn stacks_along_a_call(grammar: Grammar) -> Option<StackCount> {
+    const LONGEST: u64 = 4096;
+    let grammar = Arc::new(grammar);
+    let text = Sampler::new(&grammar)
+        .readable()
+        .sample(&mut SplitMix64::new(2026), LONGEST)
+        .ok()?;
+    let mut engine = Engine::new(Arc::clone(&grammar));
+    let mut state = engine.initial();
+    let mut counts = Vec::with_capacity(text.len());
+    for c in text.chars() {
+        state = engine.accept_char(state, u32::from(c));
+        if state.is_dead() || state.is_exploded() {
+            break;
+        }
+        counts.push(engine.stacks(state).len());
+    }
+    counts.sort_unstable();
+    Some(StackCount {
+        median: *counts.get(counts.len() / 2)?,
+        most: *counts.last()?,
+    })
 }
 
 /// llama.cpp b11434's own message for a refusal toolrail reports as `d`, where llama.cpp has

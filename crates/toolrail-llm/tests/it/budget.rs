@@ -135,6 +135,12 @@ fn the_verdict_is_llama_cpps_and_the_blame_is_the_breaking_tool() {
                 );
                 assert_eq!(report.tools.len(), tools.len());
                 assert!(report.fits(), "{name_of_template}: {:?}", report.whole);
+                if report.whole.bytes > 0 {
+                    // a grammar that loads has a depth and a sampled call to count stacks on
+                    assert!(report.whole.depth > 1, "{:?}", report.whole);
+                    let stacks = report.whole.stacks.expect("a call is drawn");
+                    assert!(0 < stacks.median && stacks.median <= stacks.most);
+                }
             }
             // one property breaks it: blamed by tool and pointer, and without it, it loads
             let mut broken = catalog.clone();
