@@ -19,6 +19,7 @@ use toolrail_engine::Engine;
 use toolrail_engine::sample::{Sampler, SplitMix64};
 use toolrail_gbnf::parser::MAX_REPETITION;
 use toolrail_gbnf::{ElementKind, Grammar, Severity};
+use toolrail_schema::JsonPointer;
 use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
 use toolrail_tools::toolset::ToolSet;
 
@@ -96,7 +97,7 @@ pub struct Refusal {
 }
 
 /// What one grammar costs llama.cpp.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct GrammarCost {
     /// The grammar text's size.
     pub bytes: usize,
@@ -298,18 +299,11 @@ fn tool_name(tool: &Value) -> String {
 /// A grammar that could not even be built: refused, with the builder's reason.
 fn unbuilt(reason: String) -> GrammarCost {
     GrammarCost {
-        bytes: 0,
-        rules: 0,
-        elements: 0,
-        largest_repetition: 0,
-        depth: 0,
-        stacks: None,
-        memory_bytes: 0,
-        compile_ms: 0.0,
         refusal: Some(Refusal {
             finding: reason,
             llama_message: None,
         }),
+        ..GrammarCost::default()
     }
 }
 
@@ -332,14 +326,8 @@ pub fn cost(grammar: &str, verdict: Verdict) -> GrammarCost {
     let compile_ms = started.elapsed().as_secs_f64() * 1000.0;
     let mut out = GrammarCost {
         bytes: grammar.len(),
-        rules: 0,
-        elements: 0,
-        largest_repetition: 0,
-        depth: 0,
-        stacks: None,
-        memory_bytes: 0,
         compile_ms,
-        refusal: None,
+        ..GrammarCost::default()
     };
     if grammar.is_empty() {
         // no grammar: llama-server constrains nothing, so nothing can fail to load
@@ -493,15 +481,7 @@ fn find_blame(tools: &[Value], costs: &[ToolCost], builder: &GrammarBuilder<'_>)
         });
     }
     // no tool fails alone: the shortest failing prefix (prefixes only grow: binary search)
-    let fails = |n: usize| -> Option<Refusal> {
-        match builder.build(&tools[..n]) {
-            Ok(b) => cost(&b.grammar, Verdict::Llama).refusal,
-            Err(e) => Some(Refusal {
-                finding: e,
-                llama_message: None,
-            }),
-        }
-    };
+    let fails = |n: usize| refusal_of(&tools[..n], builder);
     let (mut lo, mut hi) = (1, tools.len());
     let mut refusal = fails(hi)?;
     while lo < hi {
@@ -521,6 +501,15 @@ fn find_blame(tools: &[Value], costs: &[ToolCost], builder: &GrammarBuilder<'_>)
         how: BlameKind::Crosses,
         refusal,
     })
+}
+
+/// Why llama.cpp refuses the grammar of `tools` (None: it loads); a grammar that cannot be
+/// built is refused with the builder's reason.
+fn refusal_of(tools: &[Value], builder: &GrammarBuilder<'_>) -> Option<Refusal> {
+    match builder.build(tools) {
+        Ok(b) => cost(&b.grammar, Verdict::Llama).refusal,
+        Err(e) => unbuilt(e).refusal,
+    }
 }
 
 /// The first property of `tool` whose schema alone (in a tool of that one property) makes the
@@ -546,15 +535,11 @@ fn property_blame(tool: &Value, builder: &GrammarBuilder<'_>) -> Option<(String,
             "description": function.get("description").cloned().unwrap_or(json!("")),
             "parameters": probe_parameters,
         }});
-        let refusal = match builder.build(std::slice::from_ref(&probe)) {
-            Ok(b) => cost(&b.grammar, Verdict::Llama).refusal,
-            Err(e) => Some(Refusal {
-                finding: e,
-                llama_message: None,
-            }),
-        };
-        if let Some(refusal) = refusal {
-            let pointer = format!("/properties/{}", name.replace('~', "~0").replace('/', "~1"));
+        if let Some(refusal) = refusal_of(std::slice::from_ref(&probe), builder) {
+            let pointer = JsonPointer::root()
+                .with_key("properties")
+                .with_key(name)
+                .to_string();
             return Some((pointer, refusal));
         }
     }

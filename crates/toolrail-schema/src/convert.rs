@@ -275,16 +275,24 @@ fn type_enum_clash(schema: &Value) -> Option<String> {
     if values.is_empty() || types.is_empty() || values.iter().any(fits) {
         return None;
     }
-    let mut kinds: Vec<&str> = values.iter().map(json_kind).collect();
-    kinds.sort_unstable();
-    kinds.dedup();
-    let kinds: Vec<String> = kinds.iter().map(|k| format!("{k}s")).collect();
+    let kinds: Vec<String> = value_kinds(values)
+        .iter()
+        .map(|k| format!("{k}s"))
+        .collect();
     let types: Vec<String> = types.iter().map(|t| format!("{t:?}")).collect();
     Some(format!(
         "type {} and an enum of {} clash",
         types.join(" or "),
         kinds.join(" and ")
     ))
+}
+
+/// The kinds of `values` ([`json_kind`]), each once, sorted.
+fn value_kinds(values: &[Value]) -> Vec<&'static str> {
+    let mut kinds: Vec<&str> = values.iter().map(json_kind).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    kinds
 }
 
 /// The JSON Schema type name of a value's kind (`integer` only for integral numbers).
@@ -1158,12 +1166,7 @@ impl Converter {
         if values.is_empty() || values.iter().any(Value::is_array) {
             return Ok(None);
         }
-        let kinds: Vec<&str> = {
-            let mut k: Vec<&str> = values.iter().map(json_kind).collect();
-            k.sort_unstable();
-            k.dedup();
-            k
-        };
+        let kinds = value_kinds(values);
         let item_type = match kinds.as_slice() {
             [one] => Some(*one),
             _ => None,

@@ -107,13 +107,18 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// A new rule for `body`, counted against [`MAX_STATES`].
-    fn name(&mut self, what: &str, body: Expr) -> Result<Expr, String> {
+    /// A fresh rule-name hint (`{hint}-{what}-{n}`), counted against [`MAX_STATES`].
+    fn fresh_hint(&mut self, what: &str) -> Result<String, String> {
         self.made += 1;
         if self.made > MAX_STATES {
             return Err(too_large());
         }
-        let hint = format!("{}-{what}-{}", self.hint, self.made);
+        Ok(format!("{}-{what}-{}", self.hint, self.made))
+    }
+
+    /// A new rule for `body`, counted against [`MAX_STATES`].
+    fn name(&mut self, what: &str, body: Expr) -> Result<Expr, String> {
+        let hint = self.fresh_hint(what)?;
         Ok(Expr::rule(&self.rules.add(&hint, body, None)))
     }
 
@@ -149,10 +154,9 @@ impl<'a> Walk<'a> {
             Expr::Alt(alternatives) => {
                 let mut ends = Vec::new();
                 for a in alternatives {
-                    let found = self.expr(a, p, depth + 1)?;
-                    ends.push(found);
+                    ends.extend(self.expr(a, p, depth + 1)?);
                 }
-                Ok(union(ends.into_iter().flatten()))
+                Ok(union(ends))
             }
             Expr::Seq(items) => {
                 let mut at: Ends = vec![(p, Expr::Empty)];
@@ -271,11 +275,7 @@ impl<'a> Walk<'a> {
         // them get one, so every rule has an alternative and none admits a wrong end
         let mut names: FxHashMap<(usize, usize), RuleName> = FxHashMap::default();
         for &pair in &reach {
-            self.made += 1;
-            if self.made > MAX_STATES {
-                return Err(too_large());
-            }
-            let hint = format!("{}-rep-{}", self.hint, self.made);
+            let hint = self.fresh_hint("rep")?;
             names.insert(pair, self.rules.reserve(&hint, None));
         }
         for &(r, q) in &reach {
@@ -326,18 +326,17 @@ impl<'a> Walk<'a> {
 /// A class, or the one character it holds as a literal (`"2"` rather than `[2]`; format
 /// classes hold no quote or backslash, which a literal would have to escape).
 fn class_or_char(ranges: Vec<(u32, u32)>) -> Expr {
-    match ranges.as_slice() {
-        [(lo, hi)] if lo == hi => match char::from_u32(*lo) {
-            Some(c) if c != '"' && c != '\\' => Expr::literal(c.to_string()),
-            _ => Expr::Class {
-                ranges,
-                negated: false,
-            },
-        },
-        _ => Expr::Class {
-            ranges,
-            negated: false,
-        },
+    if let [(lo, hi)] = ranges.as_slice()
+        && lo == hi
+        && let Some(c) = char::from_u32(*lo)
+        && c != '"'
+        && c != '\\'
+    {
+        return Expr::literal(c.to_string());
+    }
+    Expr::Class {
+        ranges,
+        negated: false,
     }
 }
 
