@@ -56,6 +56,11 @@ pub fn run(args: &BudgetArgs) -> anyhow::Result<ExitCode> {
     let tools = super::common::load_tool_set(&text, &args.tools)?;
     let client_tools = tools.client_tools();
     let templates = match (&args.model, &args.template) {
+        (None, None) if args.tool_choice != ToolChoice::Auto => anyhow::bail!(
+            "--tool-choice {}: applies to a chat template's grammar; give --template or --model \
+             (toolrail's own grammar always allows every tool)",
+            args.tool_choice
+        ),
         (None, None) => None,
         (model, template) => Some(super::template::load_templates(
             model.as_deref(),

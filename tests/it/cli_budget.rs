@@ -95,6 +95,19 @@ fn budget_says_whether_it_fits_and_blames_the_tool_and_pointer() {
     assert!(out.contains("largest repetition 2000 of 2000"), "{out}");
     assert!(out.contains("verdict: fits"), "{out}");
 
+    // a template's option without a template is an error, not ignored
+    let (code, _, err) = run(&[
+        "budget",
+        good.to_str().unwrap(),
+        "--tool-choice",
+        "required",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--tool-choice required: applies to a chat template's grammar"),
+        "{err}"
+    );
+
     // bad input: exit 2 naming the file
     let missing = dir.path().join("missing.json");
     let (code, _, err) = run(&["budget", missing.to_str().unwrap()]);
