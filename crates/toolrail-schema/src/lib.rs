@@ -113,6 +113,7 @@ pub mod pointer;
 mod proofs;
 mod refs;
 pub mod regex;
+pub mod relax;
 pub mod rules;
 pub mod strings;
 pub mod syntax;
