@@ -60,6 +60,10 @@ pub enum BenchWhat {
     /// Mask speed over real schemas (MaskBench's format): toolrail, llguidance and llama.cpp
     /// interleaved position by position on the model's vocabulary, with their disagreements.
     Masks(MasksArgs),
+    /// How long `toolrail budget` takes on a big catalog with a chat template (one build
+    /// attributed per tool, against building each tool alone), and the trigger search's
+    /// predicted cost per token beside llama.cpp's lazy sampler on a long output.
+    Budget(super::bench_budget::BudgetBenchArgs),
     /// The app's generation speed beside the command line's: the real app without a window
     /// (its frames, panes and tessellation, as a window would run them) and the worker as
     /// `toolrail generate` drives it, on the default sample, alternating, with the ratio.
@@ -401,6 +405,7 @@ const DEFAULT_GRAMMAR_PROMPT: &str = "Here is a long, detailed example:\n";
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     match &args.what {
         Some(BenchWhat::Masks(masks)) => return run_masks(masks),
+        Some(BenchWhat::Budget(budget)) => return super::bench_budget::run(budget),
         Some(BenchWhat::App(app)) => return run_app_speed(app),
         None => {}
     }

@@ -8,8 +8,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use serde_json::json;
+use toolrail_llm::budget::project::{Target, project};
 use toolrail_llm::budget::{
-    Blame, BlameKind, Budget, GrammarBuilder, GrammarCost, PUBLISHED_NS_PER_CHAR, budget,
+    Blame, BlameKind, Budget, GrammarBuilder, GrammarCost, PUBLISHED_NS_PER_CHAR, PerTool, budget,
 };
 use toolrail_llm::template::{ServerSwitch, TemplateRequest, ToolChoice};
 use toolrail_tools::grammar::GrammarOptions;
@@ -45,6 +46,24 @@ pub struct BudgetArgs {
     /// How many tools the table lists, most costly first (0: all).
     #[arg(long, default_value_t = 20)]
     pub top: usize,
+    /// Write a version of the catalog whose grammar fits to this file (OpenAI `tools`, as a
+    /// client sends them): bounds lowered or dropped, patterns opened or dropped, enums made
+    /// their types, only as far as needed; every relaxation is listed. The grammar is then only
+    /// ever looser than the schemas.
+    #[arg(long, value_name = "OUT")]
+    pub project: Option<PathBuf>,
+    /// With --project: keep each relaxed tool's original parameters beside the relaxed ones
+    /// (`x-toolrail-original-parameters`), so that `toolrail validate` with the written file
+    /// still checks the original schema. llama-server ignores the key; a template that prints
+    /// whole tool definitions shows it to the model.
+    #[arg(long, requires = "project")]
+    pub keep_validation: bool,
+    /// With --project: the grammar must also have at most this many rules.
+    #[arg(long, requires = "project")]
+    pub max_rules: Option<usize>,
+    /// With --project: the grammar must also have at most this many bytes.
+    #[arg(long, requires = "project")]
+    pub max_bytes: Option<usize>,
     /// Print one JSON object instead of a report.
     #[arg(long)]
     pub json: bool,
@@ -93,6 +112,9 @@ pub fn run(args: &BudgetArgs) -> anyhow::Result<ExitCode> {
             ),
         ),
     };
+    if let Some(out) = &args.project {
+        return run_project(args, out, &client_tools, &builder, &source);
+    }
     let report = budget(&client_tools, &builder).with_context(|| args.tools.clone())?;
     if args.json {
         let value = json!({
@@ -103,6 +125,11 @@ pub fn run(args: &BudgetArgs) -> anyhow::Result<ExitCode> {
                 "at_1k_chars": report.trigger_ms_per_token(1_000),
                 "at_8k_chars": report.trigger_ms_per_token(8_000),
                 "at_32k_chars": report.trigger_ms_per_token(32_000),
+            },
+            "published_trigger_ms_per_token": {
+                "at_1k_chars": report.published_trigger_ms_per_token(1_000),
+                "at_8k_chars": report.published_trigger_ms_per_token(8_000),
+                "at_32k_chars": report.published_trigger_ms_per_token(32_000),
             },
         });
         super::output::write_json(&serde_json::to_string_pretty(&value)?)?;
@@ -200,6 +227,15 @@ fn print_report(report: &Budget, source: &str, top: usize) -> std::io::Result<()
             }
         }
     }
+    outln!(
+        "\nper tool: {}",
+        match report.per_tool {
+            PerTool::Sliced =>
+                "its rules in the catalog's grammar (shared ones included), checked as a grammar \
+                 of their own",
+            PerTool::Built => "its grammar built alone",
+        }
+    )?;
     let mut order: Vec<usize> = (0..report.tools.len()).collect();
     order.sort_by(|&a, &b| report.tools[b].cost.bytes.cmp(&report.tools[a].cost.bytes));
     let shown = if top == 0 {
@@ -208,7 +244,7 @@ fn print_report(report: &Budget, source: &str, top: usize) -> std::io::Result<()
         top.min(order.len())
     };
     outln!(
-        "\n{:<32} {:>9} {:>6} {:>6} {:>8} {:>7} {:>5} {:>7} {:>7}  loads",
+        "{:<32} {:>9} {:>6} {:>6} {:>8} {:>7} {:>5} {:>7} {:>7}  loads",
         "tool",
         "bytes",
         "share",
@@ -273,14 +309,135 @@ fn print_report(report: &Budget, source: &str, top: usize) -> std::io::Result<()
         if rescanned > 0 {
             outln!(
                 "trigger search: llama.cpp runs {rescanned} pattern(s) over the whole output on \
-                 every token; at its published {PUBLISHED_NS_PER_CHAR} ns per character (one \
-                 reporter's catalog; more patterns cost more) that is {:.3} ms per token at 1k \
-                 characters of output, {:.3} ms at 8k, {:.3} ms at 32k",
-                report.trigger_ms_per_token(1_000),
-                report.trigger_ms_per_token(8_000),
-                report.trigger_ms_per_token(32_000)
+                 every token while the grammar sleeps"
+            )?;
+            match (&report.trigger_search, &report.trigger_search_error) {
+                (Some(timing), _) => outln!(
+                    "  timed here: {:.2} ns per character of output: {:.3} ms per token at 1k \
+                     characters, {:.3} ms at 8k, {:.3} ms at 32k",
+                    timing.ns_per_char(),
+                    report.trigger_ms_per_token(1_000),
+                    report.trigger_ms_per_token(8_000),
+                    report.trigger_ms_per_token(32_000)
+                )?,
+                (None, Some(e)) => outln!("  not timed here: {e}")?,
+                (None, None) => {}
+            }
+            outln!(
+                "  llama.cpp's published figure ({PUBLISHED_NS_PER_CHAR} ns per character, one \
+                 reporter's catalog and machine): {:.3} ms per token at 1k, {:.3} ms at 8k, \
+                 {:.3} ms at 32k",
+                report.published_trigger_ms_per_token(1_000),
+                report.published_trigger_ms_per_token(8_000),
+                report.published_trigger_ms_per_token(32_000)
             )?;
         }
     }
     Ok(())
+}
+
+/// `--project OUT`: relaxes the catalog until its grammar meets the target, writes it, and
+/// lists every relaxation (exit 0 the written catalog fits, 1 it does not).
+fn run_project(
+    args: &BudgetArgs,
+    out: &std::path::Path,
+    tools: &[serde_json::Value],
+    builder: &GrammarBuilder<'_>,
+    source: &str,
+) -> anyhow::Result<ExitCode> {
+    let target = Target {
+        max_rules: args.max_rules,
+        max_bytes: args.max_bytes,
+    };
+    let projection = project(tools, builder, &target).with_context(|| args.tools.clone())?;
+    let written = match args.keep_validation {
+        true => projection.tools_keeping_validation(tools),
+        false => projection.tools.clone(),
+    };
+    let text = serde_json::to_string_pretty(&written)? + "\n";
+    super::grammar::write_atomically(out, text.as_bytes())
+        .with_context(|| format!("writing {}", out.display()))?;
+    if args.json {
+        let value = json!({
+            "source": source,
+            "written": out,
+            "fits": projection.fits,
+            "before": projection.before,
+            "after": projection.after,
+            "relaxations": projection.applied.iter().map(|a| json!({
+                "tool": a.tool,
+                "index": a.index,
+                "pointer": a.relaxation.pointer,
+                "before": a.relaxation.before(),
+                "after": a.relaxation.after(),
+                "relaxation": a.relaxation,
+            })).collect::<Vec<_>>(),
+            "unfixable": projection.unfixable,
+        });
+        super::output::write_json(&serde_json::to_string_pretty(&value)?)?;
+    } else {
+        outln!("{source}, {} tool(s)", tools.len())?;
+        outln!(
+            "before: {}",
+            match &projection.before.refusal {
+                Some(r) => format!("does not fit: {}", r.finding),
+                None => format!(
+                    "{} bytes, {} rules",
+                    thousands(projection.before.bytes),
+                    thousands(projection.before.rules)
+                ),
+            }
+        )?;
+        match projection.applied.len() {
+            0 => outln!("relaxations: none needed")?,
+            n => outln!("relaxations ({n}; the grammar only gets looser):")?,
+        }
+        for a in &projection.applied {
+            outln!(
+                "  tool '{}' (number {}) at {}: {} → {}",
+                a.tool,
+                a.index + 1,
+                if a.relaxation.pointer.is_root() {
+                    "the parameters' root".to_owned()
+                } else {
+                    a.relaxation.pointer.to_string()
+                },
+                a.relaxation.before(),
+                a.relaxation.after()
+            )?;
+        }
+        for name in &projection.unfixable {
+            outln!("  tool '{name}': still refused alone with every relaxation it offers")?;
+        }
+        outln!(
+            "after: {}: {}",
+            if projection.fits {
+                "fits"
+            } else {
+                "does not fit"
+            },
+            match &projection.after.refusal {
+                Some(r) => r.finding.clone(),
+                None => format!(
+                    "llama.cpp loads it; {} bytes, {} rules",
+                    thousands(projection.after.bytes),
+                    thousands(projection.after.rules)
+                ),
+            }
+        )?;
+        outln!(
+            "written: {}{}",
+            out.display(),
+            if args.keep_validation {
+                " (each relaxed tool keeps its original parameters for `toolrail validate`)"
+            } else {
+                " (validate against the original file: it holds what the relaxations let through)"
+            }
+        )?;
+    }
+    Ok(if projection.fits {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

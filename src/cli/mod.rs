@@ -39,6 +39,7 @@ macro_rules! errln {
 const BROKEN_PIPE_STATUS: u8 = 141;
 
 pub mod bench;
+pub mod bench_budget;
 pub mod bench_calls;
 pub mod budget;
 pub mod check;

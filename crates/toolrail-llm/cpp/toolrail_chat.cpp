@@ -20,8 +20,11 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <memory>
+#include <regex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -535,6 +538,76 @@ int toolrail_grammar_loads(const char * grammar, int * ok, char ** err) {
         if (g != nullptr) {
             llama_grammar_free_impl(g);
         }
+    });
+}
+
+// How long llama.cpp's lazy-grammar trigger search takes on this machine: the triggers become the
+// sampler's patterns (sampler_pattern, token triggers left out: they are matched on the token), each
+// compiled as llama_grammar_init_impl compiles it, and llama_grammar_trigger_pattern::find (what
+// llama_grammar_accept_impl runs on the whole output after every token while the grammar sleeps)
+// is timed on a buffer of `text` repeated to each of `lengths` characters. Answers
+// {"patterns": [...], "points": [{"chars": n, "ns": t}]}: t the time, in nanoseconds, of one
+// search of every pattern (the best of `repeats`). A trigger found in the buffer is an error:
+// the search would stop there, so the figure would not be the sleeping grammar's.
+int toolrail_trigger_search(const char * request_json, char ** out_json, char ** err) {
+    return guarded(err, [&] {
+        if (request_json == nullptr || out_json == nullptr) {
+            throw std::runtime_error("null argument");
+        }
+        ojson req = ojson::parse(request_json);
+        std::vector<llama_grammar_trigger_pattern> patterns;
+        ojson pattern_texts = ojson::array();
+        for (const auto & t : req.at("triggers")) {
+            common_grammar_trigger trigger;
+            const std::string type = t.at("type").get<std::string>();
+            trigger.value = t.at("value").get<std::string>();
+            if (type == "word") {
+                trigger.type = COMMON_GRAMMAR_TRIGGER_TYPE_WORD;
+            } else if (type == "pattern") {
+                trigger.type = COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN;
+            } else if (type == "pattern_full") {
+                trigger.type = COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN_FULL;
+            } else {
+                continue;
+            }
+            auto & p = patterns.emplace_back();
+            p.pattern = sampler_pattern(trigger);
+            p.regex   = std::regex(p.pattern);
+            pattern_texts.push_back(p.pattern);
+        }
+        const std::string text = req.at("text").get<std::string>();
+        const int repeats = std::max(1, req.value("repeats", 3));
+        if (text.empty()) {
+            throw std::runtime_error("the trigger search needs a text");
+        }
+        ojson points = ojson::array();
+        for (const auto & length : req.at("lengths")) {
+            const size_t n = length.get<size_t>();
+            std::string buffer;
+            buffer.reserve(n + text.size());
+            while (buffer.size() < n) {
+                buffer += text;
+            }
+            buffer.resize(n);
+            double best = -1.0;
+            for (int r = 0; r < repeats; r++) {
+                const auto start = std::chrono::steady_clock::now();
+                for (const auto & p : patterns) {
+                    if (p.find(buffer) != std::string::npos) {
+                        throw std::runtime_error("the trigger pattern " + p.pattern + " matches the sample text");
+                    }
+                }
+                const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+                if (best < 0 || ns < best) {
+                    best = ns;
+                }
+            }
+            points.push_back({ { "chars", n }, { "ns", best } });
+        }
+        ojson out = ojson::object();
+        out["patterns"] = pattern_texts;
+        out["points"]   = points;
+        *out_json       = copy_string(out.dump());
     });
 }
 

@@ -5,10 +5,17 @@
 //! ([`GrammarBuilder::Template`]) or as toolrail writes it for one of its envelopes
 //! ([`GrammarBuilder::Envelope`]); the verdict is llama.cpp's own loader, linked in
 //! ([`llama_grammar_loads`]), with toolrail's parser (which agrees with llama.cpp's, error for
-//! error) saying where and why. Blame is found by construction, never guessed: the catalog's
-//! grammar is built again for each tool alone, then for that tool's properties one at a time;
-//! where no tool fails alone (a limit the whole catalog crosses together), the shortest prefix of
-//! the catalog that fails names the tool that crosses it.
+//! error) saying where and why.
+//!
+//! The per-tool table comes from one build: a template's grammar is cut into each tool's slice
+//! (its rules, see [`slice`]); toolrail's envelopes, cheap to build, are built per tool. Blame is
+//! found by construction, never guessed: the first tool refused in the table is built again
+//! alone (and then its properties one at a time) to confirm it; where no tool fails alone (a
+//! limit the whole catalog crosses together), the shortest prefix of the catalog that fails names
+//! the tool that crosses it.
+
+pub mod project;
+mod slice;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -23,7 +30,14 @@ use toolrail_schema::JsonPointer;
 use toolrail_tools::grammar::{GrammarOptions, tool_call_grammar};
 use toolrail_tools::toolset::ToolSet;
 
-use crate::template::{ChatTemplates, TemplateRequest, Trigger, llama_grammar_loads};
+use crate::template::{
+    ChatTemplates, TemplateRequest, Trigger, TriggerSearchTiming, llama_grammar_loads,
+    measure_trigger_search,
+};
+
+/// The output lengths (bytes) the trigger search is timed at: its cost per character is the
+/// slope between them.
+const TRIGGER_SEARCH_LENGTHS: [usize; 2] = [1_000, 4_000];
 
 /// Bytes llama.cpp holds per grammar element (`llama_grammar_element`: type and value, 32 bits
 /// each).
@@ -139,15 +153,26 @@ pub struct StackCount {
     pub most: usize,
 }
 
-/// What one tool of the catalog costs when its grammar is built alone.
+/// What one tool of the catalog costs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolCost {
     /// The tool.
     pub name: String,
-    /// Its grammar's cost, built alone.
+    /// Its grammar's cost (see [`PerTool`] for which grammar).
     pub cost: GrammarCost,
     /// Its share of the catalog: its grammar's bytes over the sum of every tool's.
     pub share: f64,
+}
+
+/// Which grammar each tool's cost is measured on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PerTool {
+    /// Its slice of the catalog's grammar: the rules reachable from its own rule, shared ones
+    /// included, under a root of their own (one build for the whole catalog).
+    Sliced,
+    /// Its grammar built alone, the catalog reduced to that tool.
+    Built,
 }
 
 /// What breaks the catalog's grammar.
@@ -196,13 +221,22 @@ pub const PUBLISHED_NS_PER_CHAR: f64 = 27.75;
 pub struct Budget {
     /// The whole catalog's grammar.
     pub whole: GrammarCost,
-    /// Each tool, built alone, in catalog order.
+    /// Each tool, in catalog order.
     pub tools: Vec<ToolCost>,
+    /// How each tool's cost was measured.
+    pub per_tool: PerTool,
     /// What breaks the catalog, when it does not load and the blame could be found.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blame: Option<Blame>,
     /// The lazy triggers (none when the grammar is not lazy).
     pub triggers: Vec<TriggerCost>,
+    /// llama.cpp's search for the triggers timed on this machine (None when no trigger is
+    /// searched over the output, or the timing failed: see `trigger_search_error`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger_search: Option<TriggerSearchTiming>,
+    /// Why the trigger search could not be timed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger_search_error: Option<String>,
 }
 
 impl Budget {
@@ -217,9 +251,18 @@ impl Budget {
     }
 
     /// Predicted trigger search time per token, in milliseconds, once the output holds
-    /// `chars` characters, from llama.cpp's published constant ([`PUBLISHED_NS_PER_CHAR`]);
-    /// 0 when no trigger is searched that way.
+    /// `chars` characters, from the search timed on this machine; 0 when no trigger is
+    /// searched that way or it could not be timed.
     pub fn trigger_ms_per_token(&self, chars: usize) -> f64 {
+        match &self.trigger_search {
+            Some(timing) if self.rescanned_triggers() > 0 => timing.ns_at(chars) / 1e6,
+            _ => 0.0,
+        }
+    }
+
+    /// The same from llama.cpp's published constant ([`PUBLISHED_NS_PER_CHAR`], one reporter's
+    /// catalog and machine); 0 when no trigger is searched that way.
+    pub fn published_trigger_ms_per_token(&self, chars: usize) -> f64 {
         match self.rescanned_triggers() {
             0 => 0.0,
             _ => chars as f64 * PUBLISHED_NS_PER_CHAR / 1e6,
@@ -235,29 +278,54 @@ pub enum BudgetError {
     Empty,
 }
 
-/// The budget of `tools` (OpenAI `tools` entries, as a client sends them) under `builder`.
+/// The budget of `tools` (OpenAI `tools` entries, as a client sends them) under `builder`,
+/// each tool's cost from its slice of one build where the grammar allows it.
 pub fn budget(tools: &[Value], builder: &GrammarBuilder<'_>) -> Result<Budget, BudgetError> {
+    budget_measured(tools, builder, PerTool::Sliced)
+}
+
+/// [`budget`], each tool measured as `prefer` says ([`PerTool::Sliced`] falls back to
+/// building each tool alone where a grammar cannot be sliced): the bench compares the two.
+pub fn budget_measured(
+    tools: &[Value],
+    builder: &GrammarBuilder<'_>,
+    prefer: PerTool,
+) -> Result<Budget, BudgetError> {
     if tools.is_empty() {
         return Err(BudgetError::Empty);
     }
     // a catalog no grammar can be built for is refused as llama-server refuses the request
-    let (whole, triggers) = match builder.build(tools) {
-        Ok(built) => (cost(&built.grammar, Verdict::Llama), built.triggers),
-        Err(e) => (unbuilt(e), Vec::new()),
+    let built = builder.build(tools);
+    let (whole, triggers) = match &built {
+        Ok(built) => (cost(&built.grammar, Verdict::Llama), built.triggers.clone()),
+        Err(e) => (unbuilt(e.clone()), Vec::new()),
     };
-    let mut costs = Vec::with_capacity(tools.len());
-    for tool in tools {
-        let name = tool_name(tool);
+    let names: Vec<String> = tools.iter().map(tool_name).collect();
+    let sliced = match (&built, builder, prefer) {
+        (Ok(built), GrammarBuilder::Template { .. }, PerTool::Sliced) => {
+            slice::slices(&built.grammar, &names)
+        }
+        _ => None,
+    };
+    let per_tool = match sliced {
+        Some(_) => PerTool::Sliced,
+        None => PerTool::Built,
+    };
+    let costs: Vec<GrammarCost> = match sliced {
+        Some(slices) => costs_in_parallel(&slices),
         // a tool that cannot be built alone is refused as llama-server would refuse it
-        let cost = match builder.build(std::slice::from_ref(tool)) {
-            Ok(b) => cost(&b.grammar, Verdict::Toolrail),
-            Err(e) => unbuilt(e),
-        };
-        costs.push((name, cost));
-    }
-    let total: usize = costs.iter().map(|(_, c)| c.bytes).sum();
-    let tool_costs: Vec<ToolCost> = costs
+        None => tools
+            .iter()
+            .map(|tool| match builder.build(std::slice::from_ref(tool)) {
+                Ok(b) => cost(&b.grammar, Verdict::Toolrail),
+                Err(e) => unbuilt(e),
+            })
+            .collect(),
+    };
+    let total: usize = costs.iter().map(|c| c.bytes).sum();
+    let tool_costs: Vec<ToolCost> = names
         .into_iter()
+        .zip(costs)
         .map(|(name, cost)| ToolCost {
             share: if total == 0 {
                 0.0
@@ -272,19 +340,128 @@ pub fn budget(tools: &[Value], builder: &GrammarBuilder<'_>) -> Result<Budget, B
         true => None,
         false => find_blame(tools, &tool_costs, builder),
     };
-    let triggers = triggers
+    let triggers: Vec<TriggerCost> = triggers
         .into_iter()
         .map(|trigger| TriggerCost {
             rescans: !matches!(trigger.kind, crate::template::TriggerKind::Token),
             trigger,
         })
         .collect();
+    let rescanned: Vec<Trigger> = triggers
+        .iter()
+        .filter(|t| t.rescans)
+        .map(|t| t.trigger.clone())
+        .collect();
+    let (trigger_search, trigger_search_error) = match rescanned.is_empty() {
+        true => (None, None),
+        false => match measure_trigger_search(&rescanned, &TRIGGER_SEARCH_LENGTHS) {
+            Ok(timing) => (Some(timing), None),
+            Err(e) => (None, Some(e.to_string())),
+        },
+    };
     Ok(Budget {
         whole,
         tools: tool_costs,
+        per_tool,
         blame,
         triggers,
+        trigger_search,
+        trigger_search_error,
     })
+}
+
+/// One catalog from several tool sets (OpenAI `tools` entries): every tool once by name, in
+/// order, then, up to `count` tools, renamed copies (`name_2`, `name_3`, …) of them: the big
+/// catalog a user joining many MCP servers sends.
+pub fn joined_catalog(sets: &[Vec<Value>], count: Option<usize>) -> Vec<Value> {
+    let mut distinct: Vec<Value> = Vec::new();
+    for tool in sets.iter().flatten() {
+        let name = tool_name(tool);
+        if !distinct.iter().any(|t| tool_name(t) == name) {
+            distinct.push(tool.clone());
+        }
+    }
+    let Some(count) = count else {
+        return distinct;
+    };
+    if distinct.is_empty() {
+        return distinct;
+    }
+    let mut out = Vec::with_capacity(count);
+    for copy in 1.. {
+        for tool in &distinct {
+            if out.len() == count {
+                return out;
+            }
+            let mut t = tool.clone();
+            if copy > 1 {
+                let renamed = json!(format!("{}_{copy}", tool_name(tool)));
+                if let Some(name) = t.pointer_mut("/function/name") {
+                    *name = renamed;
+                } else if let Some(object) = t.as_object_mut() {
+                    object.insert("name".into(), renamed);
+                }
+            }
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// llama.cpp's lazy grammar sampler timed on a long output that never fires it: the sampler
+/// llama-server builds from `grammar` and `setup` (the template's patterns and trigger tokens,
+/// with the model's vocabulary) accepts [`TRIGGER_SEARCH_PROSE`] repeated, token by token, up
+/// to `tokens` tokens. Answers, for each of `lengths` (output bytes) the output reached, the
+/// mean time llama.cpp took to accept one token over the 32 tokens that reached it: the
+/// search the issue reports grows with the output, the token's own work does not.
+pub fn time_lazy_sampler(
+    model: &crate::Model,
+    grammar: &str,
+    setup: &crate::template::SamplerSetup,
+    tokens: usize,
+    lengths: &[usize],
+) -> Result<Vec<crate::template::TriggerSearchPoint>, crate::LlmError> {
+    const WINDOW: usize = 32;
+    let trigger_tokens: Vec<u32> = setup
+        .tokens
+        .iter()
+        .filter_map(|&t| u32::try_from(t).ok())
+        .collect();
+    let mut sampler = crate::LlamaGrammarSampler::new_lazy(
+        model,
+        grammar,
+        "root",
+        &setup.patterns,
+        &trigger_tokens,
+    )?;
+    let prose = crate::template::TRIGGER_SEARCH_PROSE.repeat(16);
+    let chunk = model.tokenize(&prose, false, false);
+    if chunk.is_empty() {
+        return Ok(Vec::new());
+    }
+    // (output bytes after the token, nanoseconds to accept it)
+    let mut times: Vec<(usize, f64)> = Vec::with_capacity(tokens);
+    let mut chars = 0usize;
+    for &token in chunk.iter().cycle().take(tokens) {
+        let started = Instant::now();
+        sampler.accept(token)?;
+        let ns = started.elapsed().as_secs_f64() * 1e9;
+        chars += model.piece(token).len();
+        times.push((chars, ns));
+    }
+    Ok(lengths
+        .iter()
+        .filter_map(|&length| {
+            let reached = times.iter().position(|(c, _)| *c >= length)?;
+            let from = (reached + 1).saturating_sub(WINDOW);
+            let window = &times[from..=reached];
+            let mean = window.iter().map(|(_, ns)| ns).sum::<f64>() / window.len() as f64;
+            Some(crate::template::TriggerSearchPoint {
+                chars: times[reached].0,
+                ns: mean,
+            })
+        })
+        .collect())
 }
 
 /// The name a client definition gives its tool.
@@ -294,6 +471,34 @@ fn tool_name(tool: &Value) -> String {
         .and_then(Value::as_str)
         .unwrap_or("?")
         .to_owned()
+}
+
+/// Each slice's cost (toolrail's verdict), the slices shared out over the machine's cores.
+fn costs_in_parallel(slices: &[String]) -> Vec<GrammarCost> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8);
+    let chunk = slices.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = slices
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|grammar| cost(grammar, Verdict::Toolrail))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| match h.join() {
+                Ok(costs) => costs,
+                // a panic in a costing thread is a bug; it is raised again here
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    })
 }
 
 /// A grammar that could not even be built: refused, with the builder's reason.
@@ -465,11 +670,11 @@ fn llama_words(d: &toolrail_gbnf::Diagnostic) -> Option<String> {
 /// its first property refused alone), else the tool whose addition first makes the catalog's
 /// prefix fail.
 fn find_blame(tools: &[Value], costs: &[ToolCost], builder: &GrammarBuilder<'_>) -> Option<Blame> {
-    if let Some((i, alone)) = costs
-        .iter()
-        .enumerate()
-        .find_map(|(i, c)| c.cost.refusal.clone().map(|r| (i, r)))
-    {
+    // the table's refusals, each confirmed by building that tool alone
+    for (i, _) in costs.iter().enumerate().filter(|(_, c)| !c.cost.loads()) {
+        let Some(alone) = refusal_of(std::slice::from_ref(&tools[i]), builder) else {
+            continue;
+        };
         let (pointer, refusal) =
             property_blame(&tools[i], builder).unwrap_or((String::new(), alone));
         return Some(Blame {

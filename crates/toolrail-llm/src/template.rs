@@ -30,7 +30,9 @@ mod syntax;
 
 pub use choices::{ReasoningFormat, ServerSwitch, ToolChoice, UnknownReasoningFormat};
 pub use error::{SAMPLER_PREFIX, SAMPLER_REFUSAL, TemplateError};
-use native::{Native, Opening, c_string, native_grammar_loads, native_parse};
+use native::{
+    Native, Opening, c_string, native_grammar_loads, native_parse, native_trigger_search,
+};
 
 /// Where llama.cpp's code for a template should run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -286,6 +288,79 @@ pub fn llama_grammar_loads(grammar: &str) -> Result<bool, TemplateError> {
             ))),
         },
     }
+}
+
+/// Text that no tool-call trigger matches (plain prose: no brackets, tags or special tokens),
+/// repeated to make the sleeping grammar's output in [`measure_trigger_search`].
+pub const TRIGGER_SEARCH_PROSE: &str = "The committee met on a grey morning and went through the \
+     figures line by line, asking why the numbers for the northern sites had drifted since the \
+     spring and whether the new sensors explained it. Nobody was sure, so they agreed to compare \
+     the two months again next week and write down what changed. ";
+
+/// What one search of the trigger patterns costs at one output length.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TriggerSearchPoint {
+    /// The output's length in bytes.
+    pub chars: usize,
+    /// One search of every pattern over it, in nanoseconds (the best of a few).
+    pub ns: f64,
+}
+
+/// llama.cpp's trigger search timed on this machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TriggerSearchTiming {
+    /// The patterns the sampler searches (token triggers are matched on the token instead).
+    pub patterns: Vec<String>,
+    /// The time of one search at each length.
+    pub points: Vec<TriggerSearchPoint>,
+}
+
+impl TriggerSearchTiming {
+    /// Nanoseconds per character of output for one search of every pattern: the slope between
+    /// the shortest and the longest length measured (0 without patterns).
+    pub fn ns_per_char(&self) -> f64 {
+        match (self.points.first(), self.points.last()) {
+            (Some(a), Some(b)) if b.chars > a.chars => {
+                ((b.ns - a.ns) / (b.chars - a.chars) as f64).max(0.0)
+            }
+            (_, Some(b)) if b.chars > 0 => b.ns / b.chars as f64,
+            _ => 0.0,
+        }
+    }
+
+    /// The predicted time of one search of every pattern once the output holds `chars` bytes,
+    /// in nanoseconds: the line through the measured points (its fixed part is the patterns'
+    /// per-search cost, its slope [`TriggerSearchTiming::ns_per_char`]).
+    pub fn ns_at(&self, chars: usize) -> f64 {
+        let Some(first) = self.points.first() else {
+            return 0.0;
+        };
+        let slope = self.ns_per_char();
+        let fixed = (first.ns - slope * first.chars as f64).max(0.0);
+        fixed + slope * chars as f64
+    }
+}
+
+/// Times llama.cpp's lazy-grammar trigger search for `triggers` on this machine: the patterns
+/// the sampler builds from them, compiled and searched by llama.cpp's own code
+/// (`llama_grammar_trigger_pattern::find`, run over the whole output after every token while
+/// the grammar sleeps) over [`TRIGGER_SEARCH_PROSE`] repeated to each of `lengths` bytes.
+pub fn measure_trigger_search(
+    triggers: &[Trigger],
+    lengths: &[usize],
+) -> Result<TriggerSearchTiming, TemplateError> {
+    let request = serde_json::json!({
+        "triggers": triggers,
+        "text": TRIGGER_SEARCH_PROSE,
+        "lengths": lengths,
+        "repeats": 3,
+    })
+    .to_string();
+    let answer = match isolate::shared() {
+        None => native_trigger_search(&request)?,
+        Some(worker) => text_reply(worker.call(isolate::Request::TriggerSearch { request })?)?,
+    };
+    serde_json::from_str(&answer).map_err(|e| TemplateError::Protocol(e.to_string()))
 }
 
 /// Which defaults fill what the request leaves out (`server` or `struct` in a result's inputs).

@@ -654,6 +654,7 @@ fn read_function(
             description: doc.description,
             parameters,
             custom_grammar,
+            validation: None,
             // a Python source has no JSON of its own: a client sends this reading
             sent: crate::sent::SentParameters::Reading,
         },

@@ -115,7 +115,17 @@ pub struct Tool {
     /// What a client sends as the parameters (the document as written): the prompt shows it,
     /// while the grammar and the validator use [`Tool::parameters`] (see [`crate::sent`]).
     pub sent: SentParameters,
+    /// The schema the validator checks the arguments against when it is stricter than the
+    /// grammar's: a projected tool's original parameters ([`ORIGINAL_PARAMETERS_KEY`], written
+    /// by `toolrail budget --project --keep-validation`), normalised like the parameters. None:
+    /// the validator checks [`Tool::parameters`].
+    pub validation: Option<Value>,
 }
+
+/// The key of an OpenAI function that keeps the tool's original parameters when its
+/// `parameters` were relaxed to fit llama.cpp's grammar limits: the grammar uses the relaxed
+/// ones, the validator these.
+pub const ORIGINAL_PARAMETERS_KEY: &str = "x-toolrail-original-parameters";
 
 impl Tool {
     /// The OpenAI `tools` entry a client sends for this tool, its parameters as its document
@@ -134,6 +144,15 @@ impl Tool {
     /// that declares `properties` closed (see [`close_objects`]).
     pub fn arguments_schema(&self) -> Value {
         close_objects(&self.parameters)
+    }
+
+    /// The schema the validator checks the arguments against: [`Tool::validation`] where a
+    /// projection kept the original, else [`Tool::arguments_schema`].
+    pub fn validation_schema(&self) -> Value {
+        match &self.validation {
+            Some(original) => close_objects(original),
+            None => self.arguments_schema(),
+        }
     }
 
     /// Names of the declared properties, in the schema's order.
@@ -692,12 +711,32 @@ impl Loader {
             });
         }
         self.first_at.insert(name.clone(), ptr.to_string());
+        // a projected tool's original parameters, read like the parameters
+        let validation = match func
+            .get(ORIGINAL_PARAMETERS_KEY)
+            .filter(|_| shape == ToolShape::OpenAi)
+        {
+            None => None,
+            Some(original) => {
+                let optr = fptr.with_key(ORIGINAL_PARAMETERS_KEY);
+                let (schema, _) =
+                    normalise_parameters(original, &optr).map_err(|(pointer, message)| {
+                        ToolSetError::Tool {
+                            tool: name.clone(),
+                            pointer,
+                            message,
+                        }
+                    })?;
+                Some(schema)
+            }
+        };
         self.tools.push(Tool {
             name,
             description,
             parameters,
             custom_grammar: None,
             sent,
+            validation,
         });
         // a bare `{name, description}` shows no shape: it does not make a list mixed
         let shows_shape = shape != ToolShape::Function || func.contains_key(schema_key);
@@ -735,7 +774,7 @@ impl Loader {
                     fptr,
                     tool,
                     "the OpenAI function",
-                    &["name", "description", "parameters"],
+                    &["name", "description", "parameters", ORIGINAL_PARAMETERS_KEY],
                     OPENAI_KNOWN,
                 );
             }
@@ -744,7 +783,13 @@ impl Loader {
                 ptr,
                 tool,
                 "the OpenAI tool",
-                &["type", "name", "description", "parameters"],
+                &[
+                    "type",
+                    "name",
+                    "description",
+                    "parameters",
+                    ORIGINAL_PARAMETERS_KEY,
+                ],
                 OPENAI_KNOWN,
             ),
             ToolShape::Mcp => self.notes.keys(

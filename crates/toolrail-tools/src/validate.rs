@@ -383,7 +383,7 @@ impl Validator {
 }
 
 fn compile(tool: &Tool, lenient: bool) -> Result<jsonschema::Validator, SchemaCompileError> {
-    let written = tool.arguments_schema();
+    let written = tool.validation_schema();
     // the reading the grammar took; a schema lenient mode still refuses is checked as written
     let options = toolrail_schema::ConvertOptions {
         close_objects: true,

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 pub use super::error::IsolationError;
 use super::error::TemplateError;
-use super::native::{Native, Opening, native_grammar_loads, native_parse};
+use super::native::{Native, Opening, native_grammar_loads, native_parse, native_trigger_search};
 
 /// The longest one template operation (opening a template, building a request, parsing an
 /// output) may run in a worker before it is stopped. Real templates take milliseconds; a
@@ -93,6 +93,8 @@ pub(crate) enum Request {
     },
     /// `toolrail_grammar_loads`.
     GrammarLoads { grammar: String },
+    /// `toolrail_trigger_search`: the request as JSON text.
+    TriggerSearch { request: String },
 }
 
 impl Request {
@@ -120,6 +122,12 @@ impl Request {
                 "grammar loader",
                 "loading a grammar",
                 "A grammar nested deeper than llama.cpp's stack allows does this",
+            ),
+            Request::TriggerSearch { .. } => (
+                "trigger search",
+                "timing the lazy grammar's trigger patterns",
+                "A trigger pattern that makes std::regex recurse past the stack on a long \
+                 output does this",
             ),
         }
     }
@@ -206,6 +214,7 @@ fn answer(request: Request, opened: &mut Option<Native>) -> Reply {
             partial,
         } => native_parse(&params, &text, partial).map(Reply::Text),
         Request::GrammarLoads { grammar } => native_grammar_loads(&grammar).map(Reply::Flag),
+        Request::TriggerSearch { request } => native_trigger_search(&request).map(Reply::Text),
     };
     match result {
         Ok(reply) => reply,

@@ -54,6 +54,11 @@ mod ffi {
             refusal: *mut *mut c_char,
             err: *mut *mut c_char,
         ) -> c_int;
+        pub fn toolrail_trigger_search(
+            request_json: *const c_char,
+            out_json: *mut *mut c_char,
+            err: *mut *mut c_char,
+        ) -> c_int;
         pub fn toolrail_grammar_loads(
             grammar: *const c_char,
             ok: *mut c_int,
@@ -250,6 +255,19 @@ pub(crate) fn native_parse(
 }
 
 /// `toolrail_grammar_loads` in this process.
+/// `toolrail_trigger_search`: the request and the answer as JSON text.
+pub(crate) fn native_trigger_search(request: &str) -> Result<String, TemplateError> {
+    let request = c_string(request, "the trigger search request")?;
+    let mut out = std::ptr::null_mut();
+    let mut err = std::ptr::null_mut();
+    // SAFETY: valid C string and out-pointers.
+    let status = unsafe { ffi::toolrail_trigger_search(request.as_ptr(), &mut out, &mut err) };
+    // SAFETY: err and out come from the shim.
+    unsafe { check(status, err) }?;
+    // SAFETY: out is the shim's string, set on success.
+    Ok(unsafe { take_string(out) })
+}
+
 pub(crate) fn native_grammar_loads(grammar: &str) -> Result<bool, TemplateError> {
     let text = c_string(grammar, "the grammar")?;
     let mut ok: c_int = 0;
