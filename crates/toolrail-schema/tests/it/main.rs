@@ -15,4 +15,5 @@ mod maskbench;
 mod props;
 mod python_syntax;
 mod readings;
+mod relax;
 mod suite;
