@@ -17,6 +17,13 @@ fn run(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `toolrail budget SET --template TEMPLATE EXTRA…`.
+fn budget(set: &std::path::Path, template: &str, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["budget", set.to_str().unwrap(), "--template", template];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
 fn tool(name: &str, properties: Value) -> Value {
     json!({"type": "function", "function": {"name": name, "description": "d",
         "parameters": {"type": "object", "properties": properties}}})
@@ -46,7 +53,7 @@ fn budget_says_whether_it_fits_and_blames_the_tool_and_pointer() {
     std::fs::write(&bad, serde_json::to_string(&broken).unwrap()).unwrap();
     let template = gpt_oss.to_str().unwrap();
 
-    let (code, out, err) = run(&["budget", good.to_str().unwrap(), "--template", template]);
+    let (code, out, err) = budget(&good, template, &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
         out.contains("verdict: fits: llama.cpp loads the grammar"),
@@ -54,7 +61,7 @@ fn budget_says_whether_it_fits_and_blames_the_tool_and_pointer() {
     );
     assert!(out.contains("get_weather"), "{out}");
 
-    let (code, out, err) = run(&["budget", bad.to_str().unwrap(), "--template", template]);
+    let (code, out, err) = budget(&bad, template, &[]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(
         out.contains("a minimum of 3000 repetitions exceeds llama.cpp's limit of 2000"),
@@ -74,13 +81,7 @@ fn budget_says_whether_it_fits_and_blames_the_tool_and_pointer() {
         "{out}"
     );
 
-    let (code, out, _) = run(&[
-        "budget",
-        bad.to_str().unwrap(),
-        "--template",
-        template,
-        "--json",
-    ]);
+    let (code, out, _) = budget(&bad, template, &["--json"]);
     assert_eq!(code, 1);
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["fits"], json!(false));
@@ -137,14 +138,7 @@ fn project_writes_a_catalog_that_fits_and_validation_keeps_the_original() {
     let fitted = dir.path().join("fitted.json");
     let kept = dir.path().join("kept.json");
 
-    let (code, out, err) = run(&[
-        "budget",
-        bad.to_str().unwrap(),
-        "--template",
-        template,
-        "--project",
-        fitted.to_str().unwrap(),
-    ]);
+    let (code, out, err) = budget(&bad, template, &["--project", fitted.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("before: does not fit: GB005"), "{out}");
     assert!(
@@ -154,19 +148,19 @@ fn project_writes_a_catalog_that_fits_and_validation_keeps_the_original() {
         "{out}"
     );
     assert!(out.contains("after: fits: llama.cpp loads it"), "{out}");
-    let (code, out, err) = run(&["budget", fitted.to_str().unwrap(), "--template", template]);
+    let (code, out, err) = budget(&fitted, template, &[]);
     assert_eq!(code, 0, "{out}{err}");
 
-    let (code, out, err) = run(&[
-        "budget",
-        bad.to_str().unwrap(),
-        "--template",
+    let (code, out, err) = budget(
+        &bad,
         template,
-        "--project",
-        kept.to_str().unwrap(),
-        "--keep-validation",
-        "--json",
-    ]);
+        &[
+            "--project",
+            kept.to_str().unwrap(),
+            "--keep-validation",
+            "--json",
+        ],
+    );
     assert_eq!(code, 0, "{out}{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["fits"], json!(true));

@@ -291,6 +291,32 @@ pub fn budget_measured(
     builder: &GrammarBuilder<'_>,
     prefer: PerTool,
 ) -> Result<Budget, BudgetError> {
+    measure(tools, builder, prefer, TriggerTiming::Measure)
+}
+
+/// Whether a budget times llama.cpp's trigger search (a budget made only for its sizes, as
+/// the projection's, skips it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TriggerTiming {
+    Measure,
+    Skip,
+}
+
+/// The catalog's sizes, per tool, without timing the trigger search: what the projection
+/// ranks tools by.
+pub(crate) fn sizes_only(
+    tools: &[Value],
+    builder: &GrammarBuilder<'_>,
+) -> Result<Budget, BudgetError> {
+    measure(tools, builder, PerTool::Sliced, TriggerTiming::Skip)
+}
+
+fn measure(
+    tools: &[Value],
+    builder: &GrammarBuilder<'_>,
+    prefer: PerTool,
+    timing: TriggerTiming,
+) -> Result<Budget, BudgetError> {
     if tools.is_empty() {
         return Err(BudgetError::Empty);
     }
@@ -352,13 +378,14 @@ pub fn budget_measured(
         .filter(|t| t.rescans)
         .map(|t| t.trigger.clone())
         .collect();
-    let (trigger_search, trigger_search_error) = match rescanned.is_empty() {
-        true => (None, None),
-        false => match measure_trigger_search(&rescanned, &TRIGGER_SEARCH_LENGTHS) {
-            Ok(timing) => (Some(timing), None),
-            Err(e) => (None, Some(e.to_string())),
-        },
-    };
+    let (trigger_search, trigger_search_error) =
+        match rescanned.is_empty() || timing == TriggerTiming::Skip {
+            true => (None, None),
+            false => match measure_trigger_search(&rescanned, &TRIGGER_SEARCH_LENGTHS) {
+                Ok(timing) => (Some(timing), None),
+                Err(e) => (None, Some(e.to_string())),
+            },
+        };
     Ok(Budget {
         whole,
         tools: tool_costs,

@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 use toolrail_schema::relax::{self, RelaxKind, Relaxation};
 
-use super::{BudgetError, GrammarBuilder, GrammarCost, PerTool, Verdict, budget_measured, cost};
+use super::{BudgetError, GrammarBuilder, GrammarCost, Verdict, cost, sizes_only, slice};
 
 pub use toolrail_tools::toolset::ORIGINAL_PARAMETERS_KEY;
 
@@ -94,7 +94,7 @@ pub fn project(
     builder: &GrammarBuilder<'_>,
     target: &Target,
 ) -> Result<Projection, BudgetError> {
-    let first = budget_measured(tools, builder, PerTool::Sliced)?;
+    let first = sizes_only(tools, builder)?;
     let before = first.whole.clone();
     let mut current = tools.to_vec();
     let mut applied: Vec<Vec<Relaxation>> = vec![Vec::new(); tools.len()];
@@ -115,7 +115,17 @@ pub fn project(
         }
         // 2. the whole catalog, largest tools first
         if unfixable.is_empty() {
-            shrink_catalog(tools, &mut current, &mut applied, builder, target)?;
+            // each tool's size: its slice of the first build, or, once relaxed, its own
+            let sizes = first
+                .tools
+                .iter()
+                .enumerate()
+                .map(|(i, t)| match applied[i].is_empty() {
+                    true => t.cost.bytes,
+                    false => tool_bytes(&current[i], builder),
+                })
+                .collect();
+            shrink_catalog(tools, &mut current, &mut applied, sizes, builder, target);
         }
     }
     let after = whole_cost(&current, builder);
@@ -221,31 +231,41 @@ fn relax_tool(tool: &Value, builder: &GrammarBuilder<'_>) -> Option<Vec<Relaxati
     Some(list)
 }
 
-/// While the whole catalog misses `target`, the tool with the largest grammar that still has
-/// a relaxation gives up its heaviest one.
+/// The bytes of `tool`'s own rules: its slice of the grammar built for it alone (the whole
+/// grammar where it cannot be sliced, 0 where it cannot be built).
+fn tool_bytes(tool: &Value, builder: &GrammarBuilder<'_>) -> usize {
+    let Ok(built) = builder.build(std::slice::from_ref(tool)) else {
+        return 0;
+    };
+    let name = super::tool_name(tool);
+    match slice::slices(&built.grammar, std::slice::from_ref(&name)) {
+        Some(slices) => slices
+            .first()
+            .map_or(0, |s| cost(s, Verdict::Toolrail).bytes),
+        None => built.grammar.len(),
+    }
+}
+
+/// While the whole catalog misses `target`, the tool with the largest grammar (`sizes`, one
+/// per tool) that still has a relaxation gives up its heaviest one.
 fn shrink_catalog(
     original: &[Value],
     current: &mut [Value],
     applied: &mut [Vec<Relaxation>],
+    mut sizes: Vec<usize>,
     builder: &GrammarBuilder<'_>,
     target: &Target,
-) -> Result<(), BudgetError> {
+) {
     let mut remaining: Vec<Vec<Relaxation>> = current
         .iter()
         .map(|tool| parameters(tool).map(relax::candidates).unwrap_or_default())
         .collect();
-    let sizes: Vec<usize> = budget_measured(current, builder, PerTool::Sliced)?
-        .tools
-        .iter()
-        .map(|t| t.cost.bytes)
-        .collect();
-    let mut sizes = sizes;
     while !target.met_by(&whole_cost(current, builder)) {
         let Some(i) = (0..current.len())
             .filter(|&i| !remaining[i].is_empty())
             .max_by_key(|&i| sizes[i])
         else {
-            return Ok(());
+            return;
         };
         let next = remaining[i].remove(0);
         // a bound phase 1 lowered is lowered further in its own entry
@@ -259,10 +279,6 @@ fn shrink_catalog(
             None => applied[i].push(next),
         }
         current[i] = with_relaxations(&original[i], &applied[i]);
-        sizes[i] = match builder.build(std::slice::from_ref(&current[i])) {
-            Ok(built) => built.grammar.len(),
-            Err(_) => 0,
-        };
+        sizes[i] = tool_bytes(&current[i], builder);
     }
-    Ok(())
 }

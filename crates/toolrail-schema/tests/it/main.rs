@@ -17,3 +17,21 @@ mod python_syntax;
 mod readings;
 mod relax;
 mod suite;
+
+/// MaskBench's schema files (`maskbench/data/*.json`) in name order; fails when the sample is
+/// not all there.
+fn maskbench_files(data: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(data)
+        .unwrap_or_else(|e| panic!("{}: {e}", data.display()))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() > 1000,
+        "MaskBench sample not found in {}",
+        data.display()
+    );
+    files
+}

@@ -14,7 +14,7 @@
 //! (with `MASKBENCH_ERRORS=1` also every conversion error).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -131,14 +131,7 @@ fn maskbench() {
 }
 
 fn run(dir: &Path) {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("data"))
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    assert!(files.len() > 1000, "MaskBench sample not found");
+    let files = crate::maskbench_files(&dir.join("data"));
     let scores: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("scores.json")).unwrap()).unwrap();
 

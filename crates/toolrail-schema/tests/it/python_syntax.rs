@@ -238,14 +238,7 @@ fn maskbench_python_agrees_with_json() {
 fn maskbench_agreement(dir: &std::path::Path) {
     use toolrail_engine::Engine;
     use toolrail_schema::schema_to_gbnf;
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    assert!(files.len() > 1000, "MaskBench sample not found");
+    let files = crate::maskbench_files(dir);
     let (mut schemas, mut values, mut calls, mut timed_out) = (0, 0, 0, 0);
     let mut argument_schemas = 0;
     let mut disagreements = Vec::new();
