@@ -11,7 +11,6 @@ use serde_json::{Value, json};
 use super::generate::ModelArgs;
 use super::grammar::FormatArg;
 use toolrail_app::run_speed::WindowSize;
-use toolrail_llm::Model;
 use toolrail_llm::bench::{BenchOptions, BenchReport, bench};
 use toolrail_llm::bench_masks::{MaskBenchOptions, bench_masks};
 use toolrail_llm::worker::EngineKind;
@@ -31,6 +30,9 @@ pub struct BenchArgs {
     /// The models file to look names up in (see `toolrail generate --help`).
     #[arg(long)]
     pub models: Option<std::path::PathBuf>,
+    /// Model layers on the GPU (a build with a GPU backend; 999: all).
+    #[arg(long)]
+    pub gpu_layers: Option<u32>,
     /// A tool set: the grammar is its tool-call grammar, the prompt offers the tools.
     #[arg(long, conflicts_with = "grammar")]
     pub tools: Option<String>,
@@ -284,8 +286,7 @@ impl From<MaskEngineArg> for EngineKind {
 /// Runs `toolrail bench masks`: exit 0, or 1 when toolrail's and llama.cpp's masks differ; an
 /// error (exit 2) when it measured nothing (each unreadable file named with why).
 fn run_masks(args: &MasksArgs) -> anyhow::Result<ExitCode> {
-    let spec = args.model.resolve()?;
-    let model = Model::load(&spec, |_| true)?;
+    let model = args.model.load(false)?;
     let mut engines: Vec<EngineKind> = Vec::new();
     for e in &args.engines {
         if !engines.contains(&(*e).into()) {
@@ -415,11 +416,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if args.tools.is_none() && args.grammar.is_none() {
         bail!("give --tools or --grammar");
     }
-    let spec = ModelArgs {
-        model,
-        models: args.models.clone(),
-    }
-    .resolve()?;
+    let model_args = ModelArgs {
+        gpu_layers: args.gpu_layers,
+        ..ModelArgs::named(model, args.models.clone())
+    };
+    let spec = model_args.resolve()?;
     let (grammar, prompt, what) = match (&args.tools, &args.grammar) {
         (Some(path), _) => {
             let text = super::common::read_text(path, "the tool set")?;
@@ -453,10 +454,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         ),
         (None, None) => bail!("give --tools or --grammar"),
     };
-    if !args.json {
-        errln!("loading {} ...", spec.path.display());
-    }
-    let model = Model::load(&spec, |_| true)?;
+    let model = model_args.load(args.json)?;
     let report = bench(
         &model,
         &grammar,

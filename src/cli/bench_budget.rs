@@ -9,7 +9,6 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
-use toolrail_llm::Model;
 use toolrail_llm::budget::{
     Budget, GrammarBuilder, PUBLISHED_NS_PER_CHAR, PerTool, budget_measured, joined_catalog,
     time_lazy_sampler,
@@ -101,12 +100,8 @@ pub fn run(args: &BudgetBenchArgs) -> anyhow::Result<ExitCode> {
     let result = templates.build(&request)?;
     let measured = match &result.sampler {
         Some(setup) if result.grammar_lazy => {
-            let spec = super::generate::ModelArgs {
-                model: args.model.clone(),
-                models: args.models.clone(),
-            }
-            .resolve()?;
-            let model = Model::load(spec, |_| true)?;
+            let model = super::generate::ModelArgs::named(args.model.clone(), args.models.clone())
+                .load(true)?;
             time_lazy_sampler(&model, &result.grammar, setup, args.output_tokens, &LENGTHS)?
         }
         _ => Vec::new(),

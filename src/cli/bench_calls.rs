@@ -11,12 +11,12 @@ use serde_json::json;
 use super::generate::ModelArgs;
 use super::grammar::FormatArg;
 use toolrail_engine::MaskEngine;
+use toolrail_llm::ChatFormat;
 use toolrail_llm::bench_calls::{
     BenchMode, CallsOptions, CallsSummary, ModeResult, ModeSummary, load_cases, run_case,
     run_case_with, server_answer,
 };
 use toolrail_llm::server::ServerClient;
-use toolrail_llm::{ChatFormat, Model};
 use toolrail_tools::prompt::PromptFamily;
 use toolrail_workbench::run::family_for;
 
@@ -116,10 +116,7 @@ pub fn run(args: &BenchCallsArgs) -> anyhow::Result<ExitCode> {
             args.n
         );
     }
-    if !args.json {
-        errln!("loading {} ...", spec.path.display());
-    }
-    let model = Model::load(&spec, |_| true)?;
+    let model = args.model.load(args.json)?;
     let mut masks = MaskEngine::new(model.shared_token_table());
     let server = match &args.server {
         Some(url) => {

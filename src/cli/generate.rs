@@ -22,7 +22,7 @@ use toolrail_llm::template::{
     ChatTemplates, ReasoningFormat, ServerSwitch, TemplateRequest, ToolChoice,
 };
 use toolrail_llm::worker::EngineKind;
-use toolrail_llm::{ChatFormat, Model, ModelSpec, Models, SamplingDefaults, cores};
+use toolrail_llm::{ChatFormat, Model, ModelSpec, Models, SamplingDefaults};
 use toolrail_tools::grammar::{GrammarOptions, schema_grammar, tool_call_grammar};
 use toolrail_tools::toolset::ToolSet;
 use toolrail_tools::validate::ValidateOptions;
@@ -79,6 +79,10 @@ pub struct GenerateArgs {
     /// The model.
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Decoding threads (default: the models.toml entry's, else the physical cores not busy
+    /// with other work, at least 1; stderr and the transcript say which and why).
+    #[arg(long, value_parser = super::common::parse_threads)]
+    pub threads: Option<u32>,
     /// A tool set: the grammar is its tool-call grammar, the prompt offers the tools.
     #[arg(long, conflicts_with = "grammar")]
     pub tools: Option<String>,
@@ -237,20 +241,51 @@ pub struct ModelArgs {
     /// test model).
     #[arg(long)]
     pub models: Option<PathBuf>,
+    /// Model layers to put on the GPU (over the models.toml entry's `gpu_layers`; 999: all).
+    /// Needs a build with a GPU backend (`--features cuda`, `vulkan` or `metal`).
+    #[arg(long)]
+    pub gpu_layers: Option<u32>,
 }
 
 impl ModelArgs {
+    /// `--model` alone (no models file named, the entry's own GPU layers).
+    pub fn named(model: impl Into<String>, models: Option<PathBuf>) -> ModelArgs {
+        ModelArgs {
+            model: model.into(),
+            models,
+            gpu_layers: None,
+        }
+    }
+
+    /// Finds and loads the model, saying on stderr (unless `quiet`) which file and where it
+    /// computes (the CPU, or how many layers on which GPU).
+    pub fn load(&self, quiet: bool) -> anyhow::Result<Model> {
+        let spec = self.resolve()?;
+        if !quiet {
+            errln!("loading {} ...", spec.path.display());
+        }
+        let model = Model::load(&spec, |_| true)?;
+        if !quiet {
+            errln!("compute: {}", model.info().placement.summary());
+        }
+        Ok(model)
+    }
+
     /// Finds the model: an existing path, else a `models.toml` entry. A path that exists but is
     /// no regular file (a directory, a FIFO) is taken as meant, and loading it says what it is.
     pub fn resolve(&self) -> anyhow::Result<ModelSpec> {
         let model = &self.model;
-        if std::fs::metadata(model).is_ok() {
-            return Ok(ModelSpec::from_path(model));
+        let mut spec = if std::fs::metadata(model).is_ok() {
+            ModelSpec::from_path(model)
+        } else {
+            Models::load(self.models.as_deref())?
+                .find(model)
+                .with_context(|| format!("no file '{model}', and no entry of that name"))?
+        };
+        if let Some(layers) = self.gpu_layers {
+            spec.gpu_layers = layers;
         }
-        let models = Models::load(self.models.as_deref())?;
-        models
-            .find(model)
-            .with_context(|| format!("no file '{model}', and no entry of that name"))
+        Ok(spec)
     }
 }
 
@@ -488,6 +523,7 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     )?;
     errln!("loading {} ...", spec.path.display());
     let model = Model::load(&spec, |_| true)?;
+    errln!("compute: {}", model.info().placement.summary());
     if args.template.is_some() && args.format != FormatArg::Openai {
         bail!(
             "--format applies to toolrail's own envelopes; with --template the chat template decides the format"
@@ -568,8 +604,10 @@ pub fn run(args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         compare: args.compare.iter().map(|&e| e.into()).collect(),
         sampling: sampling.clone(),
         context,
-        // a command line leaves no core to a window: the spec's threads, else every core
-        threads: Some(spec.threads.unwrap_or_else(cores)),
+        // a command line leaves no core to a window: the spec's threads, else the free
+        // physical cores (the session chooses, and the transcript says how)
+        threads: args.threads.or(spec.threads),
+        beside_window: false,
         compute,
         show: 5,
     };
@@ -717,6 +755,9 @@ fn stream(
 fn report_figures(t: &Transcript, first_token_ms: Option<f64>) {
     let totals = &t.totals;
     let engine = t.engine;
+    if let Some(choice) = t.settings.as_ref().and_then(|s| s.thread_choice) {
+        errln!("threads: {}", choice.describe());
+    }
     errln!(
         "speed: {} tokens, {:.1} tokens/s, mask {:.2} ms total, first token {} after start",
         totals.tokens,

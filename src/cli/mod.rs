@@ -84,7 +84,7 @@ pub enum Command {
     /// Check a model output against a tool set: exit 0 valid call, 1 not, 2 errors.
     Validate(validate::ValidateArgs),
     /// Run a GGUF model under a grammar or tool set, token by token; print the text and its validation.
-    Generate(generate::GenerateArgs),
+    Generate(Box<generate::GenerateArgs>),
     /// Measure the engines on one prompt: mask times, tokens/s, llama.cpp and llguidance masks vs toolrail's.
     #[command(args_conflicts_with_subcommands = true)]
     Bench(bench::BenchArgs),

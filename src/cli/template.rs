@@ -188,11 +188,7 @@ pub fn load_templates(
     };
     Ok(match model {
         Some(model) => {
-            let spec = super::generate::ModelArgs {
-                model: model.to_owned(),
-                models: models.cloned(),
-            }
-            .resolve()?;
+            let spec = super::generate::ModelArgs::named(model, models.cloned()).resolve()?;
             let templates = ChatTemplates::from_gguf(&spec.path, template_text.as_deref())
                 .with_context(|| format!("{}", spec.path.display()))?;
             let source = match template {

@@ -869,6 +869,29 @@ fn status_bar(ui: &mut egui::Ui, shared: &Shared) {
             a.grammar_time.as_secs_f64() * 1e3,
             a.test_time.as_secs_f64() * 1e3
         ));
+        // where the last in-process run decoded: its threads and why, its backend
+        if let Some(settings) = shared
+            .run
+            .controller
+            .latest()
+            .and_then(|run| run.settings.as_ref())
+            && let Some(choice) = settings.thread_choice
+        {
+            ui.separator();
+            let placement = settings
+                .placement
+                .as_ref()
+                .map_or_else(|| "CPU".to_owned(), |p| p.backend());
+            ui.label(format!("{placement}, {} threads", choice.threads))
+                .on_hover_text(format!(
+                    "the last run decoded on {}; {}",
+                    settings
+                        .placement
+                        .as_ref()
+                        .map_or_else(|| "the CPU".to_owned(), |p| p.summary()),
+                    choice.describe()
+                ));
+        }
         if let Some(current) = shared.current_message(Instant::now()) {
             ui.separator();
             let text = egui::RichText::new(&current.text);

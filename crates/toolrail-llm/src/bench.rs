@@ -374,6 +374,7 @@ pub fn bench(
         context: Some((prompt.len() as u32).saturating_add(options.tokens) + 8),
         threads: options.threads,
         compute: Default::default(),
+        beside_window: false,
     };
     let mut runs = [EngineKind::Toolrail, EngineKind::Llama]
         .into_iter()

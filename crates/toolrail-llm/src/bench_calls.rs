@@ -350,6 +350,7 @@ pub fn local_answer(
         context: Some((prompt.len() as u32).saturating_add(options.max_tokens) + 8),
         threads: options.threads,
         compute: Default::default(),
+        beside_window: false,
     };
     let kind = if grammar.is_some() {
         EngineKind::Toolrail

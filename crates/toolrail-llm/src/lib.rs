@@ -37,6 +37,7 @@ pub mod bench_calls;
 pub mod bench_masks;
 pub mod budget;
 mod chat;
+pub mod device;
 pub mod engine_kind;
 mod error;
 pub mod files;
@@ -56,6 +57,7 @@ mod spec;
 pub mod step;
 pub mod template;
 pub mod template_lint;
+pub mod threads;
 pub mod worker;
 
 use std::sync::OnceLock;

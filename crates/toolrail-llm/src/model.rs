@@ -14,6 +14,7 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::token::LlamaToken;
 
+use super::device::{Placement, offloaded_in_log};
 use super::error::LlmError;
 use super::gguf::GgufHeader;
 use super::spec::ModelSpec;
@@ -46,6 +47,8 @@ pub struct ModelInfo {
     pub gguf_version: u32,
     /// How long llama.cpp took to load it.
     pub load_time: Duration,
+    /// Where its layers are (CPU, or how many on which GPU).
+    pub placement: Placement,
 }
 
 /// A loaded model. Clones share the weights.
@@ -126,7 +129,14 @@ impl Model {
         };
 
         let architecture = header.architecture().unwrap_or("").to_owned();
+        let mut placement = Placement::of(spec.gpu_layers, llama.n_layer());
+        // llama.cpp's own count, where it logged one, over the rule `Placement::of` mirrors
+        if let Some((done, of)) = lines.iter().find_map(|l| offloaded_in_log(&l.text)) {
+            placement.offloaded_layers = done;
+            placement.offloadable_layers = of;
+        }
         let info = ModelInfo {
+            placement,
             name: header.string("general.name").map(str::to_owned),
             context_length: llama.n_ctx_train(),
             vocab_size: usize::try_from(llama.n_vocab()).unwrap_or(0),

@@ -18,7 +18,7 @@ use super::settings::{
     Backend, CacheType, ComputeOptions, FlashAttention, Known, LogitSettings, PromptSplit,
     SERVER_BATCH, SERVER_UBATCH, checkpoint_offsets,
 };
-use super::spec::{check_threads, cores};
+use super::spec::check_threads;
 
 /// Context size when neither the caller nor the spec gives one.
 pub const DEFAULT_CONTEXT: u32 = 4096;
@@ -28,10 +28,13 @@ pub const DEFAULT_CONTEXT: u32 = 4096;
 pub struct SessionOptions {
     /// Context size (`None`: the spec's, else [`DEFAULT_CONTEXT`]; capped at the training length).
     pub context: Option<u32>,
-    /// Decoding threads (`None`: the spec's, else the number of cores).
+    /// Decoding threads (`None`: the spec's, else chosen from the free physical cores, see
+    /// [`crate::threads::choose`]).
     pub threads: Option<u32>,
     /// How the logits are computed (each unset value: the spec's, else llama-server's default).
     pub compute: ComputeOptions,
+    /// A window shares the machine: a chosen thread count leaves it one core.
+    pub beside_window: bool,
 }
 
 /// A context with its position: prompt in, one token at a time, logits out.
@@ -81,8 +84,9 @@ impl<'m> Session<'m> {
             .or(spec.context)
             .unwrap_or(DEFAULT_CONTEXT)
             .clamp(1, trained);
-        let threads = options.threads.or(spec.threads).unwrap_or_else(cores);
-        let threads = check_threads(threads).map_err(LlmError::Threads)?;
+        let thread_choice =
+            crate::threads::choose(options.threads.or(spec.threads), options.beside_window);
+        let threads = check_threads(thread_choice.threads).map_err(LlmError::Threads)?;
         let compute = options.compute.or(spec.compute);
         let n_batch = compute.batch.unwrap_or(SERVER_BATCH).clamp(1, n_ctx);
         let n_ubatch = compute.ubatch.unwrap_or(SERVER_UBATCH).clamp(1, n_batch);
@@ -148,7 +152,9 @@ impl<'m> Session<'m> {
             cache_type_v: Known::Set(cache_type_v),
             prompt_split: Known::Set(prompt_split),
             threads: Known::Set(threads),
+            thread_choice: Some(thread_choice),
             gpu_layers: Known::Set(spec.gpu_layers),
+            placement: Some(model.info().placement.clone()),
             context: Known::Set(n_ctx),
             prompt_cached: None,
             build: Some(format!("b{}", crate::LLAMA_CPP_BUILD)),

@@ -422,9 +422,16 @@ pub struct LogitSettings {
     /// Decoding threads (they do not change the logits on the CPU backend; recorded to say so).
     #[serde(default)]
     pub threads: Known<u32>,
+    /// How an in-process run's threads were chosen (set, or from the free cores).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_choice: Option<crate::threads::ThreadChoice>,
     /// Model layers offloaded to a GPU.
     #[serde(default)]
     pub gpu_layers: Known<u32>,
+    /// Where the layers were computed (an in-process run: the CPU, or which GPU held how many
+    /// layers); None where the engine does not say (a server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<crate::device::Placement>,
     /// The context size (per slot on a server).
     #[serde(default)]
     pub context: Known<u32>,
@@ -463,7 +470,16 @@ impl LogitSettings {
             format!("V cache {}", self.cache_type_v.described()),
             format!("prompt {}", self.prompt_split.described()),
             format!("GPU layers {}", self.gpu_layers.described()),
-            format!("threads {}", self.threads.described()),
+            format!(
+                "computed on {}",
+                self.placement
+                    .as_ref()
+                    .map_or_else(|| "a backend not reported".to_owned(), |p| p.summary())
+            ),
+            match &self.thread_choice {
+                Some(choice) => format!("threads: {}", choice.describe()),
+                None => format!("threads {}", self.threads.described()),
+            },
             format!("context {}", self.context.described()),
         ];
         if let Some(n) = self.prompt_cached {
@@ -576,6 +592,21 @@ pub fn differences(a: &LogitSettings, b: &LogitSettings) -> Vec<SettingDifferenc
         &b.gpu_layers,
         Effect::Changes,
     );
+    let backend = |s: &LogitSettings| match &s.placement {
+        Some(p) => Known::Reported(p.backend()),
+        None => Known::Unknown,
+    };
+    if a.placement.as_ref().map(|p| p.backend()) != b.placement.as_ref().map(|p| p.backend())
+        && a.placement.is_some()
+        && b.placement.is_some()
+    {
+        out.push(difference(
+            "backend",
+            &backend(a),
+            &backend(b),
+            Effect::Changes,
+        ));
+    }
     push_if_differs(
         &mut out,
         "micro-batch",
@@ -833,7 +864,9 @@ impl ServerFlags {
                 None => Known::Unknown,
             },
             threads: pick(self.threads, None),
+            thread_choice: None,
             gpu_layers: pick(self.gpu_layers, None),
+            placement: None,
             context: match context {
                 Some(n) => Known::Reported(n),
                 None => pick(self.context, None),

@@ -66,8 +66,10 @@ pub struct RunRequest {
     pub show: usize,
     /// Context size (None: the model's default).
     pub context: Option<u32>,
-    /// Decoding threads (None: the model spec's, else the number of cores).
+    /// Decoding threads (None: the model spec's, else chosen from the free physical cores).
     pub threads: Option<u32>,
+    /// A window shares the machine (the app): a chosen thread count leaves it one core.
+    pub beside_window: bool,
     /// How the logits are computed (each unset value: the model spec's, else llama-server's
     /// default).
     pub compute: ComputeOptions,
@@ -416,6 +418,7 @@ impl WorkerState {
             context: request.context,
             threads: request.threads,
             compute: request.compute,
+            beside_window: request.beside_window,
         };
         // The previous run's context serves only a run that asks for it, with the same options;
         // otherwise it is dropped before a fresh one is made.

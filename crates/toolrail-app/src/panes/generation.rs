@@ -191,12 +191,16 @@ impl GenerationPane {
             LoadState::Ready { name } => {
                 if let Some(model) = run.controller.model() {
                     let info = model.info();
-                    ui.label(format!(
-                        "{name}: {}, {} tokens, {:.0} MB",
-                        info.architecture,
-                        info.vocab_size,
-                        info.file_size as f64 / 1e6
-                    ));
+                    ui.add(
+                        egui::Label::new(format!(
+                            "{name}: {}, {} tokens, {:.0} MB, on {}",
+                            info.architecture,
+                            info.vocab_size,
+                            info.file_size as f64 / 1e6,
+                            info.placement.summary()
+                        ))
+                        .wrap(),
+                    );
                 }
             }
             LoadState::Failed { name, message } => {
@@ -208,6 +212,13 @@ impl GenerationPane {
                 );
             }
         }
+        let entry = match (&run.settings.gguf, &*models) {
+            (None, Ok(models)) => models
+                .find(&run.settings.model)
+                .map_or(0, |spec| spec.gpu_layers),
+            _ => 0,
+        };
+        gpu_layers_row(ui, &mut run.settings, entry);
         if open_connect {
             self.connect_open = true;
         }
@@ -878,4 +889,49 @@ fn server_section(ui: &mut egui::Ui, run: &mut RunState) {
 /// Loads the GGUF the user picked (the answer of the Open GGUF… dialog).
 pub fn open_gguf(shared: &mut Shared, path: std::path::PathBuf) {
     shared.run.open_gguf(path);
+}
+
+/// GPU layers for the next load (over the models.toml entry's): a number in a build with a
+/// GPU backend, else disabled, saying how to get one.
+/// `entry` is the layers the model's entry asks for.
+fn gpu_layers_row(
+    ui: &mut egui::Ui,
+    settings: &mut toolrail_workbench::run::RunSettings,
+    entry: u32,
+) {
+    let gpu = !toolrail_llm::device::GPU_BACKENDS.is_empty();
+    ui.horizontal(|ui| {
+        let label = ui.label("GPU layers");
+        let mut layers = settings.gpu_layers.unwrap_or(entry);
+        let changed = ui
+            .add_enabled(gpu, egui::DragValue::new(&mut layers).range(0..=999))
+            .labelled_by(label.id)
+            .on_hover_text(if gpu {
+                format!(
+                    "layers llama.cpp puts on the GPU ({}) when the model is next loaded; \
+                     999: all. The model's entry says {entry}.",
+                    toolrail_llm::device::GPU_BACKENDS.join(", ")
+                )
+            } else {
+                "this build has no GPU backend: build toolrail with --features vulkan, cuda \
+                 or metal to offload layers"
+                    .to_owned()
+            })
+            .on_disabled_hover_text(
+                "this build has no GPU backend: build toolrail with --features vulkan, cuda \
+                 or metal to offload layers",
+            )
+            .changed();
+        if changed {
+            settings.gpu_layers = Some(layers);
+        }
+        if settings.gpu_layers.is_some()
+            && ui
+                .small_button("entry's")
+                .on_hover_text(format!("use the model entry's gpu_layers ({entry})"))
+                .clicked()
+        {
+            settings.gpu_layers = None;
+        }
+    });
 }

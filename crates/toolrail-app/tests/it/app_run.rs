@@ -55,6 +55,10 @@ fn a_run_on_the_test_model_streams_tokens_that_show_candidates_and_stacks() {
         return;
     };
     load_model(&mut harness);
+    // the model line says where it computes (this CPU build: the CPU), and the GPU layers for
+    // the next load sit under it
+    harness.get_by_label_contains("MB, on CPU");
+    assert!(harness.query_by_label("GPU layers").is_some());
     harness.get_by_label("Start run").click();
     wait_until(&mut harness, "the run to end", |app| {
         app.shared

@@ -841,6 +841,7 @@ mod tests {
             show: 2,
             context: None,
             threads: None,
+            beside_window: false,
             compute: Default::default(),
             prefix: Vec::new(),
             reuse_cache: false,

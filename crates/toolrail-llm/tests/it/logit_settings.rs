@@ -19,6 +19,7 @@ fn logits(model: &Model, threads: u32, compute: ComputeOptions) -> Vec<f32> {
             context: Some(256),
             threads: Some(threads),
             compute,
+            beside_window: false,
         })
         .unwrap();
     session.decode(&model.tokenize(PROMPT, true, true)).unwrap();
@@ -107,6 +108,7 @@ fn a_session_records_what_it_computes_with() {
         .session(SessionOptions {
             context: Some(128),
             threads: Some(1),
+            beside_window: false,
             compute: ComputeOptions {
                 ubatch: Some(64),
                 cache_type_k: Some(CacheType::Q8_0),
@@ -135,6 +137,7 @@ fn a_session_records_what_it_computes_with() {
     let refused = model.session(SessionOptions {
         context: Some(128),
         threads: Some(1),
+        beside_window: false,
         compute: ComputeOptions {
             flash_attention: Some(FlashAttention::Off),
             cache_type_v: Some(CacheType::Q8_0),

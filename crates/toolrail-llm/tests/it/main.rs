@@ -12,6 +12,7 @@ mod chat_templates;
 mod common;
 mod generation;
 mod gguf_templates;
+mod gpu;
 mod hostile_gguf;
 mod lazy_masks;
 mod llguidance_engine;

@@ -140,8 +140,11 @@ pub struct RunSetup {
     pub sampling: Sampling,
     /// Context size (`None`: the model spec's, else the default).
     pub context: Option<u32>,
-    /// Decoding threads (`None`: the model spec's, else all cores but one, left to the UI).
+    /// Decoding threads (`None`: the model spec's, else chosen from the free physical cores,
+    /// one left to the UI when `beside_window`).
     pub threads: Option<u32>,
+    /// A window shares the machine (the app): threads leave it a core.
+    pub beside_window: bool,
     /// How the logits are computed in-process (each unset value: the model spec's, else
     /// llama-server's default): set to a server's to compare runs on both.
     pub compute: ComputeOptions,
@@ -160,6 +163,7 @@ impl Default for RunSetup {
             sampling: Sampling::default(),
             context: None,
             threads: None,
+            beside_window: true,
             compute: ComputeOptions::default(),
             show: 8,
         }
@@ -376,15 +380,18 @@ pub fn build_request(
         start_paused,
         show: setup.show,
         context: setup.context.or(spec.and_then(|s| s.context)),
-        // The user's own count stands; a models.toml entry's is kept below the cores a window
-        // leaves free (ggml's threads spin: one more than the free cores fights the UI for its
-        // core and slows both).
-        threads: Some(setup.threads.unwrap_or_else(|| {
+        // The user's own count stands; beside a window a models.toml entry's is kept below the
+        // cores a window leaves free (ggml's threads spin: one more than the free cores fights
+        // the UI for its core and slows both); with neither, the session chooses from the free
+        // physical cores.
+        threads: setup.threads.or_else(|| {
             spec.and_then(|s| s.threads)
-                .map_or(threads_beside_a_window(), |t| {
-                    t.min(threads_beside_a_window())
+                .map(|t| match setup.beside_window {
+                    true => t.min(threads_beside_a_window()),
+                    false => t,
                 })
-        })),
+        }),
+        beside_window: setup.beside_window,
         compute: setup.compute,
         prefix: Vec::new(),
         reuse_cache: false,
@@ -512,6 +519,9 @@ mod tests {
             (free.threads, free.context),
             (Some(3.min(beside)), Some(2048))
         );
+        // with no threads anywhere, the session chooses (beside the window)
+        let unset = build_request(&setup, &inputs, "p".into(), None, false).unwrap();
+        assert_eq!((unset.threads, unset.beside_window), (None, true));
         let setup = RunSetup {
             engine: EngineKind::Toolrail,
             threads: Some(1),

@@ -53,6 +53,9 @@ pub struct RunSettings {
     pub system: String,
     /// Decoding threads (`None`: the model's).
     pub threads: Option<u32>,
+    /// Model layers on the GPU (`None`: the models.toml entry's `gpu_layers`); applies when
+    /// the model is next loaded, and only in a build with a GPU backend.
+    pub gpu_layers: Option<u32>,
     /// How in-process runs compute the logits (flash attention, batch sizes, cache types;
     /// unset: the model's entry, else llama-server's defaults).
     pub compute: ComputeOptions,
@@ -78,6 +81,7 @@ impl Default for RunSettings {
             prompt_style: PromptStyle::Model,
             system: String::new(),
             threads: None,
+            gpu_layers: None,
             compute: ComputeOptions::default(),
             show: 8,
             last_transcript: None,
@@ -89,13 +93,18 @@ impl Default for RunSettings {
 
 impl RunSettings {
     /// The model to load: the opened GGUF, else the named entry of the models file.
+    /// The GPU layers are the settings' when set (over the entry's).
     pub fn model_spec(&self) -> Result<ModelSpec, String> {
-        if let Some(path) = &self.gguf {
-            return Ok(ModelSpec::from_path(path.clone()));
+        let mut spec = match &self.gguf {
+            Some(path) => ModelSpec::from_path(path.clone()),
+            None => Models::load(self.models_file.as_deref())
+                .and_then(|models| models.find(&self.model))
+                .map_err(|e| e.to_string())?,
+        };
+        if let Some(layers) = self.gpu_layers {
+            spec.gpu_layers = layers;
         }
-        Models::load(self.models_file.as_deref())
-            .and_then(|models| models.find(&self.model))
-            .map_err(|e| e.to_string())
+        Ok(spec)
     }
 }
 
@@ -224,6 +233,7 @@ impl RunState {
             sampling: s.sampling.clone(),
             context: None,
             threads: s.threads,
+            beside_window: true,
             compute: s.compute,
             show: s.show.max(1),
         }

@@ -17,15 +17,33 @@ pub fn model_path() -> Option<PathBuf> {
     toolrail_testkit::model()
 }
 
-/// The test model, loaded once per test binary. Absent: a failure when `CI=true`, otherwise
-/// `None` after saying how to fetch it.
+/// The layers the shared test model puts on the GPU: `TOOLRAIL_TEST_GPU_LAYERS` (the suite's
+/// Vulkan pass sets 999, so that the generation tests run on the GPU), else 0.
+pub fn gpu_layers() -> u32 {
+    std::env::var("TOOLRAIL_TEST_GPU_LAYERS")
+        .ok()
+        .map(|v| {
+            v.trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("TOOLRAIL_TEST_GPU_LAYERS={v:?} is no number"))
+        })
+        .unwrap_or(0)
+}
+
+/// The test model, loaded once per test binary (with [`gpu_layers`] on the GPU). Absent: a
+/// failure when `CI=true`, otherwise `None` after saying how to fetch it.
 pub fn model() -> Option<&'static Model> {
     static MODEL: OnceLock<Option<Model>> = OnceLock::new();
     MODEL
         .get_or_init(|| {
             let path = model_path()?;
             let started = Instant::now();
-            let model = Model::open(&path).expect("the test model loads");
+            let spec = toolrail_llm::ModelSpec {
+                gpu_layers: gpu_layers(),
+                ..toolrail_llm::ModelSpec::from_path(&path)
+            };
+            let model = Model::load(spec, |_| true).expect("the test model loads");
+            eprintln!("test model on {}", model.info().placement.summary());
             eprintln!(
                 "model load: {:.0} ms",
                 started.elapsed().as_secs_f64() * 1e3
@@ -87,6 +105,7 @@ pub fn run_request(
         show: 5,
         context: Some(1024),
         threads: Some(1),
+        beside_window: false,
         compute: Default::default(),
         prefix: Vec::new(),
         reuse_cache: false,
