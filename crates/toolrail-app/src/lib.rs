@@ -882,7 +882,7 @@ fn status_bar(ui: &mut egui::Ui, shared: &Shared) {
                 .placement
                 .as_ref()
                 .map_or_else(|| "CPU".to_owned(), |p| p.backend());
-            ui.label(format!("{placement}, {} threads", choice.threads))
+            ui.label(format!("{placement}, {}", choice.count()))
                 .on_hover_text(format!(
                     "the last run decoded on {}; {}",
                     settings

@@ -36,13 +36,18 @@ pub enum ThreadReason {
 }
 
 impl ThreadChoice {
+    /// `1 thread` or `N threads`.
+    pub fn count(&self) -> String {
+        match self.threads {
+            1 => "1 thread".to_owned(),
+            n => format!("{n} threads"),
+        }
+    }
+
     /// `2 threads (set)` or `1 thread (chosen: 2 physical cores, 3.0 busy, 1 left to the
     /// window)`.
     pub fn describe(&self) -> String {
-        let n = match self.threads {
-            1 => "1 thread".to_owned(),
-            n => format!("{n} threads"),
-        };
+        let n = self.count();
         match self.reason {
             ThreadReason::Set => format!("{n} (set)"),
             ThreadReason::Chosen {
