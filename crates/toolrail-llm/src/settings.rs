@@ -592,20 +592,12 @@ pub fn differences(a: &LogitSettings, b: &LogitSettings) -> Vec<SettingDifferenc
         &b.gpu_layers,
         Effect::Changes,
     );
-    let backend = |s: &LogitSettings| match &s.placement {
-        Some(p) => Known::Reported(p.backend()),
-        None => Known::Unknown,
-    };
-    if a.placement.as_ref().map(|p| p.backend()) != b.placement.as_ref().map(|p| p.backend())
-        && a.placement.is_some()
-        && b.placement.is_some()
+    // a server does not say what computes: only two in-process backends are compared
+    if let (Some(x), Some(y)) = (&a.placement, &b.placement)
+        && x.backend() != y.backend()
     {
-        out.push(difference(
-            "backend",
-            &backend(a),
-            &backend(b),
-            Effect::Changes,
-        ));
+        let (x, y) = (Known::Set(x.backend()), Known::Set(y.backend()));
+        out.push(difference("backend", &x, &y, Effect::Changes));
     }
     push_if_differs(
         &mut out,
@@ -981,5 +973,28 @@ mod tests {
             ..here.clone()
         };
         assert!(differences(&auto_off, &here).is_empty());
+        // two known backends that differ change the logits; a server's unknown one is not
+        // listed
+        let placed = |gpu: bool| crate::device::Placement {
+            gpu: gpu.then(|| crate::device::ComputeDevice {
+                name: "Vulkan0".into(),
+                description: "a GPU".into(),
+                kind: crate::device::DeviceKind::Gpu,
+            }),
+            requested_layers: 99,
+            offloaded_layers: if gpu { 19 } else { 0 },
+            offloadable_layers: 19,
+        };
+        let on = |gpu: bool| LogitSettings {
+            placement: Some(placed(gpu)),
+            ..here.clone()
+        };
+        let diff = differences(&on(false), &on(true));
+        assert_eq!(diff.len(), 1, "{diff:?}");
+        assert_eq!(
+            diff[0].to_string(),
+            "backend: CPU in the first run, Vulkan0 in the second"
+        );
+        assert!(differences(&on(true), &here).is_empty());
     }
 }

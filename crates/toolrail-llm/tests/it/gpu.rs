@@ -9,12 +9,11 @@
 //! software Vulkan (lavapipe), where a build with a GPU backend that finds no device fails.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use toolrail_llm::device::{self, GPU_BACKENDS, Placement};
 use toolrail_llm::record::{Stop, TokenRecord};
-use toolrail_llm::worker::{Command, EngineKind, Event, Worker};
-use toolrail_llm::{Model, ModelSpec};
+use toolrail_llm::worker::{Command, EngineKind, Worker};
+use toolrail_llm::{Model, ModelSpec, SessionOptions};
 
 use crate::common::masks::{MaskPair, differing_tokens};
 
@@ -75,31 +74,13 @@ fn layers_go_where_gpu_layers_says() {
     assert_eq!(Placement::of(5, blocks), some.info().placement);
 }
 
-/// A greedy run of the weather tool call under its grammar on `model`: its token records and
-/// stop.
+/// A greedy run of the weather tool call under its grammar on `model`: its token records, stop
+/// and output.
 fn run(model: &Model, prompt: &str, grammar: &str) -> (Vec<TokenRecord>, Stop, String) {
     let worker = Worker::spawn(model.clone(), Arc::new(|| {}));
     let request = crate::common::run_request(prompt, Some(grammar), EngineKind::Toolrail, 48);
     worker.send(Command::Start(Box::new(request)));
-    let mut tokens = Vec::new();
-    loop {
-        let tagged = worker
-            .events()
-            .recv_timeout(Duration::from_secs(600))
-            .expect("an event within 10 minutes");
-        match tagged.event {
-            // the transcript records where the logits were computed
-            Event::Started { settings, .. } => assert_eq!(
-                settings.placement.as_ref(),
-                Some(&model.info().placement),
-                "the run's settings say where it computes"
-            ),
-            Event::Token(t) => tokens.push(*t),
-            Event::Done { stop, output, .. } => return (tokens, stop, output),
-            Event::Error(message) => panic!("the run failed: {message}"),
-            _ => {}
-        }
-    }
+    crate::gguf_templates::collect(&worker)
 }
 
 #[test]
@@ -114,6 +95,14 @@ fn generation_on_the_gpu_keeps_the_cpus_masks() {
         tokens.len()
     );
     assert!(!tokens.is_empty(), "the run took no token");
+    // the settings a run records (its `Started` event) say where it computes
+    let session = gpu.session(SessionOptions::default()).unwrap();
+    assert_eq!(
+        session.settings().placement.as_ref(),
+        Some(&gpu.info().placement),
+        "the run's settings say where it computes"
+    );
+    drop(session);
 
     // the CPU follows the GPU run's tokens: toolrail's and llama.cpp's masks at each step
     let mut pair = MaskPair::new(&cpu, &grammar, &prompt, 1024);
